@@ -1,0 +1,226 @@
+"""Command line: argparse in, one config object out, one error boundary.
+
+Exit codes: 0 success; 2 bad usage (argparse); 1 any other problem the user can fix,
+printed as one line ``ioprof: error: …``; 130 interrupted (finished cells are kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ioprof import __version__
+from ioprof.config import (
+    CACHE_REGIMES,
+    DEFAULT_IMAGES_PER_DATASET,
+    DEFAULT_RESOLUTIONS,
+    MODELS,
+    STAGES,
+    SweepConfig,
+    non_negative_int,
+    parse_compute,
+    parse_device,
+    parse_loaders,
+    parse_positive_int_list,
+    parse_resolutions,
+    parse_storage_profile,
+    positive_float,
+    positive_int,
+)
+from ioprof.errors import IoprofError
+from ioprof.presets import GPU_PRESETS, STORAGE_PROFILES
+
+
+def _arg(fn: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+    """Turn a parser's ValueError into argparse's usage error, keeping its message."""
+
+    def parse(text: str) -> Any:
+        try:
+            return fn(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = name
+    return parse
+
+
+def _add_measure_args(p: argparse.ArgumentParser) -> None:
+    res = ",".join(f"{w}x{h}" for w, h in DEFAULT_RESOLUTIONS)
+    p.add_argument(
+        "--workers",
+        type=_arg(parse_positive_int_list, "workers"),
+        default=(1, 4, 8),
+        help="worker counts for the multiprocess loader, e.g. 1,4,8 (default 1,4,8)",
+    )
+    p.add_argument(
+        "--loaders",
+        type=_arg(parse_loaders, "loaders"),
+        default=("serial", "multiprocess"),
+        help="serial (num_workers=0, in-process) and/or multiprocess (default both)",
+    )
+    src = p.add_mutually_exclusive_group()
+    src.add_argument(
+        "--resolutions",
+        type=_arg(parse_resolutions, "resolutions"),
+        default=DEFAULT_RESOLUTIONS,
+        help=f"generated datasets, WIDTHxHEIGHT list (default {res})",
+    )
+    src.add_argument(
+        "--data", metavar="PATH", help="your own ImageFolder tree or flat folder of images (only read)"
+    )
+    p.add_argument(
+        "--images",
+        type=_arg(positive_int, "images"),
+        default=DEFAULT_IMAGES_PER_DATASET,
+        help=f"images per generated dataset (default {DEFAULT_IMAGES_PER_DATASET})",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=_arg(positive_int, "batch-size"),
+        help="images per batch (default 8 on CPU, 256 on CUDA)",
+    )
+    p.add_argument(
+        "--steps",
+        type=_arg(positive_int, "steps"),
+        help="measured steps per cell, after warm-up (default 5 on CPU, 50 on CUDA)",
+    )
+    p.add_argument(
+        "--warmup-steps",
+        type=_arg(non_negative_int, "warmup-steps"),
+        help="steps run and excluded before measuring (default 1 on CPU, 10 on CUDA)",
+    )
+    p.add_argument(
+        "--seconds",
+        type=_arg(positive_float, "seconds"),
+        help="stop a cell's measurement after this long even if steps remain (default 60)",
+    )
+    p.add_argument(
+        "--device",
+        type=_arg(parse_device, "device"),
+        default="auto",
+        help="auto (CUDA when available, else CPU), cpu, cuda or cuda:INDEX",
+    )
+    p.add_argument("--model", choices=MODELS, default="resnet50", help="model trained (default resnet50)")
+    p.add_argument(
+        "--compute",
+        type=_arg(parse_compute, "compute"),
+        default=parse_compute("real"),
+        help=f"real, sim:IMG_PER_S or sim:PRESET ({', '.join(GPU_PRESETS)}) to simulate a GPU",
+    )
+    p.add_argument(
+        "--cache",
+        choices=CACHE_REGIMES,
+        default="cold",
+        help="page-cache regime of the end-to-end cells (default cold: evicted and verified)",
+    )
+    p.add_argument(
+        "--storage-profile",
+        type=_arg(parse_storage_profile, "storage-profile"),
+        help=f"emulate storage: {', '.join(STORAGE_PROFILES)} or custom:READ_MB_PER_S[:LATENCY_MS]",
+    )
+    p.add_argument(
+        "--crop-px",
+        type=_arg(positive_int, "crop-px"),
+        default=224,
+        help="RandomResizedCrop output size (default 224)",
+    )
+    p.add_argument(
+        "--pin-memory", action="store_true", help="DataLoader(pin_memory=True), non-blocking copies"
+    )
+    p.add_argument(
+        "--seed", type=_arg(non_negative_int, "seed"), default=0, help="seed for data and shuffling"
+    )
+    p.add_argument("--out", metavar="DIR", help="output folder (default: a new folder under ./reports/)")
+    p.add_argument(
+        "--cache-dir", metavar="DIR", help="where generated datasets are kept (default ~/.cache/ioprof)"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ioprof",
+        description="Why is my PyTorch image training slow? Storage, CPU decode or GPU compute — measured.",
+    )
+    parser.add_argument("--version", action="version", version=f"ioprof {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sw = sub.add_parser("sweep", help="serial vs multiprocess loader across resolutions and worker counts")
+    _add_measure_args(sw)
+    pr = sub.add_parser("probe", help="measure one stage ceiling alone: storage, decode or compute")
+    pr.add_argument("stage", choices=("storage", "decode", "compute"))
+    _add_measure_args(pr)
+    g = sub.add_parser("gen", help="write synthetic ImageFolder datasets that compress like photographs")
+    g.add_argument("--resolutions", type=_arg(parse_resolutions, "resolutions"), default=DEFAULT_RESOLUTIONS)
+    g.add_argument("--images", type=_arg(positive_int, "images"), default=DEFAULT_IMAGES_PER_DATASET)
+    g.add_argument("--classes", type=_arg(positive_int, "classes"), default=4)
+    g.add_argument("--seed", type=_arg(non_negative_int, "seed"), default=0)
+    g.add_argument("--out", metavar="DIR", required=True, help="folder to write the datasets into")
+    r = sub.add_parser("report", help="re-render report.md from a results.json without measuring")
+    r.add_argument("results", metavar="RESULTS.json")
+    sub.add_parser("env", help="what ioprof sees on this machine (CPU, RAM, GPU, NVML)")
+    return parser
+
+
+def _sweep_config(ns: argparse.Namespace, stages: Sequence[str]) -> SweepConfig:
+    """The one place where the Namespace becomes a config."""
+    return SweepConfig(
+        workers=ns.workers,
+        loaders=ns.loaders,
+        resolutions=ns.resolutions,
+        data_path=ns.data,
+        images_per_dataset=ns.images,
+        batch_size=ns.batch_size,
+        warmup_steps=ns.warmup_steps,
+        steps=ns.steps,
+        seconds=ns.seconds,
+        device=ns.device,
+        model=ns.model,
+        compute=ns.compute,
+        cache=ns.cache,
+        storage_profile=ns.storage_profile,
+        crop_px=ns.crop_px,
+        pin_memory=ns.pin_memory,
+        stages=tuple(stages),
+        seed=ns.seed,
+        out_dir=ns.out,
+        cache_dir=ns.cache_dir,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    ns = build_parser().parse_args(args)
+    command = "ioprof " + shlex.join(args)
+    from ioprof.commands import make_progress
+
+    progress = make_progress()
+    try:
+        if ns.command == "sweep":
+            from ioprof.commands.sweep import sweep
+
+            return sweep(_sweep_config(ns, STAGES), command, "sweep", progress)
+        if ns.command == "probe":
+            from ioprof.commands.sweep import sweep
+
+            return sweep(_sweep_config(ns, (ns.stage,)), command, f"probe-{ns.stage}", progress)
+        if ns.command == "gen":
+            from ioprof.commands.gen import gen
+
+            return gen(ns.resolutions, ns.images, ns.out, ns.seed, ns.classes, progress)
+        if ns.command == "report":
+            from ioprof.commands.sweep import report
+
+            return report(ns.results)
+        if ns.command == "env":
+            from ioprof.commands.env import env
+
+            return env()
+    except IoprofError as e:
+        print(f"ioprof: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("ioprof: interrupted", file=sys.stderr)
+        return 130
+    raise AssertionError(f"unhandled command {ns.command}")

@@ -1,0 +1,34 @@
+"""``ioprof env``: what ioprof sees on this machine, and why a part is unavailable."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from ioprof.datasets.cache import default_cache_dir
+from ioprof.machine import machine_info
+from ioprof.pagecache import filesystem_of
+from ioprof.telemetry import nvml_status
+
+
+def env() -> int:
+    cuda = torch.cuda.is_available()
+    idx = 0 if cuda else None
+    uuid = str(torch.cuda.get_device_properties(0).uuid) if cuda else None
+    nv = nvml_status(idx, uuid)
+    m = machine_info(torch.cuda.get_device_name(0) if cuda else None, nv.driver or None, nv.reason or None)
+    fs = filesystem_of(os.getcwd())
+    lines = [
+        f"CPU: {m.cpu_model} — {m.cpu_cores_usable} usable of {m.cpu_cores_logical} logical cores",
+        f"RAM: {m.ram_bytes / 2**30:,.1f} GiB",
+        f"GPU: {m.gpu or 'none'}"
+        + ("" if cuda else " (torch sees no CUDA device; training runs on the CPU)"),
+        f"GPU telemetry (NVML): {'available, ' + nv.name + ', driver ' + nv.driver if not nv.reason else 'unavailable — ' + nv.reason}",
+        f"Python {m.python}, torch {m.torch}, torchvision {m.torchvision}",
+        f"Platform: {m.platform}",
+        f"Current folder: {fs.fs_type} on {fs.source} (mounted at {fs.mountpoint})",
+        f"Dataset cache: {default_cache_dir()}",
+    ]
+    print("\n".join(lines))
+    return 0

@@ -1,0 +1,187 @@
+"""The training step under test: real (torchvision model, SGD, cross-entropy) or simulated,
+and the compute ceiling: steps on synthetic batches that already sit on the device."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import torch
+from torch import nn
+from torchvision import models
+
+from ioprof.config import ComputeSpec
+from ioprof.errors import IoprofError
+from ioprof.results import ComputeCeiling, TransferCeiling
+
+IMAGENET_CLASSES = 1000
+
+
+def build_model(name: str, num_classes: int) -> nn.Module:
+    """torchvision's ResNets, untrained; ``tiny`` is a few-layer CNN for tests on small CPUs."""
+    if name == "resnet50":
+        return models.resnet50(weights=None, num_classes=num_classes)
+    if name == "resnet18":
+        return models.resnet18(weights=None, num_classes=num_classes)
+    if name == "tiny":
+        return nn.Sequential(
+            nn.Conv2d(3, 8, kernel_size=3, stride=2, padding=1),
+            nn.ReLU(inplace=True),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Linear(8, num_classes),
+        )
+    raise IoprofError(f"--model {name}: unknown; use resnet50, resnet18 or tiny")
+
+
+class TrainStep(Protocol):
+    simulated: bool
+    label: str
+
+    def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> None:
+        """Run one step to completion (on CUDA, synchronized, so no GPU work leaks into the next wait)."""
+
+
+class RealTrainStep:
+    """SGD with momentum on cross-entropy, as in torchvision's ImageNet reference script."""
+
+    simulated = False
+
+    def __init__(self, model_name: str, device: torch.device, num_classes: int, non_blocking: bool) -> None:
+        self.device = device
+        self.non_blocking = non_blocking
+        self.model = build_model(model_name, num_classes).to(device).train()
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.label = f"real {model_name} on {device}"
+
+    def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> None:
+        x = images.to(self.device, non_blocking=self.non_blocking)
+        y = labels.to(self.device, non_blocking=self.non_blocking)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        self.optimizer.step()
+        if self.device.type == "cuda":
+            # A training loop that logs its loss synchronizes every step; without this the
+            # GPU's queued work would be counted as the next batch's data wait.
+            torch.cuda.synchronize(self.device)
+
+
+class SimulatedStep:
+    """A step that takes exactly as long as a GPU at ``img_per_s`` would (DLIO, MLPerf Storage)."""
+
+    simulated = True
+
+    def __init__(
+        self,
+        spec: ComputeSpec,
+        clock: Callable[[], float] = time.perf_counter,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        assert spec.kind == "sim" and spec.sim_img_per_s
+        self.img_per_s = spec.sim_img_per_s
+        self.clock = clock
+        self.sleep = sleep
+        self.label = spec.label
+
+    def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> None:
+        deadline = self.clock() + images.shape[0] / self.img_per_s
+        while (left := deadline - self.clock()) > 0:
+            self.sleep(left)
+
+
+def make_step(
+    spec: ComputeSpec, model_name: str, device: torch.device, num_classes: int, non_blocking: bool
+) -> TrainStep:
+    if spec.kind == "sim":
+        return SimulatedStep(spec)
+    return RealTrainStep(model_name, device, max(num_classes, IMAGENET_CLASSES), non_blocking)
+
+
+def probe_compute(
+    step: TrainStep,
+    spec: ComputeSpec,
+    model_name: str,
+    device: torch.device,
+    batch_size: int,
+    crop_px: int,
+    warmup_steps: int,
+    steps: int,
+    clock: Callable[[], float] = time.perf_counter,
+) -> ComputeCeiling:
+    """Img/s of the step alone, on a synthetic batch already on the device."""
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    images = torch.randn(batch_size, 3, crop_px, crop_px, generator=gen).to(device)
+    labels = torch.randint(0, IMAGENET_CLASSES, (batch_size,), generator=gen).to(device)
+    times = []
+    for i in range(warmup_steps + steps):
+        t0 = clock()
+        step(images, labels)
+        if i >= warmup_steps:
+            times.append(clock() - t0)
+    total = sum(times)
+    return ComputeCeiling(
+        img_per_s=batch_size * len(times) / total if total > 0 else float("inf"),
+        simulated=step.simulated,
+        device=str(device),
+        model=model_name if not step.simulated else "simulated",
+        batch_size=batch_size,
+        step_s=tuple(times),
+        label=step.label,
+        source=spec.source or "",
+    )
+
+
+def resolve_device(requested: str) -> tuple[torch.device, str]:
+    """The device to train on, and why it was chosen (said plainly in the output)."""
+    available = torch.cuda.is_available()
+    if requested == "auto":
+        if available:
+            return torch.device("cuda:0"), "--device auto: CUDA is available"
+        return torch.device("cpu"), "--device auto: torch sees no CUDA device"
+    if requested == "cpu":
+        return torch.device("cpu"), "--device cpu"
+    if not available:
+        raise IoprofError(
+            f"--device {requested}: torch sees no CUDA device on this machine; use --device cpu or auto"
+        )
+    dev = torch.device(requested if ":" in requested else "cuda:0")
+    if dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise IoprofError(
+            f"--device {requested}: only {torch.cuda.device_count()} CUDA device(s) visible; use an index below that"
+        )
+    return dev, f"--device {requested}"
+
+
+def probe_transfer(
+    device: torch.device, batch_size: int, crop_px: int, repeats: int = 10
+) -> list[TransferCeiling]:
+    """Host-to-device copy of one float32 batch, pinned and not (CUDA only), timed with CUDA events."""
+    if device.type != "cuda":
+        return []
+    out = []
+    host = torch.randn(batch_size, 3, crop_px, crop_px)
+    for pinned in (False, True):
+        src = host.pin_memory() if pinned else host
+        dst = torch.empty_like(src, device=device)
+        dst.copy_(src, non_blocking=pinned)  # warm-up
+        torch.cuda.synchronize(device)
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(repeats):
+            dst.copy_(src, non_blocking=pinned)
+        end.record()
+        end.synchronize()
+        seconds = start.elapsed_time(end) / 1e3 / repeats
+        out.append(
+            TransferCeiling(
+                pinned=pinned,
+                gb_per_s=src.numel() * src.element_size() / 1e9 / seconds,
+                img_per_s=batch_size / seconds,
+                batch_size=batch_size,
+            )
+        )
+    return out

@@ -1,0 +1,203 @@
+"""Frozen configuration objects, built once by the CLI and handed to the runners.
+
+Parsing helpers here raise ``ValueError`` with a message that says what is allowed;
+argparse turns that into a usage error (exit 2).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ioprof.presets import GPU_PRESETS, STORAGE_PROFILES, StorageProfile
+
+LOADERS = ("serial", "multiprocess")
+CACHE_REGIMES = ("cold", "warm", "as-is")
+MODELS = ("resnet50", "resnet18", "tiny")
+# What a sweep measures: the stage ceilings, then the end-to-end cells.
+STAGES = ("compute", "transfer", "storage", "decode", "end-to-end")
+
+
+@dataclass(frozen=True)
+class ComputeSpec:
+    """Real training on the device, or a simulated step that holds ``sim_img_per_s``."""
+
+    kind: str  # "real" | "sim"
+    sim_img_per_s: float | None = None
+    preset: str | None = None  # name of the GPU preset the rate came from
+    source: str | None = None  # where that figure was published
+
+    @property
+    def label(self) -> str:
+        if self.kind == "real":
+            return "real"
+        name = f" ({self.preset})" if self.preset else ""
+        return f"simulated {self.sim_img_per_s:g} img/s{name}"
+
+
+def parse_compute(text: str) -> ComputeSpec:
+    """``real``, ``sim:IMG_PER_S`` or ``sim:PRESET``."""
+    if text == "real":
+        return ComputeSpec("real")
+    if text.startswith("sim:"):
+        arg = text[4:].strip().lower()
+        if arg in GPU_PRESETS:
+            p = GPU_PRESETS[arg]
+            return ComputeSpec("sim", p.img_per_s, p.name, p.source)
+        try:
+            rate = float(arg)
+        except ValueError:
+            rate = -1.0
+        if rate > 0 and rate != float("inf"):
+            return ComputeSpec("sim", rate)
+    raise ValueError(
+        f"must be 'real', 'sim:IMG_PER_S' (a positive number) or 'sim:PRESET' with PRESET one of "
+        f"{', '.join(GPU_PRESETS)}; got {text!r}"
+    )
+
+
+def parse_storage_profile(text: str) -> StorageProfile:
+    """A preset name, or ``custom:READ_MB_PER_S[:LATENCY_MS]``."""
+    name = text.strip().lower()
+    if name in STORAGE_PROFILES:
+        return STORAGE_PROFILES[name]
+    m = re.fullmatch(r"custom:([0-9.]+)(?::([0-9.]+))?", name)
+    if m:
+        try:
+            bw = float(m.group(1))
+            lat = float(m.group(2) or 0.0)
+        except ValueError:
+            bw = -1.0
+            lat = 0.0
+        if bw > 0:
+            return StorageProfile(f"custom:{bw:g}:{lat:g}", bw, lat, False, "user-defined")
+    raise ValueError(
+        f"must be one of {', '.join(STORAGE_PROFILES)} or custom:READ_MB_PER_S[:LATENCY_MS]; got {text!r}"
+    )
+
+
+def parse_positive_int_list(text: str) -> tuple[int, ...]:
+    """``1,4,8`` → (1, 4, 8): positive integers, no duplicates, at least one."""
+    parts = [p.strip() for p in text.split(",")]
+    if not text.strip() or any(not p for p in parts):
+        raise ValueError(f"must be a comma-separated list of positive integers such as 1,4,8; got {text!r}")
+    values: list[int] = []
+    for p in parts:
+        if not re.fullmatch(r"[0-9]+", p) or int(p) < 1:
+            raise ValueError(
+                f"must be a comma-separated list of positive integers such as 1,4,8; got {text!r} "
+                "(the serial loader, num_workers=0, is chosen with --loaders serial)"
+            )
+        values.append(int(p))
+    if len(set(values)) != len(values):
+        raise ValueError(f"has a value twice: {text!r}")
+    return tuple(values)
+
+
+def parse_resolution(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"\s*([0-9]+)\s*[xX×]\s*([0-9]+)\s*", text)
+    if not m or int(m.group(1)) < 8 or int(m.group(2)) < 8:
+        raise ValueError(f"must be WIDTHxHEIGHT with both at least 8, such as 500x375; got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def parse_resolutions(text: str) -> tuple[tuple[int, int], ...]:
+    """``256x192,500x375`` → ((256, 192), (500, 375))."""
+    if not text.strip():
+        raise ValueError("must be a comma-separated list such as 256x192,500x375,1024x768")
+    res = tuple(parse_resolution(p) for p in text.split(","))
+    if len(set(res)) != len(res):
+        raise ValueError(f"has a resolution twice: {text!r}")
+    return res
+
+
+def parse_loaders(text: str) -> tuple[str, ...]:
+    parts = tuple(p.strip() for p in text.split(","))
+    if not text.strip() or any(p not in LOADERS for p in parts) or len(set(parts)) != len(parts):
+        raise ValueError(f"must be a comma-separated list of {', '.join(LOADERS)}; got {text!r}")
+    return parts
+
+
+def parse_device(text: str) -> str:
+    if text in ("auto", "cpu", "cuda") or re.fullmatch(r"cuda:[0-9]+", text):
+        return text
+    raise ValueError(f"must be auto, cpu, cuda or cuda:INDEX; got {text!r}")
+
+
+def positive_int(text: str) -> int:
+    if not re.fullmatch(r"\s*[0-9]+\s*", text) or int(text) < 1:
+        raise ValueError(f"must be a whole number of at least 1; got {text!r}")
+    return int(text)
+
+
+def non_negative_int(text: str) -> int:
+    if not re.fullmatch(r"\s*[0-9]+\s*", text):
+        raise ValueError(f"must be a whole number of at least 0; got {text!r}")
+    return int(text)
+
+
+def positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not (v > 0 and v != float("inf")):
+        raise ValueError(f"must be a positive number; got {text!r}")
+    return v
+
+
+# Default generated datasets: small, ImageNet-like and large, spanning 4x in side length.
+DEFAULT_RESOLUTIONS: tuple[tuple[int, int], ...] = ((256, 192), (500, 375), (1024, 768))
+DEFAULT_IMAGES_PER_DATASET = 200
+
+
+@dataclass(frozen=True)
+class RunLength:
+    """How long each end-to-end cell runs: warm-up steps (excluded), then at most ``steps`` or ``seconds``."""
+
+    batch_size: int
+    warmup_steps: int
+    steps: int
+    seconds: float | None
+
+
+# On a CPU ResNet-50 trains at a few img/s, so cells are short; on a GPU they are long enough
+# for the loader to reach steady state and for NVML to gather samples.
+CPU_RUN_LENGTH = RunLength(batch_size=8, warmup_steps=1, steps=5, seconds=60.0)
+CUDA_RUN_LENGTH = RunLength(batch_size=256, warmup_steps=10, steps=50, seconds=60.0)
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """Everything a sweep needs, decided before anything is measured."""
+
+    workers: tuple[int, ...] = (1, 4, 8)
+    loaders: tuple[str, ...] = LOADERS
+    resolutions: tuple[tuple[int, int], ...] = DEFAULT_RESOLUTIONS
+    data_path: str | None = None
+    images_per_dataset: int = DEFAULT_IMAGES_PER_DATASET
+    batch_size: int | None = None  # None: the device's default (RunLength)
+    warmup_steps: int | None = None
+    steps: int | None = None
+    seconds: float | None = None
+    device: str = "auto"
+    model: str = "resnet50"
+    compute: ComputeSpec = ComputeSpec("real")
+    cache: str = "cold"
+    storage_profile: StorageProfile | None = None
+    crop_px: int = 224
+    pin_memory: bool = False
+    stages: tuple[str, ...] = STAGES  # what to measure; ``probe`` narrows it to one ceiling
+    seed: int = 0
+    out_dir: str | None = None
+    cache_dir: str | None = None  # where generated datasets are kept; None: the user cache folder
+
+    def run_length(self, device_type: str) -> RunLength:
+        """The run length on ``device_type``, the user's choices over the device's defaults."""
+        base = CUDA_RUN_LENGTH if device_type == "cuda" else CPU_RUN_LENGTH
+        return RunLength(
+            batch_size=self.batch_size or base.batch_size,
+            warmup_steps=base.warmup_steps if self.warmup_steps is None else self.warmup_steps,
+            steps=self.steps or base.steps,
+            seconds=self.seconds if self.seconds is not None else base.seconds,
+        )

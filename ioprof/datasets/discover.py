@@ -1,0 +1,109 @@
+"""Find the images of a dataset: an ImageFolder tree (class folders) or a flat folder."""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image
+from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, has_file_allowed_extension, make_dataset
+
+from ioprof.errors import IoprofError
+from ioprof.pagecache import filesystem_of
+from ioprof.results import DatasetInfo
+
+# Image dimensions are read from the headers of at most this many files (headers only: cheap).
+HEADER_SAMPLE_FILES = 256
+
+
+@dataclass(frozen=True)
+class ImageList:
+    """The files of one dataset, with their class labels, in a stable order."""
+
+    root: str
+    paths: tuple[str, ...]
+    labels: tuple[int, ...]
+    classes: tuple[str, ...]
+    layout: str  # "imagefolder" | "flat"
+
+
+def _flat_images(root: Path) -> list[str]:
+    return sorted(
+        str(p) for p in root.iterdir() if p.is_file() and has_file_allowed_extension(p.name, IMG_EXTENSIONS)
+    )
+
+
+def find_images(path: str | os.PathLike[str], flag: str = "--data") -> ImageList:
+    """List the images under ``path``; a clear IoprofError naming the path when there are none."""
+    root = Path(path)
+    if not root.exists():
+        raise IoprofError(f"{flag} {path}: no such directory; pass a folder of images or an ImageFolder tree")
+    if not root.is_dir():
+        raise IoprofError(f"{flag} {path}: is a file, not a folder; pass the folder that holds the images")
+    if not os.access(root, os.R_OK | os.X_OK):
+        raise IoprofError(f"{flag} {path}: permission denied; make the folder readable")
+    try:
+        classes, class_to_idx = find_classes(str(root))
+    except FileNotFoundError:
+        classes, class_to_idx = [], {}
+    except PermissionError:
+        raise IoprofError(f"{flag} {path}: permission denied; make the folder readable") from None
+    samples = (
+        make_dataset(str(root), class_to_idx, extensions=IMG_EXTENSIONS, allow_empty=True) if classes else []
+    )
+    if samples:
+        used = sorted({label for _, label in samples})
+        return ImageList(
+            root=str(root),
+            paths=tuple(p for p, _ in samples),
+            labels=tuple(label for _, label in samples),
+            classes=tuple(classes[i] for i in used),
+            layout="imagefolder",
+        )
+    flat = _flat_images(root)
+    if flat:
+        return ImageList(str(root), tuple(flat), tuple(0 for _ in flat), ("",), "flat")
+    raise IoprofError(
+        f"{flag} {path}: holds no images (looked for {', '.join(IMG_EXTENSIONS[:4])}… in it and its class folders)"
+    )
+
+
+def describe(images: ImageList, label: str, generated: bool, seed: int = 0) -> DatasetInfo:
+    """Size, mean resolution and storage facts of a dataset, reading only file headers."""
+    sizes = []
+    for p in images.paths:
+        try:
+            sizes.append(os.stat(p).st_size)
+        except OSError:
+            continue
+    sample = list(images.paths)
+    random.Random(seed).shuffle(sample)
+    widths, heights = [], []
+    for p in sample[:HEADER_SAMPLE_FILES]:
+        try:
+            with Image.open(p) as im:
+                widths.append(im.width)
+                heights.append(im.height)
+        except (OSError, ValueError, Image.DecompressionBombError):
+            continue
+    total = sum(sizes)
+    mean_w = sum(widths) / len(widths) if widths else 0.0
+    mean_h = sum(heights) / len(heights) if heights else 0.0
+    mean_bytes = total / len(sizes) if sizes else 0.0
+    fs = filesystem_of(images.root)
+    return DatasetInfo(
+        label=label,
+        path=images.root,
+        generated=generated,
+        files=len(images.paths),
+        total_bytes=total,
+        mean_file_bytes=mean_bytes,
+        mean_width_px=mean_w,
+        mean_height_px=mean_h,
+        bits_per_pixel=mean_bytes * 8 / (mean_w * mean_h) if mean_w and mean_h else 0.0,
+        fs_type=fs.fs_type,
+        mount_source=fs.source,
+        classes=len(images.classes),
+    )

@@ -1,0 +1,131 @@
+"""Named what-if presets: simulated GPUs and emulated storage, each with its figures' source.
+
+Everything built from these is labelled *simulated* (compute) or *emulated* (storage)
+wherever its figures appear.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GpuPreset:
+    """Published ResNet-50 training throughput of one GPU, for ``--compute sim:NAME``."""
+
+    name: str
+    img_per_s: float
+    precision: str
+    source: str
+
+
+# ResNet-50 training, mixed precision, one GPU.
+GPU_PRESETS: dict[str, GpuPreset] = {
+    p.name: p
+    for p in (
+        GpuPreset(
+            "v100",
+            1200.0,
+            "mixed",
+            "NVIDIA DeepLearningExamples, PyTorch/Classification/ConvNets/resnet50v1.5/README.md (V100 16 GB, AMP)",
+        ),
+        GpuPreset(
+            "a100",
+            2470.0,
+            "mixed",
+            "NVIDIA DeepLearningExamples, PyTorch/Classification/ConvNets/resnet50v1.5/README.md (A100 80 GB, AMP, DALI)",
+        ),
+        GpuPreset(
+            "h100-pcie",
+            1976.0,
+            "mixed",
+            "lambdal/deeplearning-benchmark pytorch-train-throughput (H100 PCIe, fp16, upper figure)",
+        ),
+        GpuPreset(
+            "h100",
+            2800.0,
+            "mixed",
+            "lambdal/deeplearning-benchmark pytorch-train-throughput (H100 SXM5, fp16, upper figure)",
+        ),
+        # No primary published figure was found for the H200; its compute is the H100 SXM's
+        # (same GH100 die, more and faster memory), so the H100 SXM figure stands in. Measure it.
+        GpuPreset(
+            "h200",
+            2800.0,
+            "mixed",
+            "assumed equal to H100 SXM5 (lambdal/deeplearning-benchmark); no primary H200 source found",
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class StorageProfile:
+    """An emulated storage device: shared read bandwidth plus a per-file latency.
+
+    ``serial_latency``: the latency is paid on the device's one queue (an HDD's seek), so
+    it does not overlap across concurrent readers; otherwise (SSDs, networks) it does.
+    """
+
+    name: str
+    read_mb_per_s: float
+    latency_ms: float
+    serial_latency: bool
+    source: str
+
+
+STORAGE_PROFILES: dict[str, StorageProfile] = {
+    p.name: p
+    for p in (
+        StorageProfile(
+            "nvme",
+            3000.0,
+            0.08,
+            False,
+            "NVMe SSD: sequential 0.5–6 GB/s, QD1 4 KiB random ≈ 20k IOPS (treeru NVMe benchmark of 20 devices)",
+        ),
+        StorageProfile(
+            "sata-ssd",
+            530.0,
+            0.1,
+            False,
+            "SATA SSD: ≈ 550 MB/s interface ceiling (AnandTech SSD reviews); ≈ 0.1 ms random read",
+        ),
+        StorageProfile(
+            "hdd",
+            180.0,
+            6.0,
+            True,
+            "HDD: 4–8 ms per random read, 150–250 MB/s sequential (common figures); one head, seeks serialize",
+        ),
+        StorageProfile(
+            "nfs-1g",
+            118.0,
+            1.0,
+            False,
+            "NFS over 1 GbE: ≈ 118 MB/s line rate; ≈ 1 ms per small file (a few LAN round trips), derived",
+        ),
+        StorageProfile(
+            "nfs-10g",
+            1180.0,
+            1.0,
+            False,
+            "NFS over 10 GbE: ≈ 1.18 GB/s line rate; ≈ 1 ms per small file (a few LAN round trips), derived",
+        ),
+        StorageProfile(
+            "nfs-25g",
+            2900.0,
+            1.0,
+            False,
+            "NFS over 25 GbE: ≈ 2.9 GB/s line rate; ≈ 1 ms per small file, derived",
+        ),
+        StorageProfile(
+            "object-storage",
+            1180.0,
+            30.0,
+            False,
+            "Object storage (S3): ≥ 5,500 GET/s per prefix, first-byte latency tens of ms "
+            "(AWS S3 performance guidelines); bandwidth bounded by a 10 GbE client",
+        ),
+    )
+}

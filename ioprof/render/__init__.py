@@ -1,0 +1,22 @@
+"""Renderers: finished results in, files out. No measuring, no torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ioprof.render.markdown import render_markdown
+from ioprof.render.plots import GPU_UTIL_PNG, THROUGHPUT_PNG, plot_gpu_utilization, plot_throughput
+from ioprof.render.table import render_csv
+from ioprof.results import SweepResult, atomic_write_text
+
+
+def write_report(result: SweepResult, out_dir: Path) -> Path:
+    """Write report.md, results.csv and the plots for ``result`` into ``out_dir``; returns report.md."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if result.cells:
+        plot_throughput(result, out_dir / THROUGHPUT_PNG)
+    plot_gpu_utilization(result, out_dir / GPU_UTIL_PNG)
+    atomic_write_text(out_dir / "results.csv", render_csv(result))
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_markdown(result))
+    return report

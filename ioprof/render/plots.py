@@ -1,0 +1,90 @@
+"""Plots of a finished sweep (matplotlib, no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from ioprof.results import SweepResult
+
+THROUGHPUT_PNG = "throughput.png"
+GPU_UTIL_PNG = "gpu_utilization.png"
+
+
+def plot_throughput(result: SweepResult, path: Path) -> None:
+    """Images per second against worker count, one line per dataset, the serial loader marked."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.5), dpi=110)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    xticks: set[int] = set()
+    for i, info in enumerate(result.datasets):
+        color = colors[i % len(colors)]
+        cells = [c for c in result.cells if c.dataset == info.label and c.status == "ok"]
+        mp = sorted((c for c in cells if c.loader == "multiprocess"), key=lambda c: c.workers)
+        serial = [c for c in cells if c.loader == "serial"]
+        if mp:
+            ax.plot(
+                [c.workers for c in mp], [c.img_per_s for c in mp], "o-", color=color, label=f"{info.label}"
+            )
+            xticks.update(c.workers for c in mp)
+        if serial:
+            ax.plot(
+                [0],
+                [serial[0].img_per_s],
+                marker="*",
+                markersize=14,
+                color=color,
+                linestyle="none",
+                label=f"{info.label}, serial loader" if not mp else None,
+            )
+            if mp:
+                ax.plot([0, mp[0].workers], [serial[0].img_per_s, mp[0].img_per_s], ":", color=color)
+            xticks.add(0)
+    if result.compute is not None:
+        kind = "simulated" if result.compute.simulated else "measured"
+        ax.axhline(result.compute.img_per_s, color="0.4", linestyle="--", linewidth=1)
+        ax.annotate(
+            f"compute ceiling ({kind}) {result.compute.img_per_s:,.1f} img/s",
+            xy=(0.01, result.compute.img_per_s),
+            xycoords=("axes fraction", "data"),
+            va="bottom",
+            fontsize=8,
+            color="0.3",
+        )
+    ticks = sorted(xticks)
+    ax.set_xticks(ticks)
+    ax.set_xticklabels(["serial\n(0)" if t == 0 else str(t) for t in ticks])
+    ax.set_xlabel("loader worker processes (num_workers); ★ = serial loader")
+    ax.set_ylabel("training throughput (img/s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"End-to-end training throughput on {result.run.device}")
+    ax.grid(True, alpha=0.3)
+    ax.legend(title="dataset", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_gpu_utilization(result: SweepResult, path: Path) -> bool:
+    """NVML utilization over time, one panel per cell; False (nothing drawn) without samples."""
+    cells = [c for c in result.cells if c.gpu.available and c.gpu.gpu_util_pct]
+    if not cells:
+        return False
+    fig, axes = plt.subplots(
+        len(cells), 1, figsize=(7.5, 1.6 * len(cells) + 0.6), dpi=110, sharex=True, squeeze=False
+    )
+    for ax, c in zip(axes[:, 0], cells, strict=True):
+        ax.plot(c.gpu.t_s, c.gpu.gpu_util_pct, linewidth=1)
+        ax.set_ylim(0, 105)
+        setting = "serial" if c.loader == "serial" else f"{c.workers} workers"
+        ax.set_ylabel("util %", fontsize=8)
+        ax.set_title(f"{c.dataset}, {setting}", fontsize=9, loc="left")
+        ax.grid(True, alpha=0.3)
+    axes[-1, 0].set_xlabel("seconds since the cell started")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True

@@ -1,0 +1,302 @@
+"""The sweep: stage ceilings, then every dataset × loader × worker count end to end.
+
+Config in, result out. The caller gets a checkpoint after every finished cell (to write
+``results.json`` atomically), so an interrupted or crashed sweep keeps what it measured.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from ioprof import __version__
+from ioprof.compute import make_step, probe_compute, probe_transfer, resolve_device
+from ioprof.config import SweepConfig
+from ioprof.datasets.cache import ensure_datasets
+from ioprof.datasets.discover import ImageList, describe, find_images
+from ioprof.datasets.synth import DatasetSpec
+from ioprof.errors import IoprofError
+from ioprof.loader import probe_decode
+from ioprof.machine import machine_info
+from ioprof.pagecache import FilesystemInfo, filesystem_of
+from ioprof.results import (
+    SCHEMA_VERSION,
+    CacheInfo,
+    CellResult,
+    ComputeCeiling,
+    DatasetCeilings,
+    DatasetInfo,
+    RunInfo,
+    SweepResult,
+    to_jsonable,
+)
+from ioprof.storage import EmulatedStorage, probe_storage
+from ioprof.telemetry import nvml_status, open_gpu_sampler
+from ioprof.training import Failures, failed_cell, run_cell
+
+Progress = Callable[[str], None]
+# Storage probe: at most this many files per concurrency level (shuffled sample of the dataset).
+STORAGE_PROBE_MAX_FILES = 2000
+# Decode probe: at least / at most this long per loader setting.
+DECODE_PROBE_MIN_S = 1.5
+DECODE_PROBE_MAX_S = 20.0
+# A run stops when more than this share of the samples read could not be decoded.
+DEFAULT_MAX_FAILED_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class Dataset:
+    info: DatasetInfo
+    images: ImageList
+    fs: FilesystemInfo
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def load_datasets(config: SweepConfig, progress: Progress) -> list[Dataset]:
+    """The user's dataset (``--data``) or the default generated ones, described."""
+    if config.data_path:
+        images = find_images(config.data_path)
+        info = describe(images, config.data_path, generated=False, seed=config.seed)
+        return [Dataset(info, images, filesystem_of(images.root))]
+    specs = [DatasetSpec(w, h, config.images_per_dataset, seed=config.seed) for w, h in config.resolutions]
+    roots = ensure_datasets(specs, Path(config.cache_dir) if config.cache_dir else None, progress)
+    out = []
+    for spec, root in zip(specs, roots, strict=True):
+        images = find_images(root)
+        out.append(
+            Dataset(
+                describe(images, spec.label, generated=True, seed=config.seed), images, filesystem_of(root)
+            )
+        )
+    return out
+
+
+def _cell_line(cell: CellResult) -> str:
+    setting = "serial loader" if cell.loader == "serial" else f"{cell.workers} workers"
+    if cell.status != "ok":
+        return f"{cell.dataset} {setting}: FAILED — {cell.error}"
+    return (
+        f"{cell.dataset} {setting}: {cell.img_per_s:,.1f} img/s, data wait {cell.data_wait_share:.1%}, "
+        f"{cell.steps} steps, start-up {cell.startup_s:.2f} s"
+    )
+
+
+def run_sweep(
+    config: SweepConfig,
+    datasets: list[Dataset],
+    command: str,
+    progress: Progress,
+    checkpoint: Callable[[SweepResult], None],
+) -> SweepResult:
+    """Measure everything the config asks for; ``checkpoint`` is called after every cell."""
+    started_at = _now()
+    device, device_reason = resolve_device(config.device)
+    run = config.run_length(device.type)
+    progress(
+        f"compute device: {device} ({device_reason}); batch {run.batch_size}, "
+        f"{run.warmup_steps} warm-up + up to {run.steps} measured steps per cell"
+    )
+
+    cuda_index = device.index if device.type == "cuda" else None
+    uuid = pci = None
+    gpu_name = None
+    if cuda_index is not None:
+        props = torch.cuda.get_device_properties(cuda_index)
+        gpu_name = props.name
+        uuid = str(getattr(props, "uuid", "") or "") or None
+        pci_parts = [getattr(props, a, None) for a in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
+        if all(p is not None for p in pci_parts):
+            pci = f"{pci_parts[0]:08X}:{pci_parts[1]:02X}:{pci_parts[2]:02X}.0"
+    nvml = nvml_status(cuda_index, uuid, pci)
+    machine = machine_info(gpu_name, nvml.driver or None, nvml.reason or None)
+    if nvml.reason:
+        progress(f"GPU telemetry unavailable: {nvml.reason}")
+
+    num_classes = max(len(d.images.classes) for d in datasets)
+    needs_step = bool({"compute", "end-to-end"} & set(config.stages))
+    step = (
+        make_step(config.compute, config.model, device, num_classes, config.pin_memory)
+        if needs_step
+        else None
+    )
+    emulated = EmulatedStorage(config.storage_profile) if config.storage_profile else None
+
+    config_dict = asdict(config)
+    run_info = RunInfo(
+        command=command,
+        started_at=started_at,
+        finished_at="",
+        interrupted=False,
+        device=str(device),
+        device_reason=device_reason,
+        batch_size=run.batch_size,
+        warmup_steps=run.warmup_steps,
+        steps=run.steps,
+        seconds=run.seconds,
+        start_method=multiprocessing.get_start_method(),
+        ioprof_version=__version__,
+    )
+    result = SweepResult(
+        schema_version=SCHEMA_VERSION,
+        run=run_info,
+        machine=machine,
+        config=to_jsonable(config_dict),
+        datasets=tuple(d.info for d in datasets),
+        compute=None,
+        transfer=(),
+        ceilings=(),
+        cells=(),
+    )
+    failures = Failures()
+    cells: list[CellResult] = []
+    ceilings: list[DatasetCeilings] = []
+    compute: ComputeCeiling | None = None
+    interrupted = False
+    loader_settings = [("serial", 0)] if "serial" in config.loaders else []
+    if "multiprocess" in config.loaders:
+        loader_settings += [("multiprocess", w) for w in config.workers]
+    total = len(datasets) * len(loader_settings) if "end-to-end" in config.stages else 0
+    try:
+        if step is not None and "compute" in config.stages:
+            progress("measuring the compute ceiling (synthetic batches on the device)…")
+            compute = probe_compute(
+                step,
+                config.compute,
+                config.model,
+                device,
+                run.batch_size,
+                config.crop_px,
+                max(1, run.warmup_steps),
+                max(2, run.steps),
+            )
+            progress(f"compute ceiling: {compute.img_per_s:,.1f} img/s ({compute.label})")
+        transfer = (
+            tuple(probe_transfer(device, run.batch_size, config.crop_px))
+            if "transfer" in config.stages
+            else ()
+        )
+        result = replace(result, compute=compute, transfer=transfer)
+        checkpoint(result)
+        done = 0
+        for ds in datasets:
+            paths = list(ds.images.paths)
+            labels = list(ds.images.labels)
+            storage = []
+            decode = []
+            if "storage" in config.stages:
+                for conc in sorted({1, *[w for _, w in loader_settings if w > 0]}):
+                    s = probe_storage(
+                        paths, conc, ds.fs, "cold", emulated, STORAGE_PROBE_MAX_FILES, config.seed
+                    )
+                    storage.append(s)
+                    label = f" (emulated {s.emulated})" if s.emulated else ""
+                    progress(
+                        f"{ds.info.label} storage{label}, {conc} reader(s): {s.read_mb_per_s:,.1f} MB/s, "
+                        f"{s.files_per_s:,.0f} files/s, cold {'verified' if s.cache.verified else 'NOT verified'}"
+                    )
+            if "decode" in config.stages:
+                for loader, w in loader_settings:
+                    d = probe_decode(
+                        paths,
+                        labels,
+                        config.crop_px,
+                        loader,
+                        w,
+                        run.batch_size,
+                        ds.fs,
+                        measured_batches=max(4, 2 * max(1, w)),
+                        min_seconds=DECODE_PROBE_MIN_S,
+                        max_seconds=DECODE_PROBE_MAX_S,
+                        seed=config.seed,
+                    )
+                    decode.append(d)
+                    setting = "serial" if loader == "serial" else f"{w} workers"
+                    progress(
+                        f"{ds.info.label} decode ceiling, {setting}: {d.img_per_s:,.1f} img/s (from RAM)"
+                    )
+            if storage or decode:
+                ceilings.append(DatasetCeilings(ds.info.label, tuple(decode), tuple(storage)))
+                result = replace(result, ceilings=tuple(ceilings))
+            for loader, w in loader_settings if "end-to-end" in config.stages else []:
+                assert step is not None  # built whenever end-to-end cells are asked for
+                done += 1
+                t0 = time.perf_counter()
+                try:
+                    cell = run_cell(
+                        ds.info.label,
+                        paths,
+                        labels,
+                        loader,
+                        w,
+                        run,
+                        step,
+                        config.crop_px,
+                        config.cache,
+                        ds.fs,
+                        open_gpu_sampler(nvml),
+                        failures,
+                        emulated,
+                        config.pin_memory,
+                        config.seed,
+                    )
+                except torch.cuda.OutOfMemoryError:
+                    cell = failed_cell(
+                        ds.info.label,
+                        loader,
+                        w,
+                        run,
+                        _no_cache(config.cache),
+                        f"CUDA out of memory at batch size {run.batch_size}; try --batch-size {max(1, run.batch_size // 2)}",
+                    )
+                except RuntimeError as e:  # a loader worker died (killed, segfault, out of memory)
+                    cell = failed_cell(
+                        ds.info.label, loader, w, run, _no_cache(config.cache), str(e).splitlines()[0]
+                    )
+                cells.append(cell)
+                progress(f"[{done}/{total}] {_cell_line(cell)} ({time.perf_counter() - t0:.1f} s)")
+                result = replace(result, cells=tuple(cells), warnings=_failure_warnings(failures))
+                checkpoint(result)
+                _check_failures(failures, cells, config)
+    except KeyboardInterrupt:
+        interrupted = True
+        progress("interrupted: keeping the cells that finished")
+    return replace(
+        result,
+        run=replace(result.run, finished_at=_now(), interrupted=interrupted),
+        cells=tuple(cells),
+        warnings=_failure_warnings(failures),
+    )
+
+
+def _no_cache(regime: str) -> CacheInfo:
+    return CacheInfo(regime, 0.0, False, "", "cell failed before the cache was prepared")
+
+
+def _failure_warnings(failures: Failures) -> tuple[str, ...]:
+    out = []
+    if failures.count:
+        shown = "; ".join(f"{p}: {r}" for p, r in (failures.first or [])[:5])
+        out.append(f"{failures.count} sample(s) could not be decoded and were skipped (first: {shown})")
+    if failures.converted:
+        out.append(
+            f"{failures.converted} sample(s) were not RGB (CMYK, grayscale, palette…) and were converted"
+        )
+    return tuple(out)
+
+
+def _check_failures(failures: Failures, cells: list[CellResult], config: SweepConfig) -> None:
+    read = sum(c.images for c in cells) + failures.count
+    if read and failures.count / read > DEFAULT_MAX_FAILED_SHARE:
+        raise IoprofError(
+            f"{failures.count} of {read} samples could not be decoded (more than "
+            f"{DEFAULT_MAX_FAILED_SHARE:.0%}); check the dataset at {config.data_path or 'the cache'}"
+        )

@@ -1,0 +1,258 @@
+"""GPU telemetry through NVML (``nvidia-ml-py``), behind a small interface.
+
+``open_gpu_sampler`` returns an NVML sampler, or an explicit unavailable one that carries
+the reason in words (CPU device, no driver, MIG, permission). NVML utilization is the share
+of a sample period in which at least one kernel ran — one small kernel counts as busy — so
+the verdict leans on the data-wait share, and utilization is shown as supporting evidence.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ioprof.results import GpuTelemetry
+
+DEFAULT_INTERVAL_S = 0.1
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    t_s: float
+    gpu_util_pct: float
+    mem_util_pct: float
+    mem_used_bytes: float
+    sm_clock_mhz: float
+    power_w: float
+    pcie_rx_kb_per_s: float
+    pcie_tx_kb_per_s: float
+
+
+class GpuSampler(Protocol):
+    def start(self) -> None: ...
+
+    def stop(self) -> GpuTelemetry: ...
+
+
+class UnavailableSampler:
+    """No telemetry, and the reason why."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> GpuTelemetry:
+        return GpuTelemetry(available=False, reason=self.reason)
+
+
+class ThreadSampler:
+    """Calls ``read`` every ``interval_s`` in a background thread until stopped.
+
+    A failure of ``read`` mid-run marks the telemetry partial and stops sampling; it never
+    ends the measurement. ``driver_samples`` (optional) returns the driver's own buffered
+    utilization samples since the last call (``nvmlDeviceGetSamples``).
+    """
+
+    def __init__(
+        self,
+        read: Callable[[float], GpuSample],
+        device_name: str,
+        interval_s: float = DEFAULT_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+        driver_samples: Callable[[], list[float]] | None = None,
+    ) -> None:
+        self._read = read
+        self._name = device_name
+        self._interval_s = interval_s
+        self._clock = clock
+        self._driver_samples = driver_samples
+        self._samples: list[GpuSample] = []
+        self._driver: list[float] = []
+        self._failure = ""
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._t0 = 0.0
+
+    def sample_once(self) -> bool:
+        """Take one sample; False once reading has failed."""
+        try:
+            self._samples.append(self._read(self._clock() - self._t0))
+            if self._driver_samples is not None:
+                self._driver.extend(self._driver_samples())
+        except Exception as e:  # any NVML failure mid-run: keep what we have, say why
+            self._failure = f"NVML stopped answering mid-run ({type(e).__name__}: {e}); telemetry is partial"
+            return False
+        return True
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            if not self.sample_once():
+                return
+            self._stop.wait(self._interval_s)
+
+    def start(self) -> None:
+        self._t0 = self._clock()
+        self._thread = threading.Thread(target=self._loop, name="ioprof-nvml", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> GpuTelemetry:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        return telemetry_from_samples(self._name, self._samples, self._driver, self._failure)
+
+
+def telemetry_from_samples(
+    name: str, samples: list[GpuSample], driver_util: list[float], failure: str
+) -> GpuTelemetry:
+    if not samples:
+        return GpuTelemetry(available=False, reason=failure or "no NVML sample was taken", device_name=name)
+    return GpuTelemetry(
+        available=True,
+        reason=failure,
+        partial=bool(failure),
+        device_name=name,
+        t_s=tuple(s.t_s for s in samples),
+        gpu_util_pct=tuple(s.gpu_util_pct for s in samples),
+        mem_util_pct=tuple(s.mem_util_pct for s in samples),
+        mem_used_bytes=tuple(s.mem_used_bytes for s in samples),
+        sm_clock_mhz=tuple(s.sm_clock_mhz for s in samples),
+        power_w=tuple(s.power_w for s in samples),
+        pcie_rx_kb_per_s=tuple(s.pcie_rx_kb_per_s for s in samples),
+        pcie_tx_kb_per_s=tuple(s.pcie_tx_kb_per_s for s in samples),
+        driver_util_pct=tuple(driver_util),
+    )
+
+
+@dataclass(frozen=True)
+class NvmlStatus:
+    """Whether NVML can sample the GPU torch uses, with the handle or the reason."""
+
+    handle: Any
+    name: str
+    driver: str
+    reason: str  # "" when usable
+
+
+def _nvml_reason(e: Exception) -> str:
+    text = str(e)
+    if "Shared Library Not Found" in text or "LibraryNotFound" in type(e).__name__:
+        return "NVML library not found: no NVIDIA driver is installed on this machine"
+    if "Insufficient Permissions" in text or "NoPermission" in type(e).__name__:
+        return "NVML refused access (insufficient permissions)"
+    if "Driver Not Loaded" in text:
+        return "NVML found no loaded NVIDIA driver"
+    return f"NVML unavailable ({type(e).__name__}: {text})"
+
+
+def nvml_status(cuda_index: int | None, uuid: str | None = None, pci_bus_id: str | None = None) -> NvmlStatus:
+    """Open NVML for the GPU that torch calls ``cuda:cuda_index`` (matched by UUID, else PCI bus id)."""
+    try:
+        import pynvml
+    except ImportError:
+        return NvmlStatus(
+            None, "", "", "the nvidia-ml-py package is not installed (pip install nvidia-ml-py)"
+        )
+    try:
+        pynvml.nvmlInit()
+    except Exception as e:  # pynvml.NVMLError subclasses, created dynamically
+        return NvmlStatus(None, "", "", _nvml_reason(e))
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        if cuda_index is None:
+            return NvmlStatus(
+                None, "", str(driver), "the compute device is the CPU; there is no GPU to sample"
+            )
+        handle = None
+        if uuid:
+            # torch's uuid has no "GPU-" prefix; NVML's has
+            text = uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}"
+            try:
+                handle = pynvml.nvmlDeviceGetHandleByUUID(text)
+            except Exception:
+                handle = None
+        if handle is None and pci_bus_id:
+            handle = pynvml.nvmlDeviceGetHandleByPciBusId_v2(pci_bus_id)
+        if handle is None:
+            return NvmlStatus(
+                None, "", str(driver), f"NVML could not match torch's cuda:{cuda_index} by UUID or PCI bus id"
+            )
+        try:
+            current, _pending = pynvml.nvmlDeviceGetMigMode(handle)
+            if current == pynvml.NVML_DEVICE_MIG_ENABLE:
+                return NvmlStatus(
+                    None,
+                    "",
+                    str(driver),
+                    "the GPU is in MIG mode: NVML utilization is not supported on MIG instances",
+                )
+        except Exception:
+            pass  # MIG not supported by this GPU: nothing to refuse
+        name = pynvml.nvmlDeviceGetName(handle)
+        return NvmlStatus(handle, str(name), str(driver), "")
+    except Exception as e:
+        return NvmlStatus(None, "", "", _nvml_reason(e))
+
+
+def _nvml_reader(handle: Any) -> Callable[[float], GpuSample]:
+    import pynvml
+
+    def read(t_s: float) -> GpuSample:
+        util = pynvml.nvmlDeviceGetUtilizationRates(handle)
+        mem = pynvml.nvmlDeviceGetMemoryInfo(handle)
+        return GpuSample(
+            t_s=t_s,
+            gpu_util_pct=float(util.gpu),
+            mem_util_pct=float(util.memory),
+            mem_used_bytes=float(mem.used),
+            sm_clock_mhz=float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+            power_w=pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+            pcie_rx_kb_per_s=float(
+                pynvml.nvmlDeviceGetPcieThroughput(handle, pynvml.NVML_PCIE_UTIL_RX_BYTES)
+            ),
+            pcie_tx_kb_per_s=float(
+                pynvml.nvmlDeviceGetPcieThroughput(handle, pynvml.NVML_PCIE_UTIL_TX_BYTES)
+            ),
+        )
+
+    return read
+
+
+def _driver_buffer(handle: Any) -> Callable[[], list[float]] | None:
+    """Reader of the driver's utilization sample buffer, or None where the GPU has none."""
+    import pynvml
+
+    last_seen_us = [0]
+    try:
+        pynvml.nvmlDeviceGetSamples(handle, pynvml.NVML_GPU_UTILIZATION_SAMPLES, 0)
+    except Exception:
+        return None
+
+    def read() -> list[float]:
+        try:
+            _type, samples = pynvml.nvmlDeviceGetSamples(
+                handle, pynvml.NVML_GPU_UTILIZATION_SAMPLES, last_seen_us[0]
+            )
+        except pynvml.NVMLError_NotFound:
+            return []  # no new sample since the last call
+        out = []
+        for s in samples:
+            last_seen_us[0] = max(last_seen_us[0], int(s.timeStamp))
+            out.append(float(s.sampleValue.uiVal))
+        return out
+
+    return read
+
+
+def open_gpu_sampler(status: NvmlStatus, interval_s: float = DEFAULT_INTERVAL_S) -> GpuSampler:
+    """The NVML sampler for the GPU in ``status``, or the unavailable one with its reason."""
+    if status.reason or status.handle is None:
+        return UnavailableSampler(status.reason or "no GPU handle")
+    return ThreadSampler(
+        _nvml_reader(status.handle), status.name, interval_s, driver_samples=_driver_buffer(status.handle)
+    )

@@ -1,0 +1,168 @@
+"""Hand-built results for tests of the pure parts (analysis, rendering)."""
+
+from __future__ import annotations
+
+from ioprof.results import (
+    SCHEMA_VERSION,
+    CacheInfo,
+    CellResult,
+    ComputeCeiling,
+    DatasetCeilings,
+    DatasetInfo,
+    DecodeCeiling,
+    GpuTelemetry,
+    IoCounts,
+    MachineInfo,
+    RunInfo,
+    StorageCeiling,
+    SweepResult,
+)
+
+COLD = CacheInfo("cold", 0.0, True, "cachestat", "")
+WARM = CacheInfo("warm", 1.0, True, "cachestat", "")
+NO_GPU = GpuTelemetry(available=False, reason="the compute device is the CPU; there is no GPU to sample")
+
+
+def cell(
+    loader: str = "multiprocess",
+    workers: int = 4,
+    wait: float = 0.0,
+    step: float = 0.1,
+    steps: int = 10,
+    batch: int = 8,
+    dataset: str = "500x375",
+    read_bytes: int = 1_000_000,
+    read_chars: int = 1_000_000,
+) -> CellResult:
+    """A cell whose every step waits ``wait`` s for data and computes ``step`` s."""
+    elapsed = (wait + step) * steps
+    return CellResult(
+        dataset=dataset,
+        loader=loader,
+        workers=0 if loader == "serial" else workers,
+        batch_size=batch,
+        warmup_steps=1,
+        steps=steps,
+        images=batch * steps,
+        elapsed_s=elapsed,
+        img_per_s=batch * steps / elapsed,
+        wait_s=(wait,) * steps,
+        step_s=(step,) * steps,
+        data_wait_share=wait / (wait + step),
+        startup_s=0.25,
+        io=IoCounts(read_bytes, read_chars, 1 if loader == "serial" else workers, elapsed),
+        cache=COLD,
+        gpu=NO_GPU,
+        stopped_by="steps",
+    )
+
+
+def storage(concurrency: int, img_per_s: float, mean_bytes: float = 100_000.0) -> StorageCeiling:
+    return StorageCeiling(
+        concurrency=concurrency,
+        files=100,
+        bytes=int(100 * mean_bytes),
+        elapsed_s=100 / img_per_s,
+        read_mb_per_s=img_per_s * mean_bytes / 1e6,
+        files_per_s=img_per_s,
+        latency_s=(0.001,) * 3,
+        latency_p50_s=0.001,
+        latency_p99_s=0.002,
+        img_per_s=img_per_s,
+        storage_read_bytes=int(100 * mean_bytes),
+        cache=COLD,
+    )
+
+
+def decode(loader: str, workers: int, img_per_s: float) -> DecodeCeiling:
+    return DecodeCeiling(loader, workers, img_per_s, 100, 100 / img_per_s, WARM)
+
+
+def compute(img_per_s: float, simulated: bool = True) -> ComputeCeiling:
+    return ComputeCeiling(
+        img_per_s=img_per_s,
+        simulated=simulated,
+        device="cpu",
+        model="simulated" if simulated else "resnet50",
+        batch_size=8,
+        step_s=(8 / img_per_s,) * 3,
+        label=f"simulated {img_per_s:g} img/s" if simulated else "real resnet50 on cpu",
+    )
+
+
+def dataset_info(label: str = "500x375", mean_bytes: float = 100_000.0, files: int = 200) -> DatasetInfo:
+    return DatasetInfo(
+        label=label,
+        path=f"/data/{label}",
+        generated=True,
+        files=files,
+        total_bytes=int(mean_bytes * files),
+        mean_file_bytes=mean_bytes,
+        mean_width_px=500.0,
+        mean_height_px=375.0,
+        bits_per_pixel=mean_bytes * 8 / (500 * 375),
+        fs_type="ext4",
+        mount_source="/dev/vda",
+        classes=4,
+    )
+
+
+MACHINE = MachineInfo(
+    cpu_model="Test CPU",
+    cpu_cores_logical=8,
+    cpu_cores_usable=8,
+    ram_bytes=64 * 2**30,
+    gpu=None,
+    gpu_driver=None,
+    gpu_unavailable_reason="the compute device is the CPU; there is no GPU to sample",
+    python="3.11.7",
+    torch="2.14.1",
+    torchvision="0.29.1",
+    platform="Linux",
+    hostname="test",
+)
+
+RUN = RunInfo(
+    command="ioprof sweep --workers 1,4",
+    started_at="2026-11-22T10:00:00+00:00",
+    finished_at="2026-11-22T10:05:00+00:00",
+    interrupted=False,
+    device="cpu",
+    device_reason="--device cpu",
+    batch_size=8,
+    warmup_steps=1,
+    steps=10,
+    seconds=60.0,
+    start_method="fork",
+    ioprof_version="0.1.0",
+)
+
+
+def sweep_result(cells: tuple[CellResult, ...], compute_rate: float = 1000.0) -> SweepResult:
+    return SweepResult(
+        schema_version=SCHEMA_VERSION,
+        run=RUN,
+        machine=MACHINE,
+        config={
+            "cache": "cold",
+            "crop_px": 224,
+            "pin_memory": False,
+            "storage_profile": None,
+            "model": "resnet50",
+        },
+        datasets=(dataset_info(),),
+        compute=compute(compute_rate),
+        transfer=(),
+        ceilings=(
+            DatasetCeilings(
+                "500x375",
+                decode=(
+                    decode("serial", 0, 300.0),
+                    decode("multiprocess", 1, 250.0),
+                    decode("multiprocess", 4, 900.0),
+                ),
+                storage=(storage(1, 2000.0), storage(4, 5000.0)),
+            ),
+        ),
+        cells=cells,
+    )

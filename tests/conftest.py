@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ioprof.datasets.synth import DatasetSpec, generate
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def small_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """48 photo-like JPEGs at 96x72 in 4 class folders."""
+    root = tmp_path_factory.mktemp("data") / "96x72"
+    generate(DatasetSpec(96, 72, 48), root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def large_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """24 photo-like JPEGs at 1024x768: decoding them is the expensive part."""
+    root = tmp_path_factory.mktemp("data") / "1024x768"
+    generate(DatasetSpec(1024, 768, 24), root)
+    return root
+
+
+@pytest.fixture()
+def blob_files(tmp_path: Path) -> list[str]:
+    """40 files of 256 kB of random bytes (for raw-read measurements)."""
+    paths = []
+    for i in range(40):
+        p = tmp_path / f"blob_{i:03d}.bin"
+        p.write_bytes(os.urandom(256 * 1024))
+        paths.append(str(p))
+    return paths
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Generated default datasets go to a test folder, never the user's cache."""
+    monkeypatch.setenv("IOPROF_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "ioprof-cache"))

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ioprof.compute import RealTrainStep, SimulatedStep, build_model, probe_compute, resolve_device
+from ioprof.config import parse_compute
+from ioprof.errors import IoprofError
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.sleeps.append(s)
+        self.now += s
+
+
+def test_simulated_step_waits_batch_over_rate_exactly() -> None:
+    clock = FakeClock()
+    step = SimulatedStep(parse_compute("sim:400"), clock=clock, sleep=clock.sleep)
+    step(torch.zeros(8, 3, 4, 4), torch.zeros(8))
+    assert clock.now - 100.0 == pytest.approx(8 / 400)
+    ceiling = probe_compute(step, parse_compute("sim:400"), "x", torch.device("cpu"), 8, 4, 1, 5, clock=clock)
+    assert ceiling.img_per_s == pytest.approx(400.0)
+    assert ceiling.simulated and ceiling.model == "simulated"
+
+
+def test_simulated_compute_holds_its_rate_within_5_percent() -> None:
+    spec = parse_compute("sim:400")
+    ceiling = probe_compute(SimulatedStep(spec), spec, "x", torch.device("cpu"), 8, 8, 1, 20)
+    assert ceiling.img_per_s == pytest.approx(400.0, rel=0.05)
+
+
+def test_real_step_trains() -> None:
+    torch.manual_seed(0)
+    step = RealTrainStep("tiny", torch.device("cpu"), 1000, non_blocking=False)
+    before = [p.detach().clone() for p in step.model.parameters()]
+    step(torch.randn(4, 3, 32, 32), torch.randint(0, 1000, (4,)))
+    assert any(not torch.equal(a, b) for a, b in zip(before, step.model.parameters(), strict=True))
+
+
+def test_models() -> None:
+    assert sum(p.numel() for p in build_model("resnet50", 1000).parameters()) == 25_557_032
+    with pytest.raises(IoprofError, match="--model"):
+        build_model("vgg", 10)
+
+
+def test_device_resolution() -> None:
+    dev, reason = resolve_device("cpu")
+    assert dev.type == "cpu" and reason == "--device cpu"
+    dev, reason = resolve_device("auto")
+    assert dev.type == ("cuda" if torch.cuda.is_available() else "cpu") and "--device auto" in reason
+    if not torch.cuda.is_available():
+        with pytest.raises(IoprofError, match="no CUDA device"):
+            resolve_device("cuda")

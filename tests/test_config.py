@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import pytest
+
+from ioprof.cli import main
+from ioprof.config import (
+    CPU_RUN_LENGTH,
+    CUDA_RUN_LENGTH,
+    SweepConfig,
+    parse_compute,
+    parse_positive_int_list,
+    parse_resolutions,
+    parse_storage_profile,
+)
+from ioprof.presets import GPU_PRESETS, STORAGE_PROFILES
+
+
+def test_worker_lists() -> None:
+    assert parse_positive_int_list("1,4,8") == (1, 4, 8)
+    assert parse_positive_int_list(" 2 , 3 ") == (2, 3)
+    for bad in ("a,b", "", "1,,4", "-1", "0", "1,1", "1.5"):
+        with pytest.raises(ValueError):
+            parse_positive_int_list(bad)
+
+
+def test_compute_spec() -> None:
+    assert parse_compute("real").kind == "real"
+    sim = parse_compute("sim:1500")
+    assert (sim.kind, sim.sim_img_per_s, sim.preset) == ("sim", 1500.0, None)
+    h100 = parse_compute("sim:H100")
+    assert h100.sim_img_per_s == GPU_PRESETS["h100"].img_per_s and h100.source
+    for bad in ("sim:", "sim:-3", "sim:0", "sim:tpu", "gpu", "sim:inf"):
+        with pytest.raises(ValueError):
+            parse_compute(bad)
+
+
+def test_presets_have_sources() -> None:
+    for name in ("a100", "h100", "h200"):
+        assert GPU_PRESETS[name].source and GPU_PRESETS[name].img_per_s > 0
+    for name in ("nvme", "sata-ssd", "hdd", "nfs-1g", "nfs-10g", "object-storage"):
+        assert STORAGE_PROFILES[name].source and STORAGE_PROFILES[name].read_mb_per_s > 0
+
+
+def test_storage_profiles() -> None:
+    assert parse_storage_profile("HDD").serial_latency
+    c = parse_storage_profile("custom:50:2")
+    assert (c.read_mb_per_s, c.latency_ms) == (50.0, 2.0)
+    for bad in ("floppy", "custom:", "custom:0", "custom:x"):
+        with pytest.raises(ValueError):
+            parse_storage_profile(bad)
+
+
+def test_resolutions() -> None:
+    assert parse_resolutions("500x375,64X48") == ((500, 375), (64, 48))
+    for bad in ("", "500", "500x", "4x4", "1x1,1x1", "500x375,500x375"):
+        with pytest.raises(ValueError):
+            parse_resolutions(bad)
+
+
+def test_run_length_defaults_by_device() -> None:
+    cfg = SweepConfig()
+    assert cfg.run_length("cpu") == CPU_RUN_LENGTH
+    assert cfg.run_length("cuda") == CUDA_RUN_LENGTH
+    mine = SweepConfig(batch_size=3, steps=7, warmup_steps=0, seconds=2.5).run_length("cpu")
+    assert (mine.batch_size, mine.steps, mine.warmup_steps, mine.seconds) == (3, 7, 0, 2.5)
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["sweep", "--workers", "a,b"], "positive integers"),
+        (["sweep", "--workers", "-2"], "positive integers"),
+        (["sweep", "--workers", ""], "positive integers"),
+        (["sweep", "--frobnicate"], "unrecognized arguments"),
+        (["sweep", "--compute", "sim:tpu"], "sim:PRESET"),
+        (["sweep", "--device", "gpu"], "auto, cpu, cuda"),
+        (["sweep", "--steps", "0"], "at least 1"),
+        (["sweep", "--data", "x", "--resolutions", "64x48"], "not allowed with"),
+        (["frob"], "invalid choice"),
+    ],
+)
+def test_usage_errors_exit_2_with_what_is_allowed(
+    argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert needle in capsys.readouterr().err
