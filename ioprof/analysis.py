@@ -83,7 +83,8 @@ def stage_rates(
     concurrency = max(1, cell.workers)
     for s in storage:
         if s.concurrency == concurrency:
-            miss = miss_ratio(cell)
+            # emulated storage throttles every read, page-cache hit or not
+            miss = 1.0 if s.emulated else miss_ratio(cell)
             rates["storage"] = s.img_per_s / miss if miss > 0.01 else math.inf
     for t in transfer:
         if t.pinned == pinned:

@@ -1,0 +1,126 @@
+"""Planted bottlenecks: each one must be found, on a 2-core machine without a GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import slowdisk
+
+from ioprof.datasets.discover import find_images
+from ioprof.datasets.synth import DatasetSpec, generate
+from ioprof.pagecache import filesystem_of
+from ioprof.storage import probe_storage
+
+REPO = Path(__file__).resolve().parent.parent
+SMALL_STEPS = ["--batch-size", "4", "--steps", "6", "--warmup-steps", "1"]
+
+
+def sweep(*args: str, preexec=None) -> dict:  # type: ignore[no-untyped-def]
+    out = Path(args[args.index("--out") + 1])
+    p = subprocess.run(
+        [sys.executable, "-m", "ioprof", "sweep", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=preexec,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr
+    return json.loads((out / "results.json").read_text())
+
+
+def verdicts(data: dict) -> set[tuple[str, str]]:
+    return {(c["verdict"]["bottleneck"], c["verdict"]["input_bound"]) for c in data["cells"]}
+
+
+@pytest.mark.slow
+def test_slow_emulated_storage_with_fast_compute_is_storage(small_set: Path, tmp_path: Path) -> None:
+    data = sweep(
+        "--data", str(small_set), "--loaders", "multiprocess", "--workers", "2", "--compute", "sim:5000",
+        "--storage-profile", "custom:0.3", *SMALL_STEPS, "--out", str(tmp_path / "o"),
+    )  # fmt: skip
+    assert verdicts(data) == {("storage", "highly")}
+    cell = data["cells"][0]
+    assert "emulated" in json.dumps(data["ceilings"][0]["storage"][0]) and cell["io"]["read_chars"] > 0
+
+
+@pytest.mark.slow
+def test_one_worker_on_large_images_with_fast_compute_is_decode(large_set: Path, tmp_path: Path) -> None:
+    data = sweep(
+        "--data", str(large_set), "--loaders", "multiprocess", "--workers", "1", "--compute", "sim:5000",
+        *SMALL_STEPS, "--out", str(tmp_path / "o"),
+    )  # fmt: skip
+    assert verdicts(data) == {("decode", "highly")}
+    adv = data["analysis"]["advice"][0]
+    assert adv["workers_needed"] is None and adv["workers_estimated"] > 1
+
+
+@pytest.mark.slow
+def test_slow_compute_is_compute(small_set: Path, tmp_path: Path) -> None:
+    data = sweep(
+        "--data", str(small_set), "--workers", "2", "--compute", "sim:40", *SMALL_STEPS,
+        "--out", str(tmp_path / "o"),
+    )  # fmt: skip
+    mp = [c for c in data["cells"] if c["loader"] == "multiprocess"]
+    assert {(c["verdict"]["bottleneck"], c["verdict"]["input_bound"]) for c in mp} == {("compute", "not")}
+    assert data["compute"]["simulated"] is True
+    assert data["compute"]["img_per_s"] == pytest.approx(40.0, rel=0.05)
+
+
+needs_slow_disk = pytest.mark.skipif(bool(slowdisk.unavailable()), reason=slowdisk.unavailable() or "ok")
+
+
+@pytest.fixture()
+def throttled_set(tmp_path: Path):  # type: ignore[no-untyped-def]
+    with slowdisk.slow_disk(tmp_path, read_bytes_per_s=4_000_000) as disk:
+        root = disk.mountpoint / "500x375"
+        generate(DatasetSpec(500, 375, 40), tmp_path / "src")
+        shutil.copytree(tmp_path / "src", root)
+        os.sync()
+        yield disk, root
+
+
+@pytest.mark.root
+@needs_slow_disk
+def test_storage_probe_measures_a_real_throttle_within_15_percent(throttled_set, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    disk, root = throttled_set
+    script = (
+        "import json,sys; from ioprof.storage import probe_storage; from ioprof.pagecache import filesystem_of;"
+        "from ioprof.datasets.discover import find_images; il=find_images(sys.argv[1]);"
+        "print(json.dumps([probe_storage(il.paths, c, filesystem_of(sys.argv[1]), 'cold').read_mb_per_s "
+        "for c in (1, 4)]))"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", script, str(root)], capture_output=True, text=True, preexec_fn=disk.join,
+        env={**os.environ, "PYTHONPATH": str(REPO)}, check=True,
+    )  # fmt: skip
+    for mb_per_s in json.loads(p.stdout):
+        assert mb_per_s == pytest.approx(4.0, rel=0.15)
+
+
+@pytest.mark.root
+@needs_slow_disk
+def test_sweep_on_real_slow_storage_blames_storage(throttled_set, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    disk, root = throttled_set
+    data = sweep(
+        "--data", str(root), "--loaders", "multiprocess", "--workers", "2", "--compute", "sim:2000",
+        *SMALL_STEPS, "--out", str(tmp_path / "o"), preexec=disk.join,
+    )  # fmt: skip
+    assert verdicts(data) == {("storage", "highly")}
+    cell = data["cells"][0]
+    assert cell["io"]["read_bytes"] > 0 and cell["cache"]["verified"]
+    assert data["ceilings"][0]["storage"][0]["read_mb_per_s"] == pytest.approx(4.0, rel=0.15)
+
+
+def test_probe_counts_fetched_bytes_unthrottled(small_set: Path) -> None:
+    images = find_images(small_set)
+    s = probe_storage(images.paths, 2, filesystem_of(small_set), "cold")
+    if not s.cache.verified:
+        pytest.skip(s.cache.note)
+    assert s.storage_read_bytes >= 0.9 * s.bytes
