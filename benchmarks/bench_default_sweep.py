@@ -35,7 +35,9 @@ def main() -> int:
             print(p.stderr, file=sys.stderr)
             return p.returncode
         gen_s = sum(
-            float(line.split(" in ")[1].split(" s")[0]) for line in p.stderr.splitlines() if "] generated " in line
+            float(line.split(" in ")[1].split(" s")[0])
+            for line in p.stderr.splitlines()
+            if "] generated " in line
         )
         results = json.loads((Path(tmp) / "run" / "results.json").read_text())
     figures = {

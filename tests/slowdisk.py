@@ -95,5 +95,8 @@ def slow_disk(workdir: Path, read_bytes_per_s: int, size_mb: int = 96) -> Iterat
             subprocess.run(["umount", str(mnt)], check=False)
         subprocess.run(["losetup", "-d", device], check=False)
         if cgroup is not None and cgroup.exists():
+            # a cgroup with members cannot be removed: hand them back to the parent
+            for pid in (cgroup / "cgroup.procs").read_text().split():
+                (cgroup.parent / "cgroup.procs").write_text(pid)
             cgroup.rmdir()
         image.unlink(missing_ok=True)
