@@ -165,7 +165,8 @@ def advise(
         if meeting:
             needed = meeting[0].workers
             text.append(
-                f"{needed} loader worker(s) decode {meeting[0].img_per_s:,.0f} img/s, enough for the "
+                f"{needed} loader worker{'s decode' if needed != 1 else ' decodes'} "
+                f"{meeting[0].img_per_s:,.0f} img/s, enough for the "
                 f"{demand:,.0f} img/s the training step consumes (about {per_worker:,.0f} img/s per worker)."
             )
         else:
@@ -193,11 +194,11 @@ def advise(
             f"Training at {demand:,.0f} img/s draws {need_mb:,.1f} MB/s from storage "
             f"(mean file {info.mean_file_bytes / 1e3:,.0f} kB){where}."
         )
-    if serial_ok is not None:
+    if serial_ok is not None and serial:
         text.append(
             "The serial loader (num_workers=0) suffices."
             if serial_ok
-            else "The serial loader does not suffice."
+            else f"The serial loader does not suffice: it waits {serial[0].data_wait_share:.0%} of step time for data."
         )
     return Advice(
         dataset=info.label,

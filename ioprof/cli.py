@@ -16,6 +16,7 @@ from ioprof import __version__
 from ioprof.config import (
     CACHE_REGIMES,
     DEFAULT_IMAGES_PER_DATASET,
+    DEFAULT_MAX_FAILED_SHARE,
     DEFAULT_RESOLUTIONS,
     MODELS,
     STAGES,
@@ -29,6 +30,7 @@ from ioprof.config import (
     parse_storage_profile,
     positive_float,
     positive_int,
+    share,
 )
 from ioprof.errors import IoprofError
 from ioprof.presets import GPU_PRESETS, STORAGE_PROFILES
@@ -133,6 +135,12 @@ def _add_measure_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--seed", type=_arg(non_negative_int, "seed"), default=0, help="seed for data and shuffling"
     )
+    p.add_argument(
+        "--max-failed-share",
+        type=_arg(share, "max-failed-share"),
+        default=DEFAULT_MAX_FAILED_SHARE,
+        help=f"stop when more than this share of samples cannot be decoded (default {DEFAULT_MAX_FAILED_SHARE})",
+    )
     p.add_argument("--out", metavar="DIR", help="output folder (default: a new folder under ./reports/)")
     p.add_argument(
         "--cache-dir", metavar="DIR", help="where generated datasets are kept (default ~/.cache/ioprof)"
@@ -148,6 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sw = sub.add_parser("sweep", help="serial vs multiprocess loader across resolutions and worker counts")
     _add_measure_args(sw)
+    sw.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue the interrupted sweep in DIR (same options), keeping its finished cells",
+    )
     pr = sub.add_parser("probe", help="measure one stage ceiling alone: storage, decode or compute")
     pr.add_argument("stage", choices=("storage", "decode", "compute"))
     _add_measure_args(pr)
@@ -184,6 +197,7 @@ def _sweep_config(ns: argparse.Namespace, stages: Sequence[str]) -> SweepConfig:
         pin_memory=ns.pin_memory,
         stages=tuple(stages),
         seed=ns.seed,
+        max_failed_share=ns.max_failed_share,
         out_dir=ns.out,
         cache_dir=ns.cache_dir,
     )
@@ -200,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if ns.command == "sweep":
             from ioprof.commands.sweep import sweep
 
-            return sweep(_sweep_config(ns, STAGES), command, "sweep", progress)
+            return sweep(_sweep_config(ns, STAGES), command, "sweep", progress, resume_dir=ns.resume)
         if ns.command == "probe":
             from ioprof.commands.sweep import sweep
 

@@ -149,6 +149,8 @@ def positive_float(text: str) -> float:
 # Default generated datasets: small, ImageNet-like and large, spanning 4x in side length.
 DEFAULT_RESOLUTIONS: tuple[tuple[int, int], ...] = ((256, 192), (500, 375), (1024, 768))
 DEFAULT_IMAGES_PER_DATASET = 200
+# A run stops when more than this share of the samples read could not be decoded.
+DEFAULT_MAX_FAILED_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -189,6 +191,7 @@ class SweepConfig:
     pin_memory: bool = False
     stages: tuple[str, ...] = STAGES  # what to measure; ``probe`` narrows it to one ceiling
     seed: int = 0
+    max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
     out_dir: str | None = None
     cache_dir: str | None = None  # where generated datasets are kept; None: the user cache folder
 
@@ -201,3 +204,18 @@ class SweepConfig:
             steps=self.steps or base.steps,
             seconds=self.seconds if self.seconds is not None else base.seconds,
         )
+
+
+def share(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0.0 <= v <= 1.0:
+        raise ValueError(f"must be a fraction between 0 and 1, such as 0.05; got {text!r}")
+    return v
+
+
+# Settings that may differ between an interrupted run and its --resume: they change where
+# results go or how long cells run at most, not what a finished cell measured.
+RESUMABLE_DIFFERENCES = frozenset({"out_dir", "seconds", "max_failed_share", "cache_dir"})

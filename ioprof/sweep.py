@@ -46,8 +46,6 @@ STORAGE_PROBE_MAX_FILES = 2000
 # Decode probe: at least / at most this long per loader setting.
 DECODE_PROBE_MIN_S = 1.5
 DECODE_PROBE_MAX_S = 20.0
-# A run stops when more than this share of the samples read could not be decoded.
-DEFAULT_MAX_FAILED_SHARE = 0.05
 
 
 @dataclass(frozen=True)
@@ -96,8 +94,13 @@ def run_sweep(
     command: str,
     progress: Progress,
     checkpoint: Callable[[SweepResult], None],
+    previous: SweepResult | None = None,
 ) -> SweepResult:
-    """Measure everything the config asks for; ``checkpoint`` is called after every cell."""
+    """Measure everything the config asks for; ``checkpoint`` is called after every cell.
+
+    ``previous``: an interrupted run of the same config, whose finished cells and ceilings are kept.
+    """
+    extra_warnings: list[str] = []
     started_at = _now()
     device, device_reason = resolve_device(config.device)
     run = config.run_length(device.type)
@@ -157,16 +160,21 @@ def run_sweep(
         cells=(),
     )
     failures = Failures()
+    # --resume: what a previous run of the same config already measured is kept, not redone
+    done_cells = {c.key: c for c in previous.cells if c.status == "ok"} if previous else {}
+    old_ceilings = {c.dataset: c for c in previous.ceilings} if previous else {}
     cells: list[CellResult] = []
     ceilings: list[DatasetCeilings] = []
-    compute: ComputeCeiling | None = None
+    compute: ComputeCeiling | None = previous.compute if previous else None
     interrupted = False
     loader_settings = [("serial", 0)] if "serial" in config.loaders else []
     if "multiprocess" in config.loaders:
         loader_settings += [("multiprocess", w) for w in config.workers]
     total = len(datasets) * len(loader_settings) if "end-to-end" in config.stages else 0
+    if previous:
+        progress(f"resuming: {len(done_cells)} finished cell(s) kept from the interrupted run")
     try:
-        if step is not None and "compute" in config.stages:
+        if step is not None and "compute" in config.stages and compute is None:
             progress("measuring the compute ceiling (synthetic batches on the device)…")
             compute = probe_compute(
                 step,
@@ -190,9 +198,10 @@ def run_sweep(
         for ds in datasets:
             paths = list(ds.images.paths)
             labels = list(ds.images.labels)
-            storage = []
-            decode = []
-            if "storage" in config.stages:
+            kept = old_ceilings.get(ds.info.label)
+            storage = list(kept.storage) if kept else []
+            decode = list(kept.decode) if kept else []
+            if "storage" in config.stages and not storage:
                 for conc in sorted({1, *[w for _, w in loader_settings if w > 0]}):
                     s = probe_storage(
                         paths, conc, ds.fs, "cold", emulated, STORAGE_PROBE_MAX_FILES, config.seed
@@ -203,23 +212,30 @@ def run_sweep(
                         f"{ds.info.label} storage{label}, {conc} reader(s): {s.read_mb_per_s:,.1f} MB/s, "
                         f"{s.files_per_s:,.0f} files/s, cold {'verified' if s.cache.verified else 'NOT verified'}"
                     )
-            if "decode" in config.stages:
+            if "decode" in config.stages and not decode:
                 for loader, w in loader_settings:
-                    d = probe_decode(
-                        paths,
-                        labels,
-                        config.crop_px,
-                        loader,
-                        w,
-                        run.batch_size,
-                        ds.fs,
-                        measured_batches=max(4, 2 * max(1, w)),
-                        min_seconds=DECODE_PROBE_MIN_S,
-                        max_seconds=DECODE_PROBE_MAX_S,
-                        seed=config.seed,
-                    )
-                    decode.append(d)
                     setting = "serial" if loader == "serial" else f"{w} workers"
+                    try:
+                        d = probe_decode(
+                            paths,
+                            labels,
+                            config.crop_px,
+                            loader,
+                            w,
+                            run.batch_size,
+                            ds.fs,
+                            measured_batches=max(4, 2 * max(1, w)),
+                            min_seconds=DECODE_PROBE_MIN_S,
+                            max_seconds=DECODE_PROBE_MAX_S,
+                            seed=config.seed,
+                        )
+                    except RuntimeError as e:  # a loader worker died: no ceiling for this setting
+                        extra_warnings.append(
+                            f"{ds.info.label} decode ceiling, {setting}: failed — {_first_line(e)}"
+                        )
+                        progress(extra_warnings[-1])
+                        continue
+                    decode.append(d)
                     progress(
                         f"{ds.info.label} decode ceiling, {setting}: {d.img_per_s:,.1f} img/s (from RAM)"
                     )
@@ -229,6 +245,13 @@ def run_sweep(
             for loader, w in loader_settings if "end-to-end" in config.stages else []:
                 assert step is not None  # built whenever end-to-end cells are asked for
                 done += 1
+                setting = "serial loader" if loader == "serial" else f"{w} workers"
+                key = (ds.info.label, loader, 0 if loader == "serial" else w)
+                if key in done_cells:
+                    cells.append(done_cells[key])
+                    progress(f"[{done}/{total}] {_cell_line(done_cells[key])} (kept from the earlier run)")
+                    continue
+                progress(f"[{done}/{total}] {ds.info.label} {setting}: measuring…")
                 t0 = time.perf_counter()
                 try:
                     cell = run_cell(
@@ -255,17 +278,16 @@ def run_sweep(
                         w,
                         run,
                         _no_cache(config.cache),
-                        f"CUDA out of memory at batch size {run.batch_size}; try --batch-size {max(1, run.batch_size // 2)}",
+                        f"CUDA out of memory at batch size {run.batch_size}; "
+                        f"try --batch-size {max(1, run.batch_size // 2)}",
                     )
                 except RuntimeError as e:  # a loader worker died (killed, segfault, out of memory)
-                    cell = failed_cell(
-                        ds.info.label, loader, w, run, _no_cache(config.cache), str(e).splitlines()[0]
-                    )
+                    cell = failed_cell(ds.info.label, loader, w, run, _no_cache(config.cache), _first_line(e))
                 cells.append(cell)
                 progress(f"[{done}/{total}] {_cell_line(cell)} ({time.perf_counter() - t0:.1f} s)")
-                result = replace(result, cells=tuple(cells), warnings=_failure_warnings(failures))
+                result = replace(result, cells=tuple(cells), warnings=_warnings(failures, extra_warnings))
                 checkpoint(result)
-                _check_failures(failures, cells, config)
+                _check_failures(failures, cells, config.max_failed_share, config.data_path)
     except KeyboardInterrupt:
         interrupted = True
         progress("interrupted: keeping the cells that finished")
@@ -273,16 +295,22 @@ def run_sweep(
         result,
         run=replace(result.run, finished_at=_now(), interrupted=interrupted),
         cells=tuple(cells),
-        warnings=_failure_warnings(failures),
+        ceilings=tuple(ceilings),
+        warnings=_warnings(failures, extra_warnings),
     )
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
 
 
 def _no_cache(regime: str) -> CacheInfo:
     return CacheInfo(regime, 0.0, False, "", "cell failed before the cache was prepared")
 
 
-def _failure_warnings(failures: Failures) -> tuple[str, ...]:
-    out = []
+def _warnings(failures: Failures, extra: list[str]) -> tuple[str, ...]:
+    out = list(extra)
     if failures.count:
         shown = "; ".join(f"{p}: {r}" for p, r in (failures.first or [])[:5])
         out.append(f"{failures.count} sample(s) could not be decoded and were skipped (first: {shown})")
@@ -293,10 +321,13 @@ def _failure_warnings(failures: Failures) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _check_failures(failures: Failures, cells: list[CellResult], config: SweepConfig) -> None:
+def _check_failures(
+    failures: Failures, cells: list[CellResult], max_share: float, data_path: str | None
+) -> None:
     read = sum(c.images for c in cells) + failures.count
-    if read and failures.count / read > DEFAULT_MAX_FAILED_SHARE:
+    if read and failures.count / read > max_share:
         raise IoprofError(
-            f"{failures.count} of {read} samples could not be decoded (more than "
-            f"{DEFAULT_MAX_FAILED_SHARE:.0%}); check the dataset at {config.data_path or 'the cache'}"
+            f"{failures.count} of {read} samples could not be decoded, more than --max-failed-share "
+            f"{max_share:g}; fix or remove the files listed in the report of {data_path or 'the dataset'}, "
+            "or raise --max-failed-share"
         )

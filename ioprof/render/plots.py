@@ -48,8 +48,9 @@ def plot_throughput(result: SweepResult, path: Path) -> None:
         ax.axhline(result.compute.img_per_s, color="0.4", linestyle="--", linewidth=1)
         ax.annotate(
             f"compute ceiling ({kind}) {result.compute.img_per_s:,.1f} img/s",
-            xy=(0.01, result.compute.img_per_s),
+            xy=(0.99, result.compute.img_per_s),
             xycoords=("axes fraction", "data"),
+            ha="right",
             va="bottom",
             fontsize=8,
             color="0.3",
