@@ -20,14 +20,17 @@ from ioprof.config import (
     DEFAULT_RESOLUTIONS,
     MODELS,
     STAGES,
+    PlaceConfig,
     SweepConfig,
     non_negative_int,
     parse_compute,
     parse_device,
     parse_loaders,
+    parse_paths,
     parse_positive_int_list,
     parse_resolutions,
     parse_storage_profile,
+    parse_storage_profiles,
     positive_float,
     positive_int,
     share,
@@ -164,6 +167,46 @@ def build_parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("probe", help="measure one stage ceiling alone: storage, decode or compute")
     pr.add_argument("stage", choices=("storage", "decode", "compute"))
     _add_measure_args(pr)
+    pl = sub.add_parser("place", help="which storage location keeps training fed, and does copying pay")
+    pl.add_argument(
+        "--candidates",
+        type=_arg(parse_paths, "candidates"),
+        default=(),
+        help="folders to compare with the dataset's current location, e.g. /mnt/nvme,/dev/shm",
+    )
+    pl.add_argument("--data", metavar="PATH", help="the dataset (default: the generated ImageNet-like set)")
+    pl.add_argument(
+        "--storage-profile",
+        type=_arg(parse_storage_profiles, "storage-profile"),
+        default=(),
+        help=f"hypothetical locations, emulated: {', '.join(STORAGE_PROFILES)} or custom:MB_PER_S[:MS]",
+    )
+    rate_group = pl.add_mutually_exclusive_group()
+    rate_group.add_argument(
+        "--compute",
+        type=_arg(parse_compute, "compute"),
+        default=parse_compute("real"),
+        help="the training to feed: real, sim:IMG_PER_S or sim:PRESET",
+    )
+    rate_group.add_argument(
+        "--target-rate",
+        type=_arg(positive_float, "target-rate"),
+        help="img/s the training consumes (same as --compute sim:IMG_PER_S)",
+    )
+    pl.add_argument("--workers", type=_arg(parse_positive_int_list, "workers"), default=(1, 4, 8))
+    pl.add_argument(
+        "--epochs",
+        type=_arg(positive_int, "epochs"),
+        default=90,
+        help="epochs of training, for whether copying pays off (default 90)",
+    )
+    pl.add_argument("--device", type=_arg(parse_device, "device"), default="auto")
+    pl.add_argument("--model", choices=MODELS, default="resnet50")
+    pl.add_argument("--batch-size", type=_arg(positive_int, "batch-size"))
+    pl.add_argument("--crop-px", type=_arg(positive_int, "crop-px"), default=224)
+    pl.add_argument("--seed", type=_arg(non_negative_int, "seed"), default=0)
+    pl.add_argument("--out", metavar="DIR")
+    pl.add_argument("--cache-dir", metavar="DIR")
     g = sub.add_parser("gen", help="write synthetic ImageFolder datasets that compress like photographs")
     g.add_argument("--resolutions", type=_arg(parse_resolutions, "resolutions"), default=DEFAULT_RESOLUTIONS)
     g.add_argument("--images", type=_arg(positive_int, "images"), default=DEFAULT_IMAGES_PER_DATASET)
@@ -219,6 +262,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ioprof.commands.sweep import sweep
 
             return sweep(_sweep_config(ns, (ns.stage,)), command, f"probe-{ns.stage}", progress)
+        if ns.command == "place":
+            from ioprof.commands.place import place
+
+            compute = parse_compute(f"sim:{ns.target_rate}") if ns.target_rate else ns.compute
+            cfg = PlaceConfig(
+                candidates=ns.candidates,
+                storage_profiles=ns.storage_profile,
+                data_path=ns.data,
+                workers=ns.workers,
+                epochs=ns.epochs,
+                compute=compute,
+                device=ns.device,
+                model=ns.model,
+                batch_size=ns.batch_size,
+                crop_px=ns.crop_px,
+                seed=ns.seed,
+                out_dir=ns.out,
+                cache_dir=ns.cache_dir,
+            )
+            return place(cfg, command, progress)
         if ns.command == "gen":
             from ioprof.commands.gen import gen
 

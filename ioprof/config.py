@@ -219,3 +219,35 @@ def share(text: str) -> float:
 # Settings that may differ between an interrupted run and its --resume: they change where
 # results go or how long cells run at most, not what a finished cell measured.
 RESUMABLE_DIFFERENCES = frozenset({"out_dir", "seconds", "max_failed_share", "cache_dir"})
+
+
+@dataclass(frozen=True)
+class PlaceConfig:
+    """``ioprof place``: which locations to measure, and the training they must feed."""
+
+    candidates: tuple[str, ...] = ()
+    storage_profiles: tuple[StorageProfile, ...] = ()
+    data_path: str | None = None
+    workers: tuple[int, ...] = (1, 4, 8)
+    epochs: int = 90  # torchvision's ResNet-50 ImageNet recipe
+    compute: ComputeSpec = ComputeSpec("real")
+    device: str = "auto"
+    model: str = "resnet50"
+    batch_size: int | None = None
+    crop_px: int = 224
+    seed: int = 0
+    out_dir: str | None = None
+    cache_dir: str | None = None
+
+
+def parse_paths(text: str) -> tuple[str, ...]:
+    parts = tuple(p.strip() for p in text.split(","))
+    if not text.strip() or any(not p for p in parts):
+        raise ValueError(
+            f"must be a comma-separated list of folders such as /mnt/nvme,/dev/shm; got {text!r}"
+        )
+    return parts
+
+
+def parse_storage_profiles(text: str) -> tuple[StorageProfile, ...]:
+    return tuple(parse_storage_profile(p) for p in text.split(","))

@@ -272,6 +272,61 @@ class SweepResult:
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True)
+class CandidateResult:
+    """One place the data could live, as measured (or why it could not be)."""
+
+    label: str
+    path: str
+    kind: str  # "current" | "candidate" | "emulated"
+    status: str  # "ok" | "missing" | "not writable" | "full" | "failed"
+    reason: str
+    fs_type: str
+    mount_source: str
+    ram_backed: bool
+    sample_files: int
+    sample_bytes: int
+    write_mb_per_s: float | None  # copying the sample there: read + write + fsync
+    storage: tuple[StorageCeiling, ...]
+
+
+@dataclass(frozen=True)
+class PlaceDecision:
+    """What one candidate would give training, and whether copying the data there pays."""
+
+    label: str
+    kind: str
+    best_workers: int
+    predicted_img_per_s: float
+    limited_by: str  # storage | decode | compute
+    busy_share: float  # predicted / compute ceiling (MLPerf Storage's accelerator utilization)
+    keeps_busy: bool
+    storage_headroom: float  # storage img/s at best_workers / compute ceiling
+    predicted_by_workers: dict[str, float]
+    epoch_s: float
+    copy_s: float | None
+    saved_s: float | None  # over the epochs that read storage, vs the current location
+    copy_pays_off: bool | None
+
+
+@dataclass(frozen=True)
+class PlaceResult:
+    schema_version: int
+    kind: str  # "place"
+    run: RunInfo
+    machine: MachineInfo
+    config: dict[str, Any]
+    dataset: DatasetInfo
+    ram_available_bytes: int
+    epochs: int
+    compute: ComputeCeiling
+    decode: tuple[DecodeCeiling, ...]
+    candidates: tuple[CandidateResult, ...]
+    decisions: tuple[PlaceDecision, ...] = ()
+    recommendation: str = ""
+    notes: tuple[str, ...] = ()
+
+
 # --- (de)serialization ------------------------------------------------------------------
 
 T = TypeVar("T")
@@ -338,11 +393,11 @@ def atomic_write_text(path: Path, text: str) -> None:
         raise
 
 
-def save(result: SweepResult, path: Path) -> None:
+def save(result: SweepResult | PlaceResult, path: Path) -> None:
     atomic_write_text(path, json.dumps(to_jsonable(result), indent=2) + "\n")
 
 
-def load(path: str | os.PathLike[str]) -> SweepResult:
+def load(path: str | os.PathLike[str]) -> SweepResult | PlaceResult:
     """Read a ``results.json``; refuse files of another schema version, with the reason."""
     p = Path(path)
     try:
@@ -359,6 +414,8 @@ def load(path: str | os.PathLike[str]) -> SweepResult:
             "re-run the measurement with this version"
         )
     try:
+        if data.get("kind") == "place":
+            return from_jsonable(PlaceResult, data)
         return from_jsonable(SweepResult, data)
     except (TypeError, KeyError, ValueError, IndexError) as e:
         raise IoprofError(f"{p}: results.json is damaged or incomplete ({e})") from None

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -59,21 +59,26 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def load_datasets(config: SweepConfig, progress: Progress) -> list[Dataset]:
-    """The user's dataset (``--data``) or the default generated ones, described."""
-    if config.data_path:
-        images = find_images(config.data_path)
-        info = describe(images, config.data_path, generated=False, seed=config.seed)
+def load_datasets(
+    data_path: str | None,
+    resolutions: Sequence[tuple[int, int]],
+    images_per_dataset: int,
+    seed: int,
+    cache_dir: str | None,
+    progress: Progress,
+) -> list[Dataset]:
+    """The user's dataset (``--data``) or the generated ones at ``resolutions``, described."""
+    if data_path:
+        images = find_images(data_path)
+        info = describe(images, data_path, generated=False, seed=seed)
         return [Dataset(info, images, filesystem_of(images.root))]
-    specs = [DatasetSpec(w, h, config.images_per_dataset, seed=config.seed) for w, h in config.resolutions]
-    roots = ensure_datasets(specs, Path(config.cache_dir) if config.cache_dir else None, progress)
+    specs = [DatasetSpec(w, h, images_per_dataset, seed=seed) for w, h in resolutions]
+    roots = ensure_datasets(specs, Path(cache_dir) if cache_dir else None, progress)
     out = []
     for spec, root in zip(specs, roots, strict=True):
         images = find_images(root)
         out.append(
-            Dataset(
-                describe(images, spec.label, generated=True, seed=config.seed), images, filesystem_of(root)
-            )
+            Dataset(describe(images, spec.label, generated=True, seed=seed), images, filesystem_of(root))
         )
     return out
 

@@ -59,3 +59,15 @@ def test_device_resolution() -> None:
     if not torch.cuda.is_available():
         with pytest.raises(IoprofError, match="no CUDA device"):
             resolve_device("cuda")
+
+
+def test_simulated_step_learns_to_cancel_a_late_wakeup() -> None:
+    class LateClock(FakeClock):
+        def sleep(self, s: float) -> None:
+            super().sleep(s + 0.0001)  # every wake-up 100 µs late
+
+    clock = LateClock()
+    spec = parse_compute("sim:2800")
+    step = SimulatedStep(spec, clock=clock, sleep=clock.sleep)
+    ceiling = probe_compute(step, spec, "x", torch.device("cpu"), 8, 4, 30, 100, clock=clock)
+    assert ceiling.img_per_s == pytest.approx(2800.0, rel=0.005)  # uncorrected: 2800 → 2712

@@ -179,7 +179,15 @@ def test_read_only_dataset_is_unchanged_by_sweep_and_probe(small_set: Path, tmp_
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     small = ["--workers", "2", "--compute", "sim:2000", "--batch-size", "4", "--steps", "3", "--model", "tiny",
              "--crop-px", "32"]  # fmt: skip
-    for cmd in (["sweep", "--data", str(data), *small], ["probe", "storage", "--data", str(data), *small]):
+    cand = tmp_path / "cand"
+    cand.mkdir()
+    place = ["place", "--data", str(data), "--candidates", str(cand), "--workers", "2", "--compute", "sim:2000",
+             "--batch-size", "4", "--model", "tiny", "--crop-px", "32"]  # fmt: skip
+    for cmd in (
+        ["sweep", "--data", str(data), *small],
+        ["probe", "storage", "--data", str(data), *small],
+        place,
+    ):
         p = subprocess.run([sys.executable, "-m", "ioprof", *cmd, "--out", str(tmp_path / cmd[0])],
                            capture_output=True, text=True, env=env)  # fmt: skip
         assert p.returncode == 0, p.stderr

@@ -12,8 +12,9 @@ from ioprof.analysis import analyze
 from ioprof.commands import prepare_out_dir
 from ioprof.config import RESUMABLE_DIFFERENCES, SweepConfig
 from ioprof.errors import IoprofError
-from ioprof.render import write_report
-from ioprof.results import SweepResult, to_jsonable
+from ioprof.placement import decide
+from ioprof.render import write_place_report, write_report
+from ioprof.results import PlaceResult, SweepResult, to_jsonable
 from ioprof.sweep import load_datasets, run_sweep
 
 EXIT_INTERRUPTED = 130
@@ -37,6 +38,8 @@ def load_resumable(resume_dir: str, config: SweepConfig) -> SweepResult:
             f"--resume {resume_dir}: no results.json there; pass the folder of the interrupted run"
         )
     previous = results.load(path)
+    if not isinstance(previous, SweepResult):
+        raise IoprofError(f"--resume {resume_dir}: its results.json is from 'ioprof place', not a sweep")
     diffs = config_differences(previous.config, config)
     if diffs:
         raise IoprofError(
@@ -58,7 +61,15 @@ def sweep(
     if resume_dir:
         config = replace(config, out_dir=resume_dir)
         previous = load_resumable(resume_dir, config)
-    datasets = load_datasets(config, progress)  # a bad --data fails here, before any folder is made
+    # a bad --data fails here, before any folder is made
+    datasets = load_datasets(
+        config.data_path,
+        config.resolutions,
+        config.images_per_dataset,
+        config.seed,
+        config.cache_dir,
+        progress,
+    )
     out = prepare_out_dir(config.out_dir, name)
     results_path = out / "results.json"
     progress(f"writing results to {out}/")
@@ -97,8 +108,12 @@ def sweep(
 
 def report(results_file: str) -> int:
     """Re-render report.md, results.csv and plots next to a results.json, without measuring."""
-    result = analyze(results.load(results_file))  # verdicts are pure: recomputed from the measurements
+    loaded = results.load(results_file)
     out = Path(results_file).parent
-    path = write_report(result, out)
+    # verdicts are pure: recomputed from the measurements
+    if isinstance(loaded, PlaceResult):
+        path = write_place_report(decide(loaded), out)
+    else:
+        path = write_report(analyze(loaded), out)
     print(f"report: {path}")
     return 0

@@ -5,9 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from ioprof.render.markdown import render_markdown
-from ioprof.render.plots import GPU_UTIL_PNG, THROUGHPUT_PNG, plot_gpu_utilization, plot_throughput
+from ioprof.render.place_markdown import render_place_markdown
+from ioprof.render.plots import (
+    GPU_UTIL_PNG,
+    PLACE_PNG,
+    THROUGHPUT_PNG,
+    plot_gpu_utilization,
+    plot_placement,
+    plot_throughput,
+)
 from ioprof.render.table import render_csv
-from ioprof.results import SweepResult, atomic_write_text
+from ioprof.results import PlaceResult, SweepResult, atomic_write_text
 
 
 def write_report(result: SweepResult, out_dir: Path) -> Path:
@@ -19,4 +27,14 @@ def write_report(result: SweepResult, out_dir: Path) -> Path:
     atomic_write_text(out_dir / "results.csv", render_csv(result))
     report = out_dir / "report.md"
     atomic_write_text(report, render_markdown(result))
+    return report
+
+
+def write_place_report(result: PlaceResult, out_dir: Path) -> Path:
+    """Write report.md and placement.png for ``ioprof place``; returns report.md."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if result.decisions:
+        plot_placement(result, out_dir / PLACE_PNG)
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_place_markdown(result))
     return report

@@ -17,7 +17,7 @@ NVML_NOTE = (
 )
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(r) + " |" for r in rows]
     return out
@@ -44,7 +44,7 @@ def _gpu_cell(c: CellResult) -> str:
     return f"{s.mean:.0f} %" + (" (partial)" if c.gpu.partial else "")
 
 
-def _cells_table(result: SweepResult) -> list[str]:
+def _cellstable(result: SweepResult) -> list[str]:
     sim = result.compute is not None and result.compute.simulated
     emu = bool(result.config.get("storage_profile"))
     rows = []
@@ -84,7 +84,7 @@ def _cells_table(result: SweepResult) -> list[str]:
         "start-up",
         "steps measured",
     ]
-    return _table(head, rows)
+    return table(head, rows)
 
 
 def _ceilings(result: SweepResult) -> list[str]:
@@ -126,7 +126,7 @@ def _ceilings(result: SweepResult) -> list[str]:
                 ]
                 for s in dc.storage
             ]
-            out += _table(
+            out += table(
                 [
                     "readers",
                     "MB/s",
@@ -156,7 +156,7 @@ def _ceilings(result: SweepResult) -> list[str]:
                 ]
                 for d in dc.decode
             ]
-            out += _table(["loader", "img/s", "img/s per worker", "images timed", "cache"], rows)
+            out += table(["loader", "img/s", "img/s per worker", "images timed", "cache"], rows)
             out.append("")
     return out
 
@@ -192,9 +192,9 @@ def render_markdown(result: SweepResult) -> str:
                 f"{ratio:.2f}×" if ratio else "—",
             ]
         )
-    out += [*_table(["dataset", "serial img/s", "best multiprocess img/s", "speed-up"], rows), ""]
+    out += [*table(["dataset", "serial img/s", "best multiprocess img/s", "speed-up"], rows), ""]
     out += ["## Every cell", ""]
-    out += _cells_table(result)
+    out += _cellstable(result)
     out += [
         "",
         f"Data wait is the share of step time spent blocked waiting for the next batch: "
@@ -226,7 +226,7 @@ def render_markdown(result: SweepResult) -> str:
                     str(s.n),
                 ]
             )
-        out += _table(
+        out += table(
             ["dataset", "loader", "mean %", "p5 %", "p50 %", "p95 %", "samples < 50 %", "samples"], rows
         )
         out += ["", f"![GPU utilization over time]({GPU_UTIL_PNG})", ""]

@@ -9,10 +9,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from ioprof.results import SweepResult
+from ioprof.results import PlaceResult, SweepResult
 
 THROUGHPUT_PNG = "throughput.png"
 GPU_UTIL_PNG = "gpu_utilization.png"
+PLACE_PNG = "placement.png"
 
 
 def plot_throughput(result: SweepResult, path: Path) -> None:
@@ -89,3 +90,25 @@ def plot_gpu_utilization(result: SweepResult, path: Path) -> bool:
     fig.savefig(path)
     plt.close(fig)
     return True
+
+
+def plot_placement(result: PlaceResult, path: Path) -> None:
+    """Predicted training rate per location (best worker count), against the demand."""
+    decisions = list(result.decisions)
+    fig, ax = plt.subplots(figsize=(7.5, 1.0 + 0.6 * max(1, len(decisions))), dpi=110)
+    labels = [d.label for d in decisions]
+    values = [d.predicted_img_per_s for d in decisions]
+    colors = ["tab:green" if d.keeps_busy else "tab:red" for d in decisions]
+    ax.barh(labels, values, color=colors)
+    demand = result.compute.img_per_s
+    ax.axvline(demand, color="0.3", linestyle="--", linewidth=1, label=f"compute ceiling {demand:,.0f} img/s")
+    ax.axvline(0.9 * demand, color="0.6", linestyle=":", linewidth=1, label="90 % busy")
+    ax.invert_yaxis()
+    ax.set_xlabel(
+        "predicted training throughput (img/s), best worker count; green = keeps the accelerator ≥ 90 % busy"
+    )
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,159 @@
+"""``ioprof place``: candidates measured for real, temporary folders always removed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import slowdisk
+from builders import compute, dataset_info, storage
+
+from ioprof.place import TEMP_PREFIX, measure_candidate, pick_sample
+from ioprof.placement import decide
+from ioprof.results import SCHEMA_VERSION, CandidateResult, PlaceResult
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+SMALL = ["--workers", "1,2", "--batch-size", "4", "--model", "tiny", "--crop-px", "32", "--epochs", "10"]
+
+
+def place(*args: str, preexec=None) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+    return subprocess.run([sys.executable, "-m", "ioprof", "place", *args], capture_output=True, text=True,
+                          env=ENV, timeout=600, preexec_fn=preexec)  # fmt: skip
+
+
+def leftovers(*folders: Path) -> list[Path]:
+    return [p for f in folders if f.exists() for p in f.iterdir() if p.name.startswith(TEMP_PREFIX)]
+
+
+def _candidate(label: str, kind: str, img_per_s: float, write: float | None = None) -> CandidateResult:
+    return CandidateResult(label, label, kind, "ok", "", "ext4", "/dev/x", False, 100, 10**7, write,
+                           (storage(1, img_per_s / 4), storage(4, img_per_s)))  # fmt: skip
+
+
+def test_decision_logic_on_hand_built_measurements() -> None:
+    from builders import MACHINE, RUN, decode
+
+    result = PlaceResult(
+        schema_version=SCHEMA_VERSION, kind="place", run=RUN, machine=MACHINE, config={},
+        dataset=dataset_info(mean_bytes=100_000.0, files=10_000), ram_available_bytes=10**6, epochs=10,
+        compute=compute(1000.0), decode=(decode("multiprocess", 1, 300.0), decode("multiprocess", 4, 1200.0)),
+        candidates=(_candidate("current location", "current", 500.0), _candidate("/fast", "candidate", 5000.0, 100.0)),
+    )  # fmt: skip
+    r = decide(result)
+    cur, fast = r.decisions
+    assert (cur.predicted_img_per_s, cur.limited_by, cur.keeps_busy) == (500.0, "storage", False)
+    assert (fast.predicted_img_per_s, fast.limited_by, fast.keeps_busy, fast.best_workers) == (
+        1000.0,
+        "compute",
+        True,
+        4,
+    )
+    assert fast.copy_s == pytest.approx(10.0)  # 1 GB at 100 MB/s
+    assert fast.saved_s == pytest.approx((20.0 - 10.0) * 10)  # 10 epochs: it does not fit in RAM
+    assert fast.copy_pays_off is True
+    assert r.recommendation.startswith("Move the dataset to /fast: it feeds 1,000 img/s with 4 workers")
+
+
+def test_sample_is_large_enough_or_everything(small_set: Path) -> None:
+    paths = sorted(str(p) for p in small_set.rglob("*.jpg"))
+    assert sorted(pick_sample(paths, 0)) == paths  # a small set is taken whole
+
+
+def test_unusable_candidates_are_reported_not_fatal(small_set: Path, tmp_path: Path) -> None:
+    sample = sorted(str(p) for p in small_set.rglob("*.jpg"))
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    assert measure_candidate(sample, str(tmp_path / "nope"), [1], 0, print).status == "missing"
+    assert measure_candidate(sample, str(a_file), [1], 0, print).status == "missing"
+    ok = measure_candidate(sample, str(tmp_path), [1, 2], 0, print)
+    assert ok.status == "ok" and ok.write_mb_per_s and len(ok.storage) == 2
+    assert ok.storage[0].files == len(sample)
+    assert not leftovers(tmp_path)
+
+
+@pytest.mark.slow
+def test_fast_and_slow_candidates(small_set: Path, tmp_path: Path) -> None:
+    fast = tmp_path / "fast"
+    fast.mkdir()
+    p = place("--data", str(small_set), "--candidates", f"{fast},{tmp_path / 'missing'}",
+              "--storage-profile", "custom:0.05", "--compute", "sim:200", *SMALL, "--out", str(tmp_path / "o"))  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    data = json.loads((tmp_path / "o" / "results.json").read_text())
+    by = {d["label"]: d for d in data["decisions"]}
+    assert by[str(fast)]["keeps_busy"] is True
+    slow = by["custom:0.05:0 (emulated)"]
+    assert slow["keeps_busy"] is False and slow["limited_by"] == "storage"
+    statuses = {c["label"]: c["status"] for c in data["candidates"]}
+    assert statuses[str(tmp_path / "missing")] == "missing"
+    assert "Keep the dataset where it is" in data["recommendation"]
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert report.splitlines()[2] == f"**{data['recommendation']}**"
+    assert "missing: does not exist" in report and (tmp_path / "o" / "placement.png").exists()
+    assert not leftovers(fast)
+
+
+needs_root = pytest.mark.skipif(bool(slowdisk.unavailable()), reason=slowdisk.unavailable() or "ok")
+
+
+@pytest.mark.root
+@needs_root
+def test_recommends_moving_off_real_slow_storage(small_set: Path, tmp_path: Path) -> None:
+    fast = tmp_path / "fast"
+    fast.mkdir()
+    with slowdisk.slow_disk(tmp_path, read_bytes_per_s=500_000) as disk:
+        data_dir = disk.mountpoint / "data"
+        shutil.copytree(small_set, data_dir)
+        os.sync()
+        p = place("--data", str(data_dir), "--candidates", str(fast), "--compute", "sim:300", *SMALL,
+                  "--out", str(tmp_path / "o"), preexec=disk.join)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    data = json.loads((tmp_path / "o" / "results.json").read_text())
+    cur = next(d for d in data["decisions"] if d["kind"] == "current")
+    assert cur["keeps_busy"] is False and cur["limited_by"] == "storage"
+    assert data["recommendation"].startswith(f"Move the dataset to {fast}")
+    assert not leftovers(fast)
+
+
+@pytest.mark.root
+@needs_root
+def test_sigint_mid_measurement_removes_the_temporary_folder(small_set: Path, tmp_path: Path) -> None:
+    with slowdisk.slow_disk(tmp_path, read_bytes_per_s=50_000) as disk:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ioprof", "place", "--data", str(small_set), "--candidates", str(disk.mountpoint),
+             "--compute", "sim:300", *SMALL, "--out", str(tmp_path / "o")],
+            stderr=subprocess.PIPE, text=True, env=ENV, preexec_fn=disk.join,
+        )  # fmt: skip
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "reading the sample back cold" in line:
+                break
+        assert leftovers(disk.mountpoint), "the sample should be there while it is measured"
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+        assert proc.returncode == 130
+        assert not leftovers(disk.mountpoint)
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount small and read-only tmpfs")
+def test_full_and_read_only_candidates(small_set: Path, tmp_path: Path) -> None:
+    full, ro = tmp_path / "full", tmp_path / "ro"
+    full.mkdir()
+    ro.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], check=True)
+    try:
+        sample = sorted(str(p) for p in small_set.rglob("*.jpg"))
+        assert measure_candidate(sample, str(full), [1], 0, print).status == "full"
+        r = measure_candidate(sample, str(ro), [1], 0, print)
+        assert r.status == "not writable" and "Read-only" in r.reason
+    finally:
+        subprocess.run(["umount", str(full)], check=False)
+        subprocess.run(["umount", str(ro)], check=False)
