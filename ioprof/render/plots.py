@@ -99,13 +99,17 @@ def plot_placement(result: PlaceResult, path: Path) -> None:
     labels = [d.label for d in decisions]
     values = [d.predicted_img_per_s for d in decisions]
     colors = ["tab:green" if d.keeps_busy else "tab:red" for d in decisions]
-    ax.barh(labels, values, color=colors)
+    bars = ax.barh(labels, values, color=colors)
+    for bar, d in zip(bars, decisions, strict=True):
+        ax.annotate(f" {d.predicted_img_per_s:,.0f} img/s — {d.limited_by}", xy=(bar.get_width(), bar.get_y() + bar.get_height() / 2),
+                    va="center", fontsize=8)  # fmt: skip
     demand = result.compute.img_per_s
     ax.axvline(demand, color="0.3", linestyle="--", linewidth=1, label=f"compute ceiling {demand:,.0f} img/s")
     ax.axvline(0.9 * demand, color="0.6", linestyle=":", linewidth=1, label="90 % busy")
     ax.invert_yaxis()
-    ax.set_xlabel(
-        "predicted training throughput (img/s), best worker count; green = keeps the accelerator ≥ 90 % busy"
+    ax.set_xlabel("predicted training throughput (img/s) at the best worker count")
+    ax.set_title(
+        "Where should the data live? green: keeps the accelerator ≥ 90 % busy, red: does not", fontsize=9
     )
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, axis="x", alpha=0.3)
