@@ -19,6 +19,7 @@ from ioprof.config import (
     DEFAULT_MAX_FAILED_SHARE,
     DEFAULT_RESOLUTIONS,
     MODELS,
+    PRECISIONS,
     STAGES,
     PlaceConfig,
     SweepConfig,
@@ -52,14 +53,57 @@ def _arg(fn: Callable[[str], Any], name: str) -> Callable[[str], Any]:
     return parse
 
 
-def _add_measure_args(p: argparse.ArgumentParser) -> None:
-    res = ",".join(f"{w}x{h}" for w, h in DEFAULT_RESOLUTIONS)
+def _add_training_args(p: argparse.ArgumentParser) -> None:
+    """What every measuring command needs: the loader's worker counts and the training to feed."""
     p.add_argument(
         "--workers",
         type=_arg(parse_positive_int_list, "workers"),
         default=(1, 4, 8),
         help="worker counts for the multiprocess loader, e.g. 1,4,8 (default 1,4,8)",
     )
+    p.add_argument(
+        "--batch-size",
+        type=_arg(positive_int, "batch-size"),
+        help="images per batch (default 8 on CPU, 256 on CUDA)",
+    )
+    p.add_argument(
+        "--device",
+        type=_arg(parse_device, "device"),
+        default="auto",
+        help="auto (CUDA when available, else CPU), cpu, cuda or cuda:INDEX",
+    )
+    p.add_argument("--model", choices=MODELS, default="resnet50", help="model trained (default resnet50)")
+    p.add_argument(
+        "--compute",
+        type=_arg(parse_compute, "compute"),
+        default=parse_compute("real"),
+        help=f"real, sim:IMG_PER_S or sim:PRESET ({', '.join(GPU_PRESETS)}) to simulate a GPU",
+    )
+    p.add_argument(
+        "--crop-px",
+        type=_arg(positive_int, "crop-px"),
+        default=224,
+        help="RandomResizedCrop output size (default 224)",
+    )
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="fp32",
+        help="fp32, tf32 (CUDA), bf16, or fp16 (CUDA, with a gradient scaler) autocast (default fp32)",
+    )
+    p.add_argument("--channels-last", action="store_true", help="NHWC memory format for model and inputs")
+    p.add_argument(
+        "--seed", type=_arg(non_negative_int, "seed"), default=0, help="seed for data and shuffling"
+    )
+    p.add_argument("--out", metavar="DIR", help="output folder (default: a new folder under ./reports/)")
+    p.add_argument(
+        "--cache-dir", metavar="DIR", help="where generated datasets are kept (default ~/.cache/ioprof)"
+    )
+
+
+def _add_measure_args(p: argparse.ArgumentParser) -> None:
+    res = ",".join(f"{w}x{h}" for w, h in DEFAULT_RESOLUTIONS)
+    _add_training_args(p)
     p.add_argument(
         "--loaders",
         type=_arg(parse_loaders, "loaders"),
@@ -83,11 +127,6 @@ def _add_measure_args(p: argparse.ArgumentParser) -> None:
         help=f"images per generated dataset (default {DEFAULT_IMAGES_PER_DATASET})",
     )
     p.add_argument(
-        "--batch-size",
-        type=_arg(positive_int, "batch-size"),
-        help="images per batch (default 8 on CPU, 256 on CUDA)",
-    )
-    p.add_argument(
         "--steps",
         type=_arg(positive_int, "steps"),
         help="measured steps per cell, after warm-up (default 5 on CPU, 50 on CUDA)",
@@ -103,19 +142,6 @@ def _add_measure_args(p: argparse.ArgumentParser) -> None:
         help="stop a cell's measurement after this long even if steps remain (default 60)",
     )
     p.add_argument(
-        "--device",
-        type=_arg(parse_device, "device"),
-        default="auto",
-        help="auto (CUDA when available, else CPU), cpu, cuda or cuda:INDEX",
-    )
-    p.add_argument("--model", choices=MODELS, default="resnet50", help="model trained (default resnet50)")
-    p.add_argument(
-        "--compute",
-        type=_arg(parse_compute, "compute"),
-        default=parse_compute("real"),
-        help=f"real, sim:IMG_PER_S or sim:PRESET ({', '.join(GPU_PRESETS)}) to simulate a GPU",
-    )
-    p.add_argument(
         "--cache",
         choices=CACHE_REGIMES,
         default="cold",
@@ -127,26 +153,13 @@ def _add_measure_args(p: argparse.ArgumentParser) -> None:
         help=f"emulate storage: {', '.join(STORAGE_PROFILES)} or custom:READ_MB_PER_S[:LATENCY_MS]",
     )
     p.add_argument(
-        "--crop-px",
-        type=_arg(positive_int, "crop-px"),
-        default=224,
-        help="RandomResizedCrop output size (default 224)",
-    )
-    p.add_argument(
         "--pin-memory", action="store_true", help="DataLoader(pin_memory=True), non-blocking copies"
-    )
-    p.add_argument(
-        "--seed", type=_arg(non_negative_int, "seed"), default=0, help="seed for data and shuffling"
     )
     p.add_argument(
         "--max-failed-share",
         type=_arg(share, "max-failed-share"),
         default=DEFAULT_MAX_FAILED_SHARE,
         help=f"stop when more than this share of samples cannot be decoded (default {DEFAULT_MAX_FAILED_SHARE})",
-    )
-    p.add_argument("--out", metavar="DIR", help="output folder (default: a new folder under ./reports/)")
-    p.add_argument(
-        "--cache-dir", metavar="DIR", help="where generated datasets are kept (default ~/.cache/ioprof)"
     )
 
 
@@ -168,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("stage", choices=("storage", "decode", "compute"))
     _add_measure_args(pr)
     pl = sub.add_parser("place", help="which storage location keeps training fed, and does copying pay")
+    _add_training_args(pl)
     pl.add_argument(
         "--candidates",
         type=_arg(parse_paths, "candidates"),
@@ -181,32 +195,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=(),
         help=f"hypothetical locations, emulated: {', '.join(STORAGE_PROFILES)} or custom:MB_PER_S[:MS]",
     )
-    rate_group = pl.add_mutually_exclusive_group()
-    rate_group.add_argument(
-        "--compute",
-        type=_arg(parse_compute, "compute"),
-        default=parse_compute("real"),
-        help="the training to feed: real, sim:IMG_PER_S or sim:PRESET",
-    )
-    rate_group.add_argument(
+    pl.add_argument(
         "--target-rate",
         type=_arg(positive_float, "target-rate"),
-        help="img/s the training consumes (same as --compute sim:IMG_PER_S)",
+        help="img/s the training consumes (the same as --compute sim:IMG_PER_S)",
     )
-    pl.add_argument("--workers", type=_arg(parse_positive_int_list, "workers"), default=(1, 4, 8))
     pl.add_argument(
         "--epochs",
         type=_arg(positive_int, "epochs"),
         default=90,
         help="epochs of training, for whether copying pays off (default 90)",
     )
-    pl.add_argument("--device", type=_arg(parse_device, "device"), default="auto")
-    pl.add_argument("--model", choices=MODELS, default="resnet50")
-    pl.add_argument("--batch-size", type=_arg(positive_int, "batch-size"))
-    pl.add_argument("--crop-px", type=_arg(positive_int, "crop-px"), default=224)
-    pl.add_argument("--seed", type=_arg(non_negative_int, "seed"), default=0)
-    pl.add_argument("--out", metavar="DIR")
-    pl.add_argument("--cache-dir", metavar="DIR")
     g = sub.add_parser("gen", help="write synthetic ImageFolder datasets that compress like photographs")
     g.add_argument("--resolutions", type=_arg(parse_resolutions, "resolutions"), default=DEFAULT_RESOLUTIONS)
     g.add_argument("--images", type=_arg(positive_int, "images"), default=DEFAULT_IMAGES_PER_DATASET)
@@ -237,6 +236,8 @@ def _sweep_config(ns: argparse.Namespace, stages: Sequence[str]) -> SweepConfig:
         cache=ns.cache,
         storage_profile=ns.storage_profile,
         crop_px=ns.crop_px,
+        precision=ns.precision,
+        channels_last=ns.channels_last,
         pin_memory=ns.pin_memory,
         stages=tuple(stages),
         seed=ns.seed,
@@ -248,7 +249,10 @@ def _sweep_config(ns: argparse.Namespace, stages: Sequence[str]) -> SweepConfig:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    ns = build_parser().parse_args(args)
+    parser = build_parser()
+    ns = parser.parse_args(args)
+    if ns.command == "place" and ns.target_rate and ns.compute.kind != "real":
+        parser.error("argument --target-rate: not allowed with argument --compute")
     command = "ioprof " + shlex.join(args)
     from ioprof.commands import make_progress
 
@@ -277,6 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 model=ns.model,
                 batch_size=ns.batch_size,
                 crop_px=ns.crop_px,
+                precision=ns.precision,
+                channels_last=ns.channels_last,
                 seed=ns.seed,
                 out_dir=ns.out,
                 cache_dir=ns.cache_dir,

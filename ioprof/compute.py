@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torchvision import models
 
-from ioprof.config import ComputeSpec
+from ioprof.config import PRECISIONS, ComputeSpec
 from ioprof.errors import IoprofError
 from ioprof.results import ComputeCeiling, TransferCeiling
 
@@ -45,25 +45,60 @@ class TrainStep(Protocol):
 
 
 class RealTrainStep:
-    """SGD with momentum on cross-entropy, as in torchvision's ImageNet reference script."""
+    """SGD with momentum on cross-entropy, as in torchvision's ImageNet reference script.
+
+    ``precision``: fp32; tf32 (fp32 with TF32 matmuls and convolutions, CUDA only); bf16 or fp16
+    autocast (fp16 with a gradient scaler, CUDA only). ``channels_last``: NHWC memory format.
+    """
 
     simulated = False
 
-    def __init__(self, model_name: str, device: torch.device, num_classes: int, non_blocking: bool) -> None:
+    def __init__(
+        self,
+        model_name: str,
+        device: torch.device,
+        num_classes: int,
+        non_blocking: bool,
+        precision: str = "fp32",
+        channels_last: bool = False,
+    ) -> None:
+        if precision in ("tf32", "fp16") and device.type != "cuda":
+            raise IoprofError(f"--precision {precision} needs a CUDA device; on the CPU use fp32 or bf16")
+        if precision not in PRECISIONS:
+            raise IoprofError(f"--precision {precision}: use one of {', '.join(PRECISIONS)}")
         self.device = device
         self.non_blocking = non_blocking
-        self.model = build_model(model_name, num_classes).to(device).train()
+        self.memory_format = torch.channels_last if channels_last else torch.contiguous_format
+        self.model = (
+            build_model(model_name, num_classes).to(device).to(memory_format=self.memory_format).train()
+        )
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
         self.loss_fn = nn.CrossEntropyLoss()
-        self.label = f"real {model_name} on {device}"
+        self.autocast_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+        self.scaler = torch.amp.GradScaler("cuda") if precision == "fp16" else None
+        if device.type == "cuda":
+            tf32 = precision == "tf32"
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            torch.backends.cudnn.allow_tf32 = tf32
+            torch.backends.cudnn.benchmark = True
+        layout = ", channels-last" if channels_last else ""
+        self.label = f"real {model_name} on {device}, {precision}{layout}"
 
     def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> None:
-        x = images.to(self.device, non_blocking=self.non_blocking)
+        x = images.to(self.device, non_blocking=self.non_blocking, memory_format=self.memory_format)
         y = labels.to(self.device, non_blocking=self.non_blocking)
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss_fn(self.model(x), y)
-        loss.backward()
-        self.optimizer.step()
+        with torch.autocast(
+            self.device.type, dtype=self.autocast_dtype, enabled=self.autocast_dtype is not None
+        ):
+            loss = self.loss_fn(self.model(x), y)
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            loss.backward()
+            self.optimizer.step()
         if self.device.type == "cuda":
             # A training loop that logs its loss synchronizes every step; without this the
             # GPU's queued work would be counted as the next batch's data wait.
@@ -103,11 +138,19 @@ class SimulatedStep:
 
 
 def make_step(
-    spec: ComputeSpec, model_name: str, device: torch.device, num_classes: int, non_blocking: bool
+    spec: ComputeSpec,
+    model_name: str,
+    device: torch.device,
+    num_classes: int,
+    non_blocking: bool,
+    precision: str = "fp32",
+    channels_last: bool = False,
 ) -> TrainStep:
     if spec.kind == "sim":
         return SimulatedStep(spec)
-    return RealTrainStep(model_name, device, max(num_classes, IMAGENET_CLASSES), non_blocking)
+    return RealTrainStep(
+        model_name, device, max(num_classes, IMAGENET_CLASSES), non_blocking, precision, channels_last
+    )
 
 
 def probe_compute(

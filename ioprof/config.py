@@ -14,6 +14,7 @@ from ioprof.presets import GPU_PRESETS, STORAGE_PROFILES, StorageProfile
 LOADERS = ("serial", "multiprocess")
 CACHE_REGIMES = ("cold", "warm", "as-is")
 MODELS = ("resnet50", "resnet18", "tiny")
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 # What a sweep measures: the stage ceilings, then the end-to-end cells.
 STAGES = ("compute", "transfer", "storage", "decode", "end-to-end")
 
@@ -188,6 +189,8 @@ class SweepConfig:
     cache: str = "cold"
     storage_profile: StorageProfile | None = None
     crop_px: int = 224
+    precision: str = "fp32"
+    channels_last: bool = False
     pin_memory: bool = False
     stages: tuple[str, ...] = STAGES  # what to measure; ``probe`` narrows it to one ceiling
     seed: int = 0
@@ -235,6 +238,8 @@ class PlaceConfig:
     model: str = "resnet50"
     batch_size: int | None = None
     crop_px: int = 224
+    precision: str = "fp32"
+    channels_last: bool = False
     seed: int = 0
     out_dir: str | None = None
     cache_dir: str | None = None

@@ -171,7 +171,15 @@ def run_place(
     device, device_reason = resolve_device(config.device)
     run = SweepConfig(batch_size=config.batch_size).run_length(device.type)
     progress(f"compute device: {device} ({device_reason})")
-    step = make_step(config.compute, config.model, device, len(dataset.images.classes), False)
+    step = make_step(
+        config.compute,
+        config.model,
+        device,
+        len(dataset.images.classes),
+        False,
+        config.precision,
+        config.channels_last,
+    )
     compute = probe_compute(
         step, config.compute, config.model, device, run.batch_size, config.crop_px,
         max(1, run.warmup_steps), max(2, run.steps),

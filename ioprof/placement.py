@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from ioprof.analysis import predict
 from ioprof.results import CandidateResult, PlaceDecision, PlaceResult
 
 # MLPerf Storage: the accelerator must stay at least 90 % busy for ResNet-50.
@@ -21,8 +22,8 @@ def _decide(c: CandidateResult, result: PlaceResult, current: PlaceDecision | No
         rates = {"compute": demand, "storage": s.img_per_s}
         if w in decode:
             rates["decode"] = decode[w]
-        limits[w] = min(rates, key=lambda k: rates[k])
-        by_workers[str(w)] = rates[limits[w]]
+        rate, limits[w] = predict("multiprocess", rates)
+        by_workers[str(w)] = rate or 0.0
     best_w = max(by_workers, key=lambda k: (by_workers[k], -int(k)))
     predicted = by_workers[best_w]
     storage_rate = next(s.img_per_s for s in c.storage if s.concurrency == int(best_w))

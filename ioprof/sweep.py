@@ -132,7 +132,15 @@ def run_sweep(
     num_classes = max(len(d.images.classes) for d in datasets)
     needs_step = bool({"compute", "end-to-end"} & set(config.stages))
     step = (
-        make_step(config.compute, config.model, device, num_classes, config.pin_memory)
+        make_step(
+            config.compute,
+            config.model,
+            device,
+            num_classes,
+            config.pin_memory,
+            config.precision,
+            config.channels_last,
+        )
         if needs_step
         else None
     )

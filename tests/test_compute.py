@@ -71,3 +71,18 @@ def test_simulated_step_learns_to_cancel_a_late_wakeup() -> None:
     step = SimulatedStep(spec, clock=clock, sleep=clock.sleep)
     ceiling = probe_compute(step, spec, "x", torch.device("cpu"), 8, 4, 30, 100, clock=clock)
     assert ceiling.img_per_s == pytest.approx(2800.0, rel=0.005)  # uncorrected: 2800 → 2712
+
+
+def test_bf16_channels_last_trains_on_cpu() -> None:
+    torch.manual_seed(0)
+    step = RealTrainStep("tiny", torch.device("cpu"), 1000, False, precision="bf16", channels_last=True)
+    before = [p.detach().clone() for p in step.model.parameters()]
+    step(torch.randn(4, 3, 32, 32), torch.randint(0, 1000, (4,)))
+    assert any(not torch.equal(a, b) for a, b in zip(before, step.model.parameters(), strict=True))
+    assert step.label == "real tiny on cpu, bf16, channels-last"
+
+
+@pytest.mark.parametrize("precision", ["fp16", "tf32"])
+def test_cuda_only_precisions_are_refused_on_cpu(precision: str) -> None:
+    with pytest.raises(IoprofError, match=f"--precision {precision} needs a CUDA device"):
+        RealTrainStep("tiny", torch.device("cpu"), 1000, False, precision=precision)
