@@ -46,6 +46,8 @@ def main() -> None:
     (odd / "truncated.JPEG").write_bytes(data[: len(data) // 3])
     (odd / "zero_bytes.JPEG").write_bytes(b"")
     (odd / "not_an_image.JPEG").write_text("this is a text file with an image's extension\n")
+    # a symlink whose target is gone
+    (odd / "broken_link.JPEG").symlink_to("deleted_long_ago.JPEG")
     # 20000 x 20000 pixels in a few kB: PIL refuses it as a decompression bomb
     Image.new("1", (20000, 20000)).save(odd / "bomb.png", format="PNG", optimize=True)
 

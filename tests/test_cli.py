@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -122,3 +123,27 @@ def test_gen_writes_manifest(tmp_path: Path) -> None:
     manifest = json.loads((tmp_path / "g" / "manifest.json").read_text())
     assert manifest["datasets"][0]["files"] == 8
     assert len(list((tmp_path / "g" / "64x48").rglob("*.jpg"))) == 8
+
+
+@pytest.mark.skipif(shutil.which("ioprof") is None, reason="the package is not installed (pip install -e .)")
+def test_console_script_is_the_same_program() -> None:
+    p = subprocess.run(["ioprof", "--version"], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.startswith("ioprof ")
+
+
+@pytest.mark.parametrize("stage", ["compute", "decode", "storage"])
+def test_probe_measures_one_stage(stage: str, small_set: Path, tmp_path: Path) -> None:
+    out = tmp_path / stage
+    p = ioprof("probe", stage, "--data", str(small_set), "--workers", "2", "--compute", "sim:500",
+               "--batch-size", "4", "--model", "tiny", "--crop-px", "32", "--out", str(out))  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    data = json.loads((out / "results.json").read_text())
+    assert data["cells"] == []
+    assert (data["compute"] is not None) == (stage == "compute")
+    if stage != "compute":
+        ceilings = data["ceilings"][0]
+        assert bool(ceilings["decode"]) == (stage == "decode") and bool(ceilings["storage"]) == (
+            stage == "storage"
+        )
+    report = (out / "report.md").read_text()
+    assert "## Stage ceilings" in report and "![Training throughput" not in report

@@ -31,9 +31,12 @@ def test_awkward_files_are_skipped_or_converted_never_fatal() -> None:
         "zero_bytes.JPEG": "failed",
         "not_an_image.JPEG": "failed",
         "bomb.png": "failed",
+        "broken_link.JPEG": "failed",
     }
     _, _, _, err, _ = ds[by_name["bomb.png"]]
     assert "DecompressionBomb" in err
+    _, _, _, err, _ = ds[by_name["broken_link.JPEG"]]
+    assert "FileNotFoundError" in err
 
 
 def test_collate_carries_failures_back_with_their_paths() -> None:

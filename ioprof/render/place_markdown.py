@@ -34,16 +34,20 @@ def render_place_markdown(result: PlaceResult) -> str:
     rows = []
     for dec in result.decisions:
         rows.append([
-            dec.label, rate(dec.predicted_img_per_s), f"{dec.best_workers}", f"{dec.busy_share:.0%}",
+            dec.label, rate(dec.predicted_img_per_s), f"{dec.best_workers}",
+            " · ".join(f"{w}: {rate(v)}" for w, v in sorted(dec.predicted_by_workers.items(), key=lambda kv: int(kv[0]))),
+            f"{dec.busy_share:.0%}",
             "yes" if dec.keeps_busy else "**no**", dec.limited_by, f"{dec.storage_headroom:,.1f}×",
             _duration(dec.epoch_s), _duration(dec.copy_s),
             "—" if dec.copy_pays_off is None else ("yes" if dec.copy_pays_off else "no"),
         ])  # fmt: skip
     for cand in result.candidates:
         if cand.status != "ok":
-            rows.append([cand.label, "—", "—", "—", "—", f"{cand.status}: {cand.reason}", "—", "—", "—", "—"])
+            rows.append(
+                [cand.label, "—", "—", "—", "—", "—", f"{cand.status}: {cand.reason}", "—", "—", "—", "—"]
+            )
     out += table(
-        ["location", "predicted img/s", "workers", "accelerator busy", f"≥ {MIN_BUSY_SHARE:.0%} busy",
+        ["location", "predicted img/s", "workers", "img/s by worker count", "accelerator busy", f"≥ {MIN_BUSY_SHARE:.0%} busy",
          "limited by", "storage headroom", "epoch", "copy whole dataset", "copy pays off"],
         rows,
     )  # fmt: skip
