@@ -169,11 +169,17 @@ def probe_compute(
     images = torch.randn(batch_size, 3, crop_px, crop_px, generator=gen).to(device)
     labels = torch.randint(0, IMAGENET_CLASSES, (batch_size,), generator=gen).to(device)
     times = []
-    for i in range(warmup_steps + steps):
-        t0 = clock()
-        step(images, labels)
-        if i >= warmup_steps:
-            times.append(clock() - t0)
+    try:
+        for i in range(warmup_steps + steps):
+            t0 = clock()
+            step(images, labels)
+            if i >= warmup_steps:
+                times.append(clock() - t0)
+    except torch.cuda.OutOfMemoryError:
+        del images, labels
+        fits = largest_fitting_batch(step, batch_size, crop_px, device)
+        hint = f"batch size {fits} fits: use --batch-size {fits}" if fits else "not even batch size 1 fits"
+        raise IoprofError(f"--batch-size {batch_size}: CUDA out of memory on {device}; {hint}") from None
     total = sum(times)
     return ComputeCeiling(
         img_per_s=batch_size * len(times) / total if total > 0 else float("inf"),
@@ -185,6 +191,23 @@ def probe_compute(
         label=step.label,
         source=spec.source or "",
     )
+
+
+def largest_fitting_batch(step: TrainStep, batch_size: int, crop_px: int, device: torch.device) -> int | None:
+    """Halve the batch size until one training step fits in device memory; None if none does."""
+    b = batch_size // 2
+    while b >= 1:
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+        try:
+            step(
+                torch.randn(b, 3, crop_px, crop_px, device=device),
+                torch.zeros(b, dtype=torch.long, device=device),
+            )
+            return b
+        except torch.cuda.OutOfMemoryError:
+            b //= 2
+    return None
 
 
 def resolve_device(requested: str) -> tuple[torch.device, str]:

@@ -107,6 +107,13 @@ class GpuTelemetry:
     pcie_rx_kb_per_s: tuple[float, ...] = ()
     pcie_tx_kb_per_s: tuple[float, ...] = ()
     driver_util_pct: tuple[float, ...] = ()  # nvmlDeviceGetSamples buffer, when supported
+    sampler_cpu_s: float = 0.0  # CPU time the sampling thread itself used
+    sampled_s: float = 0.0  # wall time it ran
+
+    @property
+    def sampler_core_share(self) -> float:
+        """Share of one core the sampler cost."""
+        return self.sampler_cpu_s / self.sampled_s if self.sampled_s > 0 else 0.0
 
 
 @dataclass(frozen=True)

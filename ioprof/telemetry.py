@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ioprof.results import GpuTelemetry
@@ -77,6 +77,7 @@ class ThreadSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
+        self._cpu_s = 0.0
 
     def sample_once(self) -> bool:
         """Take one sample; False once reading has failed."""
@@ -90,10 +91,14 @@ class ThreadSampler:
         return True
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
-            if not self.sample_once():
-                return
-            self._stop.wait(self._interval_s)
+        cpu0 = time.thread_time()
+        try:
+            while not self._stop.is_set():
+                if not self.sample_once():
+                    return
+                self._stop.wait(self._interval_s)
+        finally:
+            self._cpu_s = time.thread_time() - cpu0
 
     def start(self) -> None:
         self._t0 = self._clock()
@@ -104,7 +109,8 @@ class ThreadSampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        return telemetry_from_samples(self._name, self._samples, self._driver, self._failure)
+        t = telemetry_from_samples(self._name, self._samples, self._driver, self._failure)
+        return replace(t, sampler_cpu_s=self._cpu_s, sampled_s=self._clock() - self._t0)
 
 
 def telemetry_from_samples(

@@ -86,3 +86,26 @@ def test_bf16_channels_last_trains_on_cpu() -> None:
 def test_cuda_only_precisions_are_refused_on_cpu(precision: str) -> None:
     with pytest.raises(IoprofError, match=f"--precision {precision} needs a CUDA device"):
         RealTrainStep("tiny", torch.device("cpu"), 1000, False, precision=precision)
+
+
+class _OomAbove:
+    """A step that runs out of device memory above ``limit`` images (the search's logic only)."""
+
+    simulated = False
+    label = "fake"
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> None:
+        if images.shape[0] > self.limit:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+def test_out_of_memory_names_a_batch_size_that_fits() -> None:
+    from ioprof.compute import largest_fitting_batch
+
+    assert largest_fitting_batch(_OomAbove(24), 100, 8, torch.device("cpu")) == 12
+    assert largest_fitting_batch(_OomAbove(0), 100, 8, torch.device("cpu")) is None
+    with pytest.raises(IoprofError, match=r"--batch-size 100: CUDA out of memory .* use --batch-size 12"):
+        probe_compute(_OomAbove(24), parse_compute("real"), "x", torch.device("cpu"), 100, 8, 1, 2)

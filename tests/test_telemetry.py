@@ -90,3 +90,14 @@ def test_nvml_samples_the_cuda_device() -> None:
     torch.cuda.synchronize()
     t = s.stop()
     assert t.available and len(t.gpu_util_pct) > 3
+
+
+def test_sampler_measures_its_own_cost_under_one_percent_of_a_core() -> None:
+    import time
+
+    s = ThreadSampler(lambda t: GpuSample(t, 50, 0, 0, 0, 0, 0, 0), "Fake")  # default interval
+    s.start()
+    time.sleep(0.6)
+    t = s.stop()
+    assert t.sampled_s >= 0.55
+    assert 0 <= t.sampler_core_share < 0.01
