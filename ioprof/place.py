@@ -192,7 +192,7 @@ def run_place(
         d = probe_decode(paths, labels, config.crop_px, "multiprocess", w, run.batch_size, dataset.fs,
                          measured_batches=max(4, 2 * w), min_seconds=1.5, max_seconds=20.0, seed=config.seed)  # fmt: skip
         decode.append(d)
-        progress(f"decode ceiling, {w} workers: {d.img_per_s:,.1f} img/s")
+        progress(f"decode ceiling, {w} worker{'s' if w != 1 else ''}: {d.img_per_s:,.1f} img/s")
     sample = pick_sample(paths, config.seed)
     candidates = []
     progress(f"current location {dataset.info.path}: reading cold, read-only…")

@@ -83,8 +83,12 @@ def load_datasets(
     return out
 
 
+def _setting(loader: str, workers: int) -> str:
+    return "serial loader" if loader == "serial" else f"{workers} worker{'s' if workers != 1 else ''}"
+
+
 def _cell_line(cell: CellResult) -> str:
-    setting = "serial loader" if cell.loader == "serial" else f"{cell.workers} workers"
+    setting = _setting(cell.loader, cell.workers)
     if cell.status != "ok":
         return f"{cell.dataset} {setting}: FAILED — {cell.error}"
     return (
@@ -227,7 +231,7 @@ def run_sweep(
                     )
             if "decode" in config.stages and not decode:
                 for loader, w in loader_settings:
-                    setting = "serial" if loader == "serial" else f"{w} workers"
+                    setting = _setting(loader, w)
                     try:
                         d = probe_decode(
                             paths,
@@ -258,7 +262,7 @@ def run_sweep(
             for loader, w in loader_settings if "end-to-end" in config.stages else []:
                 assert step is not None  # built whenever end-to-end cells are asked for
                 done += 1
-                setting = "serial loader" if loader == "serial" else f"{w} workers"
+                setting = _setting(loader, w)
                 key = (ds.info.label, loader, 0 if loader == "serial" else w)
                 if key in done_cells:
                     cells.append(done_cells[key])
