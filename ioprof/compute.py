@@ -121,7 +121,16 @@ class SimulatedStep:
         self.clock = clock
         self.sleep = sleep
         self.label = spec.label
-        self._overshoot_s = 0.0
+        self._overshoot_s = self._calibrate()
+
+    def _calibrate(self, sleeps: int = 20, sleep_s: float = 0.001) -> float:
+        """Median lateness of ``sleep`` here, so that the first steps already hold the rate."""
+        late = []
+        for _ in range(sleeps):
+            t0 = self.clock()
+            self.sleep(sleep_s)
+            late.append(self.clock() - t0 - sleep_s)
+        return max(0.0, sorted(late)[len(late) // 2])
 
     def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> None:
         # time.sleep wakes late (≈ 50 µs here, 2 % of a 2.9 ms H100 step) and spinning would

@@ -168,6 +168,9 @@ class RunLength:
 # for the loader to reach steady state and for NVML to gather samples.
 CPU_RUN_LENGTH = RunLength(batch_size=8, warmup_steps=1, steps=5, seconds=60.0)
 CUDA_RUN_LENGTH = RunLength(batch_size=256, warmup_steps=10, steps=50, seconds=60.0)
+# Simulated compute makes CPU steps milliseconds long: more of them, and enough warm-up to pass
+# the multiprocess loader's start-up burst (one batch per worker arriving at once).
+CPU_SIM_RUN_LENGTH = RunLength(batch_size=8, warmup_steps=10, steps=50, seconds=60.0)
 
 
 @dataclass(frozen=True)
@@ -200,7 +203,10 @@ class SweepConfig:
 
     def run_length(self, device_type: str) -> RunLength:
         """The run length on ``device_type``, the user's choices over the device's defaults."""
-        base = CUDA_RUN_LENGTH if device_type == "cuda" else CPU_RUN_LENGTH
+        if device_type == "cuda":
+            base = CUDA_RUN_LENGTH
+        else:
+            base = CPU_SIM_RUN_LENGTH if self.compute.kind == "sim" else CPU_RUN_LENGTH
         return RunLength(
             batch_size=self.batch_size or base.batch_size,
             warmup_steps=base.warmup_steps if self.warmup_steps is None else self.warmup_steps,

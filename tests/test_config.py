@@ -5,6 +5,7 @@ import pytest
 from ioprof.cli import main
 from ioprof.config import (
     CPU_RUN_LENGTH,
+    CPU_SIM_RUN_LENGTH,
     CUDA_RUN_LENGTH,
     SweepConfig,
     parse_compute,
@@ -61,6 +62,7 @@ def test_run_length_defaults_by_device() -> None:
     cfg = SweepConfig()
     assert cfg.run_length("cpu") == CPU_RUN_LENGTH
     assert cfg.run_length("cuda") == CUDA_RUN_LENGTH
+    assert SweepConfig(compute=parse_compute("sim:h100")).run_length("cpu") == CPU_SIM_RUN_LENGTH
     mine = SweepConfig(batch_size=3, steps=7, warmup_steps=0, seconds=2.5).run_length("cpu")
     assert (mine.batch_size, mine.steps, mine.warmup_steps, mine.seconds) == (3, 7, 0, 2.5)
 
