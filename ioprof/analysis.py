@@ -255,6 +255,7 @@ def analyze(result: SweepResult) -> SweepResult:
             f"{result.compute.img_per_s:,.1f} img/s here. A GPU consumes images far faster; "
             "--compute sim:h100 (or another preset) asks whether this loader and storage would keep one busy."
         )
+    unexplained: list[tuple[str, CellResult]] = []
     for info in result.datasets:
         ds_cells = [c for c in cells if c.dataset == info.label]
         ok = [c for c in ds_cells if c.verdict is not None]
@@ -288,13 +289,7 @@ def analyze(result: SweepResult) -> SweepResult:
         top = max(ok, key=lambda c: c.img_per_s)
         if top.verdict:
             best_verdicts.append(top.verdict)
-        for c in ok:
-            if c.verdict and c.verdict.residual_unexplained and c.verdict.residual is not None:
-                warnings.append(
-                    f"{info.label} {_setting(c)}: measured {c.img_per_s:,.1f} img/s vs predicted "
-                    f"{c.verdict.predicted_img_per_s or 0:,.1f} ({c.verdict.residual:+.0%}), beyond the "
-                    "measurement's spread: not explained by the stage ceilings"
-                )
+        unexplained.extend((info.label, c) for c in ok if c.verdict and c.verdict.residual_unexplained)
         consumed = max((c.images + c.warmup_steps * c.batch_size for c in ok), default=0)
         if consumed > info.files and any(c.cache.regime == "cold" for c in ok):
             warnings.append(
@@ -302,6 +297,7 @@ def analyze(result: SweepResult) -> SweepResult:
                 "first pass reads come from the page cache; the bytes actually read from storage are "
                 "shown per cell"
             )
+    warnings.extend(residual_warnings(unexplained, len([c for c in cells if c.verdict]), result.compute))
     cores = result.machine.cpu_cores_usable
     over = sorted({c.workers for c in cells if c.workers > cores})
     if over:
@@ -337,6 +333,42 @@ def analyze(result: SweepResult) -> SweepResult:
             warnings=tuple(warnings),
         ),
     )
+
+
+# Beyond this many, cells off their prediction are summarized in one warning, not listed one by one.
+RESIDUALS_LISTED = 3
+
+
+def residual_warnings(
+    off: Sequence[tuple[str, CellResult]], cells: int, compute: ComputeCeiling | None
+) -> list[str]:
+    """Cells whose measured rate the ceilings do not explain, listed or summarized."""
+    items = [
+        (label, c, c.verdict.residual) for label, c in off if c.verdict and c.verdict.residual is not None
+    ]
+    if not items:
+        return []
+    if len(items) <= RESIDUALS_LISTED:
+        return [
+            f"{label} {_setting(c)}: measured {c.img_per_s:,.1f} img/s vs predicted "
+            f"{c.verdict.predicted_img_per_s or 0:,.1f} ({r:+.0%}), beyond the measurement's spread: "
+            "not explained by the stage ceilings"
+            for label, c, r in items
+            if c.verdict
+        ]
+    residuals = [r for *_, r in items]
+    text = (
+        f"{len(items)} of {cells} cells differ from their prediction beyond the measurement's spread "
+        f"({min(residuals):+.0%} to {max(residuals):+.0%}): not explained by the stage ceilings"
+    )
+    faster = all(r > 0 for r in residuals)
+    by_compute = all(c.verdict and c.verdict.predicted_by.startswith("compute") for _, c, _ in items)
+    if faster and by_compute and compute is not None:
+        text += (
+            f". Training ran faster than the compute ceiling ({compute.img_per_s:,.1f} img/s) allows, so that "
+            "ceiling was measured low — was the machine busy while it was measured? Re-run on a quiet machine"
+        )
+    return [text]
 
 
 def _setting(cell: CellResult) -> str:

@@ -18,6 +18,7 @@ from ioprof.config import (
     DEFAULT_IMAGES_PER_DATASET,
     DEFAULT_MAX_FAILED_SHARE,
     DEFAULT_RESOLUTIONS,
+    MAX_DEFAULT_IMAGES_PER_DATASET,
     MODELS,
     PRECISIONS,
     STAGES,
@@ -123,8 +124,8 @@ def _add_measure_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--images",
         type=_arg(positive_int, "images"),
-        default=DEFAULT_IMAGES_PER_DATASET,
-        help=f"images per generated dataset (default {DEFAULT_IMAGES_PER_DATASET})",
+        help="images per generated dataset (default: what one cell reads, at least "
+        f"{DEFAULT_IMAGES_PER_DATASET} and at most {MAX_DEFAULT_IMAGES_PER_DATASET})",
     )
     p.add_argument(
         "--steps",

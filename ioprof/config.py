@@ -150,6 +150,11 @@ def positive_float(text: str) -> float:
 # Default generated datasets: small, ImageNet-like and large, spanning 4x in side length.
 DEFAULT_RESOLUTIONS: tuple[tuple[int, int], ...] = ((256, 192), (500, 375), (1024, 768))
 DEFAULT_IMAGES_PER_DATASET = 200
+# Generated sets hold what one cell consumes, so that a cold cell reads each file once; capped so
+# that first-time generation stays short on any machine.
+MAX_DEFAULT_IMAGES_PER_DATASET = 2000
+# DataLoader's default prefetch_factor: batches each worker loads ahead of the training loop.
+PREFETCH_FACTOR = 2
 # A run stops when more than this share of the samples read could not be decoded.
 DEFAULT_MAX_FAILED_SHARE = 0.05
 
@@ -181,7 +186,7 @@ class SweepConfig:
     loaders: tuple[str, ...] = LOADERS
     resolutions: tuple[tuple[int, int], ...] = DEFAULT_RESOLUTIONS
     data_path: str | None = None
-    images_per_dataset: int = DEFAULT_IMAGES_PER_DATASET
+    images_per_dataset: int | None = None  # None: what one cell consumes (see dataset_images)
     batch_size: int | None = None  # None: the device's default (RunLength)
     warmup_steps: int | None = None
     steps: int | None = None
@@ -200,6 +205,14 @@ class SweepConfig:
     max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
     out_dir: str | None = None
     cache_dir: str | None = None  # where generated datasets are kept; None: the user cache folder
+
+    def dataset_images(self, device_type: str) -> int:
+        """Images per generated dataset: as asked, else what the longest cell consumes."""
+        if self.images_per_dataset is not None:
+            return self.images_per_dataset
+        run = self.run_length(device_type)
+        batches = run.warmup_steps + run.steps + PREFETCH_FACTOR * max(self.workers) + 1
+        return min(max(DEFAULT_IMAGES_PER_DATASET, batches * run.batch_size), MAX_DEFAULT_IMAGES_PER_DATASET)
 
     def run_length(self, device_type: str) -> RunLength:
         """The run length on ``device_type``, the user's choices over the device's defaults."""

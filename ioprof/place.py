@@ -51,8 +51,12 @@ def pick_sample(paths: Sequence[str], seed: int) -> list[str]:
     for p in order:
         if len(out) >= SAMPLE_MIN_FILES and total >= SAMPLE_MIN_BYTES:
             break
+        try:
+            size = os.path.getsize(p)
+        except OSError:  # a broken link or a vanished file is no part of a sample
+            continue
         out.append(p)
-        total += os.path.getsize(p)
+        total += size
     return out
 
 

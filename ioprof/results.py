@@ -159,6 +159,7 @@ class StorageCeiling:
     storage_read_bytes: int  # what the kernel fetched from storage during the probe
     cache: CacheInfo
     emulated: str = ""  # name of the emulated storage profile, "" for the real device
+    unreadable_files: int = 0  # could not be opened or read (broken link, permission…): skipped
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,7 @@ def probe_storage(
     me = psutil.Process()
     latencies: list[float] = [0.0] * len(order)
     sizes: list[int] = [0] * len(order)
+    failed: list[bool] = [False] * len(order)
     next_index = iter(range(len(order)))
     lock = threading.Lock()
 
@@ -101,7 +102,11 @@ def probe_storage(
             if i is None:
                 return
             t0 = clock()
-            sizes[i] = len(read_file(order[i], emulated))
+            try:
+                sizes[i] = len(read_file(order[i], emulated))
+            except OSError:  # broken link, permission, vanished: counted, not fatal
+                failed[i] = True
+                continue
             latencies[i] = clock() - t0
 
     io_before = me.io_counters()
@@ -112,18 +117,21 @@ def probe_storage(
     elapsed = max(clock() - started, 1e-9)
     io_after = me.io_counters()
     total = sum(sizes)
+    read_ok = [lat for lat, bad in zip(latencies, failed, strict=True) if not bad]
+    done = len(read_ok)
     return StorageCeiling(
         concurrency=concurrency,
-        files=len(order),
+        files=done,
         bytes=total,
         elapsed_s=elapsed,
         read_mb_per_s=total / 1e6 / elapsed,
-        files_per_s=len(order) / elapsed,
-        latency_s=tuple(latencies),
-        latency_p50_s=percentile(latencies, 50) if latencies else 0.0,
-        latency_p99_s=percentile(latencies, 99) if latencies else 0.0,
-        img_per_s=len(order) / elapsed,
+        files_per_s=done / elapsed,
+        latency_s=tuple(read_ok),
+        latency_p50_s=percentile(read_ok, 50) if read_ok else 0.0,
+        latency_p99_s=percentile(read_ok, 99) if read_ok else 0.0,
+        img_per_s=done / elapsed,
         storage_read_bytes=io_after.read_bytes - io_before.read_bytes,
         cache=cache,
         emulated=emulated.profile.name if emulated else "",
+        unreadable_files=sum(failed),
     )

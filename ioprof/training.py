@@ -15,15 +15,13 @@ from dataclasses import dataclass
 from ioprof import iocounters
 from ioprof.analysis import data_wait_share
 from ioprof.compute import TrainStep
-from ioprof.config import RunLength
+from ioprof.config import PREFETCH_FACTOR, RunLength
 from ioprof.loader import make_loader
 from ioprof.pagecache import FilesystemInfo, prepare
 from ioprof.results import CacheInfo, CellResult, GpuTelemetry, IoCounts
 from ioprof.storage import EmulatedStorage
 from ioprof.telemetry import GpuSampler
 
-# DataLoader's default prefetch_factor: batches each worker loads ahead of the training loop.
-PREFETCH_FACTOR = 2
 MAX_FAILURES_KEPT = 20
 
 

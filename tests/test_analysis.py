@@ -133,3 +133,25 @@ def test_analyze_whole_run() -> None:
     assert r.analysis.overall_bottleneck == "compute"
     assert any("4.00× the serial loader" in line for line in r.analysis.headline)
     assert r.analysis.advice[0].serial_suffices is False
+
+
+def test_many_unexplained_cells_are_summarized_with_a_computed_hint() -> None:
+    # worker counts without decode or storage ceilings: the compute ceiling alone predicts them
+    cells = tuple(cell("multiprocess", w, wait=0.0, step=0.01) for w in (2, 3, 5, 6))  # 800 img/s each
+    r = analyze(sweep_result(cells, compute_rate=300.0))  # a compute ceiling measured far too low
+    assert r.analysis is not None
+    off = [w for w in r.analysis.warnings if "differ from their prediction" in w]
+    assert len(off) == 1
+    assert off[0].startswith(
+        "4 of 4 cells differ from their prediction beyond the measurement's spread (+167% to +167%)"
+    )
+    assert "was the machine busy while it was measured?" in off[0]
+
+
+def test_few_unexplained_cells_are_listed() -> None:
+    r = analyze(sweep_result((cell("multiprocess", 4, wait=0.0, step=0.01),), compute_rate=300.0))
+    assert r.analysis is not None
+    assert any(
+        w.startswith("500x375 4 workers: measured 800.0 img/s vs predicted 300.0 (+167%)")
+        for w in r.analysis.warnings
+    )

@@ -88,3 +88,10 @@ def test_usage_errors_exit_2_with_what_is_allowed(
         main(argv)
     assert e.value.code == 2
     assert needle in capsys.readouterr().err
+
+
+def test_generated_sets_hold_what_a_cell_reads() -> None:
+    assert SweepConfig().dataset_images("cpu") == 200  # (1 + 5 + 2 * 8 + 1) * 8 = 184, at least 200
+    assert SweepConfig(compute=parse_compute("sim:h100")).dataset_images("cpu") == (10 + 50 + 17) * 8
+    assert SweepConfig().dataset_images("cuda") == 2000  # capped
+    assert SweepConfig(images_per_dataset=37).dataset_images("cuda") == 37

@@ -48,3 +48,10 @@ def test_read_file_returns_the_bytes(blob_files: list[str]) -> None:
         expected = f.read()
     assert read_file(blob_files[0]) == expected
     assert read_file(blob_files[0], EmulatedStorage(parse_storage_profile("nvme"))) == expected
+
+
+def test_unreadable_files_are_skipped_and_counted(blob_files: list[str], tmp_path) -> None:  # type: ignore[no-untyped-def]
+    broken = tmp_path / "broken.bin"
+    broken.symlink_to(tmp_path / "gone.bin")
+    s = probe_storage([*blob_files, str(broken)], 2, filesystem_of(blob_files[0]), "warm")
+    assert s.unreadable_files == 1 and s.files == 40 and len(s.latency_s) == 40

@@ -10,6 +10,7 @@ from typing import Any
 from ioprof import results
 from ioprof.analysis import analyze
 from ioprof.commands import prepare_out_dir
+from ioprof.compute import resolve_device
 from ioprof.config import RESUMABLE_DIFFERENCES, SweepConfig
 from ioprof.errors import IoprofError
 from ioprof.placement import decide
@@ -62,13 +63,10 @@ def sweep(
         config = replace(config, out_dir=resume_dir)
         previous = load_resumable(resume_dir, config)
     # a bad --data fails here, before any folder is made
+    device, _ = resolve_device(config.device)
+    images = config.dataset_images(device.type)
     datasets = load_datasets(
-        config.data_path,
-        config.resolutions,
-        config.images_per_dataset,
-        config.seed,
-        config.cache_dir,
-        progress,
+        config.data_path, config.resolutions, images, config.seed, config.cache_dir, progress
     )
     out = prepare_out_dir(config.out_dir, name)
     results_path = out / "results.json"

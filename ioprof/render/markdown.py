@@ -141,6 +141,11 @@ def _ceilings(result: SweepResult) -> list[str]:
                 rows,
             )
             notes = {s.cache.note for s in dc.storage if s.cache.note}
+            notes |= {
+                f"{s.unreadable_files} file(s) could not be read and were skipped"
+                for s in dc.storage
+                if s.unreadable_files
+            }
             out += [""] + [f"> {n}" for n in sorted(notes)] + ([""] if notes else [])
         if dc.decode:
             out += [
