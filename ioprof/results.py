@@ -107,6 +107,7 @@ class GpuTelemetry:
     pcie_rx_kb_per_s: tuple[float, ...] = ()
     pcie_tx_kb_per_s: tuple[float, ...] = ()
     driver_util_pct: tuple[float, ...] = ()  # nvmlDeviceGetSamples buffer, when supported
+    interval_s: float = 0.0  # sampling period asked for
     sampler_cpu_s: float = 0.0  # CPU time the sampling thread itself used
     sampled_s: float = 0.0  # wall time it ran
 

@@ -329,7 +329,7 @@ def _no_cache(regime: str) -> CacheInfo:
 def _warnings(failures: Failures, extra: list[str]) -> tuple[str, ...]:
     out = list(extra)
     if failures.count:
-        shown = "; ".join(f"{p}: {r}" for p, r in (failures.first or [])[:5])
+        shown = "; ".join(f"{p}: {r}" for p, r in failures.first[:5])
         out.append(f"{failures.count} sample(s) could not be decoded and were skipped (first: {shown})")
     if failures.converted:
         out.append(

@@ -110,7 +110,9 @@ class ThreadSampler:
         if self._thread is not None:
             self._thread.join()
         t = telemetry_from_samples(self._name, self._samples, self._driver, self._failure)
-        return replace(t, sampler_cpu_s=self._cpu_s, sampled_s=self._clock() - self._t0)
+        return replace(
+            t, interval_s=self._interval_s, sampler_cpu_s=self._cpu_s, sampled_s=self._clock() - self._t0
+        )
 
 
 def telemetry_from_samples(

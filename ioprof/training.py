@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ioprof import iocounters
 from ioprof.analysis import data_wait_share
@@ -31,13 +31,11 @@ class Failures:
 
     count: int = 0
     converted: int = 0
-    first: list[tuple[str, str]] | None = None
+    first: list[tuple[str, str]] = field(default_factory=list)
 
     def add(self, failures: list[tuple[str, str]], converted: int) -> None:
         self.count += len(failures)
         self.converted += converted
-        if self.first is None:
-            self.first = []
         room = MAX_FAILURES_KEPT - len(self.first)
         self.first.extend(failures[: max(0, room)])
 

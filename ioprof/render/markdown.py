@@ -9,7 +9,6 @@ from ioprof.render.fmt import mb, ms, pct, rate, setting
 from ioprof.render.plots import GPU_UTIL_PNG, THROUGHPUT_PNG
 from ioprof.results import CellResult, SweepResult
 from ioprof.stats import share_below, summarize
-from ioprof.telemetry import DEFAULT_INTERVAL_S
 
 NVML_NOTE = (
     "NVML's GPU utilization is the share of each sample period in which at least one kernel was "
@@ -236,7 +235,8 @@ def render_markdown(result: SweepResult) -> str:
             ["dataset", "loader", "mean %", "p5 %", "p50 %", "p95 %", "samples < 50 %", "samples"], rows
         )
         cost = max(c.gpu.sampler_core_share for c in gpu_cells)
-        out += ["", f"The sampler (every {DEFAULT_INTERVAL_S:g} s) used at most {cost:.2%} of one CPU core."]
+        every = max(c.gpu.interval_s for c in gpu_cells)
+        out += ["", f"The sampler (every {every:g} s) used at most {cost:.2%} of one CPU core."]
         out += ["", f"![GPU utilization over time]({GPU_UTIL_PNG})", ""]
     else:
         reason = m.gpu_unavailable_reason or next((c.gpu.reason for c in result.cells if c.gpu.reason), "")
