@@ -124,3 +124,22 @@ def test_probe_counts_fetched_bytes_unthrottled(small_set: Path) -> None:
     if not s.cache.verified:
         pytest.skip(s.cache.note)
     assert s.storage_read_bytes >= 0.9 * s.bytes
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("regime", ["cold", "warm"])
+def test_cells_count_bytes_from_storage_per_regime(large_set: Path, tmp_path: Path, regime: str) -> None:
+    data = sweep(
+        "--data", str(large_set), "--loaders", "serial,multiprocess", "--workers", "2", "--compute", "sim:2000",
+        "--cache", regime, "--batch-size", "4", "--steps", "3", "--warmup-steps", "0", "--out", str(tmp_path / "o"),
+    )  # fmt: skip
+    for c in data["cells"]:
+        io, cache = c["io"], c["cache"]
+        assert cache["regime"] == regime and cache["verified"], cache
+        assert io["read_chars"] >= 12 * 300_000  # 3 steps x 4 images of ~370 kB were requested
+        if regime == "cold":
+            assert io["read_bytes"] >= 0.8 * io["read_chars"]  # fetched from storage
+            assert io["cache_hit_ratio"] <= 0.2
+        else:
+            assert io["read_bytes"] <= 0.05 * io["read_chars"]  # served by the page cache
+            assert io["cache_hit_ratio"] >= 0.95
