@@ -25,6 +25,15 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def is_virtual_machine() -> bool:
+    """True when the CPU reports running under a hypervisor (x86 ``hypervisor`` flag)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return any(line.startswith("flags") and " hypervisor" in line for line in f)
+    except OSError:
+        return False
+
+
 def usable_cores() -> int:
     """Cores this process may run on (affinity, and a cgroup CPU quota where one is set)."""
     try:
@@ -55,4 +64,5 @@ def machine_info(gpu: str | None, gpu_driver: str | None, gpu_unavailable_reason
         torchvision=torchvision.__version__,
         platform=platform.platform(),
         hostname=socket.gethostname(),
+        virtual_machine=is_virtual_machine(),
     )

@@ -36,6 +36,7 @@ class MachineInfo:
     torchvision: str
     platform: str
     hostname: str
+    virtual_machine: bool = False  # the CPU reports a hypervisor: the host may cache the disk
 
 
 @dataclass(frozen=True)

@@ -97,3 +97,12 @@ def test_interrupted_run_says_so(analyzed: results.SweepResult) -> None:
 
     md = render_markdown(replace(analyzed, run=replace(analyzed.run, interrupted=True)))
     assert "**This run was interrupted.**" in md
+
+
+def test_a_virtual_machine_gets_the_host_cache_caveat(analyzed: results.SweepResult) -> None:
+    from dataclasses import replace
+
+    caveat = "This machine is a virtual machine: its host may cache the virtual disk"
+    assert caveat not in render_markdown(analyzed)
+    vm = replace(analyzed, machine=replace(analyzed.machine, virtual_machine=True))
+    assert caveat in render_markdown(vm)

@@ -105,6 +105,12 @@ def _ceilings(result: SweepResult) -> list[str]:
             )
     else:
         out.append("- **Transfer**: not measured — training runs on the CPU, nothing is copied to a device.")
+    if result.machine.virtual_machine and result.ceilings:
+        out.append(
+            "- This machine is a virtual machine: its host may cache the virtual disk, so a read that is cold "
+            "inside the VM (evicted, verified, and counted in `read_bytes`) can still be faster than the "
+            "physical device."
+        )
     out.append("")
     for dc in result.ceilings:
         out += [f"### {dc.dataset}", ""]
