@@ -47,6 +47,14 @@ class TrainStep(Protocol):
         """Run one step to completion (on CUDA, synchronized, so no GPU work leaks into the next wait)."""
 
 
+def check_precision(precision: str, device: torch.device) -> None:
+    """Refuse a precision the device cannot run, naming what to use instead."""
+    if precision not in PRECISIONS:
+        raise IoprofError(f"--precision {precision}: use one of {', '.join(PRECISIONS)}")
+    if precision in ("tf32", "fp16") and device.type != "cuda":
+        raise IoprofError(f"--precision {precision} needs a CUDA device; on the CPU use fp32 or bf16")
+
+
 class RealTrainStep:
     """SGD with momentum on cross-entropy, as in torchvision's ImageNet reference script.
 
@@ -65,10 +73,7 @@ class RealTrainStep:
         precision: str = "fp32",
         channels_last: bool = False,
     ) -> None:
-        if precision in ("tf32", "fp16") and device.type != "cuda":
-            raise IoprofError(f"--precision {precision} needs a CUDA device; on the CPU use fp32 or bf16")
-        if precision not in PRECISIONS:
-            raise IoprofError(f"--precision {precision}: use one of {', '.join(PRECISIONS)}")
+        check_precision(precision, device)
         self.device = device
         self.non_blocking = non_blocking
         self.memory_format = torch.channels_last if channels_last else torch.contiguous_format

@@ -89,6 +89,11 @@ def test_user_data_is_only_read(tmp_path: Path, small_set: Path) -> None:
     [
         (["sweep", "--data", "/nonexistent/images"], "--data /nonexistent/images: no such directory"),
         (["report", "/nonexistent/results.json"], "/nonexistent/results.json: no such file"),
+        (["sweep", "--precision", "fp16", "--device", "cpu"], "--precision fp16 needs a CUDA device"),
+        (
+            ["place", "--candidates", "/tmp", "--precision", "tf32", "--device", "cpu"],
+            "--precision tf32 needs",
+        ),
     ],
 )
 def test_user_errors_are_one_line_exit_1(args: list[str], needle: str, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from ioprof import results
 from ioprof.commands import prepare_out_dir
+from ioprof.compute import check_precision, resolve_device
 from ioprof.config import PlaceConfig
 from ioprof.errors import IoprofError
 from ioprof.place import run_place
@@ -20,6 +21,9 @@ DEFAULT_PLACE_IMAGES = 400
 def place(config: PlaceConfig, command: str, progress: Callable[[str], None]) -> int:
     if not config.candidates and not config.storage_profiles:
         raise IoprofError("--candidates: name at least one folder to compare with (or --storage-profile)")
+    device, _ = resolve_device(config.device)
+    if config.compute.kind == "real":
+        check_precision(config.precision, device)
     (dataset,) = load_datasets(
         config.data_path,
         [DEFAULT_PLACE_RESOLUTION],

@@ -10,7 +10,7 @@ from typing import Any
 from ioprof import results
 from ioprof.analysis import analyze
 from ioprof.commands import prepare_out_dir
-from ioprof.compute import resolve_device
+from ioprof.compute import check_precision, resolve_device
 from ioprof.config import RESUMABLE_DIFFERENCES, SweepConfig
 from ioprof.errors import IoprofError
 from ioprof.placement import decide
@@ -64,6 +64,8 @@ def sweep(
         previous = load_resumable(resume_dir, config)
     # a bad --data fails here, before any folder is made
     device, _ = resolve_device(config.device)
+    if config.compute.kind == "real":
+        check_precision(config.precision, device)
     images = config.dataset_images(device.type)
     datasets = load_datasets(
         config.data_path, config.resolutions, images, config.seed, config.cache_dir, progress
