@@ -24,16 +24,15 @@ import psutil
 import torch
 
 from ioprof import __version__
-from ioprof.compute import make_step, probe_compute, resolve_device
+from ioprof.compute import make_step, resolve_device
 from ioprof.config import PlaceConfig, SweepConfig
-from ioprof.loader import probe_decode
 from ioprof.machine import machine_info
 from ioprof.pagecache import FilesystemInfo, filesystem_of
 from ioprof.placement import decide
 from ioprof.presets import StorageProfile
 from ioprof.results import SCHEMA_VERSION, CandidateResult, PlaceResult, RunInfo, to_jsonable
 from ioprof.storage import EmulatedStorage, probe_storage
-from ioprof.sweep import Dataset
+from ioprof.sweep import Dataset, compute_ceiling, decode_ceiling
 from ioprof.telemetry import nvml_status
 
 # The sample copied to each candidate: at least this many files and bytes (or the whole dataset).
@@ -42,8 +41,8 @@ SAMPLE_MIN_BYTES = 64 * 10**6
 TEMP_PREFIX = "ioprof-place-"
 
 
-def pick_sample(paths: Sequence[str], seed: int) -> list[str]:
-    """A shuffled sample of at least SAMPLE_MIN_FILES files and SAMPLE_MIN_BYTES bytes."""
+def pick_sample(paths: Sequence[str], seed: int) -> tuple[list[str], int]:
+    """A shuffled sample of at least SAMPLE_MIN_FILES files and SAMPLE_MIN_BYTES bytes, and its size."""
     order = list(paths)
     random.Random(seed).shuffle(order)
     out: list[str] = []
@@ -57,7 +56,7 @@ def pick_sample(paths: Sequence[str], seed: int) -> list[str]:
             continue
         out.append(p)
         total += size
-    return out
+    return out, total
 
 
 def _unusable(
@@ -80,7 +79,7 @@ def _unusable(
 
 
 def measure_current(
-    paths: Sequence[str], root: str, concurrencies: Sequence[int], seed: int
+    paths: Sequence[str], sample_bytes: int, root: str, concurrencies: Sequence[int], seed: int
 ) -> CandidateResult:
     """The dataset where it is: read-only, cold."""
     fs = filesystem_of(root)
@@ -88,12 +87,17 @@ def measure_current(
     return CandidateResult(
         label="current location", path=root, kind="current", status="ok", reason="", fs_type=fs.fs_type,
         mount_source=fs.source, ram_backed=fs.ram_backed, sample_files=len(paths),
-        sample_bytes=sum(os.path.getsize(p) for p in paths), write_mb_per_s=None, storage=storage,
+        sample_bytes=sample_bytes, write_mb_per_s=None, storage=storage,
     )  # fmt: skip
 
 
 def measure_emulated(
-    paths: Sequence[str], root: str, profile: StorageProfile, concurrencies: Sequence[int], seed: int
+    paths: Sequence[str],
+    sample_bytes: int,
+    root: str,
+    profile: StorageProfile,
+    concurrencies: Sequence[int],
+    seed: int,
 ) -> CandidateResult:
     """A hypothetical location: the dataset's files read through an emulated device."""
     fs = filesystem_of(root)
@@ -102,12 +106,13 @@ def measure_emulated(
     return CandidateResult(
         label=f"{profile.name} (emulated)", path="", kind="emulated", status="ok", reason=profile.source,
         fs_type="emulated", mount_source="", ram_backed=False, sample_files=len(paths),
-        sample_bytes=sum(os.path.getsize(p) for p in paths), write_mb_per_s=None, storage=storage,
+        sample_bytes=sample_bytes, write_mb_per_s=None, storage=storage,
     )  # fmt: skip
 
 
 def measure_candidate(
     sample: Sequence[str],
+    sample_bytes: int,
     folder: str,
     concurrencies: Sequence[int],
     seed: int,
@@ -122,7 +127,7 @@ def measure_candidate(
     if not target.is_dir():
         return _unusable("candidate", label, folder, "missing", "is a file, not a folder", None)
     fs = filesystem_of(folder)
-    need = sum(os.path.getsize(p) for p in sample)
+    need = sample_bytes
     free = shutil.disk_usage(folder).free
     if free < need * 1.1:
         return _unusable(
@@ -184,31 +189,31 @@ def run_place(
         config.precision,
         config.channels_last,
     )
-    compute = probe_compute(
-        step, config.compute, config.model, device, run.batch_size, config.crop_px,
-        max(1, run.warmup_steps), max(2, run.steps),
-    )  # fmt: skip
+    compute = compute_ceiling(step, config.compute, config.model, device, run, config.crop_px)
     progress(f"compute ceiling: {compute.img_per_s:,.1f} img/s ({compute.label})")
     paths = list(dataset.images.paths)
     labels = list(dataset.images.labels)
     decode = []
     for w in config.workers:
-        d = probe_decode(paths, labels, config.crop_px, "multiprocess", w, run.batch_size, dataset.fs,
-                         measured_batches=max(4, 2 * w), min_seconds=1.5, max_seconds=20.0, seed=config.seed)  # fmt: skip
+        d = decode_ceiling(
+            paths, labels, config.crop_px, "multiprocess", w, run.batch_size, dataset.fs, config.seed
+        )
         decode.append(d)
         progress(f"decode ceiling, {w} worker{'s' if w != 1 else ''}: {d.img_per_s:,.1f} img/s")
-    sample = pick_sample(paths, config.seed)
+    sample, sample_bytes = pick_sample(paths, config.seed)
     candidates = []
     progress(f"current location {dataset.info.path}: reading cold, read-only…")
-    candidates.append(measure_current(sample, dataset.info.path, config.workers, config.seed))
+    candidates.append(measure_current(sample, sample_bytes, dataset.info.path, config.workers, config.seed))
     for folder in config.candidates:
-        c = measure_candidate(sample, folder, config.workers, config.seed, progress)
+        c = measure_candidate(sample, sample_bytes, folder, config.workers, config.seed, progress)
         if c.status != "ok":
             progress(f"{folder}: {c.status} — {c.reason}")
         candidates.append(c)
     for profile in config.storage_profiles:
         progress(f"{profile.name} (emulated): reading through the emulated device…")
-        candidates.append(measure_emulated(sample, dataset.info.path, profile, config.workers, config.seed))
+        candidates.append(
+            measure_emulated(sample, sample_bytes, dataset.info.path, profile, config.workers, config.seed)
+        )
     nvml = nvml_status(device.index if device.type == "cuda" else None)
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     result = PlaceResult(

@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 
 from ioprof import __version__
-from ioprof.compute import make_step, probe_compute, probe_transfer, resolve_device
-from ioprof.config import SweepConfig
+from ioprof.compute import TrainStep, make_step, probe_compute, probe_transfer, resolve_device
+from ioprof.config import ComputeSpec, RunLength, SweepConfig
 from ioprof.datasets.cache import ensure_datasets
 from ioprof.datasets.discover import ImageList, describe, find_images
 from ioprof.datasets.synth import DatasetSpec
@@ -32,6 +32,7 @@ from ioprof.results import (
     ComputeCeiling,
     DatasetCeilings,
     DatasetInfo,
+    DecodeCeiling,
     RunInfo,
     SweepResult,
     to_jsonable,
@@ -81,6 +82,35 @@ def load_datasets(
             Dataset(describe(images, spec.label, generated=True, seed=seed), images, filesystem_of(root))
         )
     return out
+
+
+def compute_ceiling(
+    step: TrainStep, spec: ComputeSpec, model: str, device: torch.device, run: RunLength, crop_px: int
+) -> ComputeCeiling:
+    """The compute ceiling at the run's batch size, at least two measured steps."""
+    return probe_compute(
+        step, spec, model, device, run.batch_size, crop_px, run.warmup_steps, max(2, run.steps)
+    )
+
+
+def decode_ceiling(
+    paths: Sequence[str],
+    labels: Sequence[int],
+    crop_px: int,
+    loader: str,
+    workers: int,
+    batch_size: int,
+    fs: FilesystemInfo,
+    seed: int,
+) -> DecodeCeiling:
+    """The decode ceiling of one loader setting, within the decode probe's time budget."""
+    return probe_decode(
+        paths, labels, crop_px, loader, workers, batch_size, fs,
+        measured_batches=max(4, 2 * max(1, workers)),
+        min_seconds=DECODE_PROBE_MIN_S,
+        max_seconds=DECODE_PROBE_MAX_S,
+        seed=seed,
+    )  # fmt: skip
 
 
 def _setting(loader: str, workers: int) -> str:
@@ -193,16 +223,7 @@ def run_sweep(
     try:
         if step is not None and "compute" in config.stages and compute is None:
             progress("measuring the compute ceiling (synthetic batches on the device)…")
-            compute = probe_compute(
-                step,
-                config.compute,
-                config.model,
-                device,
-                run.batch_size,
-                config.crop_px,
-                max(1, run.warmup_steps),
-                max(2, run.steps),
-            )
+            compute = compute_ceiling(step, config.compute, config.model, device, run, config.crop_px)
             progress(f"compute ceiling: {compute.img_per_s:,.1f} img/s ({compute.label})")
         transfer = (
             tuple(probe_transfer(device, run.batch_size, config.crop_px))
@@ -233,18 +254,8 @@ def run_sweep(
                 for loader, w in loader_settings:
                     setting = _setting(loader, w)
                     try:
-                        d = probe_decode(
-                            paths,
-                            labels,
-                            config.crop_px,
-                            loader,
-                            w,
-                            run.batch_size,
-                            ds.fs,
-                            measured_batches=max(4, 2 * max(1, w)),
-                            min_seconds=DECODE_PROBE_MIN_S,
-                            max_seconds=DECODE_PROBE_MAX_S,
-                            seed=config.seed,
+                        d = decode_ceiling(
+                            paths, labels, config.crop_px, loader, w, run.batch_size, ds.fs, config.seed
                         )
                     except RuntimeError as e:  # a loader worker died: no ceiling for this setting
                         extra_warnings.append(

@@ -63,16 +63,18 @@ def test_decision_logic_on_hand_built_measurements() -> None:
 
 def test_sample_is_large_enough_or_everything(small_set: Path) -> None:
     paths = sorted(str(p) for p in small_set.rglob("*.jpg"))
-    assert sorted(pick_sample(paths, 0)) == paths  # a small set is taken whole
+    sample, size = pick_sample(paths, 0)
+    assert sorted(sample) == paths  # a small set is taken whole
+    assert size == sum(Path(p).stat().st_size for p in paths)
 
 
 def test_unusable_candidates_are_reported_not_fatal(small_set: Path, tmp_path: Path) -> None:
-    sample = sorted(str(p) for p in small_set.rglob("*.jpg"))
+    sample, size = pick_sample(sorted(str(p) for p in small_set.rglob("*.jpg")), 0)
     a_file = tmp_path / "file"
     a_file.write_text("x")
-    assert measure_candidate(sample, str(tmp_path / "nope"), [1], 0, print).status == "missing"
-    assert measure_candidate(sample, str(a_file), [1], 0, print).status == "missing"
-    ok = measure_candidate(sample, str(tmp_path), [1, 2], 0, print)
+    assert measure_candidate(sample, size, str(tmp_path / "nope"), [1], 0, print).status == "missing"
+    assert measure_candidate(sample, size, str(a_file), [1], 0, print).status == "missing"
+    ok = measure_candidate(sample, size, str(tmp_path), [1, 2], 0, print)
     assert ok.status == "ok" and ok.write_mb_per_s and len(ok.storage) == 2
     assert ok.storage[0].files == len(sample)
     assert not leftovers(tmp_path)
@@ -150,9 +152,9 @@ def test_full_and_read_only_candidates(small_set: Path, tmp_path: Path) -> None:
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], check=True)
     try:
-        sample = sorted(str(p) for p in small_set.rglob("*.jpg"))
-        assert measure_candidate(sample, str(full), [1], 0, print).status == "full"
-        r = measure_candidate(sample, str(ro), [1], 0, print)
+        sample, size = pick_sample(sorted(str(p) for p in small_set.rglob("*.jpg")), 0)
+        assert measure_candidate(sample, size, str(full), [1], 0, print).status == "full"
+        r = measure_candidate(sample, size, str(ro), [1], 0, print)
         assert r.status == "not writable" and "Read-only" in r.reason
     finally:
         subprocess.run(["umount", str(full)], check=False)
