@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ioprof.presets import published_preset
 from ioprof.results import (
     Advice,
     Analysis,
@@ -37,6 +38,9 @@ DATASET_TO_RAM_FOR_COLD_EPOCHS = 5.0
 STORAGE_HEADROOM = 1.2
 
 INPUT_STAGES = ("storage", "decode", "transfer")
+# The compute ceiling is a tuned trainer's when it reaches this share of the GPU's published
+# ResNet-50 figure (presets.py cites each); below it, input-bound verdicts are understated.
+PUBLISHED_SHARE_TUNED = 0.90
 
 
 def data_wait_share(wait_s: Sequence[float], step_s: Sequence[float]) -> float:
@@ -230,6 +234,37 @@ def speedup_over_serial(
     return serial, best, ratio
 
 
+def compute_against_published(result: SweepResult) -> tuple[str, bool] | None:
+    """The measured compute ceiling against the published figure for this GPU: (sentence, tuned?)."""
+    comp = result.compute
+    if comp is None or comp.simulated or not result.run.device.startswith("cuda"):
+        return None
+    gpu = result.machine.gpu or "this GPU"
+    preset = published_preset(result.machine.gpu)
+    if preset is None:
+        return f"No published ResNet-50 figure is on file for {gpu}: the compute ceiling is not compared.", True
+    crop = result.config.get("crop_px")
+    precision = result.config.get("precision")
+    if comp.model != "resnet50" or crop != 224 or precision not in ("bf16", "fp16"):
+        return (
+            f"The published figure for {gpu} ({preset.img_per_s:,.0f} img/s) is for ResNet-50 at 224 px in mixed "
+            f"precision; this step ({comp.label}, {crop} px) is not compared with it.",
+            True,
+        )
+    share = comp.img_per_s / preset.img_per_s
+    text = (
+        f"The compute ceiling, {comp.img_per_s:,.0f} img/s, is {share:.0%} of the published ResNet-50 figure "
+        f"for {gpu} ({preset.img_per_s:,.0f} img/s, {preset.source})."
+    )
+    tuned = share >= PUBLISHED_SHARE_TUNED
+    if not tuned:
+        text += (
+            f" Below {PUBLISHED_SHARE_TUNED:.0%}: this training step is slower than a tuned one, so a tuned "
+            "trainer would draw more from the input pipeline than these verdicts assume."
+        )
+    return text, tuned
+
+
 def analyze(result: SweepResult) -> SweepResult:
     """Verdicts for every cell and the run as a whole; returns the result with them filled in."""
     ceilings = {c.dataset: c for c in result.ceilings}
@@ -314,6 +349,9 @@ def analyze(result: SweepResult) -> SweepResult:
             f"({ram / 1e9:,.0f} GB): in real training every epoch after the first would come from the page "
             f"cache, not storage (MLPerf Storage asks for a dataset ≥ {DATASET_TO_RAM_FOR_COLD_EPOCHS:g}× RAM)"
         )
+    reference = compute_against_published(result)
+    if reference and not reference[1]:
+        warnings.append(reference[0])
     if best_verdicts:
         counts: dict[str, int] = {}
         for v in best_verdicts:
@@ -331,6 +369,7 @@ def analyze(result: SweepResult) -> SweepResult:
             headline=tuple(headline),
             advice=tuple(advice),
             warnings=tuple(warnings),
+            compute_reference=reference[0] if reference else "",
         ),
     )
 

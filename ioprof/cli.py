@@ -14,6 +14,7 @@ from typing import Any
 
 from ioprof import __version__
 from ioprof.config import (
+    AUTO,
     CACHE_REGIMES,
     DEFAULT_IMAGES_PER_DATASET,
     DEFAULT_MAX_FAILED_SHARE,
@@ -88,11 +89,16 @@ def _add_training_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--precision",
-        choices=PRECISIONS,
-        default="fp32",
-        help="fp32, tf32 (CUDA), bf16, or fp16 (CUDA, with a gradient scaler) autocast (default fp32)",
+        choices=(AUTO, *PRECISIONS),
+        default=AUTO,
+        help="fp32, tf32 (CUDA), bf16, or fp16 (CUDA, with a gradient scaler) autocast; "
+        "default auto: bf16 on CUDA (fp16 where the GPU lacks bf16), fp32 on the CPU",
     )
-    p.add_argument("--channels-last", action="store_true", help="NHWC memory format for model and inputs")
+    p.add_argument(
+        "--channels-last",
+        action=argparse.BooleanOptionalAction,
+        help="NHWC memory format for model and inputs (default: on for CUDA, off on the CPU)",
+    )
     p.add_argument(
         "--seed", type=_arg(non_negative_int, "seed"), default=0, help="seed for data and shuffling"
     )
@@ -154,7 +160,14 @@ def _add_measure_args(p: argparse.ArgumentParser) -> None:
         help=f"emulate storage: {', '.join(STORAGE_PROFILES)} or custom:READ_MB_PER_S[:LATENCY_MS]",
     )
     p.add_argument(
-        "--pin-memory", action="store_true", help="DataLoader(pin_memory=True), non-blocking copies"
+        "--pin-memory",
+        action=argparse.BooleanOptionalAction,
+        help="DataLoader(pin_memory=True) (default: on for CUDA, off on the CPU)",
+    )
+    p.add_argument(
+        "--non-blocking",
+        action=argparse.BooleanOptionalAction,
+        help="copy batches to the device with non_blocking=True (default: as --pin-memory)",
     )
     p.add_argument(
         "--max-failed-share",
@@ -240,6 +253,7 @@ def _sweep_config(ns: argparse.Namespace, stages: Sequence[str]) -> SweepConfig:
         precision=ns.precision,
         channels_last=ns.channels_last,
         pin_memory=ns.pin_memory,
+        non_blocking=ns.non_blocking,
         stages=tuple(stages),
         seed=ns.seed,
         max_failed_share=ns.max_failed_share,

@@ -7,7 +7,7 @@ argparse turns that into a usage error (exit 2).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ioprof.presets import GPU_PRESETS, STORAGE_PROFILES, StorageProfile
 
@@ -15,6 +15,8 @@ LOADERS = ("serial", "multiprocess")
 CACHE_REGIMES = ("cold", "warm", "as-is")
 MODELS = ("resnet50", "resnet18", "tiny")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+# "auto": what a tuned trainer uses on the device (see compute.resolve_tuning)
+AUTO = "auto"
 # What a sweep measures: the stage ceilings, then the end-to-end cells.
 STAGES = ("compute", "transfer", "storage", "decode", "end-to-end")
 
@@ -197,14 +199,26 @@ class SweepConfig:
     cache: str = "cold"
     storage_profile: StorageProfile | None = None
     crop_px: int = 224
-    precision: str = "fp32"
-    channels_last: bool = False
-    pin_memory: bool = False
+    precision: str = AUTO
+    channels_last: bool | None = None  # None: as a tuned trainer on the device (compute.resolve_tuning)
+    pin_memory: bool | None = None  # None: pinned on CUDA (torchvision's reference script), not on the CPU
+    non_blocking: bool | None = None  # None: as pin_memory (a copy from pageable memory blocks anyway)
     stages: tuple[str, ...] = STAGES  # what to measure; ``probe`` narrows it to one ceiling
     seed: int = 0
     max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
     out_dir: str | None = None
     cache_dir: str | None = None  # where generated datasets are kept; None: the user cache folder
+
+    def tuned(self, precision: str, channels_last: bool, cuda: bool) -> SweepConfig:
+        """This configuration with its "auto" settings decided for the device."""
+        pin = cuda if self.pin_memory is None else self.pin_memory
+        return replace(
+            self,
+            precision=precision,
+            channels_last=channels_last,
+            pin_memory=pin,
+            non_blocking=pin if self.non_blocking is None else self.non_blocking,
+        )
 
     def dataset_images(self, device_type: str) -> int:
         """Images per generated dataset: as asked, else what the longest cell consumes."""
@@ -257,8 +271,8 @@ class PlaceConfig:
     model: str = "resnet50"
     batch_size: int | None = None
     crop_px: int = 224
-    precision: str = "fp32"
-    channels_last: bool = False
+    precision: str = AUTO
+    channels_last: bool | None = None
     seed: int = 0
     out_dir: str | None = None
     cache_dir: str | None = None

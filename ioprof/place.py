@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -24,7 +24,7 @@ import psutil
 import torch
 
 from ioprof import __version__
-from ioprof.compute import make_step, resolve_device
+from ioprof.compute import make_step, resolve_device, resolve_tuning
 from ioprof.config import PlaceConfig, SweepConfig
 from ioprof.machine import machine_info
 from ioprof.pagecache import FilesystemInfo, filesystem_of
@@ -178,6 +178,8 @@ def run_place(
     """Measure the ceilings once, then every location; predict training at each."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     device, device_reason = resolve_device(config.device)
+    precision, channels_last = resolve_tuning(config.precision, config.channels_last, device)
+    config = replace(config, precision=precision, channels_last=channels_last)
     run = SweepConfig(batch_size=config.batch_size).run_length(device.type)
     progress(f"compute device: {device} ({device_reason})")
     step = make_step(
@@ -187,7 +189,7 @@ def run_place(
         len(dataset.images.classes),
         False,
         config.precision,
-        config.channels_last,
+        bool(config.channels_last),
     )
     compute = compute_ceiling(step, config.compute, config.model, device, run, config.crop_px)
     progress(f"compute ceiling: {compute.img_per_s:,.1f} img/s ({compute.label})")

@@ -59,6 +59,27 @@ GPU_PRESETS: dict[str, GpuPreset] = {
 }
 
 
+def published_preset(gpu_name: str | None) -> GpuPreset | None:
+    """The preset whose published figure is for this GPU (by its NVML/torch name), if any.
+
+    Only the parts the figures were published for match: "NVIDIA H100 80GB HBM3" is the SXM5
+    H100, "NVIDIA H100 PCIe" the PCIe one, A100 and V100 only as SXM modules (the DGX systems
+    of NVIDIA's figures). Others (A100 PCIe, H100 NVL, …) get no comparison rather than a wrong one.
+    """
+    name = (gpu_name or "").upper()
+    if "H200" in name:
+        return GPU_PRESETS["h200"]
+    if "H100" in name:
+        if "PCIE" in name:
+            return GPU_PRESETS["h100-pcie"]
+        return None if "NVL" in name else GPU_PRESETS["h100"]
+    if "A100" in name and "SXM" in name:
+        return GPU_PRESETS["a100"]
+    if "V100" in name and "SXM" in name:
+        return GPU_PRESETS["v100"]
+    return None
+
+
 @dataclass(frozen=True)
 class StorageProfile:
     """An emulated storage device: shared read bandwidth plus a per-file latency.

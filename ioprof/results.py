@@ -196,8 +196,40 @@ class CellVerdict:
 
 
 @dataclass(frozen=True)
+class CudaStepTimes:
+    """Per measured step on the GPU's own clock (CUDA events; no synchronization per step).
+
+    For each step ``idle_s + copy_s + compute_s`` tiles the GPU's timeline, so their sum over
+    the steps is ``elapsed_s``. ``data_stall_s`` is the part of ``idle_s`` during which the host
+    was blocked waiting for the batch: ``min(idle, host wait)``.
+    """
+
+    host_wait_s: tuple[float, ...]  # blocked in next() on the host (may overlap GPU work)
+    idle_s: tuple[float, ...]  # GPU idle between the previous step's end and this copy's start
+    data_stall_s: tuple[float, ...]  # of idle_s, while the host waited for this batch
+    copy_s: tuple[float, ...]  # host-to-device copy of the batch
+    compute_s: tuple[float, ...]  # forward, backward, optimizer step
+    elapsed_s: float  # window start → last step's end, on the GPU
+
+    def mean_s(self) -> dict[str, float]:
+        """Mean per step of each part of the GPU's timeline (idle split into data / host)."""
+        n = max(1, len(self.idle_s))
+        return {
+            "data_stall": sum(self.data_stall_s) / n,
+            "host_overhead": (sum(self.idle_s) - sum(self.data_stall_s)) / n,
+            "copy": sum(self.copy_s) / n,
+            "compute": sum(self.compute_s) / n,
+        }
+
+
+@dataclass(frozen=True)
 class CellResult:
-    """One end-to-end measurement: a dataset × loader × worker count."""
+    """One end-to-end measurement: a dataset × loader × worker count.
+
+    On CUDA ``wait_s`` is the GPU's data stall per step and ``step_s`` the rest of its step
+    (copy, compute, host overhead), both from CUDA events (``cuda`` has the parts); elsewhere
+    they are host clock times, exact because the CPU and a simulated step run synchronously.
+    """
 
     dataset: str
     loader: str  # serial | multiprocess
@@ -208,8 +240,8 @@ class CellResult:
     images: int
     elapsed_s: float
     img_per_s: float
-    wait_s: tuple[float, ...]  # per measured step: blocked waiting for the next batch
-    step_s: tuple[float, ...]  # per measured step: in the training step
+    wait_s: tuple[float, ...]  # per measured step: waiting for the next batch (CUDA: GPU data stall)
+    step_s: tuple[float, ...]  # per measured step: the training step (CUDA: rest of the GPU's step)
     data_wait_share: float
     startup_s: float  # from creating the loader's iterator to the first batch
     io: IoCounts
@@ -219,6 +251,7 @@ class CellResult:
     status: str = "ok"  # ok | failed
     error: str = ""
     verdict: CellVerdict | None = None
+    cuda: CudaStepTimes | None = None  # the GPU's timeline per step, on CUDA with a real step
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -249,6 +282,7 @@ class Analysis:
     headline: tuple[str, ...]
     advice: tuple[Advice, ...]
     warnings: tuple[str, ...]
+    compute_reference: str = ""  # the compute ceiling against the GPU's published figure
 
 
 @dataclass(frozen=True)

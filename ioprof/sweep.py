@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from ioprof import __version__
-from ioprof.compute import TrainStep, make_step, probe_compute, probe_transfer, resolve_device
+from ioprof.compute import TrainStep, make_step, probe_compute, probe_transfer, resolve_device, resolve_tuning
 from ioprof.config import ComputeSpec, RunLength, SweepConfig
 from ioprof.datasets.cache import ensure_datasets
 from ioprof.datasets.discover import ImageList, describe, find_images
@@ -142,6 +142,9 @@ def run_sweep(
     extra_warnings: list[str] = []
     started_at = _now()
     device, device_reason = resolve_device(config.device)
+    config = config.tuned(
+        *resolve_tuning(config.precision, config.channels_last, device), device.type == "cuda"
+    )
     run = config.run_length(device.type)
     progress(
         f"compute device: {device} ({device_reason}); batch {run.batch_size}, "
@@ -171,9 +174,9 @@ def run_sweep(
             config.model,
             device,
             num_classes,
-            config.pin_memory,
+            bool(config.non_blocking),
             config.precision,
-            config.channels_last,
+            bool(config.channels_last),
         )
         if needs_step
         else None
@@ -296,7 +299,7 @@ def run_sweep(
                         open_gpu_sampler(nvml),
                         failures,
                         emulated,
-                        config.pin_memory,
+                        bool(config.pin_memory),
                         config.seed,
                     )
                 except torch.cuda.OutOfMemoryError:

@@ -1,7 +1,8 @@
 """One end-to-end cell: the real loader feeding the training step, timed step by step.
 
 Per measured step: the time blocked in ``next()`` waiting for the batch (data wait) and
-the time in the step. Warm-up steps are run, excluded and reported. Bytes read are taken
+the time in the step; on CUDA both from CUDA events on the GPU's clock, with no synchronization
+inside the window (see ``steptiming``). Warm-up steps are run, excluded and reported. Bytes read are taken
 from the kernel's counters of the loader's own processes while they are alive.
 """
 
@@ -12,13 +13,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ioprof import iocounters
+from ioprof import iocounters, steptiming
 from ioprof.analysis import data_wait_share
 from ioprof.compute import TrainStep
 from ioprof.config import PREFETCH_FACTOR, RunLength
 from ioprof.loader import make_loader
 from ioprof.pagecache import FilesystemInfo, prepare
 from ioprof.results import CacheInfo, CellResult, GpuTelemetry, IoCounts
+from ioprof.steptiming import StepEvents
 from ioprof.storage import EmulatedStorage
 from ioprof.telemetry import GpuSampler
 
@@ -112,6 +114,10 @@ def run_cell(
     startup_s = 0.0
     io_before = iocounters.snapshot(pids, clock())
     window_start = clock()
+    window_mark = None
+    events: list[StepEvents] = []
+    event_waits: list[float] = []  # host waits aligned with events (a batch with no images adds on)
+    pending_wait = 0.0
     gpu.start()
     telemetry: GpuTelemetry | None = None
     try:
@@ -119,27 +125,44 @@ def run_cell(
             if i == run.warmup_steps:
                 io_before = iocounters.snapshot(pids, clock())
                 window_start = io_before.at_s
+                window_mark = step.mark()
             t_a = clock()
             batch = next(it)
             t_b = clock()
             if i == 0:
                 startup_s = t_b - t_created
             failures.add(batch.failures, batch.converted)
+            marks = None
             if batch.images is not None and batch.labels is not None:
-                step(batch.images, batch.labels)
+                marks = step(batch.images, batch.labels)
             t_c = clock()
             if i >= run.warmup_steps:
                 waits.append(t_b - t_a)
                 steps.append(t_c - t_b)
+                pending_wait += t_b - t_a
+                if marks is not None:
+                    events.append(marks)
+                    event_waits.append(pending_wait)
+                    pending_wait = 0.0
                 images += 0 if batch.images is None else int(batch.images.shape[0])
                 if run.seconds is not None and t_c - window_start >= run.seconds and i + 1 < total_steps:
                     stopped_by = "seconds"
                     break
+        step.drain()  # the window ends when the GPU has done its last step, not when it was enqueued
         io_after = iocounters.snapshot(pids, clock())
     finally:
         telemetry = gpu.stop()
         del it  # shuts the workers down
     elapsed = io_after.at_s - window_start
+    cuda = None
+    if window_mark is not None and events:
+        cuda = steptiming.resolve(window_mark, events, event_waits)
+        waits = list(cuda.data_stall_s)
+        steps = [
+            i - d + c + k
+            for i, d, c, k in zip(cuda.idle_s, cuda.data_stall_s, cuda.copy_s, cuda.compute_s, strict=True)
+        ]
+        elapsed = cuda.elapsed_s
     share = data_wait_share(waits, steps)
     return CellResult(
         dataset=dataset,
@@ -159,4 +182,5 @@ def run_cell(
         cache=cache,
         gpu=telemetry,
         stopped_by=stopped_by,
+        cuda=cuda,
     )

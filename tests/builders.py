@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ioprof.results import (
     SCHEMA_VERSION,
     CacheInfo,
     CellResult,
     ComputeCeiling,
+    CudaStepTimes,
     DatasetCeilings,
     DatasetInfo,
     DecodeCeiling,
@@ -166,3 +169,46 @@ def sweep_result(cells: tuple[CellResult, ...], compute_rate: float = 1000.0) ->
         ),
         cells=cells,
     )
+
+
+def cuda_result(
+    cells: tuple[CellResult, ...], compute_rate: float, gpu: str, precision: str = "bf16"
+) -> SweepResult:
+    """A sweep as it would come from a real ResNet-50 on a CUDA GPU."""
+    base = sweep_result(cells)
+    return replace(
+        base,
+        run=replace(
+            base.run, device="cuda:0", device_reason="--device auto: CUDA is available", batch_size=256
+        ),
+        machine=replace(base.machine, gpu=gpu, gpu_driver="560.35"),
+        config={
+            **base.config,
+            "precision": precision,
+            "channels_last": True,
+            "pin_memory": True,
+            "non_blocking": True,
+        },
+        compute=replace(
+            compute(compute_rate, simulated=False),
+            device="cuda:0",
+            batch_size=256,
+            label=f"real resnet50 on cuda:0, {precision}, channels-last",
+        ),
+    )
+
+
+def with_cuda_steps(
+    c: CellResult, stall_s: float, overhead_s: float, copy_s: float, compute_s: float
+) -> CellResult:
+    """``c`` with a GPU timeline of identical steps (idle = stall + host overhead)."""
+    n = c.steps
+    timeline = CudaStepTimes(
+        host_wait_s=(stall_s + 0.01,) * n,
+        idle_s=(stall_s + overhead_s,) * n,
+        data_stall_s=(stall_s,) * n,
+        copy_s=(copy_s,) * n,
+        compute_s=(compute_s,) * n,
+        elapsed_s=(stall_s + overhead_s + copy_s + compute_s) * n,
+    )
+    return replace(c, cuda=timeline)

@@ -155,3 +155,52 @@ def test_few_unexplained_cells_are_listed() -> None:
         w.startswith("500x375 4 workers: measured 800.0 img/s vs predicted 300.0 (+167%)")
         for w in r.analysis.warnings
     )
+
+
+@pytest.mark.parametrize(
+    "name, preset",
+    [
+        ("NVIDIA H100 80GB HBM3", "h100"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA H100 NVL", None),
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA A100-SXM4-80GB", "a100"),
+        ("NVIDIA A100-PCIE-40GB", None),
+        ("Tesla V100-SXM2-16GB", "v100"),
+        ("NVIDIA GeForce RTX 4090", None),
+        (None, None),
+    ],
+)
+def test_gpu_names_match_only_the_parts_a_figure_was_published_for(
+    name: str | None, preset: str | None
+) -> None:
+    from ioprof.presets import published_preset
+
+    p = published_preset(name)
+    assert (p.name if p else None) == preset
+
+
+def test_compute_ceiling_is_held_against_the_published_figure() -> None:
+    from builders import cuda_result
+
+    cells = (cell("multiprocess", 8, wait=0.0, step=0.1),)
+    tuned = analyze(cuda_result(cells, 2650.0, "NVIDIA H100 80GB HBM3")).analysis
+    assert tuned is not None
+    assert "2,650 img/s, is 95% of the published ResNet-50 figure for NVIDIA H100 80GB HBM3 (2,800" in (
+        tuned.compute_reference
+    )
+    assert not any("published" in w for w in tuned.warnings)
+
+    slow = analyze(cuda_result(cells, 1400.0, "NVIDIA H100 80GB HBM3")).analysis
+    assert slow is not None
+    assert any("is 50% of the published" in w and "Below 90%" in w for w in slow.warnings)
+
+    fp32 = analyze(cuda_result(cells, 900.0, "NVIDIA H100 80GB HBM3", precision="fp32")).analysis
+    assert fp32 is not None and "not compared" in fp32.compute_reference
+    assert not any("published" in w for w in fp32.warnings)
+
+    other = analyze(cuda_result(cells, 900.0, "NVIDIA GeForce RTX 4090")).analysis
+    assert other is not None and other.compute_reference.startswith("No published ResNet-50 figure")
+
+    cpu = analyze(sweep_result(cells)).analysis
+    assert cpu is not None and cpu.compute_reference == ""

@@ -98,6 +98,12 @@ class _OomAbove:
     def __init__(self, limit: int) -> None:
         self.limit = limit
 
+    def mark(self) -> None:
+        return None
+
+    def drain(self) -> None:
+        return None
+
     def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> None:
         if images.shape[0] > self.limit:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")

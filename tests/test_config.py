@@ -95,3 +95,22 @@ def test_generated_sets_hold_what_a_cell_reads() -> None:
     assert SweepConfig(compute=parse_compute("sim:h100")).dataset_images("cpu") == (10 + 50 + 17) * 8
     assert SweepConfig().dataset_images("cuda") == 2000  # capped
     assert SweepConfig(images_per_dataset=37).dataset_images("cuda") == 37
+
+
+def test_auto_tuning_is_a_tuned_trainer_on_cuda_and_plain_fp32_on_the_cpu() -> None:
+    import torch
+
+    from ioprof.compute import resolve_tuning
+
+    assert resolve_tuning("auto", None, torch.device("cpu")) == ("fp32", False)
+    assert resolve_tuning("bf16", True, torch.device("cpu")) == ("bf16", True)
+    auto = SweepConfig()
+    assert auto.tuned("bf16", True, cuda=True).pin_memory is True
+    assert auto.tuned("bf16", True, cuda=True).non_blocking is True
+    assert auto.tuned("fp32", False, cuda=False).pin_memory is False
+    assert auto.tuned("fp32", False, cuda=False).non_blocking is False
+    # what the user said stands
+    unpinned = SweepConfig(pin_memory=False).tuned("bf16", True, cuda=True)
+    assert (unpinned.pin_memory, unpinned.non_blocking) == (False, False)
+    mixed = SweepConfig(pin_memory=True, non_blocking=False).tuned("bf16", True, cuda=True)
+    assert (mixed.pin_memory, mixed.non_blocking) == (True, False)

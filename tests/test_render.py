@@ -106,3 +106,26 @@ def test_a_virtual_machine_gets_the_host_cache_caveat(analyzed: results.SweepRes
     assert caveat not in render_markdown(analyzed)
     vm = replace(analyzed, machine=replace(analyzed.machine, virtual_machine=True))
     assert caveat in render_markdown(vm)
+
+
+def test_a_cuda_run_shows_where_each_steps_gpu_time_went() -> None:
+    from builders import cuda_result, with_cuda_steps
+
+    cells = (
+        with_cuda_steps(cell("serial", 0, wait=0.06, step=0.1), 0.060, 0.002, 0.008, 0.090),
+        with_cuda_steps(cell("multiprocess", 8, wait=0.0, step=0.1), 0.0, 0.002, 0.008, 0.090),
+    )
+    result = analyze(cuda_result(cells, 2650.0, "NVIDIA H100 80GB HBM3"))
+    text = render_markdown(result)
+    assert "## Where each step's GPU time went (CUDA events)" in text
+    # serial: 60 ms of its 160 ms step the GPU starved for data
+    row = "| serial (in-process) | 60.00 ms (38 %) | 2.00 ms (1 %) | 8.00 ms (5 %) | 90.00 ms (56 %) | 70.00 ms |"
+    assert row in text
+    assert "nothing synchronizes inside the measured window" in text
+    assert "pinned host memory, non-blocking copies" in text
+    assert "is 95% of the published ResNet-50 figure" in text
+    rows = list(csv.DictReader(io.StringIO(render_csv(result))))
+    assert float(rows[0]["gpu_data_stall_s_mean"]) == pytest.approx(0.060)
+    assert float(rows[1]["gpu_compute_s_mean"]) == pytest.approx(0.090)
+    # and none of it on the CPU
+    assert "CUDA events" not in render_markdown(analyze(sweep_result((cell("serial", 0),))))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from ioprof import results
 from ioprof.commands import prepare_out_dir
-from ioprof.compute import check_precision, resolve_device
+from ioprof.compute import check_precision, resolve_device, resolve_tuning
 from ioprof.config import PlaceConfig
 from ioprof.errors import IoprofError
 from ioprof.place import run_place
@@ -22,6 +23,8 @@ def place(config: PlaceConfig, command: str, progress: Callable[[str], None]) ->
     if not config.candidates and not config.storage_profiles:
         raise IoprofError("--candidates: name at least one folder to compare with (or --storage-profile)")
     device, _ = resolve_device(config.device)
+    precision, channels_last = resolve_tuning(config.precision, config.channels_last, device)
+    config = replace(config, precision=precision, channels_last=channels_last)
     if config.compute.kind == "real":
         check_precision(config.precision, device)
     (dataset,) = load_datasets(

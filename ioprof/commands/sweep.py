@@ -10,7 +10,7 @@ from typing import Any
 from ioprof import results
 from ioprof.analysis import analyze
 from ioprof.commands import prepare_out_dir
-from ioprof.compute import check_precision, resolve_device
+from ioprof.compute import check_precision, resolve_device, resolve_tuning
 from ioprof.config import RESUMABLE_DIFFERENCES, SweepConfig
 from ioprof.errors import IoprofError
 from ioprof.placement import decide
@@ -27,7 +27,8 @@ def config_differences(previous: dict[str, Any], config: SweepConfig) -> list[st
     return [
         f"{k}: {previous.get(k)!r} → {now.get(k)!r}"
         for k in sorted(set(previous) | set(now))
-        if k not in RESUMABLE_DIFFERENCES and previous.get(k) != now.get(k)
+        # a setting the earlier version did not record cannot be compared
+        if k not in RESUMABLE_DIFFERENCES and k in previous and previous.get(k) != now.get(k)
     ]
 
 
@@ -58,14 +59,17 @@ def sweep(
     resume_dir: str | None = None,
 ) -> int:
     """Run the sweep and write results.json, results.csv, report.md and plots into the out folder."""
+    device, _ = resolve_device(config.device)
+    config = config.tuned(
+        *resolve_tuning(config.precision, config.channels_last, device), device.type == "cuda"
+    )
+    if config.compute.kind == "real":
+        check_precision(config.precision, device)
     previous = None
     if resume_dir:
         config = replace(config, out_dir=resume_dir)
         previous = load_resumable(resume_dir, config)
     # a bad --data fails here, before any folder is made
-    device, _ = resolve_device(config.device)
-    if config.compute.kind == "real":
-        check_precision(config.precision, device)
     images = config.dataset_images(device.type)
     datasets = load_datasets(
         config.data_path, config.resolutions, images, config.seed, config.cache_dir, progress

@@ -33,6 +33,10 @@ COLUMNS = (
     "resident_fraction_before",
     "gpu_util_mean_pct",
     "gpu_telemetry",
+    "gpu_data_stall_s_mean",
+    "gpu_host_overhead_s_mean",
+    "gpu_copy_s_mean",
+    "gpu_compute_s_mean",
     "error",
 )
 
@@ -44,6 +48,7 @@ def render_csv(result: SweepResult) -> str:
     for c in result.cells:
         v = c.verdict
         util = c.gpu.gpu_util_pct
+        parts = c.cuda.mean_s() if c.cuda is not None else {}
         w.writerow(
             [
                 c.dataset,
@@ -71,6 +76,7 @@ def render_csv(result: SweepResult) -> str:
                 c.cache.resident_fraction,
                 sum(util) / len(util) if util else "",
                 "ok" if c.gpu.available else c.gpu.reason,
+                *(parts.get(k, "") for k in ("data_stall", "host_overhead", "copy", "compute")),
                 c.error,
             ]
         )

@@ -1,0 +1,135 @@
+"""CUDA-event step timing: the pure resolution, and run_cell's use of it with an asynchronous step.
+
+The asynchronous step here is a fake GPU with a work queue (the host enqueues and goes on; the
+"GPU" runs each step when it is free), standing in for CUDA's stream semantics on a machine
+without a GPU. Only the wiring and the arithmetic are tested; real CUDA is tested on a GPU.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from ioprof.config import RunLength
+from ioprof.datasets.discover import find_images
+from ioprof.pagecache import filesystem_of
+from ioprof.steptiming import StepEvents, resolve
+from ioprof.telemetry import UnavailableSampler
+from ioprof.training import Failures, run_cell
+
+
+class Ev:
+    """An event that completed at ``t_ms`` on the GPU's clock."""
+
+    def __init__(self, t_ms: float) -> None:
+        self.t_ms = t_ms
+
+    def elapsed_time(self, end_event: Ev) -> float:
+        return end_event.t_ms - self.t_ms
+
+
+def steps_at(*spans: tuple[float, float, float]) -> list[StepEvents]:
+    return [StepEvents(Ev(a), Ev(b), Ev(c)) for a, b, c in spans]
+
+
+def test_gpu_busy_back_to_back_has_no_stall_even_when_the_host_waited() -> None:
+    # the host waited 30 ms per batch, but the GPU still had queued work: no idle, no stall
+    t = resolve(Ev(0), steps_at((0, 1, 50), (50, 51, 100), (100, 101, 150)), [0.03, 0.03, 0.03])
+    assert t.idle_s == (0.0, 0.0, 0.0)
+    assert t.data_stall_s == (0.0, 0.0, 0.0)
+    assert t.copy_s == pytest.approx((0.001,) * 3)
+    assert t.compute_s == pytest.approx((0.049,) * 3)
+    assert t.elapsed_s == pytest.approx(0.150)
+
+
+def test_idle_gap_is_data_stall_only_while_the_host_waited_for_data() -> None:
+    # gaps of 20 ms before each step; the host waited 30, 5 and 0 ms for those batches
+    t = resolve(Ev(0), steps_at((20, 21, 40), (60, 61, 80), (100, 101, 120)), [0.030, 0.005, 0.0])
+    assert t.idle_s == pytest.approx((0.020, 0.020, 0.020))
+    assert t.data_stall_s == pytest.approx((0.020, 0.005, 0.0))
+    means = t.mean_s()
+    assert means["data_stall"] == pytest.approx(0.025 / 3)
+    assert means["host_overhead"] == pytest.approx(0.035 / 3)
+    parts = sum(t.idle_s) + sum(t.copy_s) + sum(t.compute_s)
+    assert parts == pytest.approx(t.elapsed_s)  # the parts tile the GPU's timeline
+
+
+def test_mismatched_waits_are_refused() -> None:
+    with pytest.raises(ValueError, match="2 steps' events but 1 host waits"):
+        resolve(Ev(0), steps_at((0, 1, 2), (2, 3, 4)), [0.0])
+
+
+class QueuedGpu:
+    """A training step that, like CUDA, only enqueues: a step takes ``compute_s`` on the "GPU"
+    once the GPU is free, and the host returns at once."""
+
+    simulated = False
+    label = "fake queued GPU"
+
+    def __init__(self, compute_s: float) -> None:
+        self.compute_s = compute_s
+        self.free_at = time.perf_counter()
+
+    def _now_ms(self) -> float:
+        return max(time.perf_counter(), self.free_at) * 1e3
+
+    def mark(self) -> Ev:
+        return Ev(self._now_ms())  # completes when the work before it has
+
+    def drain(self) -> None:
+        time.sleep(max(0.0, self.free_at - time.perf_counter()))
+
+    def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> StepEvents:
+        start = self._now_ms()
+        self.free_at = start / 1e3 + self.compute_s
+        return StepEvents(Ev(start), Ev(start), Ev(self.free_at * 1e3))
+
+
+def _cell(data: Path, gpu: QueuedGpu, workers: int, steps: int = 12) -> object:
+    images = find_images(data)
+    return run_cell(
+        "t",
+        images.paths,
+        images.labels,
+        "multiprocess",
+        workers,
+        RunLength(batch_size=4, warmup_steps=2, steps=steps, seconds=None),
+        gpu,
+        32,
+        "warm",
+        filesystem_of(images.paths[0]),
+        UnavailableSampler("test"),
+        Failures(),
+    )
+
+
+def test_host_waits_that_overlap_gpu_work_are_not_counted_as_data_stall(small_set: Path) -> None:
+    # each step keeps the "GPU" busy 150 ms; one worker decodes a batch of 4 small images far faster
+    cell = _cell(small_set, QueuedGpu(0.150), workers=1)
+    assert cell.cuda is not None
+    assert cell.data_wait_share < 0.05
+    assert cell.elapsed_s == pytest.approx(cell.cuda.elapsed_s)
+    # the host ran ahead and waited for batches while the GPU worked: that wait is not a stall
+    assert sum(cell.cuda.host_wait_s) >= sum(cell.cuda.data_stall_s)
+    assert cell.img_per_s == pytest.approx(4 / 0.150, rel=0.15)
+
+
+def test_a_starved_gpu_shows_the_stall(large_set: Path) -> None:
+    # 1 ms of "GPU" per step against one worker decoding 4 images of 1024x768: the GPU waits
+    cell = _cell(large_set, QueuedGpu(0.001), workers=1, steps=6)
+    assert cell.cuda is not None
+    assert cell.data_wait_share > 0.8
+    assert sum(cell.wait_s) == pytest.approx(sum(cell.cuda.data_stall_s))
+
+
+def test_compute_ceiling_of_an_asynchronous_step_is_timed_on_the_gpu_clock() -> None:
+    from ioprof.compute import probe_compute
+    from ioprof.config import parse_compute
+
+    # the host enqueues in microseconds; the "GPU" takes 20 ms a step: 8 images / 20 ms = 400 img/s
+    c = probe_compute(QueuedGpu(0.020), parse_compute("real"), "fake", torch.device("cpu"), 8, 8, 1, 10)
+    assert c.img_per_s == pytest.approx(400, rel=0.1)
+    assert len(c.step_s) == 10
