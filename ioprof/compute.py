@@ -66,7 +66,9 @@ def resolve_tuning(precision: str, channels_last: bool | None, device: torch.dev
     """
     cuda = device.type == "cuda"
     if precision == AUTO:
-        precision = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if cuda else "fp32"
+        # bf16 runs natively from compute capability 8.0 (Ampere); is_bf16_supported() also counts
+        # emulation (a V100 would "support" it, slowly)
+        precision = ("bf16" if torch.cuda.get_device_capability(device)[0] >= 8 else "fp16") if cuda else "fp32"
     return precision, cuda if channels_last is None else channels_last
 
 
@@ -119,7 +121,7 @@ class RealTrainStep:
         if self.device.type != "cuda":
             return None
         event = torch.cuda.Event(enable_timing=True)
-        event.record()
+        event.record(torch.cuda.current_stream(self.device))
         return event
 
     def drain(self) -> None:
@@ -292,6 +294,7 @@ def resolve_device(requested: str) -> tuple[torch.device, str]:
     available = torch.cuda.is_available()
     if requested == "auto":
         if available:
+            torch.cuda.set_device(0)
             return torch.device("cuda:0"), "--device auto: CUDA is available"
         return torch.device("cpu"), "--device auto: torch sees no CUDA device"
     if requested == "cpu":
@@ -305,6 +308,9 @@ def resolve_device(requested: str) -> tuple[torch.device, str]:
         raise IoprofError(
             f"--device {requested}: only {torch.cuda.device_count()} CUDA device(s) visible; use an index below that"
         )
+    # torch's current device from here on: default streams, CUDA events and the loader's pinned
+    # memory all follow it, so --device cuda:1 times cuda:1's work, not cuda:0's
+    torch.cuda.set_device(dev)
     return dev, f"--device {requested}"
 
 
