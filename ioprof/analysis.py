@@ -234,6 +234,11 @@ def speedup_over_serial(
     return serial, best, ratio
 
 
+def is_sweep(result: SweepResult) -> bool:
+    """Whether the run measured end-to-end cells (``ioprof probe`` measures one ceiling alone)."""
+    return "end-to-end" in result.config.get("stages", ["end-to-end"])
+
+
 def compute_against_published(result: SweepResult) -> tuple[str, bool] | None:
     """The measured compute ceiling against the published figure for this GPU: (sentence, tuned?)."""
     comp = result.compute
@@ -291,6 +296,7 @@ def analyze(result: SweepResult) -> SweepResult:
             "--compute sim:h100 (or another preset) asks whether this loader and storage would keep one busy."
         )
     unexplained: list[tuple[str, CellResult]] = []
+    end_to_end = is_sweep(result)
     for info in result.datasets:
         ds_cells = [c for c in cells if c.dataset == info.label]
         ok = [c for c in ds_cells if c.verdict is not None]
@@ -298,7 +304,8 @@ def analyze(result: SweepResult) -> SweepResult:
             advise(info, ds_cells, result.compute, ceilings.get(info.label), result.machine.cpu_cores_usable)
         )
         if not ok:
-            headline.append(f"{info.label}: no cell finished.")
+            if end_to_end:
+                headline.append(f"{info.label}: no cell finished.")
             continue
         serial, best, ratio = speedup_over_serial(ds_cells)
         bound = [c for c in ok if c.verdict and c.verdict.input_bound != "not"]

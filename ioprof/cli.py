@@ -191,8 +191,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="continue the interrupted sweep in DIR (same options), keeping its finished cells",
     )
-    pr = sub.add_parser("probe", help="measure one stage ceiling alone: storage, decode or compute")
-    pr.add_argument("stage", choices=("storage", "decode", "compute"))
+    pr = sub.add_parser(
+        "probe", help="measure one stage ceiling alone: storage, decode, compute or transfer (CUDA)"
+    )
+    pr.add_argument("stage", choices=("storage", "decode", "compute", "transfer"))
     _add_measure_args(pr)
     pl = sub.add_parser("place", help="which storage location keeps training fed, and does copying pay")
     _add_training_args(pl)

@@ -19,6 +19,8 @@ PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 AUTO = "auto"
 # What a sweep measures: the stage ceilings, then the end-to-end cells.
 STAGES = ("compute", "transfer", "storage", "decode", "end-to-end")
+# Stages that read a dataset; the compute and transfer ceilings run on synthetic batches.
+DATA_STAGES = ("storage", "decode", "end-to-end")
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,10 @@ class SweepConfig:
     max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
     out_dir: str | None = None
     cache_dir: str | None = None  # where generated datasets are kept; None: the user cache folder
+
+    @property
+    def needs_data(self) -> bool:
+        return any(s in DATA_STAGES for s in self.stages)
 
     def tuned(self, precision: str, channels_last: bool, cuda: bool) -> SweepConfig:
         """This configuration with its "auto" settings decided for the device."""

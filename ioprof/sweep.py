@@ -16,7 +16,15 @@ from pathlib import Path
 import torch
 
 from ioprof import __version__
-from ioprof.compute import TrainStep, make_step, probe_compute, probe_transfer, resolve_device, resolve_tuning
+from ioprof.compute import (
+    IMAGENET_CLASSES,
+    TrainStep,
+    make_step,
+    probe_compute,
+    probe_transfer,
+    resolve_device,
+    resolve_tuning,
+)
 from ioprof.config import ComputeSpec, RunLength, SweepConfig
 from ioprof.datasets.cache import ensure_datasets
 from ioprof.datasets.discover import ImageList, describe, find_images
@@ -166,7 +174,7 @@ def run_sweep(
     if nvml.reason:
         progress(f"GPU telemetry unavailable: {nvml.reason}")
 
-    num_classes = max(len(d.images.classes) for d in datasets)
+    num_classes = max((len(d.images.classes) for d in datasets), default=IMAGENET_CLASSES)
     needs_step = bool({"compute", "end-to-end"} & set(config.stages))
     step = (
         make_step(

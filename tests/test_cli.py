@@ -152,3 +152,16 @@ def test_probe_measures_one_stage(stage: str, small_set: Path, tmp_path: Path) -
         )
     report = (out / "report.md").read_text()
     assert "## Stage ceilings" in report and "![Training throughput" not in report
+    # a probe is one ceiling, said so; not a sweep whose cells all failed
+    assert report.startswith(f"# ioprof probe {stage} — ")
+    assert f"**The {stage} ceiling alone**" in report
+    assert "no cell finished" not in report and "## Every cell" not in report
+
+
+def test_probe_compute_reads_and_generates_no_dataset(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    env_cmd = ["probe", "compute", "--model", "tiny", "--crop-px", "32", "--cache-dir", str(cache)]
+    p = ioprof(*env_cmd, "--out", str(tmp_path / "out"))
+    assert p.returncode == 0, p.stderr
+    assert not cache.exists() or not any(cache.iterdir())
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["datasets"] == []

@@ -133,3 +133,34 @@ def test_compute_ceiling_of_an_asynchronous_step_is_timed_on_the_gpu_clock() -> 
     c = probe_compute(QueuedGpu(0.020), parse_compute("real"), "fake", torch.device("cpu"), 8, 8, 1, 10)
     assert c.img_per_s == pytest.approx(400, rel=0.1)
     assert len(c.step_s) == 10
+
+
+@pytest.mark.gpu
+def test_real_cuda_steps_are_enqueued_and_timed_by_events(small_set: Path) -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from ioprof.compute import RealTrainStep
+
+    step = RealTrainStep("resnet18", torch.device("cuda:0"), 1000, non_blocking=True, precision="bf16")
+    images = find_images(small_set)
+    cell = run_cell(
+        "t",
+        images.paths,
+        images.labels,
+        "multiprocess",
+        2,
+        RunLength(batch_size=16, warmup_steps=3, steps=10, seconds=None),
+        step,
+        112,
+        "warm",
+        filesystem_of(images.paths[0]),
+        UnavailableSampler("test"),
+        Failures(),
+        pin_memory=True,
+    )
+    assert cell.cuda is not None and cell.steps == 10
+    t = cell.cuda
+    assert all(c > 0 for c in t.compute_s) and all(c >= 0 for c in t.copy_s)
+    parts = sum(t.idle_s) + sum(t.copy_s) + sum(t.compute_s)
+    assert parts == pytest.approx(t.elapsed_s, rel=1e-3)
+    assert cell.elapsed_s == pytest.approx(t.elapsed_s)

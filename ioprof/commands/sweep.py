@@ -71,8 +71,10 @@ def sweep(
         previous = load_resumable(resume_dir, config)
     # a bad --data fails here, before any folder is made
     images = config.dataset_images(device.type)
-    datasets = load_datasets(
-        config.data_path, config.resolutions, images, config.seed, config.cache_dir, progress
+    datasets = (
+        load_datasets(config.data_path, config.resolutions, images, config.seed, config.cache_dir, progress)
+        if config.needs_data
+        else []
     )
     out = prepare_out_dir(config.out_dir, name)
     results_path = out / "results.json"

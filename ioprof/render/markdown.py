@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ioprof.analysis import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE, speedup_over_serial
+from ioprof.analysis import (
+    HIGHLY_INPUT_BOUND_SHARE,
+    MODERATELY_INPUT_BOUND_SHARE,
+    is_sweep,
+    speedup_over_serial,
+)
 from ioprof.render.fmt import mb, ms, pct, rate, setting
 from ioprof.render.plots import GPU_UTIL_PNG, THROUGHPUT_PNG
 from ioprof.results import CellResult, SweepResult
@@ -219,11 +224,19 @@ def render_markdown(result: SweepResult) -> str:
     """The whole report as markdown. Pure: the same result gives the same text."""
     r = result.run
     a = result.analysis
-    m = result.machine
-    out = [f"# ioprof sweep — {r.started_at[:10]}", ""]
+    sweep = is_sweep(result)
+    stages = ", ".join(result.config.get("stages", ()))
+    out = [f"# ioprof {'sweep' if sweep else 'probe ' + stages} — {r.started_at[:10]}", ""]
     if r.interrupted:
         out += ["> **This run was interrupted.** The figures below are the cells that finished.", ""]
-    out += [_verdict_line(result), ""]
+    if sweep:
+        out += [_verdict_line(result), ""]
+    else:
+        out += [
+            f"**The {stages} ceiling alone** — no training on real data, so no verdict; "
+            "`ioprof sweep` measures every stage and the training they feed.",
+            "",
+        ]
     out += ["## The answer", ""]
     if a:
         out += [f"- {line}" for line in a.headline]
@@ -234,7 +247,18 @@ def render_markdown(result: SweepResult) -> str:
                 out.append("")
         if a.warnings:
             out += ["### Warnings", ""] + [f"- {w}" for w in a.warnings] + [""]
-    out += ["## Speed-up of the multiprocess loader over the serial one", ""]
+    if sweep:
+        out += _sweep_sections(result)
+    out += _ceilings(result)
+    if sweep:
+        out += _gpu_utilization(result)
+    out += _how_measured(result, sweep)
+    return "\n".join(out)
+
+
+def _sweep_sections(result: SweepResult) -> list[str]:
+    """What only a sweep has: the speed-up, every end-to-end cell, the GPU's timeline per step."""
+    out = ["## Speed-up of the multiprocess loader over the serial one", ""]
     rows = []
     for info in result.datasets:
         serial, best, ratio = speedup_over_serial([c for c in result.cells if c.dataset == info.label])
@@ -260,8 +284,12 @@ def render_markdown(result: SweepResult) -> str:
         "",
     ]
     out += _gpu_timeline(result)
-    out += _ceilings(result)
-    out += ["## GPU utilization (NVML)", ""]
+    return out
+
+
+def _gpu_utilization(result: SweepResult) -> list[str]:
+    m = result.machine
+    out = ["## GPU utilization (NVML)", ""]
     gpu_cells = [c for c in result.cells if c.gpu.available and c.gpu.gpu_util_pct]
     if gpu_cells:
         out.append(NVML_NOTE)
@@ -291,7 +319,13 @@ def render_markdown(result: SweepResult) -> str:
     else:
         reason = m.gpu_unavailable_reason or next((c.gpu.reason for c in result.cells if c.gpu.reason), "")
         out += [f"No GPU telemetry: {reason or 'no samples'}.", ""]
-    out += ["## How this was measured", ""]
+    return out
+
+
+def _how_measured(result: SweepResult, sweep: bool) -> list[str]:
+    r = result.run
+    m = result.machine
+    out = ["## How this was measured", ""]
     ram_gb = m.ram_bytes / 2**30
     out += [
         f"- Machine: {m.cpu_model}, {m.cpu_cores_usable} usable of {m.cpu_cores_logical} logical cores, "
@@ -302,22 +336,25 @@ def render_markdown(result: SweepResult) -> str:
         f"- Training step: {result.compute.label if result.compute else result.config.get('model')}, SGD with "
         "momentum 0.9, cross-entropy; transform RandomResizedCrop("
         f"{result.config.get('crop_px')}) + horizontal flip + to-tensor + normalize.",
-        f"- Each cell: batch {r.batch_size}, {r.warmup_steps} warm-up step(s) run and excluded, then up to "
-        f"{r.steps} measured steps"
-        + (f" or {r.seconds:g} s, whichever comes first" if r.seconds else "")
-        + ". The table says how many steps each figure rests on. Start-up is the time from creating the "
-        "loader's iterator to its first batch.",
-        f"- Loader workers start with multiprocessing '{r.start_method}'; the serial loader is "
-        "`DataLoader(num_workers=0)`, loading in the training process.",
-        f"- Cache regime of the end-to-end cells: **{result.config.get('cache')}**"
-        + (
-            " (every file evicted with posix_fadvise(DONTNEED) before each cell and residency checked with "
-            "cachestat/mincore)"
-            if result.config.get("cache") == "cold"
-            else ""
-        )
-        + ". Storage ceilings are measured cold, decode ceilings warm (files verified resident).",
     ]
+    if sweep:
+        out += [
+            f"- Each cell: batch {r.batch_size}, {r.warmup_steps} warm-up step(s) run and excluded, then up to "
+            f"{r.steps} measured steps"
+            + (f" or {r.seconds:g} s, whichever comes first" if r.seconds else "")
+            + ". The table says how many steps each figure rests on. Start-up is the time from creating the "
+            "loader's iterator to its first batch.",
+            f"- Loader workers start with multiprocessing '{r.start_method}'; the serial loader is "
+            "`DataLoader(num_workers=0)`, loading in the training process.",
+            f"- Cache regime of the end-to-end cells: **{result.config.get('cache')}**"
+            + (
+                " (every file evicted with posix_fadvise(DONTNEED) before each cell and residency checked with "
+                "cachestat/mincore)"
+                if result.config.get("cache") == "cold"
+                else ""
+            )
+            + ". Storage ceilings are measured cold, decode ceilings warm (files verified resident).",
+        ]
     if r.device.startswith("cuda"):
         pin = "pinned" if result.config.get("pin_memory") else "pageable"
         nb = "non-blocking" if result.config.get("non_blocking") else "blocking"
@@ -337,7 +374,7 @@ def render_markdown(result: SweepResult) -> str:
             f"- Storage is **emulated** ({sp.get('name')}: {sp.get('read_mb_per_s')} MB/s shared, "
             f"{sp.get('latency_ms')} ms per file; {sp.get('source')}); real reads still happen underneath."
         )
-    out.append("- Datasets:")
+    out.append("- Datasets:" if result.datasets else "- Datasets: none read (synthetic batches only).")
     for d in result.datasets:
         kind = "generated" if d.generated else "user data"
         out.append(
@@ -351,4 +388,4 @@ def render_markdown(result: SweepResult) -> str:
         f"ioprof {r.ioprof_version}. Raw samples: `results.json`, one row per cell: `results.csv`.",
         "",
     ]
-    return "\n".join(out)
+    return out
