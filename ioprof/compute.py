@@ -68,7 +68,9 @@ def resolve_tuning(precision: str, channels_last: bool | None, device: torch.dev
     if precision == AUTO:
         # bf16 runs natively from compute capability 8.0 (Ampere); is_bf16_supported() also counts
         # emulation (a V100 would "support" it, slowly)
-        precision = ("bf16" if torch.cuda.get_device_capability(device)[0] >= 8 else "fp16") if cuda else "fp32"
+        precision = (
+            ("bf16" if torch.cuda.get_device_capability(device)[0] >= 8 else "fp16") if cuda else "fp32"
+        )
     return precision, cuda if channels_last is None else channels_last
 
 
@@ -228,11 +230,15 @@ def probe_compute(
     """Img/s of the step alone, on a synthetic batch already on the device.
 
     On CUDA the steps run back to back with no synchronization between them, as a tuned trainer
-    runs them, and are timed by CUDA events. At least ``COMPUTE_MIN_WARMUP_STEPS`` warm-up steps run first, whatever is asked.
+    runs them, and are timed by CUDA events. At least ``COMPUTE_MIN_WARMUP_STEPS`` warm-up steps
+    run first, whatever is asked. The batch is already in the step's memory format.
     """
     warmup_steps = max(warmup_steps, COMPUTE_MIN_WARMUP_STEPS)
     gen = torch.Generator(device="cpu").manual_seed(0)
-    images = torch.randn(batch_size, 3, crop_px, crop_px, generator=gen).to(device)
+    memory_format = getattr(step, "memory_format", torch.contiguous_format)
+    images = torch.randn(batch_size, 3, crop_px, crop_px, generator=gen).to(
+        device, memory_format=memory_format
+    )
     labels = torch.randint(0, IMAGENET_CLASSES, (batch_size,), generator=gen).to(device)
     times: list[float] = []
     events: list[StepEvents] = []
