@@ -18,6 +18,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import figures
+
 REPO = Path(__file__).resolve().parent.parent
 GOAL_S = 300.0
 
@@ -40,7 +42,7 @@ def main() -> int:
             if "] generated " in line
         )
         results = json.loads((Path(tmp) / "run" / "results.json").read_text())
-    figures = {
+    found = {
         "benchmark": "default sweep, first run (empty dataset cache)",
         "command": "python -m ioprof sweep --workers 1,4,8",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -56,10 +58,7 @@ def main() -> int:
             f"{c['dataset']} {c['loader']} {c['workers']}": round(c["img_per_s"], 2) for c in results["cells"]
         },
     }
-    path = out_dir / "default_sweep.json"
-    path.write_text(json.dumps(figures, indent=2) + "\n")
-    print(json.dumps(figures, indent=2))
-    print(f"saved {path}")
+    figures.save(found, out_dir / "default_sweep.json")
     return 0
 
 

@@ -28,6 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from figures import save
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -121,7 +123,7 @@ def main() -> int:
     gpu = torch.cuda.get_device_name(0)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    figures: dict[str, Any] = {
+    found: dict[str, Any] = {
         "benchmark": "GPU truth (issue 4)",
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "gpu": gpu,
@@ -134,7 +136,7 @@ def main() -> int:
         rc, took, text = run(
             [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider"], env
         )
-        figures["gpu_tests"] = {"rc": rc, "s": round(took, 1), "summary": text.strip().splitlines()[-1:]}
+        found["gpu_tests"] = {"rc": rc, "s": round(took, 1), "summary": text.strip().splitlines()[-1:]}
         for name, extra in (
             ("tuned", []),
             ("naive_fp32_nchw", ["--precision", "fp32", "--no-channels-last"]),
@@ -155,19 +157,16 @@ def main() -> int:
                 ],
                 env,
             )
-            figures[f"compute_{name}"] = compute_figures(run_dir / "results.json") if rc == 0 else {"rc": rc}
+            found[f"compute_{name}"] = compute_figures(run_dir / "results.json") if rc == 0 else {"rc": rc}
         if not args.skip_sweep:
             example = out / slug(gpu)
             rc, took, _ = run(
                 [sys.executable, "-m", "ioprof", "sweep", "--workers", "1,4,8", "--out", str(example)], env
             )
-            figures["sweep"] = {"rc": rc, "wall_s": round(took, 1), "folder": str(example)}
+            found["sweep"] = {"rc": rc, "wall_s": round(took, 1), "folder": str(example)}
             if (example / "results.json").exists():
-                figures["sweep"].update(sweep_figures(example / "results.json"))
-    path = out / "gpu.json"
-    path.write_text(json.dumps(figures, indent=2) + "\n")
-    print(json.dumps(figures, indent=2))
-    print(f"saved {path}")
+                found["sweep"].update(sweep_figures(example / "results.json"))
+    save(found, out / "gpu.json")
     return 0
 
 

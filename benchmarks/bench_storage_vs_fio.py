@@ -25,6 +25,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+import figures  # noqa: E402
+
 from ioprof.pagecache import evict, filesystem_of  # noqa: E402
 from ioprof.storage import probe_storage  # noqa: E402
 
@@ -94,15 +96,17 @@ def main() -> int:
                 rows += compare(slow, "loop ext4, blkio 20 MB/s")
         else:
             print(f"throttled comparison skipped: {slowdisk.unavailable()}")
-    out = REPO / "reports" / "benchmarks" / "storage_vs_fio.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "benchmark": "ioprof storage probe vs fio, same files (400 x 128 KiB), same concurrency, cold, medians of 3",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "fio": subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip(),
-        "target": f"within {TARGET:.0%} of fio", "rows": rows,
-    }, indent=2) + "\n")  # fmt: skip
-    print(f"saved {out}")
+    figures.save(
+        {
+            "benchmark": "ioprof storage probe vs fio, same files (400 x 128 KiB), same concurrency, cold, "
+            "medians of 3",
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "fio": subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip(),
+            "target": f"within {TARGET:.0%} of fio",
+            "rows": rows,
+        },
+        REPO / "reports" / "benchmarks" / "storage_vs_fio.json",
+    )
     return 0
 
 
