@@ -247,7 +247,10 @@ def compute_against_published(result: SweepResult) -> tuple[str, bool] | None:
     gpu = result.machine.gpu or "this GPU"
     preset = published_preset(result.machine.gpu)
     if preset is None:
-        return f"No published ResNet-50 figure is on file for {gpu}: the compute ceiling is not compared.", True
+        return (
+            f"No published ResNet-50 figure is on file for {gpu}: the compute ceiling is not compared.",
+            True,
+        )
     crop = result.config.get("crop_px")
     precision = result.config.get("precision")
     if comp.model != "resnet50" or crop != 224 or precision not in ("bf16", "fp16"):

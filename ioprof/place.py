@@ -21,7 +21,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
-import torch
 
 from ioprof import __version__
 from ioprof.compute import make_step, resolve_device, resolve_tuning
@@ -33,7 +32,7 @@ from ioprof.presets import StorageProfile
 from ioprof.results import SCHEMA_VERSION, CandidateResult, PlaceResult, RunInfo, to_jsonable
 from ioprof.storage import EmulatedStorage, probe_storage
 from ioprof.sweep import Dataset, compute_ceiling, decode_ceiling
-from ioprof.telemetry import nvml_status
+from ioprof.telemetry import nvml_for_device
 
 # The sample copied to each candidate: at least this many files and bytes (or the whole dataset).
 SAMPLE_MIN_FILES = 200
@@ -216,8 +215,7 @@ def run_place(
         candidates.append(
             measure_emulated(sample, sample_bytes, dataset.info.path, profile, config.workers, config.seed)
         )
-    nvml = nvml_status(device.index if device.type == "cuda" else None)
-    gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else None
+    gpu, nvml = nvml_for_device(device)
     result = PlaceResult(
         schema_version=SCHEMA_VERSION,
         kind="place",

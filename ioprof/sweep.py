@@ -46,7 +46,7 @@ from ioprof.results import (
     to_jsonable,
 )
 from ioprof.storage import EmulatedStorage, probe_storage
-from ioprof.telemetry import nvml_status, open_gpu_sampler
+from ioprof.telemetry import nvml_for_device, open_gpu_sampler
 from ioprof.training import Failures, failed_cell, run_cell
 
 Progress = Callable[[str], None]
@@ -159,17 +159,7 @@ def run_sweep(
         f"{run.warmup_steps} warm-up + up to {run.steps} measured steps per cell"
     )
 
-    cuda_index = device.index if device.type == "cuda" else None
-    uuid = pci = None
-    gpu_name = None
-    if cuda_index is not None:
-        props = torch.cuda.get_device_properties(cuda_index)
-        gpu_name = props.name
-        uuid = str(getattr(props, "uuid", "") or "") or None
-        pci_parts = [getattr(props, a, None) for a in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
-        if all(p is not None for p in pci_parts):
-            pci = f"{pci_parts[0]:08X}:{pci_parts[1]:02X}:{pci_parts[2]:02X}.0"
-    nvml = nvml_status(cuda_index, uuid, pci)
+    gpu_name, nvml = nvml_for_device(device)
     machine = machine_info(gpu_name, nvml.driver or None, nvml.reason or None)
     if nvml.reason:
         progress(f"GPU telemetry unavailable: {nvml.reason}")

@@ -12,9 +12,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ioprof.results import GpuTelemetry
+
+if TYPE_CHECKING:
+    import torch
 
 DEFAULT_INTERVAL_S = 0.1
 
@@ -205,6 +208,23 @@ def nvml_status(cuda_index: int | None, uuid: str | None = None, pci_bus_id: str
         return NvmlStatus(handle, str(name), str(driver), "")
     except Exception as e:
         return NvmlStatus(None, "", "", _nvml_reason(e))
+
+
+def nvml_for_device(device: torch.device) -> tuple[str | None, NvmlStatus]:
+    """The GPU's name as torch reports it (None on the CPU) and NVML opened for that very GPU,
+    matched by UUID, else PCI bus id (so CUDA_VISIBLE_DEVICES cannot point NVML elsewhere)."""
+    if device.type != "cuda":
+        return None, nvml_status(None)
+    import torch
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    uuid = str(getattr(props, "uuid", "") or "") or None
+    pci_parts = [getattr(props, a, None) for a in ("pci_domain_id", "pci_bus_id", "pci_device_id")]
+    pci = None
+    if all(p is not None for p in pci_parts):
+        pci = f"{pci_parts[0]:08X}:{pci_parts[1]:02X}:{pci_parts[2]:02X}.0"
+    return props.name, nvml_status(index, uuid, pci)
 
 
 def _nvml_reader(handle: Any) -> Callable[[float], GpuSample]:

@@ -79,9 +79,11 @@ def test_nvml_samples_the_cuda_device() -> None:
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    props = torch.cuda.get_device_properties(0)
-    status = nvml_status(0, str(props.uuid))
+    from ioprof.telemetry import nvml_for_device
+
+    name, status = nvml_for_device(torch.device("cuda:0"))
     assert status.reason == "", status.reason
+    assert name == torch.cuda.get_device_name(0)
     s = open_gpu_sampler(status, interval_s=0.02)
     s.start()
     x = torch.randn(4096, 4096, device="cuda")
@@ -101,3 +103,12 @@ def test_sampler_measures_its_own_cost_under_one_percent_of_a_core() -> None:
     t = s.stop()
     assert t.sampled_s >= 0.55
     assert 0 <= t.sampler_core_share < 0.01
+
+
+def test_nvml_for_the_cpu_device_names_no_gpu_and_says_why() -> None:
+    import torch
+
+    from ioprof.telemetry import nvml_for_device
+
+    name, status = nvml_for_device(torch.device("cpu"))
+    assert name is None and status.handle is None and status.reason

@@ -9,15 +9,13 @@ import torch
 from ioprof.datasets.cache import default_cache_dir
 from ioprof.machine import machine_info
 from ioprof.pagecache import filesystem_of
-from ioprof.telemetry import nvml_status
+from ioprof.telemetry import nvml_for_device
 
 
 def env() -> int:
     cuda = torch.cuda.is_available()
-    idx = 0 if cuda else None
-    uuid = str(torch.cuda.get_device_properties(0).uuid) if cuda else None
-    nv = nvml_status(idx, uuid)
-    m = machine_info(torch.cuda.get_device_name(0) if cuda else None, nv.driver or None, nv.reason or None)
+    gpu, nv = nvml_for_device(torch.device("cuda:0" if cuda else "cpu"))
+    m = machine_info(gpu, nv.driver or None, nv.reason or None)
     fs = filesystem_of(os.getcwd())
     lines = [
         f"CPU: {m.cpu_model} — {m.cpu_cores_usable} usable of {m.cpu_cores_logical} logical cores",
