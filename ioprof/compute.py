@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any, Protocol, overload
 
 import torch
 from torch import nn
 from torchvision import models
 
-from ioprof.config import AUTO, PRECISIONS, ComputeSpec
+from ioprof.config import AUTO, PRECISIONS, ComputeSpec, PlaceConfig, SweepConfig
 from ioprof.errors import IoprofError
 from ioprof.results import ComputeCeiling, TransferCeiling
 from ioprof.steptiming import StepEvents, resolve
@@ -72,6 +73,18 @@ def resolve_tuning(precision: str, channels_last: bool | None, device: torch.dev
             ("bf16" if torch.cuda.get_device_capability(device)[0] >= 8 else "fp16") if cuda else "fp32"
         )
     return precision, cuda if channels_last is None else channels_last
+
+
+@overload
+def tune(config: SweepConfig, device: torch.device) -> SweepConfig: ...
+@overload
+def tune(config: PlaceConfig, device: torch.device) -> PlaceConfig: ...
+def tune(config: SweepConfig | PlaceConfig, device: torch.device) -> SweepConfig | PlaceConfig:
+    """``config`` with its "auto" training settings decided for ``device`` (see resolve_tuning)."""
+    precision, channels_last = resolve_tuning(config.precision, config.channels_last, device)
+    if isinstance(config, SweepConfig):
+        return config.tuned(precision, channels_last, device.type == "cuda")
+    return replace(config, precision=precision, channels_last=channels_last)
 
 
 def check_precision(precision: str, device: torch.device) -> None:

@@ -16,14 +16,14 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
 
 from ioprof import __version__
-from ioprof.compute import make_step, resolve_device, resolve_tuning
+from ioprof.compute import make_step, resolve_device, tune
 from ioprof.config import PlaceConfig, SweepConfig
 from ioprof.machine import machine_info
 from ioprof.pagecache import FilesystemInfo, filesystem_of
@@ -177,8 +177,7 @@ def run_place(
     """Measure the ceilings once, then every location; predict training at each."""
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     device, device_reason = resolve_device(config.device)
-    precision, channels_last = resolve_tuning(config.precision, config.channels_last, device)
-    config = replace(config, precision=precision, channels_last=channels_last)
+    config = tune(config, device)
     run = SweepConfig(batch_size=config.batch_size).run_length(device.type)
     progress(f"compute device: {device} ({device_reason})")
     step = make_step(

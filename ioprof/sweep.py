@@ -23,7 +23,7 @@ from ioprof.compute import (
     probe_compute,
     probe_transfer,
     resolve_device,
-    resolve_tuning,
+    tune,
 )
 from ioprof.config import ComputeSpec, RunLength, SweepConfig
 from ioprof.datasets.cache import ensure_datasets
@@ -150,9 +150,7 @@ def run_sweep(
     extra_warnings: list[str] = []
     started_at = _now()
     device, device_reason = resolve_device(config.device)
-    config = config.tuned(
-        *resolve_tuning(config.precision, config.channels_last, device), device.type == "cuda"
-    )
+    config = tune(config, device)
     run = config.run_length(device.type)
     progress(
         f"compute device: {device} ({device_reason}); batch {run.batch_size}, "

@@ -7,6 +7,7 @@ from ioprof.config import (
     CPU_RUN_LENGTH,
     CPU_SIM_RUN_LENGTH,
     CUDA_RUN_LENGTH,
+    PlaceConfig,
     SweepConfig,
     parse_compute,
     parse_positive_int_list,
@@ -100,9 +101,18 @@ def test_generated_sets_hold_what_a_cell_reads() -> None:
 def test_auto_tuning_is_a_tuned_trainer_on_cuda_and_plain_fp32_on_the_cpu() -> None:
     import torch
 
-    from ioprof.compute import resolve_tuning
+    from ioprof.compute import resolve_tuning, tune
 
     assert resolve_tuning("auto", None, torch.device("cpu")) == ("fp32", False)
+    place = tune(PlaceConfig(), torch.device("cpu"))
+    assert (place.precision, place.channels_last) == ("fp32", False)
+    sweep = tune(SweepConfig(), torch.device("cpu"))
+    assert (sweep.precision, sweep.channels_last, sweep.pin_memory, sweep.non_blocking) == (
+        "fp32",
+        False,
+        False,
+        False,
+    )
     assert resolve_tuning("bf16", True, torch.device("cpu")) == ("bf16", True)
     auto = SweepConfig()
     assert auto.tuned("bf16", True, cuda=True).pin_memory is True

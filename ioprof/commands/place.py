@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from ioprof import results
 from ioprof.commands import prepare_out_dir
-from ioprof.compute import check_precision, resolve_device, resolve_tuning
+from ioprof.compute import check_precision, resolve_device, tune
 from ioprof.config import PlaceConfig
 from ioprof.errors import IoprofError
 from ioprof.place import run_place
@@ -23,8 +22,7 @@ def place(config: PlaceConfig, command: str, progress: Callable[[str], None]) ->
     if not config.candidates and not config.storage_profiles:
         raise IoprofError("--candidates: name at least one folder to compare with (or --storage-profile)")
     device, _ = resolve_device(config.device)
-    precision, channels_last = resolve_tuning(config.precision, config.channels_last, device)
-    config = replace(config, precision=precision, channels_last=channels_last)
+    config = tune(config, device)
     if config.compute.kind == "real":
         check_precision(config.precision, device)
     (dataset,) = load_datasets(

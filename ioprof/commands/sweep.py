@@ -10,7 +10,7 @@ from typing import Any
 from ioprof import results
 from ioprof.analysis import analyze
 from ioprof.commands import prepare_out_dir
-from ioprof.compute import check_precision, resolve_device, resolve_tuning
+from ioprof.compute import check_precision, resolve_device, tune
 from ioprof.config import RESUMABLE_DIFFERENCES, SweepConfig
 from ioprof.errors import IoprofError
 from ioprof.placement import decide
@@ -60,9 +60,7 @@ def sweep(
 ) -> int:
     """Run the sweep and write results.json, results.csv, report.md and plots into the out folder."""
     device, _ = resolve_device(config.device)
-    config = config.tuned(
-        *resolve_tuning(config.precision, config.channels_last, device), device.type == "cuda"
-    )
+    config = tune(config, device)
     if config.compute.kind == "real":
         check_precision(config.precision, device)
     previous = None
