@@ -276,8 +276,7 @@ def probe_compute(
     if start is not None and len(events) == len(times):
         # on CUDA the host only enqueued the steps: their times are on the GPU's clock, step end
         # to step end (the data are already on the device, so nothing else can stall it)
-        gpu = resolve(start, events, [0.0] * len(events))
-        times = [i + c + k for i, c, k in zip(gpu.idle_s, gpu.copy_s, gpu.compute_s, strict=True)]
+        times = resolve(start, events, [0.0] * len(events)).slot_s()
     total = sum(times)
     return ComputeCeiling(
         img_per_s=batch_size * len(times) / total if total > 0 else float("inf"),

@@ -211,6 +211,10 @@ class CudaStepTimes:
     compute_s: tuple[float, ...]  # forward, backward, optimizer step
     elapsed_s: float  # window start → last step's end, on the GPU
 
+    def slot_s(self) -> list[float]:
+        """Each step's whole span on the GPU: idle + copy + compute."""
+        return [i + c + k for i, c, k in zip(self.idle_s, self.copy_s, self.compute_s, strict=True)]
+
     def mean_s(self) -> dict[str, float]:
         """Mean per step of each part of the GPU's timeline (idle split into data / host)."""
         n = max(1, len(self.idle_s))

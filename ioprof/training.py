@@ -158,10 +158,7 @@ def run_cell(
     if window_mark is not None and events:
         cuda = steptiming.resolve(window_mark, events, event_waits)
         waits = list(cuda.data_stall_s)
-        steps = [
-            i - d + c + k
-            for i, d, c, k in zip(cuda.idle_s, cuda.data_stall_s, cuda.copy_s, cuda.compute_s, strict=True)
-        ]
+        steps = [slot - stall for slot, stall in zip(cuda.slot_s(), waits, strict=True)]
         elapsed = cuda.elapsed_s
     share = data_wait_share(waits, steps)
     return CellResult(
