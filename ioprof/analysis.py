@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ioprof.config import worker_count
 from ioprof.presets import published_preset
 from ioprof.results import (
     Advice,
@@ -423,4 +424,4 @@ def residual_warnings(
 def _setting(cell: CellResult) -> str:
     if cell.loader == "serial":
         return "serial"
-    return f"{cell.workers} worker{'s' if cell.workers != 1 else ''}"
+    return worker_count(cell.workers)

@@ -12,6 +12,13 @@ from dataclasses import dataclass, replace
 from ioprof.presets import GPU_PRESETS, STORAGE_PROFILES, StorageProfile
 
 LOADERS = ("serial", "multiprocess")
+
+
+def worker_count(workers: int) -> str:
+    """How every output names a multiprocess loader's size: "1 worker", "4 workers"."""
+    return f"{workers} worker{'s' if workers != 1 else ''}"
+
+
 CACHE_REGIMES = ("cold", "warm", "as-is")
 MODELS = ("resnet50", "resnet18", "tiny")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")

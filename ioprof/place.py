@@ -24,7 +24,7 @@ import psutil
 
 from ioprof import __version__
 from ioprof.compute import make_step, resolve_device, tune
-from ioprof.config import PlaceConfig, SweepConfig
+from ioprof.config import PlaceConfig, SweepConfig, worker_count
 from ioprof.machine import machine_info
 from ioprof.pagecache import FilesystemInfo, filesystem_of
 from ioprof.placement import decide
@@ -199,7 +199,7 @@ def run_place(
             paths, labels, config.crop_px, "multiprocess", w, run.batch_size, dataset.fs, config.seed
         )
         decode.append(d)
-        progress(f"decode ceiling, {w} worker{'s' if w != 1 else ''}: {d.img_per_s:,.1f} img/s")
+        progress(f"decode ceiling, {worker_count(w)}: {d.img_per_s:,.1f} img/s")
     sample, sample_bytes = pick_sample(paths, config.seed)
     candidates = []
     progress(f"current location {dataset.info.path}: reading cold, read-only…")

@@ -25,7 +25,7 @@ from ioprof.compute import (
     resolve_device,
     tune,
 )
-from ioprof.config import ComputeSpec, RunLength, SweepConfig
+from ioprof.config import ComputeSpec, RunLength, SweepConfig, worker_count
 from ioprof.datasets.cache import ensure_datasets
 from ioprof.datasets.discover import ImageList, describe, find_images
 from ioprof.datasets.synth import DatasetSpec
@@ -122,7 +122,7 @@ def decode_ceiling(
 
 
 def _setting(loader: str, workers: int) -> str:
-    return "serial loader" if loader == "serial" else f"{workers} worker{'s' if workers != 1 else ''}"
+    return "serial loader" if loader == "serial" else worker_count(workers)
 
 
 def _cell_line(cell: CellResult) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from ioprof.config import worker_count
+
 
 def rate(x: float | None) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
@@ -28,4 +30,4 @@ def ms(x_s: float | None) -> str:
 
 
 def setting(loader: str, workers: int) -> str:
-    return "serial (in-process)" if loader == "serial" else f"{workers} worker{'s' if workers != 1 else ''}"
+    return "serial (in-process)" if loader == "serial" else worker_count(workers)
