@@ -1,53 +1,49 @@
-"""From measurements to verdicts: pure functions over result objects (no torch, no I/O).
+"""From measurements to verdicts: pure functions over result objects (no torch, no I/O, no words).
 
-Thresholds are named constants with their sources.
+``analyze`` is a chain of named steps: a verdict per cell (``cell_verdict``), one per dataset
+(``dataset_verdict``), the overall verdict from the worst input-bound dataset (``overall``),
+advice per dataset (``advise``), and the findings the report must show (``findings``).
+Thresholds are named constants with their sources; the words are ``render/words.py``'s.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
-from ioprof.config import worker_count
-from ioprof.presets import published_preset
-from ioprof.results import (
+from ioprof.checks import findings
+from ioprof.config import LoaderSetting
+from ioprof.findings import (
     Advice,
     Analysis,
-    CellResult,
     CellVerdict,
+    ComputeReference,
+    DatasetVerdict,
+)
+from ioprof.presets import published_preset
+from ioprof.results import (
+    CellResult,
     ComputeCeiling,
     DatasetCeilings,
     DatasetInfo,
-    DecodeCeiling,
     StorageCeiling,
     SweepResult,
     TransferCeiling,
 )
-from ioprof.stats import summarize
-
-# TensorFlow's input-pipeline analyzer: share of step time waiting for input.
-HIGHLY_INPUT_BOUND_SHARE = 0.20
-MODERATELY_INPUT_BOUND_SHARE = 0.05
-# A prediction within this relative distance of the measurement counts as agreeing, unless the
-# measurement's own spread is wider (then three standard errors of the measured rate).
-RESIDUAL_TOLERANCE = 0.15
-RESIDUAL_STD_ERRORS = 3.0
-# MLPerf Storage asks for a dataset of at least 5x the host's RAM so that it cannot be cached.
-DATASET_TO_RAM_FOR_COLD_EPOCHS = 5.0
-# Storage "suffices" with this headroom over the bandwidth training draws.
-STORAGE_HEADROOM = 1.2
+from ioprof.stats import Interval
+from ioprof.thresholds import (
+    HIGHLY_INPUT_BOUND_SHARE,
+    MODERATELY_INPUT_BOUND_SHARE,
+    PUBLISHED_SHARE_TUNED,
+    RESIDUAL_TOLERANCE,
+    STORAGE_HEADROOM,
+    STORAGE_SCALING,
+)
 
 INPUT_STAGES = ("storage", "decode", "transfer")
-# The compute ceiling is a tuned trainer's when it reaches this share of the GPU's published
-# ResNet-50 figure (presets.py cites each); below it, input-bound verdicts are understated.
-PUBLISHED_SHARE_TUNED = 0.90
-
-
-def data_wait_share(wait_s: Sequence[float], step_s: Sequence[float]) -> float:
-    """Share of step time spent blocked waiting for the next batch."""
-    total = sum(wait_s) + sum(step_s)
-    return sum(wait_s) / total if total > 0 else 0.0
+CLASS_ORDER = {"not": 0, "borderline": 1, "moderately": 2, "highly": 3}
 
 
 def classify_input_bound(share: float) -> str:
@@ -59,89 +55,200 @@ def classify_input_bound(share: float) -> str:
     return "not"
 
 
-def miss_ratio(cell: CellResult) -> float:
-    """Share of the cell's requested bytes that had to come from storage."""
-    if cell.io.read_chars > 0:
-        return min(1.0, cell.io.read_bytes / cell.io.read_chars)
-    return 1.0 - cell.cache.resident_fraction
+def classify_interval(share: Interval) -> tuple[str, tuple[str, str]]:
+    """The class of a data-wait share, or ``borderline`` when its interval straddles a threshold."""
+    point = classify_input_bound(share.value)
+    if not share.known:
+        return point, (point, point)
+    low, high = classify_input_bound(share.low), classify_input_bound(share.high)
+    return ("borderline" if low != high else point), (low, high)
+
+
+def storage_rate(s: StorageCeiling, cell: CellResult) -> float:
+    """img/s storage can feed this cell: its raw rate scaled to the share of bytes actually
+    fetched. A cell whose fetched bytes are unknown is assumed to fetch everything it reads:
+    never assume cache hits without evidence."""
+    if s.emulated:
+        return s.img_per_s  # emulated storage charges every read
+    miss = cell.miss_ratio()
+    miss = 1.0 if miss is None else miss
+    return s.img_per_s / miss if miss > 0.01 else math.inf
 
 
 def stage_rates(
     cell: CellResult,
     compute: ComputeCeiling | None,
-    decode: Sequence[DecodeCeiling],
-    storage: Sequence[StorageCeiling],
+    ceilings: DatasetCeilings | None,
     transfer: Sequence[TransferCeiling],
     pinned: bool,
 ) -> dict[str, float]:
-    """Ceilings (img/s) of each stage for this cell's loader setting; absent stages are left out.
-
-    Storage counts only for the bytes the cell actually fetched from storage: a cell served
-    from the page cache is not limited by the disk.
-    """
+    """Ceilings (img/s) of each stage for this cell's loader setting; absent stages are left out."""
     rates: dict[str, float] = {}
     if compute is not None:
         rates["compute"] = compute.img_per_s
-    for d in decode:
-        if d.loader == cell.loader and d.workers == cell.workers:
+    for d in ceilings.decode if ceilings else ():
+        if d.setting == cell.setting:
             rates["decode"] = d.img_per_s
-    concurrency = max(1, cell.workers)
-    for s in storage:
-        if s.concurrency == concurrency:
-            # emulated storage throttles every read, page-cache hit or not
-            miss = 1.0 if s.emulated else miss_ratio(cell)
-            rates["storage"] = s.img_per_s / miss if miss > 0.01 else math.inf
+    for s in ceilings.storage if ceilings else ():
+        if s.concurrency == cell.setting.concurrency and s.files:
+            rates["storage"] = storage_rate(s, cell)
     for t in transfer:
         if t.pinned == pinned:
             rates["transfer"] = t.img_per_s
     return rates
 
 
-def predict(loader: str, rates: dict[str, float]) -> tuple[float | None, str]:
-    """Predicted img/s and which stage sets it.
+def _series(rates: Sequence[float]) -> float:
+    """Stages done one after the other by one process: their times per image add up."""
+    return 1.0 / sum(1.0 / r for r in rates) if rates else math.inf
 
-    The multiprocess loader overlaps loading with the step, so the slowest stage sets the
-    pace. The serial loader does everything in turn in one process, so times add up.
+
+@dataclass(frozen=True)
+class Prediction:
+    high: float  # the stages overlap perfectly: the slowest sets the pace
+    low: float  # each loader process reads, then decodes, in turn
+    by: str
+
+
+def predict(setting: LoaderSetting, rates: dict[str, float], *, compute_async: bool) -> Prediction | None:
+    """Predicted img/s of a setting from its stage ceilings, as a range, and what sets it.
+
+    Serial loader: loading runs in the training process, so storage and decode add up; so does
+    the step, except where it runs asynchronously on a GPU (the host loads the next batch while the
+    GPU computes): then the slower of host and device sets the pace. Multiprocess loader: the
+    workers overlap with the step, so the slowest stage sets the pace — at best; each worker reads
+    and then decodes in turn, so at worst those two add up.
     """
     finite = {k: v for k, v in rates.items() if math.isfinite(v) and v > 0}
     if not finite:
-        return None, ""
+        return None
+    host = [v for k, v in finite.items() if k in ("storage", "decode")]
+    device = [v for k, v in finite.items() if k in ("compute", "transfer")]
+    if setting.kind == "serial":
+        if compute_async and host and device:
+            h, d = _series(host), _series(device)
+            by = "+".join(sorted(k for k in finite if k in ("storage", "decode")))
+            return Prediction(min(h, d), min(h, d), by if h < d else "compute (overlapped with loading)")
+        value = _series(list(finite.values()))
+        return Prediction(value, value, "+".join(sorted(finite)) + " in series")
     slowest = min(finite, key=lambda k: finite[k])
-    if loader == "serial":
-        return 1.0 / sum(1.0 / v for v in finite.values()), "+".join(sorted(finite)) + " in series"
-    return finite[slowest], slowest
+    low = min([_series(host), *device]) if host else finite[slowest]
+    return Prediction(finite[slowest], min(low, finite[slowest]), slowest)
 
 
-def cell_verdict(cell: CellResult, rates: dict[str, float]) -> CellVerdict:
+def residual(measured: Interval, prediction: Prediction) -> tuple[float, bool]:
+    """How far the measurement lies outside the predicted range (0 inside), and whether that is
+    beyond RESIDUAL_TOLERANCE and the measurement's own interval."""
+    m = measured.value
+    if prediction.low <= m <= prediction.high:
+        return 0.0, False
+    bound = prediction.high if m > prediction.high else prediction.low
+    r = (m - bound) / bound
+    spread = measured.rel_half_width if measured.known else 0.0
+    return r, abs(r) > max(RESIDUAL_TOLERANCE, spread)
+
+
+def cell_verdict(cell: CellResult, rates: dict[str, float], *, compute_async: bool) -> CellVerdict:
     """Bottleneck and input-bound class of one cell, with the numbers they rest on."""
-    share = cell.data_wait_share
-    klass = classify_input_bound(share)
-    inputs = {k: v for k, v in rates.items() if k in INPUT_STAGES}
-    # not input-bound: the step is what the loop waits on; else the slowest input stage is to blame
-    bottleneck = "compute" if klass == "not" or not inputs else min(inputs, key=lambda k: inputs[k])
-    predicted, by = predict(cell.loader, rates)
-    residual = None
-    unexplained = False
-    if predicted and cell.img_per_s > 0:
-        residual = (cell.img_per_s - predicted) / predicted
-        per_step = [w + s for w, s in zip(cell.wait_s, cell.step_s, strict=True)]
-        spread = summarize(per_step).rel_std_error if len(per_step) > 1 else 0.0
-        unexplained = abs(residual) > max(RESIDUAL_TOLERANCE, RESIDUAL_STD_ERRORS * spread)
-    parts = [f"data wait {share:.1%} of step time ({klass} input-bound)"]
-    parts += [f"{k} ceiling {v:,.1f} img/s" for k, v in sorted(rates.items()) if math.isfinite(v)]
-    if "storage" in rates and not math.isfinite(rates["storage"]):
-        parts.append("storage not involved (served from page cache)")
-    parts.append(f"read from storage {cell.io.storage_mb_per_s:,.1f} MB/s")
+    share = cell.wait_share()
+    klass, between = classify_interval(share)
+    inputs = {k: v for k, v in rates.items() if k in INPUT_STAGES and math.isfinite(v)}
+    if between[1] == "not":
+        bottleneck = "compute"
+    elif inputs:
+        bottleneck = min(inputs, key=lambda k: inputs[k])
+    else:
+        bottleneck = "undetermined"  # input-bound, but no input stage's ceiling to blame
+    prediction = predict(cell.setting, rates, compute_async=compute_async)
+    res, unexplained = (
+        residual(cell.throughput(), prediction) if prediction and cell.img_per_s > 0 else (None, False)
+    )
     return CellVerdict(
         bottleneck=bottleneck,
         input_bound=klass,
-        data_wait_share=share,
-        predicted_img_per_s=predicted,
-        predicted_by=by,
-        residual=residual,
+        input_bound_range=between,
+        data_wait_share=share.value,
+        wait_share_low=share.low if share.known else None,
+        wait_share_high=share.high if share.known else None,
+        predicted_img_per_s=prediction.high if prediction else None,
+        predicted_low_img_per_s=prediction.low if prediction else None,
+        predicted_by=prediction.by if prediction else "",
+        residual=res,
         residual_unexplained=unexplained,
-        evidence="; ".join(parts),
+        rates=rates,
+        storage_miss_ratio=cell.miss_ratio(),
     )
+
+
+def compute_runs_async(result: SweepResult) -> bool:
+    """A real step on CUDA is only enqueued: the host loads while the GPU computes."""
+    return (
+        result.run.device.startswith("cuda") and result.compute is not None and not result.compute.simulated
+    )
+
+
+def cell_verdicts(result: SweepResult) -> tuple[CellResult, ...]:
+    """Every finished cell with its verdict."""
+    ceilings = {c.dataset: c for c in result.ceilings}
+    pinned = bool(result.config.get("pin_memory", False))
+    out = []
+    for cell in result.cells:
+        if cell.status != "ok" or not cell.steps:
+            out.append(cell)
+            continue
+        rates = stage_rates(cell, result.compute, ceilings.get(cell.dataset), result.transfer, pinned)
+        out.append(replace(cell, verdict=cell_verdict(cell, rates, compute_async=compute_runs_async(result))))
+    return tuple(out)
+
+
+def speedup_over_serial(
+    cells: Sequence[CellResult],
+) -> tuple[CellResult | None, CellResult | None, float | None]:
+    """(serial cell, best multiprocess cell, best / serial) for one dataset's cells."""
+    ok = [c for c in cells if c.status == "ok" and c.steps]
+    serial = next((c for c in ok if c.loader == "serial"), None)
+    mps = [c for c in ok if c.loader == "multiprocess"]
+    best = max(mps, key=lambda c: c.img_per_s) if mps else None
+    ratio = best.img_per_s / serial.img_per_s if serial and best and serial.img_per_s > 0 else None
+    return serial, best, ratio
+
+
+def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict | None:
+    """One dataset's verdict: what limits its fastest setting, and which settings are input-bound."""
+    ok = [c for c in cells if c.verdict is not None]
+    if not ok:
+        return None
+    top = max(ok, key=lambda c: c.img_per_s)
+    assert top.verdict is not None
+    serial, _best, ratio = speedup_over_serial(ok)
+    bound = tuple(
+        (c.setting.label, c.verdict.input_bound, c.verdict.bottleneck, c.verdict.data_wait_share)
+        for c in ok
+        if c.verdict is not None and c.verdict.input_bound != "not"
+    )
+    return DatasetVerdict(
+        dataset=label,
+        best_setting=top.setting.label,
+        best_img_per_s=top.img_per_s,
+        bottleneck=top.verdict.bottleneck,
+        input_bound=top.verdict.input_bound,
+        input_bound_range=top.verdict.input_bound_range,
+        data_wait_share=top.verdict.data_wait_share,
+        input_bound_settings=bound,
+        serial_img_per_s=serial.img_per_s if serial else None,
+        speedup_over_serial=ratio,
+    )
+
+
+def overall(verdicts: Sequence[DatasetVerdict]) -> tuple[str, str, str]:
+    """(bottleneck, class, dataset) of the run: the worst input-bound dataset's, at its best
+    setting — one input-bound dataset is not outvoted by compute-bound ones."""
+    if not verdicts:
+        return "unknown", "unknown", ""
+    worst = max(verdicts, key=lambda v: (CLASS_ORDER[v.input_bound], v.data_wait_share))
+    if worst.input_bound == "not":
+        return "compute", "not", ""
+    return worst.bottleneck, worst.input_bound, worst.dataset
 
 
 def advise(
@@ -151,88 +258,92 @@ def advise(
     ceilings: DatasetCeilings | None,
     cores_usable: int,
 ) -> Advice:
-    """Workers needed, storage bandwidth needed, and whether the serial loader suffices."""
-    text: list[str] = []
-    serial = [c for c in cells if c.loader == "serial" and c.verdict is not None]
-    serial_ok = serial[0].verdict.input_bound == "not" if serial and serial[0].verdict else None
+    """What to fix first, workers needed, storage bandwidth needed, whether serial suffices."""
     demand = compute.img_per_s if compute else None
-    mp_decode = sorted(
-        (d for d in (ceilings.decode if ceilings else ()) if d.loader == "multiprocess"),
-        key=lambda d: d.workers,
-    )
-    needed = estimated = shortfall = None
-    cores_ok = True
-    if demand and mp_decode:
-        first = mp_decode[0]
-        per_worker = first.img_per_s / first.workers
-        estimated = demand / per_worker
-        meeting = [d for d in mp_decode if d.img_per_s >= demand]
-        if meeting:
-            needed = meeting[0].workers
-            text.append(
-                f"{needed} loader worker{'s decode' if needed != 1 else ' decodes'} "
-                f"{meeting[0].img_per_s:,.0f} img/s, enough for the "
-                f"{demand:,.0f} img/s the training step consumes (about {per_worker:,.0f} img/s per worker)."
-            )
-        else:
-            best = max(mp_decode, key=lambda d: d.img_per_s)
-            shortfall = best.img_per_s / demand
-            cores_ok = estimated <= cores_usable
-            text.append(
-                f"Feeding {demand:,.0f} img/s takes about {math.ceil(estimated)} workers at "
-                f"{per_worker:,.0f} img/s each; the best measured ({best.workers} workers) decodes "
-                f"{best.img_per_s:,.0f} img/s, {shortfall:.0%} of the demand."
-            )
-            if not cores_ok:
-                text.append(
-                    f"This machine has {cores_usable} usable cores, so more workers cannot get there: "
-                    "use fewer or cheaper transforms, torchvision.io.decode_jpeg, GPU decode "
-                    "(decode_jpeg on CUDA, DALI), or store smaller images."
-                )
-    need_mb = (demand or 0.0) * info.mean_file_bytes / 1e6
-    cold = [s for s in (ceilings.storage if ceilings else ()) if s.cache.regime == "cold"]
-    measured_mb = max((s.read_mb_per_s for s in cold), default=None)
-    storage_ok = measured_mb >= need_mb * STORAGE_HEADROOM if measured_mb is not None else None
-    if demand:
-        where = f"; storage delivers {measured_mb:,.0f} MB/s cold" if measured_mb is not None else ""
-        text.append(
-            f"Training at {demand:,.0f} img/s draws {need_mb:,.1f} MB/s from storage "
-            f"(mean file {info.mean_file_bytes / 1e3:,.0f} kB){where}."
+    decode = _decode_advice(ceilings, demand, cores_usable)
+    storage = _storage_advice(info, ceilings, demand)
+    serial = next((c for c in cells if c.loader == "serial" and c.verdict is not None), None)
+    verdict = dataset_verdict(info.label, cells)
+    top = max((c for c in cells if c.verdict is not None), key=lambda c: c.img_per_s, default=None)
+    if verdict is not None:
+        fix = (
+            verdict.bottleneck
+            if verdict.bottleneck in INPUT_STAGES
+            else ("none" if verdict.input_bound == "not" else "unknown")
         )
-    if serial_ok is not None and serial:
-        text.append(
-            "The serial loader (num_workers=0) suffices."
-            if serial_ok
-            else f"The serial loader does not suffice: it waits {serial[0].data_wait_share:.0%} of step time for data."
-        )
+    else:  # no end-to-end cell: the slower of the best measured input ceilings, against demand
+        fix = _fix_from_ceilings(decode["best_decode_img_per_s"], storage["storage_img_per_s_best"], demand)
     return Advice(
         dataset=info.label,
-        workers_needed=needed,
-        workers_estimated=estimated,
+        fix_first=fix,
+        demand_img_per_s=demand,
         cores_usable=cores_usable,
-        cores_suffice=cores_ok,
-        decode_shortfall=shortfall,
-        storage_mb_per_s_needed=need_mb,
-        storage_mb_per_s_measured=measured_mb,
-        storage_suffices=storage_ok,
-        serial_suffices=serial_ok,
-        text=tuple(text),
+        mean_file_bytes=info.mean_file_bytes,
+        network_storage=info.fs_kind in ("network", "fuse"),
+        serial_suffices=None
+        if serial is None or serial.verdict is None
+        else serial.verdict.input_bound == "not",
+        serial_wait_share=serial.data_wait_share if serial else None,
+        best_cell_workers=top.workers if top else None,
+        best_cell_wait_share=top.data_wait_share if top else None,
+        **decode,
+        **storage,
     )
 
 
-_CLASS_ORDER = {"not": 0, "moderately": 1, "highly": 2}
+def _fix_from_ceilings(decode: float | None, storage: float | None, demand: float | None) -> str:
+    known = {k: v for k, v in (("decode", decode), ("storage", storage)) if v is not None}
+    if not known or demand is None:
+        return "unknown"
+    stage = min(known, key=lambda k: known[k])
+    return stage if known[stage] < demand else "none"
 
 
-def speedup_over_serial(
-    cells: Sequence[CellResult],
-) -> tuple[CellResult | None, CellResult | None, float | None]:
-    """(serial cell, best multiprocess cell, best / serial) for one dataset's cells."""
-    ok = [c for c in cells if c.status == "ok"]
-    serial = next((c for c in ok if c.loader == "serial"), None)
-    mps = [c for c in ok if c.loader == "multiprocess"]
-    best = max(mps, key=lambda c: c.img_per_s) if mps else None
-    ratio = best.img_per_s / serial.img_per_s if serial and best and serial.img_per_s > 0 else None
-    return serial, best, ratio
+def _decode_advice(ceilings: DatasetCeilings | None, demand: float | None, cores: int) -> dict[str, Any]:
+    """Workers needed, read off the measured multiprocess decode curve."""
+    curve = sorted((d for d in (ceilings.decode if ceilings else ()) if d.loader == "multiprocess"),
+                   key=lambda d: d.workers)  # fmt: skip
+    best = max(curve, key=lambda d: d.img_per_s) if curve else None
+    per_worker = curve[0].img_per_s / curve[0].workers if curve and curve[0].img_per_s > 0 else None
+    estimated = demand / per_worker if demand and per_worker else None
+    meeting = [d for d in curve if demand and d.img_per_s >= demand]
+    shortfall = best.img_per_s / demand if best and demand and not meeting else None
+    return {
+        "per_worker_img_per_s": per_worker,
+        "workers_needed": meeting[0].workers if meeting else None,
+        "workers_estimated": estimated,
+        "best_decode_workers": best.workers if best else None,
+        "best_decode_img_per_s": best.img_per_s if best else None,
+        "cores_suffice": meeting != [] or estimated is None or estimated <= cores,
+        "decode_shortfall": shortfall,
+    }
+
+
+def _storage_advice(
+    info: DatasetInfo, ceilings: DatasetCeilings | None, demand: float | None
+) -> dict[str, Any]:
+    """Storage bandwidth needed against the best measured (cold) figure, and whether more
+    concurrent readers help (per-file latency) or not (bandwidth)."""
+    need_mb = (demand or 0.0) * info.mean_file_bytes / 1e6
+    measured = [
+        s
+        for s in (ceilings.storage if ceilings else ())
+        if s.files and (s.emulated or s.cache.regime == "cold")
+    ]
+    best = max(measured, key=lambda s: s.img_per_s) if measured else None
+    by_readers = sorted(measured, key=lambda s: s.concurrency)
+    scales = None
+    if len(by_readers) >= 2 and by_readers[0].img_per_s > 0:
+        scales = by_readers[-1].img_per_s >= STORAGE_SCALING * by_readers[0].img_per_s
+    best_mb = max((s.read_mb_per_s for s in measured), default=None)
+    return {
+        "storage_mb_per_s_needed": need_mb,
+        "storage_mb_per_s_measured": best_mb,
+        "storage_img_per_s_best": best.img_per_s if best else None,
+        "storage_best_readers": best.concurrency if best else None,
+        "storage_suffices": None if best_mb is None or not demand else best_mb >= need_mb * STORAGE_HEADROOM,
+        "storage_scales_with_readers": scales,
+    }
 
 
 def is_sweep(result: SweepResult) -> bool:
@@ -240,188 +351,62 @@ def is_sweep(result: SweepResult) -> bool:
     return "end-to-end" in result.config.get("stages", ["end-to-end"])
 
 
-def compute_against_published(result: SweepResult) -> tuple[str, bool] | None:
-    """The measured compute ceiling against the published figure for this GPU: (sentence, tuned?)."""
+def compute_reference(result: SweepResult) -> ComputeReference | None:
+    """The measured compute ceiling against the published figure for this GPU (CUDA, real step)."""
     comp = result.compute
     if comp is None or comp.simulated or not result.run.device.startswith("cuda"):
         return None
     gpu = result.machine.gpu or "this GPU"
     preset = published_preset(result.machine.gpu)
-    if preset is None:
-        return (
-            f"No published ResNet-50 figure is on file for {gpu}: the compute ceiling is not compared.",
-            True,
-        )
     crop = result.config.get("crop_px")
-    precision = result.config.get("precision")
-    if comp.model != "resnet50" or crop != 224 or precision not in ("bf16", "fp16"):
-        return (
-            f"The published figure for {gpu} ({preset.img_per_s:,.0f} img/s) is for ResNet-50 at 224 px in mixed "
-            f"precision; this step ({comp.label}, {crop} px) is not compared with it.",
-            True,
-        )
-    share = comp.img_per_s / preset.img_per_s
-    text = (
-        f"The compute ceiling, {comp.img_per_s:,.0f} img/s, is {share:.0%} of the published ResNet-50 figure "
-        f"for {gpu} ({preset.img_per_s:,.0f} img/s, {preset.source})."
+    comparable = (
+        comp.model == "resnet50" and crop == 224 and result.config.get("precision") in ("bf16", "fp16")
     )
-    tuned = share >= PUBLISHED_SHARE_TUNED
-    if not tuned:
-        text += (
-            f" Below {PUBLISHED_SHARE_TUNED:.0%}: this training step is slower than a tuned one, so a tuned "
-            "trainer would draw more from the input pipeline than these verdicts assume."
-        )
-    return text, tuned
+    share = comp.img_per_s / preset.img_per_s if preset and comparable else None
+    return ComputeReference(
+        gpu=gpu,
+        measured_img_per_s=comp.img_per_s,
+        published_img_per_s=preset.img_per_s if preset else None,
+        source=preset.source if preset else "",
+        comparable=comparable and preset is not None,
+        share=share,
+        tuned=share is None or share >= PUBLISHED_SHARE_TUNED,
+        step_label=comp.label,
+        crop_px=crop,
+    )
 
 
 def analyze(result: SweepResult) -> SweepResult:
-    """Verdicts for every cell and the run as a whole; returns the result with them filled in."""
+    """Verdicts for every cell, every dataset and the run, advice and findings, filled in."""
+    cells = cell_verdicts(result)
+    verdicts = [v for info in result.datasets if (v := dataset_verdict(info.label, _of(cells, info.label)))]
     ceilings = {c.dataset: c for c in result.ceilings}
-    pinned = bool(result.config.get("pin_memory", False))
-    cells = []
-    for cell in result.cells:
-        if cell.status != "ok":
-            cells.append(cell)
-            continue
-        dc = ceilings.get(cell.dataset)
-        rates = stage_rates(
-            cell, result.compute, dc.decode if dc else (), dc.storage if dc else (), result.transfer, pinned
+    advice = tuple(
+        advise(
+            info,
+            _of(cells, info.label),
+            result.compute,
+            ceilings.get(info.label),
+            result.machine.cpu_cores_usable,
         )
-        cells.append(replace(cell, verdict=cell_verdict(cell, rates)))
-
-    headline: list[str] = []
-    warnings: list[str] = list(result.warnings)
-    advice = []
-    best_verdicts = []
-    if result.run.device == "cpu" and result.compute is not None and not result.compute.simulated:
-        headline.append(
-            f"The compute device is the CPU ({result.run.device_reason}): {result.compute.model} trains at "
-            f"{result.compute.img_per_s:,.1f} img/s here. A GPU consumes images far faster; "
-            "--compute sim:h100 (or another preset) asks whether this loader and storage would keep one busy."
-        )
-    unexplained: list[tuple[str, CellResult]] = []
-    end_to_end = is_sweep(result)
-    for info in result.datasets:
-        ds_cells = [c for c in cells if c.dataset == info.label]
-        ok = [c for c in ds_cells if c.verdict is not None]
-        advice.append(
-            advise(info, ds_cells, result.compute, ceilings.get(info.label), result.machine.cpu_cores_usable)
-        )
-        if not ok:
-            if end_to_end:
-                headline.append(f"{info.label}: no cell finished.")
-            continue
-        serial, best, ratio = speedup_over_serial(ds_cells)
-        bound = [c for c in ok if c.verdict and c.verdict.input_bound != "not"]
-        parts = []
-        if bound:
-            parts.append(
-                "input-bound: "
-                + ", ".join(
-                    f"{_setting(c)} ({c.verdict.input_bound}, {c.verdict.bottleneck}, "
-                    f"{c.data_wait_share:.0%} wait)"
-                    for c in bound
-                    if c.verdict
-                )
-            )
-        else:
-            parts.append("no setting is input-bound")
-        if serial and best and ratio is not None:
-            parts.append(
-                f"best multiprocess ({_setting(best)}, {best.img_per_s:,.1f} img/s) is "
-                f"{ratio:.2f}× the serial loader ({serial.img_per_s:,.1f} img/s)"
-            )
-        headline.append(f"{info.label}: " + "; ".join(parts) + ".")
-        top = max(ok, key=lambda c: c.img_per_s)
-        if top.verdict:
-            best_verdicts.append(top.verdict)
-        unexplained.extend((info.label, c) for c in ok if c.verdict and c.verdict.residual_unexplained)
-        consumed = max((c.images + c.warmup_steps * c.batch_size for c in ok), default=0)
-        if consumed > info.files and any(c.cache.regime == "cold" for c in ok):
-            warnings.append(
-                f"{info.label}: a cell reads up to {consumed} images from {info.files} files, so after the "
-                "first pass reads come from the page cache; the bytes actually read from storage are "
-                "shown per cell"
-            )
-    warnings.extend(residual_warnings(unexplained, len([c for c in cells if c.verdict]), result.compute))
-    cores = result.machine.cpu_cores_usable
-    over = sorted({c.workers for c in cells if c.workers > cores})
-    if over:
-        warnings.append(
-            f"{', '.join(map(str, over))} worker(s) exceed the {cores} usable cores: those workers share "
-            "cores with each other and with the training process"
-        )
-    ram = result.machine.ram_bytes
-    small = [i for i in result.datasets if i.total_bytes * DATASET_TO_RAM_FOR_COLD_EPOCHS <= ram]
-    if small:
-        sizes = ", ".join(f"{i.label} {i.total_bytes / 1e9:,.2f} GB" for i in small)
-        warnings.append(
-            f"The dataset{'s' if len(small) > 1 else ''} ({sizes}) fit{'' if len(small) > 1 else 's'} in RAM "
-            f"({ram / 1e9:,.0f} GB): in real training every epoch after the first would come from the page "
-            f"cache, not storage (MLPerf Storage asks for a dataset ≥ {DATASET_TO_RAM_FOR_COLD_EPOCHS:g}× RAM)"
-        )
-    reference = compute_against_published(result)
-    if reference and not reference[1]:
-        warnings.append(reference[0])
-    if best_verdicts:
-        counts: dict[str, int] = {}
-        for v in best_verdicts:
-            counts[v.bottleneck] = counts.get(v.bottleneck, 0) + 1
-        overall = max(counts, key=lambda k: (counts[k], k != "compute"))
-        worst = max(best_verdicts, key=lambda v: _CLASS_ORDER[v.input_bound]).input_bound
-    else:
-        overall, worst = "unknown", "unknown"
+        for info in result.datasets
+    )
+    bottleneck, klass, dataset = overall(verdicts)
+    reference = compute_reference(result)
+    analyzed = replace(result, cells=cells)
     return replace(
-        result,
-        cells=tuple(cells),
+        analyzed,
         analysis=Analysis(
-            overall_bottleneck=overall,
-            overall_input_bound=worst,
-            headline=tuple(headline),
-            advice=tuple(advice),
-            warnings=tuple(warnings),
-            compute_reference=reference[0] if reference else "",
+            overall_bottleneck=bottleneck,
+            overall_input_bound=klass,
+            overall_dataset=dataset,
+            datasets=tuple(verdicts),
+            advice=advice,
+            findings=findings(analyzed, reference),
+            compute_reference=reference,
         ),
     )
 
 
-# Beyond this many, cells off their prediction are summarized in one warning, not listed one by one.
-RESIDUALS_LISTED = 3
-
-
-def residual_warnings(
-    off: Sequence[tuple[str, CellResult]], cells: int, compute: ComputeCeiling | None
-) -> list[str]:
-    """Cells whose measured rate the ceilings do not explain, listed or summarized."""
-    items = [
-        (label, c, c.verdict.residual) for label, c in off if c.verdict and c.verdict.residual is not None
-    ]
-    if not items:
-        return []
-    if len(items) <= RESIDUALS_LISTED:
-        return [
-            f"{label} {_setting(c)}: measured {c.img_per_s:,.1f} img/s vs predicted "
-            f"{c.verdict.predicted_img_per_s or 0:,.1f} ({r:+.0%}), beyond the measurement's spread: "
-            "not explained by the stage ceilings"
-            for label, c, r in items
-            if c.verdict
-        ]
-    residuals = [r for *_, r in items]
-    text = (
-        f"{len(items)} of {cells} cells differ from their prediction beyond the measurement's spread "
-        f"({min(residuals):+.0%} to {max(residuals):+.0%}): not explained by the stage ceilings"
-    )
-    faster = all(r > 0 for r in residuals)
-    by_compute = all(c.verdict and c.verdict.predicted_by.startswith("compute") for _, c, _ in items)
-    if faster and by_compute and compute is not None:
-        text += (
-            f". Training ran faster than the compute ceiling ({compute.img_per_s:,.1f} img/s) allows, so that "
-            "ceiling was measured low — was the machine busy while it was measured? Re-run on a quiet machine"
-        )
-    return [text]
-
-
-def _setting(cell: CellResult) -> str:
-    if cell.loader == "serial":
-        return "serial"
-    return worker_count(cell.workers)
+def _of(cells: Sequence[CellResult], dataset: str) -> list[CellResult]:
+    return [c for c in cells if c.dataset == dataset]

@@ -12,9 +12,10 @@ import torch
 from torch import nn
 from torchvision import models
 
-from ioprof.config import AUTO, PRECISIONS, ComputeSpec, PlaceConfig, SweepConfig
+from ioprof.config import AUTO, PRECISIONS, TARGET_REL_HALF_WIDTH, ComputeSpec, PlaceConfig, SweepConfig
 from ioprof.errors import IoprofError
 from ioprof.results import ComputeCeiling, TransferCeiling
+from ioprof.stats import MIN_BATCHES, ratio_interval
 from ioprof.steptiming import StepEvents, resolve
 
 IMAGENET_CLASSES = 1000
@@ -229,15 +230,24 @@ def make_step(
     )
 
 
+# The compute ceiling: at least this many measured steps, then until its interval is within ±5 %
+# or this long; on CUDA (steps only enqueued, timed afterwards by events) a fixed count.
+COMPUTE_MIN_STEPS = 5
+COMPUTE_MAX_S = 20.0
+COMPUTE_CUDA_STEPS = 50
+
+
 def probe_compute(
     step: TrainStep,
     spec: ComputeSpec,
     model_name: str,
     device: torch.device,
+    *,
     batch_size: int,
     crop_px: int,
     warmup_steps: int,
-    steps: int,
+    min_steps: int = COMPUTE_MIN_STEPS,
+    max_seconds: float = COMPUTE_MAX_S,
     clock: Callable[[], float] = time.perf_counter,
 ) -> ComputeCeiling:
     """Img/s of the step alone, on a synthetic batch already on the device.
@@ -261,12 +271,15 @@ def probe_compute(
             step(images, labels)
         step.drain()
         start = step.mark()
-        for _ in range(steps):
+        began = clock()
+        while True:
             t0 = clock()
             marks = step(images, labels)
             times.append(clock() - t0)
             if marks is not None:
                 events.append(marks)
+            if _compute_done(times, marks is not None, min_steps, clock() - began, max_seconds, batch_size):
+                break
         step.drain()
     except torch.cuda.OutOfMemoryError:
         del images, labels
@@ -288,6 +301,22 @@ def probe_compute(
         label=step.label,
         source=spec.source or "",
     )
+
+
+def _compute_done(
+    times: list[float], queued: bool, min_steps: int, spent_s: float, max_seconds: float, batch_size: int
+) -> bool:
+    """Whether the compute ceiling has steps enough: a fixed count when steps are only enqueued
+    (CUDA), else an interval within ±5 % after ``min_steps``, or the time cap."""
+    n = len(times)
+    if queued:
+        return n >= COMPUTE_CUDA_STEPS
+    if spent_s >= max_seconds:
+        return True
+    if n < min_steps:
+        return False
+    interval = ratio_interval([float(batch_size)] * n, times)
+    return interval.batches >= MIN_BATCHES and interval.rel_half_width <= TARGET_REL_HALF_WIDTH
 
 
 def largest_fitting_batch(step: TrainStep, batch_size: int, crop_px: int, device: torch.device) -> int | None:

@@ -14,12 +14,60 @@ from ioprof.presets import GPU_PRESETS, STORAGE_PROFILES, StorageProfile
 LOADERS = ("serial", "multiprocess")
 
 
+@dataclass(frozen=True, order=True)
+class LoaderSetting:
+    """One way of feeding the training: the serial loader, or the multiprocess one with N workers.
+
+    The one definition of a setting's key (in results and on the command line) and its label (in
+    every output). ``workers`` is ``num_workers``: 0 for the serial loader.
+    """
+
+    kind: str  # "serial" | "multiprocess"
+    workers: int
+
+    def __post_init__(self) -> None:
+        if self.kind not in LOADERS:
+            raise ValueError(f"loader must be one of {', '.join(LOADERS)}; got {self.kind!r}")
+        if (self.kind == "serial") != (self.workers == 0):
+            raise ValueError(f"the serial loader has 0 workers, a multiprocess one at least 1; got {self}")
+
+    @classmethod
+    def serial(cls) -> LoaderSetting:
+        return cls("serial", 0)
+
+    @classmethod
+    def multiprocess(cls, workers: int) -> LoaderSetting:
+        return cls("multiprocess", workers)
+
+    @property
+    def key(self) -> str:
+        return "serial" if self.kind == "serial" else f"{self.workers}w"
+
+    @property
+    def label(self) -> str:
+        return "serial (in-process)" if self.kind == "serial" else worker_count(self.workers)
+
+    @property
+    def concurrency(self) -> int:
+        """Processes reading files at once: the training process itself, or the workers."""
+        return max(1, self.workers)
+
+
 def worker_count(workers: int) -> str:
     """How every output names a multiprocess loader's size: "1 worker", "4 workers"."""
     return f"{workers} worker{'s' if workers != 1 else ''}"
 
 
+def loader_settings(loaders: tuple[str, ...], workers: tuple[int, ...]) -> tuple[LoaderSetting, ...]:
+    """The settings a run measures, in the order it measures them: serial first, then by workers."""
+    out = [LoaderSetting.serial()] if "serial" in loaders else []
+    if "multiprocess" in loaders:
+        out += [LoaderSetting.multiprocess(w) for w in workers]
+    return tuple(out)
+
+
 CACHE_REGIMES = ("cold", "warm", "as-is")
+START_METHODS = ("fork", "spawn", "forkserver")
 MODELS = ("resnet50", "resnet18", "tiny")
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 # "auto": what a tuned trainer uses on the device (see compute.resolve_tuning)
@@ -161,32 +209,47 @@ def positive_float(text: str) -> float:
 # Default generated datasets: small, ImageNet-like and large, spanning 4x in side length.
 DEFAULT_RESOLUTIONS: tuple[tuple[int, int], ...] = ((256, 192), (500, 375), (1024, 768))
 DEFAULT_IMAGES_PER_DATASET = 200
-# Generated sets hold what one cell consumes, so that a cold cell reads each file once; capped so
-# that first-time generation stays short on any machine.
+# Cold cells evict each file after reading it, so a small set re-read many times is still read
+# cold; the cap keeps first-time generation short on any machine.
 MAX_DEFAULT_IMAGES_PER_DATASET = 2000
 # DataLoader's default prefetch_factor: batches each worker loads ahead of the training loop.
 PREFETCH_FACTOR = 2
 # A run stops when more than this share of the samples read could not be decoded.
 DEFAULT_MAX_FAILED_SHARE = 0.05
+# A measurement runs until its 95 % interval is within ± this share of its value (or its cap).
+TARGET_REL_HALF_WIDTH = 0.05
 
 
 @dataclass(frozen=True)
 class RunLength:
-    """How long each end-to-end cell runs: warm-up steps (excluded), then at most ``steps`` or ``seconds``."""
+    """How long each end-to-end cell runs.
+
+    Warm-up steps are run and excluded: ``warmup_steps``, plus one per loader worker, because a
+    multiprocess loader's first batches arrive together (one per worker) after start-up. Then
+    steps are measured until the throughput's 95 % interval is within ± ``target_rel_half_width``
+    (after at least ``min_steps``), or ``max_steps`` / ``max_seconds`` is reached. ``fixed``: the
+    user asked for exactly ``max_steps`` steps (``--steps``), so the interval does not stop it early.
+    """
 
     batch_size: int
     warmup_steps: int
-    steps: int
-    seconds: float | None
+    min_steps: int
+    max_steps: int
+    max_seconds: float | None
+    target_rel_half_width: float = TARGET_REL_HALF_WIDTH
+    fixed: bool = False
+
+    def warmup_for(self, setting: LoaderSetting) -> int:
+        """Warm-up steps of one loader setting: the base plus its start-up burst."""
+        return self.warmup_steps + setting.workers
 
 
-# On a CPU ResNet-50 trains at a few img/s, so cells are short; on a GPU they are long enough
-# for the loader to reach steady state and for NVML to gather samples.
-CPU_RUN_LENGTH = RunLength(batch_size=8, warmup_steps=1, steps=5, seconds=60.0)
-CUDA_RUN_LENGTH = RunLength(batch_size=256, warmup_steps=10, steps=50, seconds=60.0)
-# Simulated compute makes CPU steps milliseconds long: more of them, and enough warm-up to pass
-# the multiprocess loader's start-up burst (one batch per worker arriving at once).
-CPU_SIM_RUN_LENGTH = RunLength(batch_size=8, warmup_steps=10, steps=50, seconds=60.0)
+# On a CPU ResNet-50 trains at a few img/s, so cells are short and capped; on a GPU they are long
+# enough for the loader to reach steady state and for NVML to gather samples.
+CPU_RUN_LENGTH = RunLength(batch_size=8, warmup_steps=1, min_steps=5, max_steps=100, max_seconds=10.0)
+CUDA_RUN_LENGTH = RunLength(batch_size=256, warmup_steps=10, min_steps=20, max_steps=5000, max_seconds=60.0)
+# Simulated compute makes CPU steps milliseconds long: more of them before the interval may stop a cell.
+CPU_SIM_RUN_LENGTH = RunLength(batch_size=8, warmup_steps=5, min_steps=30, max_steps=5000, max_seconds=15.0)
 
 
 @dataclass(frozen=True)
@@ -217,6 +280,7 @@ class SweepConfig:
     max_failed_share: float = DEFAULT_MAX_FAILED_SHARE
     out_dir: str | None = None
     cache_dir: str | None = None  # where generated datasets are kept; None: the user cache folder
+    start_method: str | None = None  # loader workers: fork | spawn | forkserver; None: Python's default
 
     @property
     def needs_data(self) -> bool:
@@ -233,26 +297,52 @@ class SweepConfig:
             non_blocking=pin if self.non_blocking is None else self.non_blocking,
         )
 
+    def settings(self) -> tuple[LoaderSetting, ...]:
+        """The loader settings this run measures."""
+        return loader_settings(self.loaders, self.workers)
+
     def dataset_images(self, device_type: str) -> int:
-        """Images per generated dataset: as asked, else what the longest cell consumes."""
+        """Images per generated dataset: as asked, else about what the longest cell's minimum reads."""
         if self.images_per_dataset is not None:
             return self.images_per_dataset
         run = self.run_length(device_type)
-        batches = run.warmup_steps + run.steps + PREFETCH_FACTOR * max(self.workers) + 1
+        batches = run.warmup_steps + max(self.workers) + run.min_steps + PREFETCH_FACTOR * max(self.workers)
         return min(max(DEFAULT_IMAGES_PER_DATASET, batches * run.batch_size), MAX_DEFAULT_IMAGES_PER_DATASET)
 
     def run_length(self, device_type: str) -> RunLength:
         """The run length on ``device_type``, the user's choices over the device's defaults."""
-        if device_type == "cuda":
-            base = CUDA_RUN_LENGTH
-        else:
-            base = CPU_SIM_RUN_LENGTH if self.compute.kind == "sim" else CPU_RUN_LENGTH
-        return RunLength(
-            batch_size=self.batch_size or base.batch_size,
-            warmup_steps=base.warmup_steps if self.warmup_steps is None else self.warmup_steps,
-            steps=self.steps or base.steps,
-            seconds=self.seconds if self.seconds is not None else base.seconds,
+        return run_length_for(
+            device_type,
+            self.compute,
+            batch_size=self.batch_size,
+            warmup_steps=self.warmup_steps,
+            steps=self.steps,
+            seconds=self.seconds,
         )
+
+
+def run_length_for(
+    device_type: str,
+    compute: ComputeSpec,
+    *,
+    batch_size: int | None = None,
+    warmup_steps: int | None = None,
+    steps: int | None = None,
+    seconds: float | None = None,
+) -> RunLength:
+    """The device's default run length, with what the user set (``--steps N``: exactly N steps)."""
+    if device_type == "cuda":
+        base = CUDA_RUN_LENGTH
+    else:
+        base = CPU_SIM_RUN_LENGTH if compute.kind == "sim" else CPU_RUN_LENGTH
+    return RunLength(
+        batch_size=batch_size or base.batch_size,
+        warmup_steps=base.warmup_steps if warmup_steps is None else warmup_steps,
+        min_steps=steps or base.min_steps,
+        max_steps=steps or base.max_steps,
+        max_seconds=seconds if seconds is not None else (None if steps else base.max_seconds),
+        fixed=steps is not None,
+    )
 
 
 def share(text: str) -> float:
@@ -289,6 +379,7 @@ class PlaceConfig:
     seed: int = 0
     out_dir: str | None = None
     cache_dir: str | None = None
+    start_method: str | None = None
 
 
 def parse_paths(text: str) -> tuple[str, ...]:

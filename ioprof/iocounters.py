@@ -47,4 +47,6 @@ def delta(before: Snapshot, after: Snapshot) -> IoCounts:
 
 
 def child_pids() -> set[int]:
-    return {c.pid for c in psutil.Process().children(recursive=False)}
+    """Every descendant of this process: loader workers started by a fork server are its
+    grandchildren, not its children."""
+    return {c.pid for c in psutil.Process().children(recursive=True)}

@@ -1,16 +1,18 @@
-"""The input pipeline under test — torchvision transforms in a PyTorch DataLoader — and the
-decode ceiling: that same loader over files verified to be in RAM, with no training step.
+"""The input pipeline under test: torchvision transforms in a PyTorch DataLoader.
 
-A sample that cannot be decoded is skipped, not allowed to kill a worker: it travels
-back with its batch as a (path, reason) pair, so the run can count and report it.
+Samples come from the dataset's files (through the one read path of ``storage``, which in the
+cold regime drops each file's pages once read), or from an in-memory sample (decode ceilings,
+emulated storage). A sample that cannot be decoded is skipped, not allowed to kill a worker: it
+travels back with its batch as a (path, reason) pair, so the run can count and report it. A
+read that fails because the storage itself went away is reported apart, so that the run can
+stop with one clear line instead of counting every file as broken.
 """
 
 from __future__ import annotations
 
 import io
-import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import torch
@@ -19,9 +21,8 @@ from torch.utils.data import DataLoader, Dataset, RandomSampler
 from torch.utils.data._utils.collate import default_collate
 from torchvision import transforms
 
-from ioprof.pagecache import FilesystemInfo, prepare
-from ioprof.results import DecodeCeiling
-from ioprof.storage import EmulatedStorage, read_file
+from ioprof.config import LoaderSetting
+from ioprof.storage import STORAGE_LOST_ERRNOS, EmulatedStorage, read_blob, read_file
 
 # torch warns when num_workers exceeds the cores; a sweep asks for that on purpose, and the
 # report says so itself (analysis: "more workers than usable cores").
@@ -44,144 +45,138 @@ def train_transform(crop_px: int) -> Callable[[Image.Image], torch.Tensor]:
     )
 
 
+class Sample(NamedTuple):
+    image: torch.Tensor | None  # None when the file could not be read or decoded
+    label: int
+    path: str
+    error: str  # "" when decoded
+    converted: bool  # decoded in another mode (CMYK, L, P, RGBA…) and converted to RGB
+    nbytes: int  # bytes read from the file
+    lost_errno: int  # a read error that may mean the storage went away, else 0
+
+
 class Batch(NamedTuple):
     images: torch.Tensor | None  # None when every sample of the batch failed
     labels: torch.Tensor | None
-    failures: list[tuple[str, str]]  # (path, reason) of samples that could not be decoded
-    converted: int  # samples decoded in another mode (CMYK, L, P, RGBA…) and converted to RGB
+    failures: list[tuple[str, str]]  # (path, reason) of samples that could not be read or decoded
+    converted: int
+    bytes_read: int  # bytes the batch's samples read from their files
+    paths: list[str]  # the files read for it
+    lost: tuple[str, int] | None  # (path, errno) of a read that may mean the storage went away
 
 
 class ImageFiles(Dataset):
-    """Images read through ioprof's read path (real or emulated storage), decoded by PIL."""
+    """Images read through ioprof's read path (files or an in-memory sample), decoded by PIL."""
 
     def __init__(
         self,
         paths: Sequence[str],
         labels: Sequence[int],
         transform: Callable[[Image.Image], torch.Tensor],
+        *,
+        blobs: Sequence[bytes] | None = None,
         emulated: EmulatedStorage | None = None,
+        evict_after_read: bool = False,
     ) -> None:
         self.paths = list(paths)
         self.labels = list(labels)
         self.transform = transform
+        self.blobs = blobs
         self.emulated = emulated
+        self.evict_after_read = evict_after_read
 
     def __len__(self) -> int:
         return len(self.paths)
 
-    def __getitem__(self, index: int) -> tuple[Any, int, str, str, bool]:
-        """(image tensor or None, label, path, error or "", converted to RGB)."""
-        path = self.paths[index]
-        label = self.labels[index]
+    def _read(self, index: int) -> bytes:
+        if self.blobs is not None:
+            return read_blob(self.blobs[index], self.emulated)
+        return read_file(self.paths[index], self.emulated, self.evict_after_read)
+
+    def __getitem__(self, index: int) -> Sample:
+        path, label = self.paths[index], self.labels[index]
         try:
-            data = read_file(path, self.emulated)
+            data = self._read(index)
+        except OSError as e:
+            lost = e.errno if e.errno in STORAGE_LOST_ERRNOS else 0
+            return Sample(None, label, path, f"{type(e).__name__}: {e}"[:300], False, 0, lost or 0)
+        try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", Image.DecompressionBombWarning)
                 with Image.open(io.BytesIO(data)) as im:
                     converted = im.mode != "RGB"
                     rgb = im.convert("RGB")  # what torchvision's ImageFolder loader does
-            return self.transform(rgb), label, path, "", converted
+            return Sample(self.transform(rgb), label, path, "", converted, len(data), 0)
         except Exception as e:  # any undecodable file is counted and skipped, by design
-            return None, label, path, f"{type(e).__name__}: {e}"[:300], False
+            return Sample(None, label, path, f"{type(e).__name__}: {e}"[:300], False, len(data), 0)
 
 
-def collate(samples: list[tuple[Any, int, str, str, bool]]) -> Batch:
+def collate(samples: list[Sample]) -> Batch:
     """Collate the decoded samples; carry the failed ones back as (path, reason)."""
-    ok = [(img, label) for img, label, _, err, _ in samples if not err]
-    failures = [(path, err) for _, _, path, err, _ in samples if err]
-    converted = sum(1 for *_, conv in samples if conv)
+    ok = [(s.image, s.label) for s in samples if not s.error]
+    failures = [(s.path, s.error) for s in samples if s.error]
+    lost = next(((s.path, s.lost_errno) for s in samples if s.lost_errno), None)
+    converted = sum(1 for s in samples if s.converted)
+    nbytes = sum(s.nbytes for s in samples)
+    paths = [s.path for s in samples if s.nbytes]
     if not ok:
-        return Batch(None, None, failures, converted)
+        return Batch(None, None, failures, converted, nbytes, paths, lost)
     images, labels = default_collate(ok)
-    return Batch(images, labels, failures, converted)
+    return Batch(images, labels, failures, converted, nbytes, paths, lost)
 
 
 def make_loader(
     paths: Sequence[str],
     labels: Sequence[int],
+    *,
+    setting: LoaderSetting,
     crop_px: int,
-    loader: str,
-    workers: int,
     batch_size: int,
     num_samples: int,
     seed: int,
     pin_memory: bool = False,
+    blobs: Sequence[bytes] | None = None,
     emulated: EmulatedStorage | None = None,
+    evict_after_read: bool = False,
+    start_method: str | None = None,
 ) -> DataLoader:
     """A DataLoader as a training script builds it: shuffled, the standard transform, drop_last.
 
     ``num_samples`` may exceed the dataset: the sampler then shuffles again for each pass,
     so one iterator (one set of worker processes) serves the whole measurement.
+    ``start_method``: how workers start (fork, spawn, forkserver; None: Python's default).
     """
-    dataset = ImageFiles(paths, labels, train_transform(crop_px), emulated)
+    dataset = ImageFiles(
+        paths,
+        labels,
+        train_transform(crop_px),
+        blobs=blobs,
+        emulated=emulated,
+        evict_after_read=evict_after_read,
+    )
     generator = torch.Generator().manual_seed(seed)
     sampler = RandomSampler(dataset, replacement=False, num_samples=num_samples, generator=generator)
+    kwargs: dict[str, Any] = {}
+    if setting.workers and start_method:
+        kwargs["multiprocessing_context"] = start_method
     return DataLoader(
         dataset,
         batch_size=batch_size,
         sampler=sampler,
-        num_workers=0 if loader == "serial" else workers,
+        num_workers=setting.workers,
         collate_fn=collate,
         pin_memory=pin_memory,
         drop_last=True,
         persistent_workers=False,
+        **kwargs,
     )
 
 
-def warmup_batches(loader: str, workers: int) -> int:
-    """Batches to discard before the loader is in steady state.
+def worker_pids(iterator: Any) -> list[int]:
+    """The pids of a DataLoader iterator's worker processes, whatever their start method.
 
-    A multiprocess loader's first batches arrive together, one per worker, after start-up;
-    timing from the first of them would count work done before the window opened.
+    Under ``forkserver`` (Python 3.14's default) the workers are children of the fork server,
+    not of this process, so they are read from the iterator itself.
     """
-    return 1 if loader == "serial" else max(1, workers)
-
-
-def probe_decode(
-    paths: Sequence[str],
-    labels: Sequence[int],
-    crop_px: int,
-    loader: str,
-    workers: int,
-    batch_size: int,
-    fs: FilesystemInfo,
-    measured_batches: int,
-    min_seconds: float,
-    max_seconds: float,
-    seed: int = 0,
-    clock: Callable[[], float] = time.perf_counter,
-) -> DecodeCeiling:
-    """Images per second the loader can produce from RAM: decode + augment + collate only.
-
-    Runs at least ``measured_batches`` batches and at least ``min_seconds``, at most ``max_seconds``.
-    """
-    cache = prepare(paths, "warm", fs)
-    warm = warmup_batches(loader, workers)
-    # The sampler draws indices lazily, one permutation per pass: a generous count costs nothing.
-    dl = make_loader(
-        paths, labels, crop_px, loader, workers, batch_size, (warm + 1_000_000) * batch_size, seed
-    )
-    batches = 0
-    images = 0
-    it: Iterator[Batch] = iter(dl)
-    try:
-        for _ in range(warm):
-            next(it)
-        started = clock()
-        for batch in it:
-            images += 0 if batch.images is None else int(batch.images.shape[0])
-            batches += 1
-            spent = clock() - started
-            if spent >= max_seconds or (batches >= measured_batches and spent >= min_seconds):
-                break
-        elapsed = max(clock() - started, 1e-9)
-    finally:
-        del it
-    return DecodeCeiling(
-        loader=loader,
-        workers=0 if loader == "serial" else workers,
-        img_per_s=images / elapsed,
-        images=images,
-        elapsed_s=elapsed,
-        cache=cache,
-    )
+    workers = getattr(iterator, "_workers", None) or []
+    return [w.pid for w in workers if getattr(w, "pid", None)]

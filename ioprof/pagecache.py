@@ -16,7 +16,7 @@ import mmap
 import os
 import platform
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import psutil
 
@@ -24,8 +24,16 @@ from ioprof.results import CacheInfo
 
 # Filesystems where POSIX_FADV_DONTNEED cannot drop the data: the page cache *is* the storage.
 RAM_BACKED_FS_TYPES = frozenset({"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"})
-# Network filesystems: eviction drops only this client's cache; the server may still hold the data.
-NETWORK_FS_TYPES = frozenset({"nfs", "nfs4", "cifs", "smb3", "9p", "fuse.sshfs", "lustre", "gpfs", "beegfs"})
+# Network filesystems (kernel clients): eviction drops only this client's cache; the server may
+# still hold the data. Block I/O counters (read_bytes) never see their reads.
+NETWORK_FS_TYPES = frozenset(
+    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "lustre", "gpfs", "beegfs", "ceph", "afs", "virtiofs"}
+)
+# Local filesystems on block devices: their reads show up in the reader's read_bytes.
+BLOCK_FS_TYPES = frozenset(
+    {"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "vfat", "exfat", "ntfs3", "jfs", "reiserfs",
+     "overlay", "squashfs", "iso9660", "hfsplus", "udf"}
+)  # fmt: skip
 
 _CACHESTAT_SYSCALL_X86_64 = 451  # cachestat(2), Linux 6.5+, same number on all architectures since 6.5
 _PAGE_SIZE = mmap.PAGESIZE
@@ -44,8 +52,31 @@ class FilesystemInfo:
         return self.fs_type in RAM_BACKED_FS_TYPES
 
     @property
+    def fuse(self) -> bool:
+        """A FUSE filesystem (sshfs, s3fs, gcsfuse, rclone, ntfs-3g…): a daemon does the reads."""
+        return self.fs_type == "fuse" or self.fs_type.startswith(("fuse.", "fuseblk"))
+
+    @property
     def network(self) -> bool:
-        return self.fs_type in NETWORK_FS_TYPES or self.fs_type.startswith("nfs")
+        """Data over a network: a kernel network client, or a FUSE daemon talking to a server."""
+        return (
+            self.fs_type in NETWORK_FS_TYPES
+            or self.fs_type.startswith("nfs")
+            or (self.fuse and self.fs_type != "fuseblk")
+        )
+
+    @property
+    def kind(self) -> str:
+        """How bytes fetched from this filesystem can be counted: block | network | fuse | ram | unknown."""
+        if self.ram_backed:
+            return "ram"
+        if self.fuse:
+            return "fuse"
+        if self.network:
+            return "network"
+        if self.fs_type in BLOCK_FS_TYPES or self.source.startswith("/dev/"):
+            return "block"
+        return "unknown"
 
 
 def filesystem_of(path: str | os.PathLike[str]) -> FilesystemInfo:
@@ -182,15 +213,25 @@ def evict(paths: Iterable[str | os.PathLike[str]]) -> None:
 
 
 def warm(paths: Iterable[str | os.PathLike[str]]) -> None:
-    """Read every file once so that its pages are resident."""
+    """Read every file that is not already resident once, so that its pages are."""
     buf = bytearray(1 << 20)
     for p in paths:
         try:
             with open(p, "rb", buffering=0) as f:
+                size = os.fstat(f.fileno()).st_size
+                pages = resident_pages_cachestat(f.fileno())
+                if pages is not None and pages >= _pages(size):
+                    continue
                 while f.readinto(buf):
                     pass
         except OSError:
             continue
+
+
+def drop_after_read(fd: int) -> None:
+    """Drop an open file's pages right after it was read, so that a later read is cold again:
+    what a dataset much larger than RAM gets from the kernel's LRU. Changes no data."""
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
 # A cold measurement tolerates this much of the data still resident (metadata pages, a concurrent reader).
@@ -200,31 +241,74 @@ WARM_MIN_RESIDENT_FRACTION = 0.98
 
 
 def prepare(paths: Sequence[str], regime: str, fs: FilesystemInfo) -> CacheInfo:
-    """Bring ``paths`` into the cache regime asked for, and say whether that worked."""
-    note = ""
+    """Bring ``paths`` into the cache regime asked for, and say whether that worked.
+
+    Cold: every file evicted and residency verified; the readers then evict each file again after
+    reading it (``evict_after_read``), so a file read twice is read cold twice.
+    """
     if regime == "cold":
         evict(paths)
         res = residency(paths)
         verified = res.fraction <= COLD_MAX_RESIDENT_FRACTION
+        note = ""
         if fs.ram_backed:
             note = f"not cold: {fs.fs_type} is RAM-backed, its files cannot be evicted"
+            verified = False
+        elif res.total_pages == 0:
+            note = "not cold: none of the files could be opened to check their residency"
             verified = False
         elif not verified:
             note = (
                 f"not cold: {res.fraction:.0%} still resident after eviction "
                 "(files mapped or being read by another process?)"
             )
-        elif fs.network:
+        elif fs.kind == "network":
             note = f"{fs.fs_type}: only this client's cache was dropped; the server may still cache the files"
-        return CacheInfo("cold", res.fraction, verified, res.method, note)
+        elif fs.kind == "fuse":
+            note = (
+                f"{fs.fs_type}: the kernel's cache was dropped; the FUSE daemon or its server may cache too"
+            )
+        return CacheInfo("cold", res.fraction, verified, res.method, note, evict_after_read=True)
     if regime == "warm":
         warm(paths)
         res = residency(paths)
         verified = res.fraction >= WARM_MIN_RESIDENT_FRACTION
-        if not verified:
-            note = f"not warm: only {res.fraction:.0%} resident after reading (too little free RAM?)"
+        note = (
+            ""
+            if verified
+            else f"not warm: only {res.fraction:.0%} resident after reading (too little free RAM?)"
+        )
+        if verified and fs.kind == "fuse":
+            note = (
+                f"{fs.fs_type}: FUSE drops a file's cached pages when it is opened again unless mounted "
+                "with kernel_cache/auto_cache, so warm files may be fetched again"
+            )
         return CacheInfo("warm", res.fraction, verified, res.method, note)
     if regime == "as-is":
         res = residency(paths)
         return CacheInfo("as-is", res.fraction, True, res.method, "")
     raise ValueError(f"unknown cache regime {regime!r}")
+
+
+# After a cold window, residency is checked on at most this many of the files read (cheap).
+AFTER_CHECK_MAX_FILES = 256
+
+
+def verify_after(cache: CacheInfo, read_paths: Sequence[str]) -> CacheInfo:
+    """``cache`` with the residency of the files a window read, measured after it.
+
+    A cold window whose files stayed resident was not cold throughout (another reader, a mapping);
+    it loses its verification and says so.
+    """
+    if cache.regime != "cold" or not read_paths:
+        return cache
+    sample = list(dict.fromkeys(read_paths))[:AFTER_CHECK_MAX_FILES]
+    after = residency(sample).fraction
+    if after <= COLD_MAX_RESIDENT_FRACTION or not cache.verified:
+        return replace(cache, resident_after=after)
+    return replace(
+        cache,
+        resident_after=after,
+        verified=False,
+        note=f"not cold throughout: {after:.0%} of the files read were resident after the window",
+    )

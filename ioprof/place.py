@@ -4,12 +4,13 @@ The dataset's own location is measured read-only where it is. Every candidate fo
 shuffled sample of the dataset copied into a temporary folder inside it (timed: the write
 rate gives the cost of copying the whole dataset), read back cold at the loader's
 concurrency, and the temporary folder is removed afterwards — also on Ctrl-C or an error.
+The candidate's free space is checked against the whole dataset, not only the sample.
+Compute and decode ceilings come from the same steps as the sweep's (``ceilings``).
 """
 
 from __future__ import annotations
 
 import errno
-import multiprocessing
 import os
 import random
 import shutil
@@ -17,22 +18,22 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
 
-from ioprof import __version__
-from ioprof.compute import make_step, resolve_device, tune
-from ioprof.config import PlaceConfig, SweepConfig, worker_count
-from ioprof.machine import machine_info
+from ioprof.ceilings import compute_ceiling, decode_ceilings
+from ioprof.compute import make_step
+from ioprof.config import LoaderSetting, PlaceConfig
+from ioprof.datasets.dataset import Dataset
+from ioprof.datasets.sample import load_sample
 from ioprof.pagecache import FilesystemInfo, filesystem_of
-from ioprof.placement import decide
+from ioprof.placement import SPACE_HEADROOM, decide
 from ioprof.presets import StorageProfile
-from ioprof.results import SCHEMA_VERSION, CandidateResult, PlaceResult, RunInfo, to_jsonable
+from ioprof.resultfile import to_jsonable
+from ioprof.results import SCHEMA_VERSION, CandidateResult, PlaceResult
+from ioprof.session import Progress, Session
 from ioprof.storage import EmulatedStorage, probe_storage
-from ioprof.sweep import Dataset, compute_ceiling, decode_ceiling
-from ioprof.telemetry import nvml_for_device
 
 # The sample copied to each candidate: at least this many files and bytes (or the whole dataset).
 SAMPLE_MIN_FILES = 200
@@ -59,22 +60,14 @@ def pick_sample(paths: Sequence[str], seed: int) -> tuple[list[str], int]:
 
 
 def _unusable(
-    kind: str, label: str, path: str, status: str, reason: str, fs: FilesystemInfo | None
+    label: str, path: str, status: str, reason: str, fs: FilesystemInfo | None, free: int | None = None
 ) -> CandidateResult:
     return CandidateResult(
-        label=label,
-        path=path,
-        kind=kind,
-        status=status,
-        reason=reason,
-        fs_type=fs.fs_type if fs else "",
-        mount_source=fs.source if fs else "",
-        ram_backed=fs.ram_backed if fs else False,
-        sample_files=0,
-        sample_bytes=0,
-        write_mb_per_s=None,
-        storage=(),
-    )
+        label=label, path=path, kind="candidate", status=status, reason=reason,
+        fs_type=fs.fs_type if fs else "", mount_source=fs.source if fs else "",
+        ram_backed=fs.ram_backed if fs else False, sample_files=0, sample_bytes=0,
+        write_mb_per_s=None, storage=(), free_bytes=free,
+    )  # fmt: skip
 
 
 def measure_current(
@@ -82,7 +75,7 @@ def measure_current(
 ) -> CandidateResult:
     """The dataset where it is: read-only, cold."""
     fs = filesystem_of(root)
-    storage = tuple(probe_storage(paths, c, fs, "cold", None, None, seed) for c in concurrencies)
+    storage = tuple(probe_storage(paths, c, fs, seed=seed, root=root) for c in concurrencies)
     return CandidateResult(
         label="current location", path=root, kind="current", status="ok", reason="", fs_type=fs.fs_type,
         mount_source=fs.source, ram_backed=fs.ram_backed, sample_files=len(paths),
@@ -91,21 +84,19 @@ def measure_current(
 
 
 def measure_emulated(
-    paths: Sequence[str],
-    sample_bytes: int,
-    root: str,
-    profile: StorageProfile,
-    concurrencies: Sequence[int],
-    seed: int,
+    dataset: Dataset, profile: StorageProfile, concurrencies: Sequence[int], seed: int
 ) -> CandidateResult:
-    """A hypothetical location: the dataset's files read through an emulated device."""
-    fs = filesystem_of(root)
+    """A hypothetical location: an in-memory sample of the dataset read through an emulated device."""
+    sample = load_sample(dataset.images, dataset.fs, seed=seed)
     emulated = EmulatedStorage(profile)
-    storage = tuple(probe_storage(paths, c, fs, "warm", emulated, None, seed) for c in concurrencies)
+    storage = tuple(
+        probe_storage(sample.paths, c, dataset.fs, emulated=emulated, blobs=sample.blobs, seed=seed)
+        for c in concurrencies
+    )
     return CandidateResult(
         label=f"{profile.name} (emulated)", path="", kind="emulated", status="ok", reason=profile.source,
-        fs_type="emulated", mount_source="", ram_backed=False, sample_files=len(paths),
-        sample_bytes=sample_bytes, write_mb_per_s=None, storage=storage,
+        fs_type="emulated", mount_source="", ram_backed=False, sample_files=sample.files,
+        sample_bytes=sample.bytes, write_mb_per_s=None, storage=storage,
     )  # fmt: skip
 
 
@@ -114,123 +105,97 @@ def measure_candidate(
     sample_bytes: int,
     folder: str,
     concurrencies: Sequence[int],
+    *,
+    dataset_bytes: int,
     seed: int,
     progress: Callable[[str], None],
     clock: Callable[[], float] = time.perf_counter,
 ) -> CandidateResult:
     """Copy ``sample`` into a temporary folder inside ``folder``, measure it cold, remove it."""
-    label = folder
     target = Path(folder)
     if not target.exists():
-        return _unusable("candidate", label, folder, "missing", "does not exist", None)
+        return _unusable(folder, folder, "missing", "does not exist", None)
     if not target.is_dir():
-        return _unusable("candidate", label, folder, "missing", "is a file, not a folder", None)
+        return _unusable(folder, folder, "missing", "is a file, not a folder", None)
     fs = filesystem_of(folder)
-    need = sample_bytes
     free = shutil.disk_usage(folder).free
-    if free < need * 1.1:
-        return _unusable(
-            "candidate",
-            label,
-            folder,
-            "full",
-            f"{free / 1e6:,.0f} MB free, the sample needs {need / 1e6:,.0f} MB",
-            fs,
-        )
+    if free < sample_bytes * 1.1:
+        reason = f"{free / 1e6:,.0f} MB free; even the sample needs {sample_bytes / 1e6:,.0f} MB"
+        return _unusable(folder, folder, "full", reason, fs, free)
     try:
         tmp = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=folder))
     except OSError as e:
-        return _unusable("candidate", label, folder, "not writable", e.strerror or str(e), fs)
+        return _unusable(folder, folder, "not writable", e.strerror or str(e), fs, free)
     try:
-        progress(f"{folder}: copying a sample of {len(sample)} files ({need / 1e6:,.1f} MB)…")
-        copies = []
+        progress(f"{folder}: copying a sample of {len(sample)} files ({sample_bytes / 1e6:,.1f} MB)…")
         t0 = clock()
-        for i, src in enumerate(sample):
-            dst = tmp / f"{i:06d}{Path(src).suffix}"
-            with open(src, "rb") as fin, open(dst, "wb") as fout:
-                shutil.copyfileobj(fin, fout, 1 << 20)
-                fout.flush()
-                os.fsync(fout.fileno())
-            copies.append(str(dst))
+        copies = [_copy(src, tmp / f"{i:06d}{Path(src).suffix}") for i, src in enumerate(sample)]
         write_s = max(clock() - t0, 1e-9)
         progress(f"{folder}: reading the sample back cold…")
-        storage = tuple(probe_storage(copies, c, fs, "cold", None, None, seed) for c in concurrencies)
+        storage = tuple(probe_storage(copies, c, fs, seed=seed, root=str(tmp)) for c in concurrencies)
+        reasons = ["RAM-backed (tmpfs): fast, but it holds the data in memory"] if fs.ram_backed else []
+        if free < dataset_bytes * SPACE_HEADROOM:
+            reasons.append(
+                f"the whole dataset does not fit: {free / 1e9:,.2f} GB free, it needs {dataset_bytes / 1e9:,.2f} GB"
+            )
         return CandidateResult(
-            label=label, path=folder, kind="candidate", status="ok",
-            reason="RAM-backed (tmpfs): fast, but it holds the data in memory" if fs.ram_backed else "",
+            label=folder, path=folder, kind="candidate", status="ok", reason="; ".join(reasons),
             fs_type=fs.fs_type, mount_source=fs.source, ram_backed=fs.ram_backed, sample_files=len(copies),
-            sample_bytes=need, write_mb_per_s=need / 1e6 / write_s, storage=storage,
+            sample_bytes=sample_bytes, write_mb_per_s=sample_bytes / 1e6 / write_s, storage=storage, free_bytes=free,
         )  # fmt: skip
     except OSError as e:
         status = "full" if e.errno == errno.ENOSPC else "failed"
-        return _unusable("candidate", label, folder, status, e.strerror or str(e), fs)
+        return _unusable(folder, folder, status, e.strerror or str(e), fs, free)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_place(
-    config: PlaceConfig,
-    dataset: Dataset,
-    command: str,
-    progress: Callable[[str], None],
-) -> PlaceResult:
+def _copy(src: str, dst: Path) -> str:
+    with open(src, "rb") as fin, open(dst, "wb") as fout:
+        shutil.copyfileobj(fin, fout, 1 << 20)
+        fout.flush()
+        os.fsync(fout.fileno())
+    return str(dst)
+
+
+def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress: Progress) -> PlaceResult:
     """Measure the ceilings once, then every location; predict training at each."""
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    device, device_reason = resolve_device(config.device)
-    config = tune(config, device)
-    run = SweepConfig(batch_size=config.batch_size).run_length(device.type)
-    progress(f"compute device: {device} ({device_reason})")
     step = make_step(
-        config.compute,
-        config.model,
-        device,
-        len(dataset.images.classes),
-        False,
-        config.precision,
-        bool(config.channels_last),
+        config.compute, config.model, session.device, len(dataset.images.classes), False,
+        config.precision, bool(config.channels_last),
+    )  # fmt: skip
+    compute = compute_ceiling(
+        session, step, config.compute, model=config.model, crop_px=config.crop_px, progress=progress
     )
-    compute = compute_ceiling(step, config.compute, config.model, device, run, config.crop_px)
-    progress(f"compute ceiling: {compute.img_per_s:,.1f} img/s ({compute.label})")
-    paths = list(dataset.images.paths)
-    labels = list(dataset.images.labels)
-    decode = []
-    for w in config.workers:
-        d = decode_ceiling(
-            paths, labels, config.crop_px, "multiprocess", w, run.batch_size, dataset.fs, config.seed
-        )
-        decode.append(d)
-        progress(f"decode ceiling, {worker_count(w)}: {d.img_per_s:,.1f} img/s")
-    sample, sample_bytes = pick_sample(paths, config.seed)
-    candidates = []
+    memory = load_sample(dataset.images, dataset.fs, seed=config.seed)
+    decode, _failed = decode_ceilings(
+        dataset, memory, [LoaderSetting.multiprocess(w) for w in config.workers], crop_px=config.crop_px,
+        batch_size=session.run.batch_size, seed=config.seed, start_method=config.start_method, progress=progress,
+    )  # fmt: skip
+    sample, sample_bytes = pick_sample(dataset.images.paths, config.seed)
     progress(f"current location {dataset.info.path}: reading cold, read-only…")
-    candidates.append(measure_current(sample, sample_bytes, dataset.info.path, config.workers, config.seed))
+    candidates = [measure_current(sample, sample_bytes, dataset.info.path, config.workers, config.seed)]
     for folder in config.candidates:
-        c = measure_candidate(sample, sample_bytes, folder, config.workers, config.seed, progress)
+        c = measure_candidate(sample, sample_bytes, folder, config.workers, dataset_bytes=dataset.info.total_bytes,
+                              seed=config.seed, progress=progress)  # fmt: skip
         if c.status != "ok":
             progress(f"{folder}: {c.status} — {c.reason}")
         candidates.append(c)
     for profile in config.storage_profiles:
         progress(f"{profile.name} (emulated): reading through the emulated device…")
-        candidates.append(
-            measure_emulated(sample, sample_bytes, dataset.info.path, profile, config.workers, config.seed)
+        candidates.append(measure_emulated(dataset, profile, config.workers, config.seed))
+    return decide(
+        PlaceResult(
+            schema_version=SCHEMA_VERSION,
+            kind="place",
+            run=session.run_info(),
+            machine=session.machine,
+            config=to_jsonable(asdict(config)),
+            dataset=dataset.info,
+            ram_available_bytes=psutil.virtual_memory().available,
+            epochs=config.epochs,
+            compute=compute,
+            decode=decode,
+            candidates=tuple(candidates),
         )
-    gpu, nvml = nvml_for_device(device)
-    result = PlaceResult(
-        schema_version=SCHEMA_VERSION,
-        kind="place",
-        run=RunInfo(
-            command=command, started_at=started, finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            interrupted=False, device=str(device), device_reason=device_reason, batch_size=run.batch_size,
-            warmup_steps=run.warmup_steps, steps=run.steps, seconds=None,
-            start_method=multiprocessing.get_start_method(), ioprof_version=__version__,
-        ),
-        machine=machine_info(gpu, nvml.driver or None, nvml.reason or None),
-        config=to_jsonable(asdict(config)),
-        dataset=dataset.info,
-        ram_available_bytes=psutil.virtual_memory().available,
-        epochs=config.epochs,
-        compute=compute,
-        decode=tuple(decode),
-        candidates=tuple(candidates),
-    )  # fmt: skip
-    return decide(result)
+    )

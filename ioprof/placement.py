@@ -1,4 +1,11 @@
-"""Placement decisions from measured candidates: pure, no torch, no I/O."""
+"""Placement decisions from measured candidates: pure, no torch, no I/O, no words.
+
+For each usable location: the predicted training rate at each worker count (the slowest of
+compute, decode at that count and storage at that concurrency), the accelerator's busy share,
+the epoch time, and — for candidate folders — whether copying the whole dataset there pays off.
+A candidate without room for the whole dataset is measured for information only and never
+recommended.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +13,18 @@ import math
 from dataclasses import replace
 
 from ioprof.analysis import predict
-from ioprof.results import CandidateResult, PlaceDecision, PlaceResult
+from ioprof.config import LoaderSetting
+from ioprof.findings import PlaceDecision, Recommendation
+from ioprof.results import CandidateResult, PlaceResult
+from ioprof.thresholds import MIN_BUSY_SHARE
 
-# MLPerf Storage: the accelerator must stay at least 90 % busy for ResNet-50.
-MIN_BUSY_SHARE = 0.90
+# A candidate must hold the whole dataset with this much to spare.
+SPACE_HEADROOM = 1.05
+
+
+def fits(c: CandidateResult, total_bytes: int) -> bool:
+    """Whether the whole dataset fits in the candidate's free space (unknown counts as fitting)."""
+    return c.free_bytes is None or c.free_bytes >= total_bytes * SPACE_HEADROOM
 
 
 def _decide(c: CandidateResult, result: PlaceResult, current: PlaceDecision | None) -> PlaceDecision:
@@ -22,13 +37,12 @@ def _decide(c: CandidateResult, result: PlaceResult, current: PlaceDecision | No
         rates = {"compute": demand, "storage": s.img_per_s}
         if w in decode:
             rates["decode"] = decode[w]
-        rate, limits[w] = predict("multiprocess", rates)
-        by_workers[str(w)] = rate or 0.0
+        p = predict(LoaderSetting.multiprocess(w), rates, compute_async=False)
+        by_workers[str(w)], limits[w] = (p.high, p.by) if p else (0.0, "")
     best_w = max(by_workers, key=lambda k: (by_workers[k], -int(k)))
     predicted = by_workers[best_w]
     storage_rate = next(s.img_per_s for s in c.storage if s.concurrency == int(best_w))
-    files = result.dataset.files
-    epoch_s = files / predicted if predicted > 0 else math.inf
+    epoch_s = result.dataset.files / predicted if predicted > 0 else math.inf
     copy_s = saved = pays = None
     if c.kind == "candidate" and c.write_mb_per_s:
         copy_s = result.dataset.total_bytes / 1e6 / c.write_mb_per_s
@@ -51,46 +65,47 @@ def _decide(c: CandidateResult, result: PlaceResult, current: PlaceDecision | No
         copy_s=copy_s,
         saved_s=saved,
         copy_pays_off=pays,
+        fits=c.kind != "candidate" or fits(c, result.dataset.total_bytes),
+    )
+
+
+def recommend(result: PlaceResult, decisions: list[PlaceDecision]) -> Recommendation:
+    """Keep the data, move it to the fastest candidate that keeps the accelerator busy (and can
+    hold it all), or say that none does and what limits the best."""
+    current = next((d for d in decisions if d.kind == "current"), None)
+    movable = [d for d in decisions if d.kind == "candidate" and d.keeps_busy and d.fits]
+    if current and current.keeps_busy:
+        action, chosen = "keep", current
+    elif movable:
+        action, chosen = "move", max(movable, key=lambda d: d.predicted_img_per_s)
+    elif decisions:
+        action, chosen = "none-suffices", max(decisions, key=lambda d: d.predicted_img_per_s)
+    else:
+        action, chosen = "nothing-measured", None
+    demand = result.compute.img_per_s
+    return Recommendation(
+        action=action,
+        location=chosen.label if chosen else "",
+        predicted_img_per_s=chosen.predicted_img_per_s if chosen else 0.0,
+        best_workers=chosen.best_workers if chosen else 0,
+        demand_img_per_s=demand,
+        simulated_demand=result.compute.simulated,
+        busy_share=chosen.busy_share if chosen else 0.0,
+        limited_by=chosen.limited_by if chosen else "",
+        storage_headroom=chosen.storage_headroom if chosen else 0.0,
+        copy_s=chosen.copy_s if chosen else None,
+        saved_s=chosen.saved_s if chosen else None,
+        copy_pays_off=chosen.copy_pays_off if chosen else None,
+        epochs=result.epochs,
+        threshold=MIN_BUSY_SHARE,
     )
 
 
 def decide(result: PlaceResult) -> PlaceResult:
-    """Predictions per candidate, and the recommendation in one sentence."""
+    """Predictions per measured location, and the recommendation."""
     usable = [c for c in result.candidates if c.status == "ok" and c.storage]
     cur_c = next((c for c in usable if c.kind == "current"), None)
     current = _decide(cur_c, result, None) if cur_c else None
     decisions = [current] if current else []
     decisions += [_decide(c, result, current) for c in usable if c.kind != "current"]
-    demand = result.compute.img_per_s
-    kind = "simulated " if result.compute.simulated else ""
-    need = f"{MIN_BUSY_SHARE:.0%} of the {kind}{demand:,.0f} img/s the accelerator consumes"
-    real = [d for d in decisions if d.kind == "candidate" and d.keeps_busy]
-    if current and current.keeps_busy:
-        rec = (
-            f"Keep the dataset where it is: it feeds {current.predicted_img_per_s:,.0f} img/s with "
-            f"{current.best_workers} workers, at least {need} (storage headroom "
-            f"{current.storage_headroom:.1f}×)."
-        )
-    elif real:
-        best = max(real, key=lambda d: d.predicted_img_per_s)
-        copy = ""
-        if best.copy_s is not None and best.saved_s is not None:
-            verdict = "pays for itself" if best.copy_pays_off else "does not pay for itself"
-            copy = (
-                f"; copying the dataset there takes about {best.copy_s:,.0f} s and saves "
-                f"{best.saved_s:,.0f} s over {result.epochs} epoch(s), so it {verdict}"
-            )
-        rec = (
-            f"Move the dataset to {best.label}: it feeds {best.predicted_img_per_s:,.0f} img/s with "
-            f"{best.best_workers} workers, at least {need}{copy}."
-        )
-    elif decisions:
-        best = max(decisions, key=lambda d: d.predicted_img_per_s)
-        rec = (
-            f"No location measured keeps the accelerator {MIN_BUSY_SHARE:.0%} busy; the best, {best.label}, "
-            f"feeds {best.predicted_img_per_s:,.0f} img/s ({best.busy_share:.0%}), limited by {best.limited_by}"
-            + (" — a faster disk will not fix that." if best.limited_by != "storage" else ".")
-        )
-    else:
-        rec = "No location could be measured; see the table for why."
-    return replace(result, decisions=tuple(decisions), recommendation=rec)
+    return replace(result, decisions=tuple(decisions), recommendation=recommend(result, decisions))

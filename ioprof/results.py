@@ -1,25 +1,24 @@
-"""Result objects of a run, and their one file format (``results.json``).
+"""Result objects of a run: what was measured, as frozen dataclasses with the unit in each field name.
 
-Results are frozen dataclasses with the unit in each field name; raw samples are kept
-and rounding happens only in the renderers. ``save`` writes atomically (temporary file,
-then rename) so that an interrupted run keeps every finished cell.
+Raw samples are kept (per step, per batch, per file) and every figure's 95 % interval is derived
+from them here, by the pure functions of ``stats``; rounding happens only in the renderers.
+Conclusions (verdicts, advice, findings) are not measurements: their types live in
+``findings`` and they are recomputed from these objects whenever a report is rendered.
+The file format (``results.json``) is ``resultfile``'s.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import os
-import tempfile
-import types
-import typing
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from ioprof.errors import IoprofError
+from ioprof.config import LoaderSetting
+from ioprof.stats import Interval, ratio_interval, wait_share_interval
 
-SCHEMA_VERSION = 1
+if TYPE_CHECKING:
+    from ioprof.findings import Analysis, CellVerdict, PlaceDecision, Recommendation
+
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class MachineInfo:
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """One dataset the sweep ran on."""
+    """One dataset the run read."""
 
     label: str  # "500x375" for generated sets, the path for --data
     path: str
@@ -55,45 +54,85 @@ class DatasetInfo:
     fs_type: str
     mount_source: str
     classes: int
+    fs_kind: str = ""  # block | network | fuse | ram | unknown (pagecache.FilesystemInfo.kind)
 
 
 @dataclass(frozen=True)
 class CacheInfo:
-    regime: str  # cold | warm | as-is
+    """The page-cache regime of one measurement, and whether it was verified.
+
+    ``resident_fraction``: of the files' pages, resident just before the measurement;
+    ``resident_after``: of the files the measurement read, resident just after it (cold: each
+    file is evicted after it is read, so this stays near 0; None where not checked).
+    """
+
+    regime: str  # cold | warm | as-is | memory
     resident_fraction: float
     verified: bool
     method: str
     note: str
+    resident_after: float | None = None
+    evict_after_read: bool = False
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """A second count of the bytes fetched, by another method, shown beside the primary one."""
+
+    method: str
+    source: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """Bytes fetched from storage during a measurement, and how they were counted.
+
+    ``method``: ``block-io`` (kernel ``read_bytes`` of the loader's processes; block devices
+    only), ``nfs-mountstats`` (NFS client statistics: bytes read from the server),
+    ``fuse-daemon`` (what the FUSE daemon read), ``cold-reads`` (bytes read from files verified
+    cold and evicted after each read, so every one was fetched), ``ram`` (a RAM-backed
+    filesystem: there is no storage below it), ``emulated`` (every read charged to the emulated
+    device), ``unknown`` (none of these applies: bytes fetched cannot be known here).
+    """
+
+    bytes: int | None
+    method: str
+    source: str = ""
+    cross_checks: tuple[CrossCheck, ...] = ()
+
+    @property
+    def known(self) -> bool:
+        return self.bytes is not None
+
+
+UNKNOWN_FETCH = Fetched(None, "unknown")
 
 
 @dataclass(frozen=True)
 class IoCounts:
-    """Bytes read by the loader processes during a measurement window (kernel counters)."""
+    """Kernel I/O counters of the loader's processes over a measurement window (psutil).
 
-    read_bytes: int  # fetched from storage (/proc/<pid>/io read_bytes)
-    read_chars: int  # returned by all reads, page-cache hits included (rchar)
+    ``read_bytes`` counts block I/O only: on NFS and FUSE a fetched byte does not show there,
+    which is why ``Fetched`` names how bytes from storage were counted.
+    """
+
+    read_bytes: int  # /proc/<pid>/io read_bytes: block I/O caused by these processes
+    read_chars: int  # rchar: bytes returned by all their reads (page-cache hits, pipes included)
     processes: int
     window_s: float
 
-    @property
-    def storage_mb_per_s(self) -> float:
-        return self.read_bytes / 1e6 / self.window_s if self.window_s > 0 else 0.0
-
-    @property
-    def requested_mb_per_s(self) -> float:
-        return self.read_chars / 1e6 / self.window_s if self.window_s > 0 else 0.0
-
-    @property
-    def cache_hit_ratio(self) -> float | None:
-        """Share of requested bytes served from the page cache (None when nothing was read)."""
-        if self.read_chars <= 0:
-            return None
-        return min(1.0, max(0.0, 1.0 - self.read_bytes / self.read_chars))
+    def derived(self) -> dict[str, Any]:
+        """Figures users look for in the file (ignored when loading)."""
+        return {
+            "read_bytes_mb_per_s": self.read_bytes / 1e6 / self.window_s if self.window_s > 0 else 0.0,
+            "read_chars_mb_per_s": self.read_chars / 1e6 / self.window_s if self.window_s > 0 else 0.0,
+        }
 
 
 @dataclass(frozen=True)
 class GpuTelemetry:
-    """NVML samples taken during one measurement, or the reason there are none."""
+    """NVML samples taken during one measured window, or the reason there are none."""
 
     available: bool
     reason: str  # why unavailable, or why partial; "" when complete
@@ -107,7 +146,7 @@ class GpuTelemetry:
     power_w: tuple[float, ...] = ()
     pcie_rx_kb_per_s: tuple[float, ...] = ()
     pcie_tx_kb_per_s: tuple[float, ...] = ()
-    driver_util_pct: tuple[float, ...] = ()  # nvmlDeviceGetSamples buffer, when supported
+    driver_util_pct: tuple[float, ...] = ()  # nvmlDeviceGetSamples buffer since the window opened
     interval_s: float = 0.0  # sampling period asked for
     sampler_cpu_s: float = 0.0  # CPU time the sampling thread itself used
     sampled_s: float = 0.0  # wall time it ran
@@ -131,10 +170,23 @@ class ComputeCeiling:
     label: str  # "real resnet50 on cpu", "simulated 2800 img/s (h100)"
     source: str = ""
 
+    def throughput(self) -> Interval:
+        """img/s with its 95 % interval (batch means over steps)."""
+        if self.simulated:
+            return Interval.exact(self.img_per_s)
+        return ratio_interval([float(self.batch_size)] * len(self.step_s), list(self.step_s))
+
+    def derived(self) -> dict[str, Any]:
+        return _interval_fields("img_per_s", self.throughput())
+
 
 @dataclass(frozen=True)
 class DecodeCeiling:
-    """The real loader over files verified in RAM: decode + augment + collate only."""
+    """The real loader over an in-memory sample of the dataset: decode + augment + collate only.
+
+    ``batch_images`` and ``batch_s``: per measured batch, its images and the time since the
+    previous batch arrived (the raw samples of the rate and its interval).
+    """
 
     loader: str
     workers: int
@@ -142,11 +194,32 @@ class DecodeCeiling:
     images: int
     elapsed_s: float
     cache: CacheInfo
+    batch_images: tuple[int, ...] = ()
+    batch_s: tuple[float, ...] = ()
+    sample_files: int = 0  # the in-memory sample the loader decoded
+    sample_bytes: int = 0
+    stopped_by: str = ""  # interval | seconds | batches
+
+    @property
+    def setting(self) -> LoaderSetting:
+        return LoaderSetting(self.loader, self.workers)
+
+    def throughput(self) -> Interval:
+        return ratio_interval(
+            [float(n) for n in self.batch_images], list(self.batch_s), self.setting.concurrency
+        )
+
+    def derived(self) -> dict[str, Any]:
+        return _interval_fields("img_per_s", self.throughput())
 
 
 @dataclass(frozen=True)
 class StorageCeiling:
-    """Raw reads of the dataset's files in shuffled order at one concurrency."""
+    """Raw reads of the dataset's files in shuffled order at one concurrency.
+
+    ``completed_s`` / ``completed_bytes``: each file's completion time since the start, in the
+    order files completed, and its size: the raw samples of the rate and its interval.
+    """
 
     concurrency: int
     files: int
@@ -158,10 +231,31 @@ class StorageCeiling:
     latency_p50_s: float
     latency_p99_s: float
     img_per_s: float  # files_per_s: one image per file
-    storage_read_bytes: int  # what the kernel fetched from storage during the probe
+    storage_read_bytes: int  # kernel read_bytes of the probe's process (block devices)
     cache: CacheInfo
     emulated: str = ""  # name of the emulated storage profile, "" for the real device
     unreadable_files: int = 0  # could not be opened or read (broken link, permission…): skipped
+    fetched: Fetched = UNKNOWN_FETCH
+    completed_s: tuple[float, ...] = ()
+    completed_bytes: tuple[int, ...] = ()
+    stopped_by: str = ""  # files | interval | seconds
+
+    def _spans(self) -> list[float]:
+        return [t - p for p, t in zip((0.0, *self.completed_s[:-1]), self.completed_s, strict=True)]
+
+    def bandwidth(self) -> Interval:
+        """MB/s with its 95 % interval (batch means over consecutive completions)."""
+        return ratio_interval([b / 1e6 for b in self.completed_bytes], self._spans(), self.concurrency)
+
+    def file_rate(self) -> Interval:
+        """files/s (= img/s it can feed) with its 95 % interval."""
+        return ratio_interval([1.0] * len(self.completed_s), self._spans(), self.concurrency)
+
+    def derived(self) -> dict[str, Any]:
+        return {
+            **_interval_fields("read_mb_per_s", self.bandwidth()),
+            **_interval_fields("img_per_s", self.file_rate()),
+        }
 
 
 @dataclass(frozen=True)
@@ -179,20 +273,7 @@ class DatasetCeilings:
     dataset: str
     decode: tuple[DecodeCeiling, ...]
     storage: tuple[StorageCeiling, ...]
-
-
-@dataclass(frozen=True)
-class CellVerdict:
-    """What limits one cell, and the numbers it was decided from."""
-
-    bottleneck: str  # storage | decode | transfer | compute
-    input_bound: str  # highly | moderately | not
-    data_wait_share: float
-    predicted_img_per_s: float | None
-    predicted_by: str  # which ceiling sets the prediction
-    residual: float | None  # (measured - predicted) / predicted
-    residual_unexplained: bool
-    evidence: str
+    real_storage: StorageCeiling | None = None  # the real device, when storage was emulated
 
 
 @dataclass(frozen=True)
@@ -228,11 +309,13 @@ class CudaStepTimes:
 
 @dataclass(frozen=True)
 class CellResult:
-    """One end-to-end measurement: a dataset × loader × worker count.
+    """One end-to-end measurement: a dataset × loader setting.
 
     On CUDA ``wait_s`` is the GPU's data stall per step and ``step_s`` the rest of its step
     (copy, compute, host overhead), both from CUDA events (``cuda`` has the parts); elsewhere
     they are host clock times, exact because the CPU and a simulated step run synchronously.
+    ``images_per_step`` and ``bytes_per_step``: what each measured step's batch held, and the
+    bytes the loader read from the dataset's files for it.
     """
 
     dataset: str
@@ -251,42 +334,71 @@ class CellResult:
     io: IoCounts
     cache: CacheInfo
     gpu: GpuTelemetry
-    stopped_by: str  # "steps" | "seconds"
+    stopped_by: str  # interval | steps | seconds | error
     status: str = "ok"  # ok | failed
     error: str = ""
-    verdict: CellVerdict | None = None
+    verdict: CellVerdict | None = None  # filled by analysis, recomputed on load
     cuda: CudaStepTimes | None = None  # the GPU's timeline per step, on CUDA with a real step
+    images_per_step: tuple[int, ...] = ()
+    bytes_per_step: tuple[int, ...] = ()
+    fetched: Fetched = UNKNOWN_FETCH
+    start_method: str = ""  # multiprocessing start method of the workers ("" for serial)
+
+    @property
+    def setting(self) -> LoaderSetting:
+        return LoaderSetting(self.loader, self.workers)
 
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.dataset, self.loader, self.workers)
 
+    @property
+    def requested_bytes(self) -> int:
+        """Bytes the loader read from the dataset's files during the window."""
+        return sum(self.bytes_per_step)
 
-@dataclass(frozen=True)
-class Advice:
-    """Recommendations for one dataset, computed from the measurements."""
+    def step_durations_s(self) -> list[float]:
+        return [w + s for w, s in zip(self.wait_s, self.step_s, strict=True)]
 
-    dataset: str
-    workers_needed: int | None  # smallest measured worker count that reaches the compute ceiling
-    workers_estimated: float | None  # compute ceiling / per-worker decode rate
-    cores_usable: int
-    cores_suffice: bool
-    decode_shortfall: float | None  # best decode ceiling / compute ceiling, when below 1
-    storage_mb_per_s_needed: float
-    storage_mb_per_s_measured: float | None
-    storage_suffices: bool | None
-    serial_suffices: bool | None
-    text: tuple[str, ...]
+    def throughput(self) -> Interval:
+        """img/s with its 95 % interval: batch means over groups of consecutive steps, each
+        group at least one step per worker long (their batches arrive in bursts)."""
+        images = [float(n) for n in self.images_per_step] or [float(self.batch_size)] * self.steps
+        # centred on img_per_s (images over the window's clock), the figure every table shows
+        return ratio_interval(images, self.step_durations_s(), self.setting.concurrency).centered_on(
+            self.img_per_s
+        )
 
+    def wait_share(self) -> Interval:
+        return wait_share_interval(list(self.wait_s), list(self.step_s), self.setting.concurrency)
 
-@dataclass(frozen=True)
-class Analysis:
-    overall_bottleneck: str
-    overall_input_bound: str
-    headline: tuple[str, ...]
-    advice: tuple[Advice, ...]
-    warnings: tuple[str, ...]
-    compute_reference: str = ""  # the compute ceiling against the GPU's published figure
+    def miss_ratio(self) -> float | None:
+        """Share of the bytes the loader read that were fetched from storage (None: unknown)."""
+        if not self.fetched.known or self.requested_bytes <= 0:
+            return None
+        assert self.fetched.bytes is not None
+        return min(1.0, self.fetched.bytes / self.requested_bytes)
+
+    def fetched_mb_per_s(self) -> float | None:
+        if not self.fetched.known or self.elapsed_s <= 0:
+            return None
+        assert self.fetched.bytes is not None
+        return self.fetched.bytes / 1e6 / self.elapsed_s
+
+    def requested_mb_per_s(self) -> float:
+        return self.requested_bytes / 1e6 / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def derived(self) -> dict[str, Any]:
+        if self.status != "ok":
+            return {}
+        return {
+            **_interval_fields("img_per_s", self.throughput()),
+            **_interval_fields("data_wait_share", self.wait_share()),
+            "requested_bytes": self.requested_bytes,
+            "fetched_mb_per_s": self.fetched_mb_per_s(),
+            "requested_mb_per_s": self.requested_mb_per_s(),
+            "cache_hit_ratio": None if self.miss_ratio() is None else 1.0 - (self.miss_ratio() or 0.0),
+        }
 
 
 @dataclass(frozen=True)
@@ -299,10 +411,31 @@ class RunInfo:
     device_reason: str  # why this device ("--device auto: no CUDA device")
     batch_size: int
     warmup_steps: int
-    steps: int
-    seconds: float | None
+    steps: int  # the most measured steps a cell runs
+    seconds: float | None  # the most seconds a cell measures
     start_method: str  # multiprocessing start method of the loader workers
     ioprof_version: str
+    min_steps: int = 0
+    target_rel_half_width: float = 0.0
+
+
+@dataclass(frozen=True)
+class ProbeFailure:
+    """A stage ceiling that could not be measured for one setting, and why."""
+
+    dataset: str
+    stage: str  # decode | storage
+    setting: str  # LoaderSetting.key, or "" for the whole dataset
+    error: str
+
+
+@dataclass(frozen=True)
+class Undecodable:
+    """Samples that could not be decoded (skipped) or were converted to RGB, across the run."""
+
+    count: int = 0
+    converted: int = 0
+    first: tuple[tuple[str, str], ...] = ()  # (path, reason) of the first few
 
 
 @dataclass(frozen=True)
@@ -316,8 +449,13 @@ class SweepResult:
     transfer: tuple[TransferCeiling, ...]
     ceilings: tuple[DatasetCeilings, ...]
     cells: tuple[CellResult, ...]
-    analysis: Analysis | None = None
-    warnings: tuple[str, ...] = field(default_factory=tuple)
+    analysis: Analysis | None = None  # filled by analysis, recomputed on load
+    probe_failures: tuple[ProbeFailure, ...] = ()
+    undecodable: Undecodable = field(default_factory=Undecodable)
+
+    @property
+    def kind(self) -> str:
+        return "sweep"
 
 
 @dataclass(frozen=True)
@@ -327,7 +465,7 @@ class CandidateResult:
     label: str
     path: str
     kind: str  # "current" | "candidate" | "emulated"
-    status: str  # "ok" | "missing" | "not writable" | "full" | "failed"
+    status: str  # "ok" | "missing" | "not writable" | "full" | "too small" | "failed"
     reason: str
     fs_type: str
     mount_source: str
@@ -336,25 +474,7 @@ class CandidateResult:
     sample_bytes: int
     write_mb_per_s: float | None  # copying the sample there: read + write + fsync
     storage: tuple[StorageCeiling, ...]
-
-
-@dataclass(frozen=True)
-class PlaceDecision:
-    """What one candidate would give training, and whether copying the data there pays."""
-
-    label: str
-    kind: str
-    best_workers: int
-    predicted_img_per_s: float
-    limited_by: str  # storage | decode | compute
-    busy_share: float  # predicted / compute ceiling (MLPerf Storage's accelerator utilization)
-    keeps_busy: bool
-    storage_headroom: float  # storage img/s at best_workers / compute ceiling
-    predicted_by_workers: dict[str, float]
-    epoch_s: float
-    copy_s: float | None
-    saved_s: float | None  # over the epochs that read storage, vs the current location
-    copy_pays_off: bool | None
+    free_bytes: int | None = None  # free space there before the sample was copied
 
 
 @dataclass(frozen=True)
@@ -370,100 +490,15 @@ class PlaceResult:
     compute: ComputeCeiling
     decode: tuple[DecodeCeiling, ...]
     candidates: tuple[CandidateResult, ...]
-    decisions: tuple[PlaceDecision, ...] = ()
-    recommendation: str = ""
-    notes: tuple[str, ...] = ()
+    decisions: tuple[PlaceDecision, ...] = ()  # filled by placement, recomputed on load
+    recommendation: Recommendation | None = None  # filled by placement, recomputed on load
 
 
-# --- (de)serialization ------------------------------------------------------------------
-
-T = TypeVar("T")
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Dataclasses → dicts (plus the derived figures users look for), tuples → lists."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        out = {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-        if isinstance(obj, IoCounts):  # derived, for readers of the file; ignored on load
-            out["storage_mb_per_s"] = obj.storage_mb_per_s
-            out["requested_mb_per_s"] = obj.requested_mb_per_s
-            out["cache_hit_ratio"] = obj.cache_hit_ratio
-        return out
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(x) for x in obj]
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, float) and (obj != obj or obj in (float("inf"), float("-inf"))):
-        return None
-    return obj
-
-
-def _from(tp: Any, value: Any) -> Any:
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None:
-            return None
-        non_none = [a for a in args if a is not type(None)]
-        return _from(non_none[0], value)
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        return from_jsonable(tp, value)
-    if origin is tuple:
-        inner = args[0] if args else Any
-        return tuple(_from(inner, v) for v in value)
-    if tp is float and value is not None:
-        return float(value)
-    return value
-
-
-def from_jsonable(cls: type[T], data: dict[str, Any]) -> T:
-    """Rebuild a dataclass tree from ``to_jsonable``'s output (unknown keys are ignored)."""
-    hints = typing.get_type_hints(cls)
-    kwargs = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name in data:
-            kwargs[f.name] = _from(hints[f.name], data[f.name])
-    return cls(**kwargs)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def save(result: SweepResult | PlaceResult, path: Path) -> None:
-    atomic_write_text(path, json.dumps(to_jsonable(result), indent=2) + "\n")
-
-
-def load(path: str | os.PathLike[str]) -> SweepResult | PlaceResult:
-    """Read a ``results.json``; refuse files of another schema version, with the reason."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise IoprofError(f"{p}: no such file; pass the results.json of a finished run") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise IoprofError(f"{p}: not a readable results.json ({e})") from None
-    if not isinstance(data, dict) or "schema_version" not in data:
-        raise IoprofError(f"{p}: not an ioprof results.json (no schema_version)")
-    if data["schema_version"] != SCHEMA_VERSION:
-        raise IoprofError(
-            f"{p}: schema_version {data['schema_version']} is not the {SCHEMA_VERSION} this ioprof reads; "
-            "re-run the measurement with this version"
-        )
-    try:
-        if data.get("kind") == "place":
-            return from_jsonable(PlaceResult, data)
-        return from_jsonable(SweepResult, data)
-    except (TypeError, KeyError, ValueError, IndexError) as e:
-        raise IoprofError(f"{p}: results.json is damaged or incomplete ({e})") from None
+def _interval_fields(name: str, interval: Interval) -> dict[str, float | int | None]:
+    """``<name>_low``, ``<name>_high`` and the batches they rest on (None when unknown)."""
+    known = interval.known
+    return {
+        f"{name}_low": interval.low if known else None,
+        f"{name}_high": interval.high if known else None,
+        f"{name}_interval_batches": interval.batches,
+    }

@@ -67,3 +67,120 @@ def share_below(samples: Sequence[float], threshold: float) -> float:
     if not samples:
         raise ValueError("share of no samples")
     return sum(1 for x in samples if x < threshold) / len(samples)
+
+
+# Two-sided 95 % quantiles of Student's t by degrees of freedom (standard tables); beyond 30
+# the normal quantile with a 1/df correction is within 0.2 % of the exact value.
+_T_975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+# Batch means: at most this many groups of consecutive samples, each at least ``min_group`` long
+# when there are samples enough for MIN_BATCHES such groups (shorter ones otherwise: wider intervals).
+MAX_BATCHES = 10
+MIN_BATCHES = 5
+
+
+def t_975(df: int) -> float:
+    """The 97.5 % quantile of Student's t with ``df`` degrees of freedom."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be at least 1, got {df}")
+    if df <= len(_T_975):
+        return _T_975[df - 1]
+    return 1.959964 + 2.37 / df
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A figure with its 95 % interval (``batches`` batch means; fewer than 2: no interval)."""
+
+    value: float
+    low: float
+    high: float
+    batches: int
+
+    @property
+    def known(self) -> bool:
+        return self.batches >= 2 and math.isfinite(self.low) and math.isfinite(self.high)
+
+    @property
+    def rel_half_width(self) -> float:
+        """Half the interval's width relative to the value (inf when unknown)."""
+        if not self.known or self.value == 0:
+            return math.inf
+        return (self.high - self.low) / 2 / abs(self.value)
+
+    def centered_on(self, value: float) -> Interval:
+        """The same relative width around another estimate of the same figure."""
+        if not self.known or self.value == 0:
+            return Interval(value, self.low, self.high, self.batches)
+        scale = value / self.value
+        return Interval(value, self.low * scale, self.high * scale, self.batches)
+
+    @classmethod
+    def exact(cls, value: float) -> Interval:
+        """A figure with no spread to speak of (a simulated rate)."""
+        return cls(value, value, value, 0)
+
+    @classmethod
+    def unknown(cls, value: float) -> Interval:
+        return cls(value, -math.inf, math.inf, 0)
+
+
+def groups(n: int, min_group: int = 1, max_groups: int = MAX_BATCHES) -> list[range]:
+    """Split ``n`` consecutive samples into at most ``max_groups`` near-equal groups.
+
+    Groups are at least ``min_group`` long (say, one batch per loader worker, so that a burst of
+    batches falls inside one group) where ``n`` allows MIN_BATCHES of them; with fewer samples the
+    groups are shorter, which makes the interval wider, never narrower, when batches come in bursts.
+    """
+    min_group = max(1, min_group)
+    if n // min_group < MIN_BATCHES:
+        min_group = max(1, n // MIN_BATCHES)
+    k = min(max_groups, n // min_group)
+    if k < 1:
+        return []
+    bounds = [round(i * n / k) for i in range(k + 1)]
+    return [range(bounds[i], bounds[i + 1]) for i in range(k)]
+
+
+def ratio_interval(
+    numerators: Sequence[float], denominators: Sequence[float], min_group: int = 1
+) -> Interval:
+    """Σnumerators / Σdenominators (a rate, a share) with a 95 % interval from batch means.
+
+    Consecutive samples are grouped (``min_group`` at least, e.g. one per loader worker, so that
+    a burst of batches falls inside one group); the spread of the group ratios gives the
+    interval around the ratio of the sums.
+    """
+    if len(numerators) != len(denominators):
+        raise ValueError(f"{len(numerators)} numerators but {len(denominators)} denominators")
+    total = sum(denominators)
+    value = sum(numerators) / total if total > 0 else 0.0
+    parts = groups(len(numerators), min_group)
+    ratios = []
+    for g in parts:
+        den = sum(denominators[i] for i in g)
+        if den <= 0:
+            return Interval.unknown(value)
+        ratios.append(sum(numerators[i] for i in g) / den)
+    if len(ratios) < 2:
+        return Interval.unknown(value)
+    mean = sum(ratios) / len(ratios)
+    sd = math.sqrt(sum((r - mean) ** 2 for r in ratios) / (len(ratios) - 1))
+    half = t_975(len(ratios) - 1) * sd / math.sqrt(len(ratios))
+    return Interval(value, value - half, value + half, len(ratios))
+
+
+def data_wait_share(wait_s: Sequence[float], step_s: Sequence[float]) -> float:
+    """Share of step time spent blocked waiting for the next batch."""
+    total = sum(wait_s) + sum(step_s)
+    return sum(wait_s) / total if total > 0 else 0.0
+
+
+def wait_share_interval(wait_s: Sequence[float], step_s: Sequence[float], min_group: int = 1) -> Interval:
+    """The data-wait share with its 95 % interval (batch means), clipped to [0, 1]."""
+    totals = [w + s for w, s in zip(wait_s, step_s, strict=True)]
+    i = ratio_interval(wait_s, totals, min_group)
+    return Interval(i.value, max(0.0, i.low), min(1.0, i.high), i.batches)

@@ -1,31 +1,78 @@
-"""Reading the dataset's bytes: the one read path used by the loader and the storage probe,
-optionally through emulated storage, and the storage probe itself.
+"""Reading the dataset's bytes, and the read bandwidth of the storage they sit on.
 
-Emulated storage (``--storage-profile``) can only slow reads down: the real bytes are
-still read, and the read finishes no earlier than the emulated device would allow.
-The device's bandwidth is one budget shared by every loader process (a reservation on a
-clock in shared memory); per-file latency overlaps across readers except where the
+One read path serves the loader and the storage probe: a file from its filesystem (in the cold
+regime its pages are dropped right after the read, so a file read twice is read cold twice), or a
+blob of an in-memory sample. Either may pass through emulated storage.
+
+Emulated storage (``--storage-profile``) reads from an in-memory sample of the dataset, so the
+real device never adds its own cost to the emulated figures; each read pays the profile's
+per-file latency and then its share of one bandwidth budget held by every loader process (a
+reservation on a clock in shared memory). Latency overlaps across readers except where the
 profile says it is serial (an HDD's seek).
+
+The storage probe reads files in shuffled order with N concurrent readers (threads: a read
+releases the GIL) and records each file's completion, so that MB/s, files/s and their 95 %
+intervals rest on raw samples; it stops when the interval is within ±5 % or at its cap.
 """
 
 from __future__ import annotations
 
+import errno
 import multiprocessing
 import os
 import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import psutil
 
-from ioprof.pagecache import FilesystemInfo, prepare
+from ioprof.config import TARGET_REL_HALF_WIDTH
+from ioprof.errors import IoprofError
+from ioprof.fetched import MountCounters, decide
+from ioprof.pagecache import FilesystemInfo, drop_after_read, filesystem_of, prepare
 from ioprof.presets import StorageProfile
-from ioprof.results import StorageCeiling
-from ioprof.stats import percentile
+from ioprof.results import CacheInfo, Fetched, StorageCeiling
+from ioprof.stats import percentile, ratio_interval
 
-READ_CHUNK_BYTES = 1 << 20
+# A read failing with one of these means the storage itself may have stopped answering (a
+# dropped network or FUSE mount, a vanished device), not that one file is bad.
+STORAGE_LOST_ERRNOS = frozenset(
+    {errno.ENOTCONN, errno.ESTALE, errno.EIO, errno.ENODEV, errno.ENXIO, errno.EHOSTDOWN,
+     errno.EHOSTUNREACH, errno.ETIMEDOUT, errno.ECONNABORTED, errno.ECONNRESET, errno.ECONNREFUSED}
+)  # fmt: skip
+# The storage probe: at least this many files before its interval may stop it, and at most this long.
+STORAGE_PROBE_MIN_FILES = 100
+STORAGE_PROBE_MAX_S = 20.0
+_MONITOR_S = 0.1
+
+
+class StorageLost(IoprofError):
+    """The dataset's storage stopped answering mid-run (a dropped mount): the run cannot go on."""
+
+
+def check_storage(root: str, fs: FilesystemInfo, error: OSError) -> None:
+    """Raise StorageLost when ``root`` is no longer reachable on the mount it was found on.
+
+    Called after a read failed with one of STORAGE_LOST_ERRNOS: a single bad file (an I/O error
+    on one sector) leaves the folder reachable and is counted as unreadable instead.
+    """
+    reason = error.strerror or type(error).__name__
+    try:
+        os.stat(root)
+        os.listdir(root)
+        now = filesystem_of(root)
+    except OSError as e:
+        reason = e.strerror or reason
+    else:
+        if (now.mountpoint, now.fs_type) == (fs.mountpoint, fs.fs_type):
+            return
+        reason = f"the {fs.fs_type} mount at {fs.mountpoint} is gone"
+    raise StorageLost(
+        f"{root}: the storage stopped answering mid-run ({reason}); check that {fs.mountpoint} "
+        f"({fs.fs_type} from {fs.source}) is mounted and reachable, then run again"
+    )
 
 
 class EmulatedStorage:
@@ -33,22 +80,25 @@ class EmulatedStorage:
 
     def __init__(self, profile: StorageProfile) -> None:
         self.profile = profile
-        # monotonic time at which the emulated device becomes free; shared by all processes
+        # monotonic time at which the emulated device's transfer path is free; shared by all processes
         self._device_free_at = multiprocessing.get_context().Value("d", 0.0, lock=True)
 
-    def reserve(self, size_bytes: int) -> float:
-        """Book ``size_bytes`` on the device; returns the monotonic time the read may finish."""
+    def reserve(self, size_bytes: int, now: float | None = None) -> float:
+        """Book a read of ``size_bytes``; returns the monotonic time it completes.
+
+        A read first pays its latency (the request reaching the device, a seek), then its
+        transfer at the shared bandwidth: latency + transfer when the device is idle.
+        """
         transfer_s = size_bytes / (self.profile.read_mb_per_s * 1e6)
         latency_s = self.profile.latency_ms / 1e3
-        now = time.monotonic()
+        now = time.monotonic() if now is None else now
         with self._device_free_at.get_lock():
-            start = max(now, self._device_free_at.value)
-            if self.profile.serial_latency:
-                end = start + latency_s + transfer_s
-                self._device_free_at.value = end
-                return end
-            self._device_free_at.value = start + transfer_s
-            return max(start + transfer_s, now + latency_s)
+            if self.profile.serial_latency:  # the seek occupies the one head
+                end = max(now, self._device_free_at.value) + latency_s + transfer_s
+            else:
+                end = max(now + latency_s, self._device_free_at.value) + transfer_s
+            self._device_free_at.value = end
+            return end
 
     @staticmethod
     def wait_until(deadline: float) -> None:
@@ -57,68 +107,148 @@ class EmulatedStorage:
             time.sleep(delay)
 
 
-def read_file(path: str, emulated: EmulatedStorage | None = None) -> bytes:
-    """All bytes of ``path``; through the emulated device when one is given."""
+def read_file(path: str, emulated: EmulatedStorage | None = None, evict: bool = False) -> bytes:
+    """All bytes of ``path``; through the emulated device when one is given. ``evict``: drop the
+    file's pages once read (the cold regime), so that reading it again fetches it again."""
     with open(path, "rb", buffering=0) as f:
-        if emulated is None:
-            return f.read()
-        deadline = emulated.reserve(os.fstat(f.fileno()).st_size)
+        deadline = emulated.reserve(os.fstat(f.fileno()).st_size) if emulated else None
         data = f.read()
-    emulated.wait_until(deadline)
+        if evict:
+            drop_after_read(f.fileno())
+    if emulated is not None and deadline is not None:
+        emulated.wait_until(deadline)
     return data
+
+
+def read_blob(blob: bytes, emulated: EmulatedStorage | None = None) -> bytes:
+    """A file's bytes held in memory, delivered as the emulated device would (or at once)."""
+    if emulated is not None:
+        emulated.wait_until(emulated.reserve(len(blob)))
+    return blob
+
+
+class _Readers:
+    """N threads reading the files of ``order`` one by one, recording each completion; a monitor
+    stops them at the cap or once the bandwidth's interval is narrow enough."""
+
+    def __init__(self, order: list[int], read: Callable[[int], int], clock: Callable[[], float]) -> None:
+        self._queue = iter(order)
+        self._read = read
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.completed_s: list[float] = []
+        self.completed_bytes: list[int] = []
+        self.latencies: list[float] = []
+        self.failed = 0
+        self.lost: OSError | None = None
+        self.started = 0.0
+
+    def _reader(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                i = next(self._queue, None)
+            if i is None:
+                return
+            t0 = self._clock()
+            try:
+                size = self._read(i)
+            except OSError as e:  # broken link, permission, vanished: counted, not fatal
+                with self._lock:
+                    self.failed += 1
+                    if e.errno in STORAGE_LOST_ERRNOS:
+                        self.lost = e
+                continue
+            t1 = self._clock()
+            with self._lock:
+                self.completed_s.append(t1 - self.started)
+                self.completed_bytes.append(size)
+                self.latencies.append(t1 - t0)
+
+    def run(self, concurrency: int, max_seconds: float | None) -> str:
+        """Read until done, the cap, or a narrow interval; returns which stopped it."""
+        self.started = self._clock()
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            futures = [pool.submit(self._reader) for _ in range(concurrency)]
+            stopped_by = self._monitor(futures, concurrency, max_seconds)
+            for f in futures:
+                f.result()
+        return stopped_by
+
+    def _monitor(self, futures: list[Future[None]], concurrency: int, max_seconds: float | None) -> str:
+        while wait(futures, timeout=_MONITOR_S).not_done:
+            if max_seconds is not None and self._clock() - self.started >= max_seconds:
+                self._stop.set()
+                return "seconds"
+            with self._lock:
+                done_s, sizes = list(self.completed_s), list(self.completed_bytes)
+            if len(done_s) >= STORAGE_PROBE_MIN_FILES:
+                spans = [t - p for p, t in zip((0.0, *done_s[:-1]), done_s, strict=True)]
+                interval = ratio_interval([float(b) for b in sizes], spans, concurrency)
+                if interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
+                    self._stop.set()
+                    return "interval"
+        return "files"
 
 
 def probe_storage(
     paths: Sequence[str],
     concurrency: int,
     fs: FilesystemInfo,
+    *,
     regime: str = "cold",
     emulated: EmulatedStorage | None = None,
+    blobs: Sequence[bytes] | None = None,
     max_files: int | None = None,
+    max_seconds: float | None = STORAGE_PROBE_MAX_S,
     seed: int = 0,
+    root: str | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> StorageCeiling:
-    """Read the files in shuffled order with ``concurrency`` readers; bandwidth, files/s, latency.
+    """Read files in shuffled order with ``concurrency`` readers: bandwidth, files/s, latency.
 
-    Readers are threads: a read releases the GIL, and the kernel's per-process counters
-    (``read_bytes``) sum over the process's threads, so bytes fetched are counted, not inferred.
+    ``blobs``: read an in-memory sample (aligned with ``paths``) instead of the files — only
+    through emulated storage. The kernel's per-process counters (``read_bytes``) sum over the
+    process's threads; bytes fetched are counted by the method the filesystem allows (``fetched``).
+    Stops when every file was read, when MB/s's interval is within ±5 % (after
+    STORAGE_PROBE_MIN_FILES), or after ``max_seconds``.
     """
-    order = list(paths)
+    order = list(range(len(paths)))
     random.Random(seed).shuffle(order)
-    if max_files is not None:
-        order = order[:max_files]
-    cache = prepare(order, regime, fs)
-    me = psutil.Process()
-    latencies: list[float] = [0.0] * len(order)
-    sizes: list[int] = [0] * len(order)
-    failed: list[bool] = [False] * len(order)
-    next_index = iter(range(len(order)))
-    lock = threading.Lock()
+    order = order[:max_files] if max_files is not None else order
+    if blobs is not None:
+        cache = CacheInfo(
+            "memory", 1.0, True, "in-process", "an in-memory sample: the real device is not read"
+        )
+        readers = _Readers(order, lambda i: len(read_blob(blobs[i], emulated)), clock)
+    else:
+        cache = prepare([paths[i] for i in order], regime, fs)
+        readers = _Readers(order, lambda i: len(read_file(paths[i], emulated, cache.evict_after_read)), clock)
+    mount, me = MountCounters(fs), psutil.Process()
+    before, io_before = mount.snapshot(), me.io_counters()
+    stopped_by = readers.run(concurrency, max_seconds)
+    read_bytes = me.io_counters().read_bytes - io_before.read_bytes
+    if readers.lost is not None:
+        check_storage(root or os.path.dirname(paths[order[0]]), fs, readers.lost)
+    fetched = decide(
+        fs, cache, read_bytes=read_bytes, requested_bytes=sum(readers.completed_bytes), before=before,
+        after=mount.snapshot(), emulated=emulated is not None and blobs is not None,
+    )  # fmt: skip
+    return _ceiling(readers, concurrency, cache, fetched, read_bytes, stopped_by, emulated)
 
-    def reader() -> None:
-        while True:
-            with lock:
-                i = next(next_index, None)
-            if i is None:
-                return
-            t0 = clock()
-            try:
-                sizes[i] = len(read_file(order[i], emulated))
-            except OSError:  # broken link, permission, vanished: counted, not fatal
-                failed[i] = True
-                continue
-            latencies[i] = clock() - t0
 
-    io_before = me.io_counters()
-    started = clock()
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        for f in [pool.submit(reader) for _ in range(concurrency)]:
-            f.result()
-    elapsed = max(clock() - started, 1e-9)
-    io_after = me.io_counters()
-    total = sum(sizes)
-    read_ok = [lat for lat, bad in zip(latencies, failed, strict=True) if not bad]
-    done = len(read_ok)
+def _ceiling(
+    readers: _Readers,
+    concurrency: int,
+    cache: CacheInfo,
+    fetched: Fetched,
+    read_bytes: int,
+    stopped_by: str,
+    emulated: EmulatedStorage | None,
+) -> StorageCeiling:
+    # the last read's completion ends the measurement (not the moment the readers were joined)
+    elapsed = max(max(readers.completed_s, default=0.0), 1e-9)
+    total, done, lat = sum(readers.completed_bytes), len(readers.completed_s), readers.latencies
     return StorageCeiling(
         concurrency=concurrency,
         files=done,
@@ -126,12 +256,16 @@ def probe_storage(
         elapsed_s=elapsed,
         read_mb_per_s=total / 1e6 / elapsed,
         files_per_s=done / elapsed,
-        latency_s=tuple(read_ok),
-        latency_p50_s=percentile(read_ok, 50) if read_ok else 0.0,
-        latency_p99_s=percentile(read_ok, 99) if read_ok else 0.0,
+        latency_s=tuple(lat),
+        latency_p50_s=percentile(lat, 50) if lat else 0.0,
+        latency_p99_s=percentile(lat, 99) if lat else 0.0,
         img_per_s=done / elapsed,
-        storage_read_bytes=io_after.read_bytes - io_before.read_bytes,
+        storage_read_bytes=read_bytes,
         cache=cache,
         emulated=emulated.profile.name if emulated else "",
-        unreadable_files=sum(failed),
+        unreadable_files=readers.failed,
+        fetched=fetched,
+        completed_s=tuple(readers.completed_s),
+        completed_bytes=tuple(readers.completed_bytes),
+        stopped_by=stopped_by,
     )

@@ -53,12 +53,29 @@ class UnavailableSampler:
         return GpuTelemetry(available=False, reason=self.reason)
 
 
+class DriverBuffer(Protocol):
+    """The driver's own buffer of utilization samples (``nvmlDeviceGetSamples``)."""
+
+    def start(self) -> None:
+        """From now on: samples older than this call are never returned."""
+
+    def read(self) -> list[float]:
+        """Samples taken since the last read (or since ``start``)."""
+
+
+def new_samples(samples: list[tuple[int, float]], last_seen_us: int) -> tuple[list[float], int]:
+    """Values of the ``(timestamp µs, value)`` samples newer than ``last_seen_us``, and the newest
+    timestamp seen. The driver's buffer holds samples from before a window opened; they are dropped."""
+    fresh = [(t, v) for t, v in samples if t > last_seen_us]
+    return [v for _, v in fresh], max([last_seen_us, *(t for t, _ in fresh)])
+
+
 class ThreadSampler:
-    """Calls ``read`` every ``interval_s`` in a background thread until stopped.
+    """Calls ``read`` every ``interval_s`` in a background thread from ``start`` to ``stop``.
 
     A failure of ``read`` mid-run marks the telemetry partial and stops sampling; it never
-    ends the measurement. ``driver_samples`` (optional) returns the driver's own buffered
-    utilization samples since the last call (``nvmlDeviceGetSamples``).
+    ends the measurement. ``driver`` (optional) is the driver's own sample buffer, read from
+    ``start`` on.
     """
 
     def __init__(
@@ -67,13 +84,13 @@ class ThreadSampler:
         device_name: str,
         interval_s: float = DEFAULT_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
-        driver_samples: Callable[[], list[float]] | None = None,
+        driver: DriverBuffer | None = None,
     ) -> None:
         self._read = read
         self._name = device_name
         self._interval_s = interval_s
         self._clock = clock
-        self._driver_samples = driver_samples
+        self._driver_buffer = driver
         self._samples: list[GpuSample] = []
         self._driver: list[float] = []
         self._failure = ""
@@ -86,8 +103,8 @@ class ThreadSampler:
         """Take one sample; False once reading has failed."""
         try:
             self._samples.append(self._read(self._clock() - self._t0))
-            if self._driver_samples is not None:
-                self._driver.extend(self._driver_samples())
+            if self._driver_buffer is not None:
+                self._driver.extend(self._driver_buffer.read())
         except Exception as e:  # any NVML failure mid-run: keep what we have, say why
             self._failure = f"NVML stopped answering mid-run ({type(e).__name__}: {e}); telemetry is partial"
             return False
@@ -105,6 +122,8 @@ class ThreadSampler:
 
     def start(self) -> None:
         self._t0 = self._clock()
+        if self._driver_buffer is not None:
+            self._driver_buffer.start()
         self._thread = threading.Thread(target=self._loop, name="ioprof-nvml", daemon=True)
         self._thread.start()
 
@@ -251,30 +270,41 @@ def _nvml_reader(handle: Any) -> Callable[[float], GpuSample]:
     return read
 
 
-def _driver_buffer(handle: Any) -> Callable[[], list[float]] | None:
-    """Reader of the driver's utilization sample buffer, or None where the GPU has none."""
+class NvmlDriverBuffer:
+    """``nvmlDeviceGetSamples`` for GPU utilization, from the moment ``start`` is called."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+        self._last_seen_us = 0
+
+    def start(self) -> None:
+        # NVML stamps its samples with the CPU clock in microseconds since the epoch
+        self._last_seen_us = int(time.time() * 1e6)
+
+    def read(self) -> list[float]:
+        import pynvml
+
+        try:
+            _type, samples = pynvml.nvmlDeviceGetSamples(
+                self._handle, pynvml.NVML_GPU_UTILIZATION_SAMPLES, self._last_seen_us
+            )
+        except pynvml.NVMLError_NotFound:
+            return []  # no new sample since the last call
+        values, self._last_seen_us = new_samples(
+            [(int(s.timeStamp), float(s.sampleValue.uiVal)) for s in samples], self._last_seen_us
+        )
+        return values
+
+
+def _driver_buffer(handle: Any) -> NvmlDriverBuffer | None:
+    """The driver's utilization sample buffer, or None where the GPU has none."""
     import pynvml
 
-    last_seen_us = [0]
     try:
         pynvml.nvmlDeviceGetSamples(handle, pynvml.NVML_GPU_UTILIZATION_SAMPLES, 0)
     except Exception:
         return None
-
-    def read() -> list[float]:
-        try:
-            _type, samples = pynvml.nvmlDeviceGetSamples(
-                handle, pynvml.NVML_GPU_UTILIZATION_SAMPLES, last_seen_us[0]
-            )
-        except pynvml.NVMLError_NotFound:
-            return []  # no new sample since the last call
-        out = []
-        for s in samples:
-            last_seen_us[0] = max(last_seen_us[0], int(s.timeStamp))
-            out.append(float(s.sampleValue.uiVal))
-        return out
-
-    return read
+    return NvmlDriverBuffer(handle)
 
 
 def open_gpu_sampler(status: NvmlStatus, interval_s: float = DEFAULT_INTERVAL_S) -> GpuSampler:
@@ -282,5 +312,5 @@ def open_gpu_sampler(status: NvmlStatus, interval_s: float = DEFAULT_INTERVAL_S)
     if status.reason or status.handle is None:
         return UnavailableSampler(status.reason or "no GPU handle")
     return ThreadSampler(
-        _nvml_reader(status.handle), status.name, interval_s, driver_samples=_driver_buffer(status.handle)
+        _nvml_reader(status.handle), status.name, interval_s, driver=_driver_buffer(status.handle)
     )

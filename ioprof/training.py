@@ -1,27 +1,43 @@
 """One end-to-end cell: the real loader feeding the training step, timed step by step.
 
-Per measured step: the time blocked in ``next()`` waiting for the batch (data wait) and
-the time in the step; on CUDA both from CUDA events on the GPU's clock, with no synchronization
-inside the window (see ``steptiming``). Warm-up steps are run, excluded and reported. Bytes read are taken
-from the kernel's counters of the loader's own processes while they are alive.
+Per measured step: the time blocked in ``next()`` waiting for the batch (data wait), the time in
+the step, the batch's images and the bytes its samples read; on CUDA the step times come from
+CUDA events on the GPU's clock, with no synchronization inside the window (see ``steptiming``).
+Warm-up runs past the start-up burst (one ready batch per worker) and is excluded. The window
+then runs until the throughput's 95 % interval is within ±5 % or the run length's cap.
+
+Whatever the cache regime says is true of the measured window: cold cells evict each file after
+reading it, and the files read are checked for residency after the window. GPU telemetry, I/O
+counters and the mount's own counters cover the window only. A read that fails because the
+storage went away ends the cell with ``StorageLost`` (one line for the user, finished cells kept).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ioprof import iocounters, steptiming
-from ioprof.analysis import data_wait_share
 from ioprof.compute import TrainStep
-from ioprof.config import PREFETCH_FACTOR, RunLength
-from ioprof.loader import make_loader
-from ioprof.pagecache import FilesystemInfo, prepare
-from ioprof.results import CacheInfo, CellResult, GpuTelemetry, IoCounts
-from ioprof.steptiming import StepEvents
-from ioprof.storage import EmulatedStorage
+from ioprof.config import PREFETCH_FACTOR, LoaderSetting, RunLength
+from ioprof.datasets.dataset import Dataset
+from ioprof.datasets.sample import MemorySample
+from ioprof.fetched import FetchSnapshot, MountCounters, decide
+from ioprof.loader import Batch, make_loader, worker_pids
+from ioprof.pagecache import prepare, verify_after
+from ioprof.results import (
+    UNKNOWN_FETCH,
+    CacheInfo,
+    CellResult,
+    GpuTelemetry,
+    IoCounts,
+    Undecodable,
+)
+from ioprof.stats import MIN_BATCHES, data_wait_share, ratio_interval
+from ioprof.steptiming import StepEvents, TimingEvent
+from ioprof.storage import EmulatedStorage, check_storage
 from ioprof.telemetry import GpuSampler
 
 MAX_FAILURES_KEPT = 20
@@ -41,17 +57,38 @@ class Failures:
         room = MAX_FAILURES_KEPT - len(self.first)
         self.first.extend(failures[: max(0, room)])
 
+    def summary(self) -> Undecodable:
+        return Undecodable(self.count, self.converted, tuple(self.first))
 
-def failed_cell(
-    dataset: str, loader: str, workers: int, run: RunLength, cache: CacheInfo, error: str
-) -> CellResult:
+
+@dataclass(frozen=True)
+class CellPlan:
+    """Everything one end-to-end cell needs, decided before it runs.
+
+    ``sample``: read from this in-memory sample through ``emulated`` storage instead of the files
+    (so that the real device cannot add its cost to the emulated one).
+    """
+
+    dataset: Dataset
+    setting: LoaderSetting
+    run: RunLength
+    crop_px: int
+    regime: str
+    pin_memory: bool = False
+    seed: int = 0
+    start_method: str | None = None
+    emulated: EmulatedStorage | None = None
+    sample: MemorySample | None = None
+
+
+def failed_cell(plan: CellPlan, error: str) -> CellResult:
     """A cell that could not finish: kept in the results with the reason."""
     return CellResult(
-        dataset=dataset,
-        loader=loader,
-        workers=workers,
-        batch_size=run.batch_size,
-        warmup_steps=run.warmup_steps,
+        dataset=plan.dataset.label,
+        loader=plan.setting.kind,
+        workers=plan.setting.workers,
+        batch_size=plan.run.batch_size,
+        warmup_steps=plan.run.warmup_for(plan.setting),
         steps=0,
         images=0,
         elapsed_s=0.0,
@@ -61,7 +98,7 @@ def failed_cell(
         data_wait_share=0.0,
         startup_s=0.0,
         io=IoCounts(0, 0, 0, 0.0),
-        cache=cache,
+        cache=CacheInfo(plan.regime, 0.0, False, "", "cell failed before the cache was prepared"),
         gpu=GpuTelemetry(available=False, reason="cell failed"),
         stopped_by="error",
         status="failed",
@@ -69,115 +106,184 @@ def failed_cell(
     )
 
 
+@dataclass
+class _Window:
+    """What the measured window records, step by step."""
+
+    waits: list[float] = field(default_factory=list)
+    steps: list[float] = field(default_factory=list)
+    images: list[int] = field(default_factory=list)
+    nbytes: list[int] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    events: list[StepEvents] = field(default_factory=list)
+    event_waits: list[float] = field(default_factory=list)  # host waits aligned with events
+    pending_wait: float = 0.0
+
+    def add(self, wait: float, step: float, batch: Batch, marks: StepEvents | None) -> None:
+        self.waits.append(wait)
+        self.steps.append(step)
+        self.images.append(0 if batch.images is None else int(batch.images.shape[0]))
+        self.nbytes.append(batch.bytes_read)
+        if len(self.paths) < 4096:
+            self.paths.extend(batch.paths)
+        self.pending_wait += wait
+        if marks is not None:  # a batch with no images adds its wait to the next step's
+            self.events.append(marks)
+            self.event_waits.append(self.pending_wait)
+            self.pending_wait = 0.0
+
+    def stop_reason(self, run: RunLength, setting: LoaderSetting, elapsed_s: float) -> str:
+        """Why the window should end now ("" to go on): steps, seconds, or a narrow interval."""
+        n = len(self.waits)
+        if n >= run.max_steps:
+            return "steps"
+        if run.max_seconds is not None and elapsed_s >= run.max_seconds:
+            return "seconds"
+        if run.fixed or n < run.min_steps or n % max(1, n // 10) != 0:
+            return ""
+        durations = [w + s for w, s in zip(self.waits, self.steps, strict=True)]
+        interval = ratio_interval([float(i) for i in self.images], durations, setting.concurrency)
+        if interval.batches >= MIN_BATCHES and interval.rel_half_width <= run.target_rel_half_width:
+            return "interval"
+        return ""
+
+
 def run_cell(
-    dataset: str,
-    paths: Sequence[str],
-    labels: Sequence[int],
-    loader: str,
-    workers: int,
-    run: RunLength,
+    plan: CellPlan,
     step: TrainStep,
-    crop_px: int,
-    regime: str,
-    fs: FilesystemInfo,
+    *,
     gpu: GpuSampler,
     failures: Failures,
-    emulated: EmulatedStorage | None = None,
-    pin_memory: bool = False,
-    seed: int = 0,
     clock: Callable[[], float] = time.perf_counter,
 ) -> CellResult:
     """Measure one loader setting end to end."""
-    n_workers = 0 if loader == "serial" else workers
-    cache = prepare(paths, regime, fs)
-    total_steps = run.warmup_steps + run.steps
+    ds, setting, run = plan.dataset, plan.setting, plan.run
+    if plan.sample is not None:
+        paths, labels, blobs = plan.sample.paths, plan.sample.labels, plan.sample.blobs
+        cache = CacheInfo(
+            "memory", 1.0, True, "in-process", "an in-memory sample read through emulated storage"
+        )
+    else:
+        paths, labels, blobs = ds.images.paths, ds.images.labels, None
+        cache = prepare(paths, plan.regime, ds.fs)
+    warmup = run.warmup_for(setting)
     dl = make_loader(
-        paths,
-        labels,
-        crop_px,
-        loader,
-        workers,
-        run.batch_size,
-        (total_steps + PREFETCH_FACTOR * n_workers + 1) * run.batch_size,
-        seed,
-        pin_memory,
-        emulated,
-    )
-    waits: list[float] = []
-    steps: list[float] = []
-    images = 0
-    stopped_by = "steps"
+        paths, labels, setting=setting, crop_px=plan.crop_px, batch_size=run.batch_size,
+        num_samples=(warmup + run.max_steps + PREFETCH_FACTOR * setting.workers + 1) * run.batch_size,
+        seed=plan.seed, pin_memory=plan.pin_memory, blobs=blobs, emulated=plan.emulated,
+        evict_after_read=cache.evict_after_read, start_method=plan.start_method,
+    )  # fmt: skip
+    mount = MountCounters(ds.fs)
+    window = _Window()
     children_before = iocounters.child_pids()
     t_created = clock()
     it = iter(dl)
-    pids = [os.getpid()] if n_workers == 0 else sorted(iocounters.child_pids() - children_before)
+    pids = (
+        [os.getpid()]
+        if setting.workers == 0
+        else worker_pids(it) or sorted(iocounters.child_pids() - children_before)
+    )
     startup_s = 0.0
-    io_before = iocounters.snapshot(pids, clock())
-    window_start = clock()
-    window_mark = None
-    events: list[StepEvents] = []
-    event_waits: list[float] = []  # host waits aligned with events (a batch with no images adds on)
-    pending_wait = 0.0
-    gpu.start()
+    stopped_by = ""
     telemetry: GpuTelemetry | None = None
     try:
-        for i in range(total_steps):
-            if i == run.warmup_steps:
-                io_before = iocounters.snapshot(pids, clock())
-                window_start = io_before.at_s
-                window_mark = step.mark()
+        for i in range(warmup + run.max_steps):
+            if i == warmup:
+                io_before, mount_before = iocounters.snapshot(pids, clock()), mount.snapshot()
+                window_start, window_mark = io_before.at_s, step.mark()
+                gpu.start()
             t_a = clock()
             batch = next(it)
             t_b = clock()
             if i == 0:
                 startup_s = t_b - t_created
+            if batch.lost is not None:
+                path, code = batch.lost
+                check_storage(ds.root, ds.fs, OSError(code, os.strerror(code), path))
             failures.add(batch.failures, batch.converted)
-            marks = None
-            if batch.images is not None and batch.labels is not None:
-                marks = step(batch.images, batch.labels)
+            marks = (
+                step(batch.images, batch.labels)
+                if batch.images is not None and batch.labels is not None
+                else None
+            )
             t_c = clock()
-            if i >= run.warmup_steps:
-                waits.append(t_b - t_a)
-                steps.append(t_c - t_b)
-                pending_wait += t_b - t_a
-                if marks is not None:
-                    events.append(marks)
-                    event_waits.append(pending_wait)
-                    pending_wait = 0.0
-                images += 0 if batch.images is None else int(batch.images.shape[0])
-                if run.seconds is not None and t_c - window_start >= run.seconds and i + 1 < total_steps:
-                    stopped_by = "seconds"
+            if i >= warmup:
+                window.add(t_b - t_a, t_c - t_b, batch, marks)
+                stopped_by = window.stop_reason(run, setting, t_c - window_start)
+                if stopped_by:
                     break
         step.drain()  # the window ends when the GPU has done its last step, not when it was enqueued
-        io_after = iocounters.snapshot(pids, clock())
+        io_after, mount_after = iocounters.snapshot(pids, clock()), mount.snapshot()
     finally:
         telemetry = gpu.stop()
         del it  # shuts the workers down
-    elapsed = io_after.at_s - window_start
+    return _cell_result(
+        plan, window, cache, startup_s, stopped_by or "steps", telemetry,
+        io=iocounters.delta(io_before, io_after), window_s=io_after.at_s - window_start,
+        window_mark=window_mark, mount=(mount_before, mount_after),
+    )  # fmt: skip
+
+
+def _cell_result(
+    plan: CellPlan,
+    window: _Window,
+    cache: CacheInfo,
+    startup_s: float,
+    stopped_by: str,
+    telemetry: GpuTelemetry,
+    *,
+    io: IoCounts,
+    window_s: float,
+    window_mark: TimingEvent | None,
+    mount: tuple[FetchSnapshot, FetchSnapshot],
+) -> CellResult:
+    """The finished window as a result: CUDA events resolved, cache verified, bytes fetched counted."""
+    waits, steps, elapsed = window.waits, window.steps, window_s
     cuda = None
-    if window_mark is not None and events:
-        cuda = steptiming.resolve(window_mark, events, event_waits)
+    if window_mark is not None and window.events:
+        cuda = steptiming.resolve(window_mark, window.events, window.event_waits)
         waits = list(cuda.data_stall_s)
         steps = [slot - stall for slot, stall in zip(cuda.slot_s(), waits, strict=True)]
         elapsed = cuda.elapsed_s
-    share = data_wait_share(waits, steps)
+        # events exist only for steps with images: keep the per-step figures aligned with them
+        kept = [i for i, n in enumerate(window.images) if n]
+        window.images = [window.images[i] for i in kept]
+        window.nbytes = [window.nbytes[i] for i in kept]
+    cache = verify_after(cache, window.paths) if plan.sample is None else cache
+    requested = sum(window.nbytes)
+    fetched = (
+        decide(plan.dataset.fs, cache, read_bytes=io.read_bytes, requested_bytes=requested,
+               before=mount[0], after=mount[1], emulated=plan.emulated is not None)
+        if window.waits else UNKNOWN_FETCH
+    )  # fmt: skip
+    images = sum(window.images)
     return CellResult(
-        dataset=dataset,
-        loader=loader,
-        workers=n_workers,
-        batch_size=run.batch_size,
-        warmup_steps=run.warmup_steps,
+        dataset=plan.dataset.label,
+        loader=plan.setting.kind,
+        workers=plan.setting.workers,
+        batch_size=plan.run.batch_size,
+        warmup_steps=plan.run.warmup_for(plan.setting),
         steps=len(steps),
         images=images,
         elapsed_s=elapsed,
         img_per_s=images / elapsed if elapsed > 0 else 0.0,
         wait_s=tuple(waits),
         step_s=tuple(steps),
-        data_wait_share=share,
+        data_wait_share=data_wait_share(waits, steps),
         startup_s=startup_s,
-        io=iocounters.delta(io_before, io_after),
+        io=io,
         cache=cache,
         gpu=telemetry,
         stopped_by=stopped_by,
         cuda=cuda,
+        images_per_step=tuple(window.images),
+        bytes_per_step=tuple(window.nbytes),
+        fetched=fetched,
+        start_method=(plan.start_method or _default_start_method()) if plan.setting.workers else "",
     )
+
+
+def _default_start_method() -> str:
+    import multiprocessing
+
+    return multiprocessing.get_start_method()

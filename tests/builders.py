@@ -13,6 +13,7 @@ from ioprof.results import (
     DatasetCeilings,
     DatasetInfo,
     DecodeCeiling,
+    Fetched,
     GpuTelemetry,
     IoCounts,
     MachineInfo,
@@ -21,7 +22,7 @@ from ioprof.results import (
     SweepResult,
 )
 
-COLD = CacheInfo("cold", 0.0, True, "cachestat", "")
+COLD = CacheInfo("cold", 0.0, True, "cachestat", "", resident_after=0.0, evict_after_read=True)
 WARM = CacheInfo("warm", 1.0, True, "cachestat", "")
 NO_GPU = GpuTelemetry(available=False, reason="the compute device is the CPU; there is no GPU to sample")
 
@@ -36,9 +37,15 @@ def cell(
     dataset: str = "500x375",
     read_bytes: int = 1_000_000,
     read_chars: int = 1_000_000,
+    fetched: int | None = None,
+    method: str = "block-io",
+    jitter: float = 0.0,
 ) -> CellResult:
-    """A cell whose every step waits ``wait`` s for data and computes ``step`` s."""
-    elapsed = (wait + step) * steps
+    """A cell whose every step waits ``wait`` s for data and computes ``step`` s (± ``jitter`` s of
+    wait, alternating, for a spread); its batches read ``read_chars`` bytes, ``fetched`` of which
+    (default: ``read_bytes``) were fetched from storage."""
+    waits = tuple(max(0.0, wait + (jitter if i % 2 else -jitter)) for i in range(steps))
+    elapsed = sum(waits) + step * steps
     return CellResult(
         dataset=dataset,
         loader=loader,
@@ -49,36 +56,52 @@ def cell(
         images=batch * steps,
         elapsed_s=elapsed,
         img_per_s=batch * steps / elapsed,
-        wait_s=(wait,) * steps,
+        wait_s=waits,
         step_s=(step,) * steps,
-        data_wait_share=wait / (wait + step),
+        data_wait_share=sum(waits) / elapsed,
         startup_s=0.25,
         io=IoCounts(read_bytes, read_chars, 1 if loader == "serial" else workers, elapsed),
         cache=COLD,
         gpu=NO_GPU,
         stopped_by="steps",
+        images_per_step=(batch,) * steps,
+        bytes_per_step=(read_chars // steps,) * steps,
+        fetched=Fetched(read_bytes if fetched is None else fetched, method),
     )
 
 
-def storage(concurrency: int, img_per_s: float, mean_bytes: float = 100_000.0) -> StorageCeiling:
+def storage(concurrency: int, img_per_s: float, mean_bytes: float = 100_000.0, files: int = 100) -> StorageCeiling:
+    """A storage ceiling whose files completed at a steady ``img_per_s``."""
+    done = tuple((i + 1) / img_per_s for i in range(files))
     return StorageCeiling(
         concurrency=concurrency,
-        files=100,
-        bytes=int(100 * mean_bytes),
-        elapsed_s=100 / img_per_s,
+        files=files,
+        bytes=int(files * mean_bytes),
+        elapsed_s=files / img_per_s,
         read_mb_per_s=img_per_s * mean_bytes / 1e6,
         files_per_s=img_per_s,
         latency_s=(0.001,) * 3,
         latency_p50_s=0.001,
         latency_p99_s=0.002,
         img_per_s=img_per_s,
-        storage_read_bytes=int(100 * mean_bytes),
+        storage_read_bytes=int(files * mean_bytes),
         cache=COLD,
+        fetched=Fetched(int(files * mean_bytes), "block-io"),
+        completed_s=done,
+        completed_bytes=(int(mean_bytes),) * files,
+        stopped_by="files",
     )
 
 
-def decode(loader: str, workers: int, img_per_s: float) -> DecodeCeiling:
-    return DecodeCeiling(loader, workers, img_per_s, 100, 100 / img_per_s, WARM)
+def decode(loader: str, workers: int, img_per_s: float, batches: int = 40, batch: int = 8) -> DecodeCeiling:
+    """A decode ceiling whose batches arrived at a steady ``img_per_s``."""
+    span = batch / img_per_s
+    memory = CacheInfo("memory", 1.0, True, "in-process", "")
+    return DecodeCeiling(
+        loader, workers, img_per_s, batch * batches, span * batches, memory,
+        batch_images=(batch,) * batches, batch_s=(span,) * batches, sample_files=100, sample_bytes=10**7,
+        stopped_by="interval",
+    )  # fmt: skip
 
 
 def compute(img_per_s: float, simulated: bool = True) -> ComputeCeiling:
@@ -107,6 +130,7 @@ def dataset_info(label: str = "500x375", mean_bytes: float = 100_000.0, files: i
         fs_type="ext4",
         mount_source="/dev/vda",
         classes=4,
+        fs_kind="block",
     )
 
 
@@ -138,6 +162,8 @@ RUN = RunInfo(
     seconds=60.0,
     start_method="fork",
     ioprof_version="0.1.0",
+    min_steps=5,
+    target_rel_half_width=0.05,
 )
 
 
@@ -152,6 +178,7 @@ def sweep_result(cells: tuple[CellResult, ...], compute_rate: float = 1000.0) ->
             "pin_memory": False,
             "storage_profile": None,
             "model": "resnet50",
+            "stages": ["compute", "transfer", "storage", "decode", "end-to-end"],
         },
         datasets=(dataset_info(),),
         compute=compute(compute_rate),

@@ -47,7 +47,10 @@ def test_slow_emulated_storage_with_fast_compute_is_storage(small_set: Path, tmp
     )  # fmt: skip
     assert verdicts(data) == {("storage", "highly")}
     cell = data["cells"][0]
-    assert "emulated" in json.dumps(data["ceilings"][0]["storage"][0]) and cell["io"]["read_chars"] > 0
+    assert data["ceilings"][0]["storage"][0]["emulated"] == "custom:0.3:0"
+    # emulated cells read an in-memory sample: every read charged to the emulated device, none to the disk
+    assert cell["cache"]["regime"] == "memory" and cell["fetched"]["method"] == "emulated"
+    assert cell["fetched_mb_per_s"] == pytest.approx(0.3, rel=0.15)
 
 
 @pytest.mark.slow
@@ -93,7 +96,7 @@ def test_storage_probe_measures_a_real_throttle_within_15_percent(throttled_set,
     script = (
         "import json,sys; from ioprof.storage import probe_storage; from ioprof.pagecache import filesystem_of;"
         "from ioprof.datasets.discover import find_images; il=find_images(sys.argv[1]);"
-        "print(json.dumps([probe_storage(il.paths, c, filesystem_of(sys.argv[1]), 'cold').read_mb_per_s "
+        "print(json.dumps([probe_storage(il.paths, c, filesystem_of(sys.argv[1])).read_mb_per_s "
         "for c in (1, 4)]))"
     )
     p = subprocess.run(
@@ -114,16 +117,17 @@ def test_sweep_on_real_slow_storage_blames_storage(throttled_set, tmp_path: Path
     )  # fmt: skip
     assert verdicts(data) == {("storage", "highly")}
     cell = data["cells"][0]
-    assert cell["io"]["read_bytes"] > 0 and cell["cache"]["verified"]
+    assert cell["cache"]["verified"] and cell["fetched"]["method"] == "block-io"
+    assert cell["fetched_mb_per_s"] == pytest.approx(4.0, rel=0.15)  # the throttle, as the loader drew it
     assert data["ceilings"][0]["storage"][0]["read_mb_per_s"] == pytest.approx(4.0, rel=0.15)
 
 
 def test_probe_counts_fetched_bytes_unthrottled(small_set: Path) -> None:
     images = find_images(small_set)
-    s = probe_storage(images.paths, 2, filesystem_of(small_set), "cold")
+    s = probe_storage(images.paths, 2, filesystem_of(small_set))
     if not s.cache.verified:
         pytest.skip(s.cache.note)
-    assert s.storage_read_bytes >= 0.9 * s.bytes
+    assert s.fetched.bytes is not None and s.fetched.bytes >= 0.9 * s.bytes
 
 
 @pytest.mark.slow
@@ -134,12 +138,13 @@ def test_cells_count_bytes_from_storage_per_regime(large_set: Path, tmp_path: Pa
         "--cache", regime, "--batch-size", "4", "--steps", "3", "--warmup-steps", "0", "--out", str(tmp_path / "o"),
     )  # fmt: skip
     for c in data["cells"]:
-        io, cache = c["io"], c["cache"]
+        cache, fetched, read = c["cache"], c["fetched"]["bytes"], c["requested_bytes"]
         assert cache["regime"] == regime and cache["verified"], cache
-        assert io["read_chars"] >= 12 * 300_000  # 3 steps x 4 images of ~370 kB were requested
+        assert read >= 12 * 300_000  # 3 steps x 4 images of ~370 kB were read
+        assert c["fetched"]["method"] == "block-io"
         if regime == "cold":
-            assert io["read_bytes"] >= 0.8 * io["read_chars"]  # fetched from storage
-            assert io["cache_hit_ratio"] <= 0.2
+            assert fetched >= 0.8 * read  # fetched from storage, every pass
+            assert c["cache_hit_ratio"] <= 0.2
         else:
-            assert io["read_bytes"] <= 0.05 * io["read_chars"]  # served by the page cache
-            assert io["cache_hit_ratio"] >= 0.95
+            assert fetched <= 0.05 * read  # served by the page cache
+            assert c["cache_hit_ratio"] >= 0.95

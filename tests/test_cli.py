@@ -15,8 +15,8 @@ REPO = Path(__file__).resolve().parent.parent
 TINY = ["--model", "tiny", "--crop-px", "32", "--batch-size", "4", "--steps", "3", "--images", "24"]
 
 
-def ioprof(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def ioprof(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "ioprof", *args],
         capture_output=True,
@@ -30,7 +30,9 @@ def ioprof(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
 @pytest.mark.slow
 def test_sweep_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    p = ioprof("sweep", "--workers", "1,2", "--resolutions", "64x48,128x96,256x192", *TINY, "--out", str(out))
+    # a step far slower than any loader here (sim:10, 0.4 s a batch of 4): every cell must be compute-bound
+    p = ioprof("sweep", "--workers", "1,2", "--resolutions", "64x48,128x96,256x192", *TINY, "--compute", "sim:10",
+               "--out", str(out))  # fmt: skip
     assert p.returncode == 0, p.stderr
     data = json.loads((out / "results.json").read_text())
     cells = {(c["dataset"], c["loader"], c["workers"]) for c in data["cells"]}
@@ -40,25 +42,26 @@ def test_sweep_end_to_end(tmp_path: Path) -> None:
         for lo, w in (("serial", 0), ("multiprocess", 1), ("multiprocess", 2))
     }
     for c in data["cells"]:
-        assert c["status"] == "ok" and c["steps"] == 3 and len(c["wait_s"]) == 3
-        assert c["img_per_s"] > 0 and 0 <= c["data_wait_share"] <= 1
-        assert c["verdict"]["bottleneck"] in ("storage", "decode", "transfer", "compute")
-        assert c["verdict"]["input_bound"] in ("highly", "moderately", "not")
-        assert c["io"]["read_chars"] > 0  # the loader's processes were really counted
+        assert c["status"] == "ok" and c["steps"] == 3 and len(c["wait_s"]) == 3 and c["stopped_by"] == "steps"
+        assert c["img_per_s"] == pytest.approx(10.0, rel=0.1)  # the simulated step sets the pace
+        assert (c["verdict"]["bottleneck"], c["verdict"]["input_bound"]) == ("compute", "not")
+        assert c["requested_bytes"] > 0 and c["fetched"]["method"] in ("block-io", "ram")
         assert c["gpu"]["available"] is False and c["gpu"]["reason"]
+    assert data["analysis"]["overall_bottleneck"] == "compute"
     m = data["machine"]
     assert m["cpu_cores_logical"] >= 1 and m["ram_bytes"] > 0 and m["torch"] and m["torchvision"]
-    assert data["datasets"][0]["fs_type"]
-    assert data["run"]["device"] == "cpu" and data["schema_version"] == 1
+    assert data["datasets"][0]["fs_type"] and data["datasets"][0]["fs_kind"]
+    assert data["run"]["device"] == "cpu" and data["schema_version"] == 2
     report = (out / "report.md").read_text()
-    assert report.startswith("# ioprof sweep")
+    assert report.startswith("# ioprof sweep") and "**Verdict: compute-bound**" in report
     assert "![Training throughput against loader workers](throughput.png)" in report
     assert (out / "throughput.png").stat().st_size > 10_000
     assert len((out / "results.csv").read_text().splitlines()) == 10
     assert "[9/9]" in p.stderr  # progress was shown
+    assert p.stdout.startswith("Verdict: compute-bound")
 
     (out / "report.md").unlink()
-    p = ioprof("report", str(out / "results.json"))
+    p = ioprof("report", str(out))  # the folder will do
     assert p.returncode == 0, p.stderr
     assert (out / "report.md").read_text() == report
 
@@ -136,20 +139,25 @@ def test_console_script_is_the_same_program() -> None:
     assert p.returncode == 0 and p.stdout.startswith("ioprof ")
 
 
+PROBE_ARGS = {
+    "compute": ["--compute", "sim:500", "--batch-size", "4", "--model", "tiny", "--crop-px", "32"],
+    "decode": ["--workers", "2", "--batch-size", "4", "--crop-px", "32"],
+    "storage": ["--workers", "2"],
+}
+
+
 @pytest.mark.parametrize("stage", ["compute", "decode", "storage"])
 def test_probe_measures_one_stage(stage: str, small_set: Path, tmp_path: Path) -> None:
     out = tmp_path / stage
-    p = ioprof("probe", stage, "--data", str(small_set), "--workers", "2", "--compute", "sim:500",
-               "--batch-size", "4", "--model", "tiny", "--crop-px", "32", "--out", str(out))  # fmt: skip
+    data_args = [] if stage == "compute" else ["--data", str(small_set)]
+    p = ioprof("probe", stage, *data_args, *PROBE_ARGS[stage], "--out", str(out))
     assert p.returncode == 0, p.stderr
     data = json.loads((out / "results.json").read_text())
     assert data["cells"] == []
     assert (data["compute"] is not None) == (stage == "compute")
     if stage != "compute":
         ceilings = data["ceilings"][0]
-        assert bool(ceilings["decode"]) == (stage == "decode") and bool(ceilings["storage"]) == (
-            stage == "storage"
-        )
+        assert bool(ceilings["decode"]) == (stage == "decode") and bool(ceilings["storage"]) == (stage == "storage")
     report = (out / "report.md").read_text()
     assert "## Stage ceilings" in report and "![Training throughput" not in report
     # a probe is one ceiling, said so; not a sweep whose cells all failed
@@ -158,10 +166,42 @@ def test_probe_measures_one_stage(stage: str, small_set: Path, tmp_path: Path) -
     assert "no cell finished" not in report and "## Every cell" not in report
 
 
+@pytest.mark.parametrize(
+    "stage, flag", [("decode", "--precision"), ("decode", "--pin-memory"), ("storage", "--batch-size"), ("compute", "--data")]
+)
+def test_each_probe_offers_only_the_options_that_apply(stage: str, flag: str, tmp_path: Path) -> None:
+    p = ioprof("probe", stage, flag, "x", cwd=tmp_path)
+    assert p.returncode == 2 and "unrecognized arguments" in p.stderr
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    from ioprof.cli import build_parser
+
+    def walk(parser):  # type: ignore[no-untyped-def]
+        for action in parser._actions:
+            if action.option_strings and action.dest not in ("help", "version"):
+                yield parser.prog, action
+            for sub in getattr(action, "choices", None) or {}:
+                if isinstance(action.choices, dict):
+                    yield from walk(action.choices[sub])
+
+    missing = [f"{prog} {a.option_strings[0]}" for prog, a in walk(build_parser()) if not a.help]
+    assert missing == []
+
+
+def test_the_cli_runs_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ioprof.cli import main
+
+    assert main(["probe", "compute", *PROBE_ARGS["compute"], "--out", str(tmp_path / "o")]) == 0
+    assert json.loads((tmp_path / "o" / "results.json").read_text())["compute"]["simulated"] is True
+    assert main(["report", str(tmp_path / "nope")]) == 1
+    assert capsys.readouterr().err.strip().endswith("no such file; pass the results.json of a finished run")
+
+
 def test_probe_compute_reads_and_generates_no_dataset(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    env_cmd = ["probe", "compute", "--model", "tiny", "--crop-px", "32", "--cache-dir", str(cache)]
-    p = ioprof(*env_cmd, "--out", str(tmp_path / "out"))
+    env = {"IOPROF_CACHE_DIR": str(cache)}
+    p = ioprof("probe", "compute", "--model", "tiny", "--crop-px", "32", "--out", str(tmp_path / "out"), env=env)
     assert p.returncode == 0, p.stderr
     assert not cache.exists() or not any(cache.iterdir())
     assert json.loads((tmp_path / "out" / "results.json").read_text())["datasets"] == []

@@ -7,6 +7,7 @@ from ioprof.config import (
     CPU_RUN_LENGTH,
     CPU_SIM_RUN_LENGTH,
     CUDA_RUN_LENGTH,
+    LoaderSetting,
     PlaceConfig,
     SweepConfig,
     parse_compute,
@@ -65,7 +66,31 @@ def test_run_length_defaults_by_device() -> None:
     assert cfg.run_length("cuda") == CUDA_RUN_LENGTH
     assert SweepConfig(compute=parse_compute("sim:h100")).run_length("cpu") == CPU_SIM_RUN_LENGTH
     mine = SweepConfig(batch_size=3, steps=7, warmup_steps=0, seconds=2.5).run_length("cpu")
-    assert (mine.batch_size, mine.steps, mine.warmup_steps, mine.seconds) == (3, 7, 0, 2.5)
+    assert (mine.batch_size, mine.min_steps, mine.max_steps, mine.warmup_steps, mine.max_seconds, mine.fixed) == (
+        3, 7, 7, 0, 2.5, True,
+    )  # fmt: skip
+    # --steps alone: exactly that many steps, no time cap; the default: until the interval or the cap
+    assert SweepConfig(steps=4).run_length("cpu").max_seconds is None
+    assert not cfg.run_length("cpu").fixed and cfg.run_length("cpu").target_rel_half_width == 0.05
+
+
+def test_warm_up_covers_the_start_up_burst_of_one_batch_per_worker() -> None:
+    run = SweepConfig().run_length("cuda")
+    assert run.warmup_for(LoaderSetting.serial()) == run.warmup_steps
+    assert run.warmup_for(LoaderSetting.multiprocess(8)) == run.warmup_steps + 8
+
+
+def test_a_loader_setting_has_one_key_and_one_label() -> None:
+    assert (LoaderSetting.serial().key, LoaderSetting.serial().label) == ("serial", "serial (in-process)")
+    four = LoaderSetting.multiprocess(4)
+    assert (four.key, four.label, four.concurrency) == ("4w", "4 workers", 4)
+    assert LoaderSetting.multiprocess(1).label == "1 worker"
+    for bad in (("serial", 2), ("multiprocess", 0), ("threads", 4)):
+        with pytest.raises(ValueError):
+            LoaderSetting(*bad)
+    assert SweepConfig(loaders=("multiprocess", "serial"), workers=(2, 1)).settings() == (
+        LoaderSetting.serial(), LoaderSetting.multiprocess(2), LoaderSetting.multiprocess(1),
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -91,9 +116,9 @@ def test_usage_errors_exit_2_with_what_is_allowed(
     assert needle in capsys.readouterr().err
 
 
-def test_generated_sets_hold_what_a_cell_reads() -> None:
-    assert SweepConfig().dataset_images("cpu") == 200  # (1 + 5 + 2 * 8 + 1) * 8 = 184, at least 200
-    assert SweepConfig(compute=parse_compute("sim:h100")).dataset_images("cpu") == (10 + 50 + 17) * 8
+def test_generated_sets_hold_about_what_a_cell_reads() -> None:
+    assert SweepConfig().dataset_images("cpu") == (1 + 8 + 5 + 2 * 8) * 8
+    assert SweepConfig(compute=parse_compute("sim:h100")).dataset_images("cpu") == (5 + 8 + 30 + 16) * 8
     assert SweepConfig().dataset_images("cuda") == 2000  # capped
     assert SweepConfig(images_per_dataset=37).dataset_images("cuda") == 37
 

@@ -84,3 +84,51 @@ def test_eviction_never_changes_the_files(blob_files: list[str]) -> None:
     pagecache.evict(blob_files[:3])
     assert [Path(p).read_bytes() for p in blob_files[:3]] == before
     assert [os.stat(p).st_mtime_ns for p in blob_files[:3]] == mtimes
+
+
+def test_a_file_read_twice_in_the_cold_regime_is_fetched_twice(blob_files: list[str]) -> None:
+    """Cold means cold for the whole window: each read drops the file's pages, so a second pass
+    over a small set fetches again (what a dataset larger than RAM gets), by read_bytes and residency."""
+    from ioprof.storage import read_file
+
+    fs = pagecache.filesystem_of(blob_files[0])
+    if fs.ram_backed:
+        pytest.skip(f"the test folder is on {fs.fs_type}: nothing can be evicted there")
+    cache = pagecache.prepare(blob_files, "cold", fs)
+    assert cache.verified and cache.evict_after_read
+    me = psutil.Process()
+    before = me.io_counters().read_bytes
+    for _ in range(2):
+        for p in blob_files:
+            read_file(p, evict=cache.evict_after_read)
+    assert me.io_counters().read_bytes - before >= 0.9 * 2 * 40 * 256 * 1024
+    after = pagecache.verify_after(cache, blob_files)
+    assert after.verified and after.resident_after is not None and after.resident_after <= 0.02
+
+
+def test_a_window_whose_files_stayed_resident_loses_its_cold_verification(blob_files: list[str]) -> None:
+    fs = pagecache.filesystem_of(blob_files[0])
+    if fs.ram_backed:
+        pytest.skip(f"the test folder is on {fs.fs_type}")
+    cache = pagecache.prepare(blob_files, "cold", fs)
+    _read_all(blob_files)  # read without eviction: the pages stay
+    after = pagecache.verify_after(cache, blob_files)
+    assert not after.verified and "not cold throughout" in after.note and (after.resident_after or 0) > 0.9
+
+
+@pytest.mark.parametrize(
+    "fs_type, source, kind",
+    [
+        ("ext4", "/dev/vda", "block"),
+        ("xfs", "/dev/nvme0n1p1", "block"),
+        ("overlay", "overlay", "block"),
+        ("nfs4", "server:/export", "network"),
+        ("cifs", "//server/share", "network"),
+        ("fuse.sshfs", "user@host:/data", "fuse"),
+        ("fuse.gcsfuse", "bucket", "fuse"),
+        ("tmpfs", "tmpfs", "ram"),
+        ("zfs", "pool/data", "unknown"),
+    ],
+)
+def test_filesystem_kinds_decide_how_fetched_bytes_are_counted(fs_type: str, source: str, kind: str) -> None:
+    assert pagecache.FilesystemInfo(fs_type, "/mnt", source).kind == kind

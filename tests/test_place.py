@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from builders import compute, dataset_info, storage
 
 from ioprof.place import TEMP_PREFIX, measure_candidate, pick_sample
 from ioprof.placement import decide
+from ioprof.render import words
 from ioprof.results import SCHEMA_VERSION, CandidateResult, PlaceResult
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,8 +59,27 @@ def test_decision_logic_on_hand_built_measurements() -> None:
     )
     assert fast.copy_s == pytest.approx(10.0)  # 1 GB at 100 MB/s
     assert fast.saved_s == pytest.approx((20.0 - 10.0) * 10)  # 10 epochs: it does not fit in RAM
-    assert fast.copy_pays_off is True
-    assert r.recommendation.startswith("Move the dataset to /fast: it feeds 1,000 img/s with 4 workers")
+    assert fast.copy_pays_off is True and fast.fits
+    assert r.recommendation is not None and (r.recommendation.action, r.recommendation.location) == ("move", "/fast")
+    assert words.recommendation(r.recommendation).startswith("Move the dataset to /fast: it feeds 1,000 img/s with 4 workers")
+
+
+def test_a_candidate_that_cannot_hold_the_whole_dataset_is_never_recommended() -> None:
+    from builders import MACHINE, RUN, decode
+
+    # the sample fits on the fast tmpfs, the 1 GB dataset does not: it must not be recommended
+    small = replace(_candidate("/dev/shm", "candidate", 5000.0, 100.0), free_bytes=200_000_000)
+    roomy = replace(_candidate("/nvme", "candidate", 2000.0, 100.0), free_bytes=50 * 10**9)
+    result = PlaceResult(
+        schema_version=SCHEMA_VERSION, kind="place", run=RUN, machine=MACHINE, config={},
+        dataset=dataset_info(mean_bytes=100_000.0, files=10_000), ram_available_bytes=10**6, epochs=10,
+        compute=compute(1000.0), decode=(decode("multiprocess", 4, 1200.0),),
+        candidates=(_candidate("current location", "current", 500.0), small, roomy),
+    )  # fmt: skip
+    r = decide(result)
+    by = {d.label: d for d in r.decisions}
+    assert by["/dev/shm"].fits is False and by["/nvme"].fits is True
+    assert r.recommendation is not None and r.recommendation.location == "/nvme"
 
 
 def test_sample_is_large_enough_or_everything(small_set: Path) -> None:
@@ -72,11 +93,12 @@ def test_unusable_candidates_are_reported_not_fatal(small_set: Path, tmp_path: P
     sample, size = pick_sample(sorted(str(p) for p in small_set.rglob("*.jpg")), 0)
     a_file = tmp_path / "file"
     a_file.write_text("x")
-    assert measure_candidate(sample, size, str(tmp_path / "nope"), [1], 0, print).status == "missing"
-    assert measure_candidate(sample, size, str(a_file), [1], 0, print).status == "missing"
-    ok = measure_candidate(sample, size, str(tmp_path), [1, 2], 0, print)
+    kw = {"dataset_bytes": size, "seed": 0, "progress": print}
+    assert measure_candidate(sample, size, str(tmp_path / "nope"), [1], **kw).status == "missing"  # type: ignore[arg-type]
+    assert measure_candidate(sample, size, str(a_file), [1], **kw).status == "missing"  # type: ignore[arg-type]
+    ok = measure_candidate(sample, size, str(tmp_path), [1, 2], **kw)  # type: ignore[arg-type]
     assert ok.status == "ok" and ok.write_mb_per_s and len(ok.storage) == 2
-    assert ok.storage[0].files == len(sample)
+    assert ok.storage[0].files == len(sample) and ok.free_bytes
     assert not leftovers(tmp_path)
 
 
@@ -94,9 +116,10 @@ def test_fast_and_slow_candidates(small_set: Path, tmp_path: Path) -> None:
     assert slow["keeps_busy"] is False and slow["limited_by"] == "storage"
     statuses = {c["label"]: c["status"] for c in data["candidates"]}
     assert statuses[str(tmp_path / "missing")] == "missing"
-    assert "Keep the dataset where it is" in data["recommendation"]
+    assert data["recommendation"]["action"] == "keep"
     report = (tmp_path / "o" / "report.md").read_text()
-    assert report.splitlines()[2] == f"**{data['recommendation']}**"
+    assert report.splitlines()[2].startswith("**Keep the dataset where it is: it feeds ")
+    assert p.stdout.startswith("Keep the dataset where it is")
     assert "missing: does not exist" in report and (tmp_path / "o" / "placement.png").exists()
     assert not leftovers(fast)
 
@@ -119,7 +142,7 @@ def test_recommends_moving_off_real_slow_storage(small_set: Path, tmp_path: Path
     data = json.loads((tmp_path / "o" / "results.json").read_text())
     cur = next(d for d in data["decisions"] if d["kind"] == "current")
     assert cur["keeps_busy"] is False and cur["limited_by"] == "storage"
-    assert data["recommendation"].startswith(f"Move the dataset to {fast}")
+    assert (data["recommendation"]["action"], data["recommendation"]["location"]) == ("move", str(fast))
     assert not leftovers(fast)
 
 
@@ -153,8 +176,9 @@ def test_full_and_read_only_candidates(small_set: Path, tmp_path: Path) -> None:
     subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], check=True)
     try:
         sample, size = pick_sample(sorted(str(p) for p in small_set.rglob("*.jpg")), 0)
-        assert measure_candidate(sample, size, str(full), [1], 0, print).status == "full"
-        r = measure_candidate(sample, size, str(ro), [1], 0, print)
+        kw = {"dataset_bytes": size, "seed": 0, "progress": print}
+        assert measure_candidate(sample, size, str(full), [1], **kw).status == "full"  # type: ignore[arg-type]
+        r = measure_candidate(sample, size, str(ro), [1], **kw)  # type: ignore[arg-type]
         assert r.status == "not writable" and "Read-only" in r.reason
     finally:
         subprocess.run(["umount", str(full)], check=False)

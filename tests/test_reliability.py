@@ -162,7 +162,7 @@ def test_bad_files_are_counted_listed_and_bounded(tmp_path: Path) -> None:
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
     report = (tmp_path / "b" / "report.md").read_text()
-    assert "could not be decoded and were skipped" in report
+    assert "could not be read or decoded and were skipped" in report
     assert "were not RGB" in report and "converted" in report
     assert any(
         name in report for name in ("truncated.JPEG", "zero_bytes.JPEG", "not_an_image.JPEG", "bomb.png")
@@ -185,7 +185,8 @@ def test_read_only_dataset_is_unchanged_by_sweep_and_probe(small_set: Path, tmp_
              "--batch-size", "4", "--model", "tiny", "--crop-px", "32"]  # fmt: skip
     for cmd in (
         ["sweep", "--data", str(data), *small],
-        ["probe", "storage", "--data", str(data), *small],
+        ["probe", "storage", "--data", str(data), "--workers", "2"],
+        ["probe", "decode", "--data", str(data), "--workers", "2", "--batch-size", "4", "--crop-px", "32"],
         place,
     ):
         p = subprocess.run([sys.executable, "-m", "ioprof", *cmd, "--out", str(tmp_path / cmd[0])],

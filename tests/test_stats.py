@@ -38,3 +38,62 @@ def test_single_sample_has_no_spread() -> None:
 
 def test_share_below() -> None:
     assert share_below([10, 40, 49.9, 50, 90], 50) == pytest.approx(0.6)
+
+
+def test_t_quantiles_come_from_the_table_and_approach_the_normal() -> None:
+    from ioprof.stats import t_975
+
+    assert t_975(1) == 12.706 and t_975(9) == 2.262 and t_975(30) == 2.042
+    assert 1.96 < t_975(120) < t_975(31) < 2.042
+    with pytest.raises(ValueError):
+        t_975(0)
+
+
+def test_groups_are_contiguous_near_equal_and_respect_the_minimum_length() -> None:
+    from ioprof.stats import groups
+
+    assert groups(10, 2) == [range(0, 2), range(2, 4), range(4, 6), range(6, 8), range(8, 10)]
+    assert [len(g) for g in groups(100, 8)] == [10] * 10
+    assert [len(g) for g in groups(40, 8)] == [8] * 5
+    # too few samples for five groups of 8: shorter groups (a wider interval), never none
+    assert [len(g) for g in groups(7, 8)] == [1] * 7
+    assert groups(0, 1) == []
+
+
+def test_ratio_interval_from_batch_means_on_hand_built_numbers() -> None:
+    from ioprof.stats import ratio_interval
+
+    # 4 groups of one step each: 8 images in 0.1, 0.1, 0.2, 0.2 s → group rates 80, 80, 40, 40
+    i = ratio_interval([8.0] * 4, [0.1, 0.1, 0.2, 0.2])
+    assert i.value == pytest.approx(32 / 0.6)
+    half = 3.182 * statistics_sd([80, 80, 40, 40]) / 2  # t(3) · s / √4
+    assert (i.high - i.low) / 2 == pytest.approx(half)
+    assert i.batches == 4 and i.known
+    # identical groups: no spread
+    same = ratio_interval([8.0] * 10, [0.1] * 10)
+    assert same.low == pytest.approx(same.high) and same.rel_half_width == pytest.approx(0.0)
+    # one sample: no interval
+    assert not ratio_interval([8.0], [0.1]).known
+    with pytest.raises(ValueError):
+        ratio_interval([1.0], [1.0, 2.0])
+
+
+def statistics_sd(xs: list[float]) -> float:
+    import statistics
+
+    return statistics.stdev(xs)
+
+
+def test_wait_share_interval_is_clipped_to_zero_and_one() -> None:
+    from ioprof.stats import wait_share_interval
+
+    i = wait_share_interval([0.0, 0.02, 0.0, 0.02], [0.1] * 4)
+    assert i.low == 0.0 and 0.0 < i.value < i.high < 1.0
+
+
+def test_an_interval_recentred_keeps_its_relative_width() -> None:
+    from ioprof.stats import Interval
+
+    i = Interval(100.0, 90.0, 110.0, 10).centered_on(200.0)
+    assert (i.value, i.low, i.high, i.rel_half_width) == (200.0, 180.0, 220.0, pytest.approx(0.1))
+    assert not Interval.unknown(5.0).known and Interval.unknown(5.0).rel_half_width == math.inf

@@ -1,24 +1,13 @@
-"""One module per subcommand. Each takes named parameters (never an argparse Namespace)."""
+"""One module per subcommand. Each declares its own options (from ``args``), turns them into its
+config in one place, and runs with named parameters — never an argparse Namespace beyond that."""
 
 from __future__ import annotations
 
 import os
-import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
 from ioprof.errors import IoprofError
-
-
-def make_progress(stream=sys.stderr):  # type: ignore[no-untyped-def]
-    """A progress printer that prefixes the seconds since the command started."""
-    t0 = time.perf_counter()
-
-    def progress(message: str) -> None:
-        print(f"[{time.perf_counter() - t0:6.1f} s] {message}", file=stream, flush=True)
-
-    return progress
 
 
 def prepare_out_dir(out: str | None, command: str) -> Path:

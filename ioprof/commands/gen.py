@@ -2,21 +2,71 @@
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from ioprof.commands.args import typed
+from ioprof.config import (
+    DEFAULT_IMAGES_PER_DATASET,
+    DEFAULT_RESOLUTIONS,
+    non_negative_int,
+    parse_resolutions,
+    positive_int,
+)
 from ioprof.datasets.synth import DatasetSpec, generate_many
-from ioprof.results import atomic_write_text
+from ioprof.resultfile import atomic_write_text
+
+if TYPE_CHECKING:
+    from ioprof.session import Progress
+
+NAME = "gen"
+HELP = "write synthetic ImageFolder datasets that compress like photographs"
+DEFAULT_CLASSES = DatasetSpec(1, 1, 1).classes
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    res = ",".join(f"{w}x{h}" for w, h in DEFAULT_RESOLUTIONS)
+    p.add_argument(
+        "--resolutions",
+        type=typed(parse_resolutions, "resolutions"),
+        default=DEFAULT_RESOLUTIONS,
+        help=f"WIDTHxHEIGHT list, one dataset each (default {res})",
+    )
+    p.add_argument(
+        "--images",
+        type=typed(positive_int, "images"),
+        default=DEFAULT_IMAGES_PER_DATASET,
+        help=f"images per dataset (default {DEFAULT_IMAGES_PER_DATASET})",
+    )
+    p.add_argument(
+        "--classes",
+        type=typed(positive_int, "classes"),
+        default=DEFAULT_CLASSES,
+        help=f"class folders per dataset (default {DEFAULT_CLASSES})",
+    )
+    p.add_argument(
+        "--seed",
+        type=typed(non_negative_int, "seed"),
+        default=0,
+        help="seed: the same seed and options give the same bytes (default 0)",
+    )
+    p.add_argument("--out", metavar="DIR", required=True, help="folder to write the datasets into (one WxH folder each)")  # fmt: skip
+
+
+def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
+    return gen(ns.resolutions, ns.images, ns.out, seed=ns.seed, classes=ns.classes, progress=progress)
 
 
 def gen(
     resolutions: tuple[tuple[int, int], ...],
     images: int,
     out: str,
+    *,
     seed: int,
     classes: int,
-    progress: Callable[[str], None],
+    progress: Progress,
 ) -> int:
     specs = [DatasetSpec(w, h, images, classes=classes, seed=seed) for w, h in resolutions]
     out_dir = Path(out)

@@ -2,47 +2,111 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import argparse
+from typing import TYPE_CHECKING
 
-from ioprof import results
+from ioprof import resultfile
 from ioprof.commands import prepare_out_dir
-from ioprof.compute import check_precision, resolve_device, tune
-from ioprof.config import PlaceConfig
+from ioprof.commands.args import (
+    add_batch,
+    add_data,
+    add_device,
+    add_loader,
+    add_out,
+    add_training,
+    config_from,
+    typed,
+)
+from ioprof.config import (
+    PlaceConfig,
+    parse_compute,
+    parse_paths,
+    parse_storage_profiles,
+    positive_float,
+    positive_int,
+    run_length_for,
+)
 from ioprof.errors import IoprofError
-from ioprof.place import run_place
-from ioprof.render import write_place_report
-from ioprof.sweep import load_datasets
+from ioprof.presets import STORAGE_PROFILES
 
+if TYPE_CHECKING:
+    from ioprof.session import Progress
+
+NAME = "place"
+HELP = "which storage location keeps training fed, and does copying the dataset there pay"
 # Without --data, the ImageNet-like generated set stands in for the user's dataset.
 DEFAULT_PLACE_RESOLUTION = (500, 375)
 DEFAULT_PLACE_IMAGES = 400
 
 
-def place(config: PlaceConfig, command: str, progress: Callable[[str], None]) -> int:
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--candidates",
+        type=typed(parse_paths, "candidates"),
+        default=argparse.SUPPRESS,
+        help="folders to compare with the dataset's current location, e.g. /mnt/nvme,/dev/shm",
+    )
+    add_data(p, generated=False)
+    p.add_argument(
+        "--storage-profile",
+        dest="storage_profiles",
+        type=typed(parse_storage_profiles, "storage-profile"),
+        default=argparse.SUPPRESS,
+        help=f"hypothetical locations, emulated: {', '.join(STORAGE_PROFILES)} or custom:MB_PER_S[:MS]",
+    )
+    p.add_argument(
+        "--target-rate",
+        type=typed(positive_float, "target-rate"),
+        help="img/s the training consumes (the same as --compute sim:IMG_PER_S)",
+    )
+    p.add_argument("--epochs", type=typed(positive_int, "epochs"), default=argparse.SUPPRESS,
+                   help=f"epochs of training, for whether copying pays off (default {PlaceConfig().epochs})")  # fmt: skip
+    add_loader(p, loaders=False)
+    add_device(p)
+    add_batch(p)
+    add_training(p)
+    add_out(p)
+
+
+def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
+    config = config_from(PlaceConfig, ns)
+    if ns.target_rate:
+        if config.compute.kind != "real":
+            raise IoprofError("--target-rate: not allowed with --compute; give one of them")
+        config = config_from(PlaceConfig, ns, compute=parse_compute(f"sim:{ns.target_rate}"))
+    return place(config, command_line, progress)
+
+
+def place(config: PlaceConfig, command_line: str, progress: Progress) -> int:
+    # torch and the measuring rooms load only when something is measured: usage errors stay instant
+    from ioprof.compute import check_precision, resolve_device, tune
+    from ioprof.datasets.dataset import load_datasets
+    from ioprof.place import run_place
+    from ioprof.render import words, write_place_report
+    from ioprof.session import open_session
+
     if not config.candidates and not config.storage_profiles:
         raise IoprofError("--candidates: name at least one folder to compare with (or --storage-profile)")
-    device, _ = resolve_device(config.device)
+    device, device_reason = resolve_device(config.device)
     config = tune(config, device)
     if config.compute.kind == "real":
         check_precision(config.precision, device)
     (dataset,) = load_datasets(
-        config.data_path,
-        [DEFAULT_PLACE_RESOLUTION],
-        DEFAULT_PLACE_IMAGES,
-        config.seed,
-        config.cache_dir,
-        progress,
-    )
-    out = prepare_out_dir(config.out_dir, "place")
-    progress(f"writing results to {out}/")
-    result = run_place(config, dataset, command, progress)
+        config.data_path, [DEFAULT_PLACE_RESOLUTION], DEFAULT_PLACE_IMAGES, seed=config.seed,
+        cache_dir=config.cache_dir, progress=progress,
+    )  # fmt: skip
+    out = prepare_out_dir(config.out_dir, NAME)
+    progress(f"compute device: {device} ({device_reason}); writing results to {out}/")
+    run = run_length_for(device.type, config.compute, batch_size=config.batch_size)
+    session = open_session(command_line, device, device_reason, run, config.start_method)
+    result = run_place(config, session, dataset, progress)
     try:
-        results.save(result, out / "results.json")
+        resultfile.save(result, out / "results.json")
         report = write_place_report(result, out)
     except OSError as e:
         raise IoprofError(
             f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
         ) from None
-    print(result.recommendation)
+    print(words.recommendation(result.recommendation))
     print(f"report: {report}")
     return 0

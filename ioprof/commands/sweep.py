@@ -1,29 +1,60 @@
-"""``ioprof sweep`` (and ``ioprof probe``): measure, checkpoint after every cell, render."""
+"""``ioprof sweep``: serial vs multiprocess loader across datasets and worker counts, with the
+stage ceilings, a verdict and a report. ``measure`` also serves ``ioprof probe``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import argparse
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ioprof import results
+from ioprof import resultfile
 from ioprof.analysis import analyze
 from ioprof.commands import prepare_out_dir
-from ioprof.compute import check_precision, resolve_device, tune
+from ioprof.commands.args import (
+    add_batch,
+    add_data,
+    add_device,
+    add_loader,
+    add_out,
+    add_run,
+    add_training,
+    config_from,
+)
 from ioprof.config import RESUMABLE_DIFFERENCES, SweepConfig
 from ioprof.errors import IoprofError
-from ioprof.placement import decide
-from ioprof.render import write_place_report, write_report
-from ioprof.results import PlaceResult, SweepResult, to_jsonable
-from ioprof.sweep import load_datasets, run_sweep
+from ioprof.results import SweepResult
 
+if TYPE_CHECKING:
+    from ioprof.session import Progress
+
+NAME = "sweep"
+HELP = "serial vs multiprocess loader across resolutions and worker counts: verdict and report"
 EXIT_INTERRUPTED = 130
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_data(p)
+    add_loader(p)
+    add_device(p)
+    add_batch(p)
+    add_training(p)
+    add_run(p)
+    add_out(p)
+    p.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue the interrupted sweep in DIR (same options), keeping its finished cells",
+    )
+
+
+def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
+    return measure(config_from(SweepConfig, ns), command_line, progress, name=NAME, resume_dir=ns.resume)
 
 
 def config_differences(previous: dict[str, Any], config: SweepConfig) -> list[str]:
     """Settings in which ``config`` differs from an earlier run's, as "name: old → new"."""
-    now = to_jsonable(asdict(config))
+    now = resultfile.to_jsonable(asdict(config))
     return [
         f"{k}: {previous.get(k)!r} → {now.get(k)!r}"
         for k in sorted(set(previous) | set(now))
@@ -39,7 +70,7 @@ def load_resumable(resume_dir: str, config: SweepConfig) -> SweepResult:
         raise IoprofError(
             f"--resume {resume_dir}: no results.json there; pass the folder of the interrupted run"
         )
-    previous = results.load(path)
+    previous = resultfile.load(path)
     if not isinstance(previous, SweepResult):
         raise IoprofError(f"--resume {resume_dir}: its results.json is from 'ioprof place', not a sweep")
     diffs = config_differences(previous.config, config)
@@ -51,15 +82,19 @@ def load_resumable(resume_dir: str, config: SweepConfig) -> SweepResult:
     return previous
 
 
-def sweep(
-    config: SweepConfig,
-    command: str,
-    name: str,
-    progress: Callable[[str], None],
-    resume_dir: str | None = None,
+def measure(
+    config: SweepConfig, command_line: str, progress: Progress, *, name: str, resume_dir: str | None = None
 ) -> int:
-    """Run the sweep and write results.json, results.csv, report.md and plots into the out folder."""
-    device, _ = resolve_device(config.device)
+    """Measure what ``config`` asks for; write results.json (after every step), report.md, CSV, plots."""
+    # torch and the measuring rooms load only when something is measured: usage errors stay instant
+    from ioprof.compute import check_precision, resolve_device, tune
+    from ioprof.datasets.dataset import load_datasets
+    from ioprof.session import open_session
+    from ioprof.sweep import run_sweep
+
+    # torch and the measuring rooms load only when something is measured: usage errors stay instant
+
+    device, device_reason = resolve_device(config.device)
     config = tune(config, device)
     if config.compute.kind == "real":
         check_precision(config.precision, device)
@@ -68,32 +103,49 @@ def sweep(
         config = replace(config, out_dir=resume_dir)
         previous = load_resumable(resume_dir, config)
     # a bad --data fails here, before any folder is made
-    images = config.dataset_images(device.type)
     datasets = (
-        load_datasets(config.data_path, config.resolutions, images, config.seed, config.cache_dir, progress)
+        load_datasets(config.data_path, config.resolutions, config.dataset_images(device.type), seed=config.seed,
+                      cache_dir=config.cache_dir, progress=progress)
         if config.needs_data
         else []
-    )
+    )  # fmt: skip
     out = prepare_out_dir(config.out_dir, name)
     results_path = out / "results.json"
-    progress(f"writing results to {out}/")
+    session = open_session(
+        command_line, device, device_reason, config.run_length(device.type), config.start_method
+    )
+    progress(f"compute device: {device} ({device_reason}); writing results to {out}/")
+    if session.nvml.reason:
+        progress(f"GPU telemetry unavailable: {session.nvml.reason}")
 
     def checkpoint(partial: SweepResult) -> None:
-        try:
-            results.save(analyze(partial), results_path)
-        except OSError as e:
-            raise IoprofError(
-                f"cannot write {results_path} ({e.strerror}); the last complete results.json is kept — "
-                "free space there or choose another --out"
-            ) from None
+        _save(analyze(partial), results_path)
 
     try:
-        result = analyze(run_sweep(config, datasets, command, progress, checkpoint, previous))
+        result = analyze(
+            run_sweep(config, session, datasets, progress=progress, checkpoint=checkpoint, previous=previous)
+        )
     except IoprofError as e:
         if results_path.exists():
             raise IoprofError(f"{e} (finished cells are kept in {results_path})") from None
         raise
     checkpoint(result)
+    return _render(result, out, results_path, progress)
+
+
+def _save(result: SweepResult, path: Path) -> None:
+    try:
+        resultfile.save(result, path)
+    except OSError as e:
+        raise IoprofError(
+            f"cannot write {path} ({e.strerror}); the last complete results.json is kept — "
+            "free space there or choose another --out"
+        ) from None
+
+
+def _render(result: SweepResult, out: Path, results_path: Path, progress: Progress) -> int:
+    from ioprof.render import words, write_report
+
     try:
         report = write_report(result, out)
     except OSError as e:
@@ -103,21 +155,9 @@ def sweep(
         ) from None
     progress(f"report: {report}")
     a = result.analysis
-    if a is not None:
-        for line in a.headline:
-            print(line)
+    if a is not None and "end-to-end" in result.config.get("stages", ()):
+        print(words.verdict_line(a).replace("**", ""))
+        for line in words.headline(a, True, [d.label for d in result.datasets]):
+            print(f"- {line}")
     print(f"report: {report}")
     return EXIT_INTERRUPTED if result.run.interrupted else 0
-
-
-def report(results_file: str) -> int:
-    """Re-render report.md, results.csv and plots next to a results.json, without measuring."""
-    loaded = results.load(results_file)
-    out = Path(results_file).parent
-    # verdicts are pure: recomputed from the measurements
-    if isinstance(loaded, PlaceResult):
-        path = write_place_report(decide(loaded), out)
-    else:
-        path = write_report(analyze(loaded), out)
-    print(f"report: {path}")
-    return 0

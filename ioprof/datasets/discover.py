@@ -106,4 +106,5 @@ def describe(images: ImageList, label: str, generated: bool, seed: int = 0) -> D
         fs_type=fs.fs_type,
         mount_source=fs.source,
         classes=len(images.classes),
+        fs_kind=fs.kind,
     )

@@ -14,8 +14,9 @@ from ioprof.render.plots import (
     plot_placement,
     plot_throughput,
 )
-from ioprof.render.table import render_csv
-from ioprof.results import PlaceResult, SweepResult, atomic_write_text
+from ioprof.render.results_csv import render_csv
+from ioprof.resultfile import atomic_write_text
+from ioprof.results import PlaceResult, SweepResult
 
 
 def write_report(result: SweepResult, out_dir: Path) -> Path:

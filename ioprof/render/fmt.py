@@ -1,10 +1,14 @@
-"""Number formatting for humans: the only place values are rounded."""
+"""Number formatting for humans: the only place values are rounded.
+
+A figure with an interval reads ``252 ± 3 %`` (the half-width of its 95 % interval relative to
+it); a share reads ``31 % [28–34]``. Where too few samples give no interval, it says so.
+"""
 
 from __future__ import annotations
 
 import math
 
-from ioprof.config import worker_count
+from ioprof.stats import Interval
 
 
 def rate(x: float | None) -> str:
@@ -18,16 +22,57 @@ def rate(x: float | None) -> str:
 
 
 def pct(x: float | None, digits: int = 1) -> str:
-    return "—" if x is None else f"{x * 100:.{digits}f} %"
+    return "—" if x is None or not math.isfinite(x) else f"{x * 100:.{digits}f} %"
+
+
+def plus_minus(i: Interval) -> str:
+    """`` ± 3 %``, or `` (no interval)`` where the samples were too few (empty for an exact figure)."""
+    if i.batches == 0 and i.low == i.high:
+        return ""
+    if not i.known:
+        return " (± ?)"
+    half = i.rel_half_width * 100
+    return f" ± {half:.0f} %" if half >= 1 else f" ± {half:.1f} %"
+
+
+def rate_ci(i: Interval) -> str:
+    """A rate with its interval: ``252 ± 3 %``."""
+    return rate(i.value) + plus_minus(i)
+
+
+def share_ci(i: Interval, digits: int = 1) -> str:
+    """A share with its interval: ``31.0 % [28.4–33.7]``."""
+    if not i.known:
+        return pct(i.value, digits) + " [± ?]"
+    return f"{pct(i.value, digits)} [{i.low * 100:.{digits}f}–{i.high * 100:.{digits}f}]"
 
 
 def mb(x_bytes: float) -> str:
     return f"{x_bytes / 1e6:,.1f} MB"
 
 
+def size(x_bytes: float) -> str:
+    """Bytes in the unit that reads best: kB, MB or GB."""
+    if x_bytes >= 1e9:
+        return gb(x_bytes)
+    if x_bytes >= 1e6:
+        return mb(x_bytes)
+    return f"{x_bytes / 1e3:,.0f} kB"
+
+
+def gb(x_bytes: float) -> str:
+    return f"{x_bytes / 1e9:,.2f} GB"
+
+
 def ms(x_s: float | None) -> str:
     return "—" if x_s is None else f"{x_s * 1e3:,.2f} ms"
 
 
-def setting(loader: str, workers: int) -> str:
-    return "serial (in-process)" if loader == "serial" else worker_count(workers)
+def duration(s: float | None) -> str:
+    if s is None or not math.isfinite(s):
+        return "—"
+    if abs(s) >= 3600:
+        return f"{s / 3600:,.1f} h"
+    if abs(s) >= 60:
+        return f"{s / 60:,.1f} min"
+    return f"{s:,.1f} s"

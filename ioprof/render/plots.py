@@ -9,7 +9,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from ioprof.results import PlaceResult, SweepResult
+from ioprof.results import CellResult, PlaceResult, SweepResult
+from ioprof.thresholds import MIN_BUSY_SHARE
 
 THROUGHPUT_PNG = "throughput.png"
 GPU_UTIL_PNG = "gpu_utilization.png"
@@ -23,24 +24,20 @@ def plot_throughput(result: SweepResult, path: Path) -> None:
     xticks: set[int] = set()
     for i, info in enumerate(result.datasets):
         color = colors[i % len(colors)]
-        cells = [c for c in result.cells if c.dataset == info.label and c.status == "ok"]
+        cells = [c for c in result.cells if c.dataset == info.label and c.status == "ok" and c.steps]
         mp = sorted((c for c in cells if c.loader == "multiprocess"), key=lambda c: c.workers)
         serial = [c for c in cells if c.loader == "serial"]
         if mp:
-            ax.plot(
-                [c.workers for c in mp], [c.img_per_s for c in mp], "o-", color=color, label=f"{info.label}"
-            )
+            ax.errorbar(
+                [c.workers for c in mp], [c.img_per_s for c in mp], yerr=_yerr(mp), fmt="o-", color=color,
+                capsize=3, label=f"{info.label}",
+            )  # fmt: skip
             xticks.update(c.workers for c in mp)
         if serial:
-            ax.plot(
-                [0],
-                [serial[0].img_per_s],
-                marker="*",
-                markersize=14,
-                color=color,
-                linestyle="none",
+            ax.errorbar(
+                [0], [serial[0].img_per_s], yerr=_yerr(serial), fmt="*", markersize=14, color=color, capsize=3,
                 label=f"{info.label}, serial loader" if not mp else None,
-            )
+            )  # fmt: skip
             if mp:
                 ax.plot([0, mp[0].workers], [serial[0].img_per_s, mp[0].img_per_s], ":", color=color)
             xticks.add(0)
@@ -59,7 +56,7 @@ def plot_throughput(result: SweepResult, path: Path) -> None:
     ticks = sorted(xticks)
     ax.set_xticks(ticks)
     ax.set_xticklabels(["serial\n(0)" if t == 0 else str(t) for t in ticks])
-    ax.set_xlabel("loader worker processes (num_workers); ★ = serial loader")
+    ax.set_xlabel("loader worker processes (num_workers); ★ = serial loader; bars: 95 % interval")
     ax.set_ylabel("training throughput (img/s)")
     ax.set_ylim(bottom=0)
     ax.set_title(f"End-to-end training throughput on {result.run.device}")
@@ -68,6 +65,16 @@ def plot_throughput(result: SweepResult, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def _yerr(cells: list[CellResult]) -> list[list[float]]:
+    """Asymmetric error bars from each cell's 95 % interval (0 where it has none)."""
+    lows, highs = [], []
+    for c in cells:
+        i = c.throughput()
+        lows.append(max(0.0, i.value - i.low) if i.known else 0.0)
+        highs.append(max(0.0, i.high - i.value) if i.known else 0.0)
+    return [lows, highs]
 
 
 def plot_gpu_utilization(result: SweepResult, path: Path) -> bool:
@@ -81,9 +88,8 @@ def plot_gpu_utilization(result: SweepResult, path: Path) -> bool:
     for ax, c in zip(axes[:, 0], cells, strict=True):
         ax.plot(c.gpu.t_s, c.gpu.gpu_util_pct, linewidth=1)
         ax.set_ylim(0, 105)
-        setting = "serial" if c.loader == "serial" else f"{c.workers} workers"
         ax.set_ylabel("util %", fontsize=8)
-        ax.set_title(f"{c.dataset}, {setting}", fontsize=9, loc="left")
+        ax.set_title(f"{c.dataset}, {c.setting.label}", fontsize=9, loc="left")
         ax.grid(True, alpha=0.3)
     axes[-1, 0].set_xlabel("seconds since the cell started")
     fig.tight_layout()
@@ -98,18 +104,22 @@ def plot_placement(result: PlaceResult, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7.5, 1.0 + 0.6 * max(1, len(decisions))), dpi=110)
     labels = [d.label for d in decisions]
     values = [d.predicted_img_per_s for d in decisions]
-    colors = ["tab:green" if d.keeps_busy else "tab:red" for d in decisions]
+    colors = ["tab:green" if d.keeps_busy and d.fits else "tab:red" for d in decisions]
     bars = ax.barh(labels, values, color=colors)
     for bar, d in zip(bars, decisions, strict=True):
         ax.annotate(f" {d.predicted_img_per_s:,.0f} img/s — {d.limited_by}", xy=(bar.get_width(), bar.get_y() + bar.get_height() / 2),
                     va="center", fontsize=8)  # fmt: skip
     demand = result.compute.img_per_s
     ax.axvline(demand, color="0.3", linestyle="--", linewidth=1, label=f"compute ceiling {demand:,.0f} img/s")
-    ax.axvline(0.9 * demand, color="0.6", linestyle=":", linewidth=1, label="90 % busy")
+    ax.axvline(
+        MIN_BUSY_SHARE * demand, color="0.6", linestyle=":", linewidth=1, label=f"{MIN_BUSY_SHARE:.0%} busy"
+    )
     ax.invert_yaxis()
     ax.set_xlabel("predicted training throughput (img/s) at the best worker count")
     ax.set_title(
-        "Where should the data live? green: keeps the accelerator ≥ 90 % busy, red: does not", fontsize=9
+        f"Where should the data live? green: keeps the accelerator ≥ {MIN_BUSY_SHARE:.0%} busy, red: does not "
+        "(or cannot hold the dataset)",
+        fontsize=9,
     )
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, axis="x", alpha=0.3)

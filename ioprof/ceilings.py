@@ -1,0 +1,98 @@
+"""The stage ceilings as named steps, shared by ``sweep`` and ``place``: compute (synthetic
+batches on the device), storage (raw cold reads at each concurrency) and decode (the loader over
+an in-memory sample at each setting). Each reports what it measured through ``progress``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ioprof.compute import TrainStep, probe_compute
+from ioprof.config import ComputeSpec, LoaderSetting
+from ioprof.datasets.dataset import Dataset
+from ioprof.datasets.sample import MemorySample
+from ioprof.decode import probe_decode
+from ioprof.results import ComputeCeiling, DecodeCeiling, ProbeFailure, StorageCeiling
+from ioprof.session import Progress, Session
+from ioprof.storage import EmulatedStorage, probe_storage
+
+# Storage probe: at most this many files per concurrency level (a shuffled sample of the dataset).
+STORAGE_PROBE_MAX_FILES = 2000
+
+
+def compute_ceiling(
+    session: Session, step: TrainStep, spec: ComputeSpec, *, model: str, crop_px: int, progress: Progress
+) -> ComputeCeiling:
+    """The compute ceiling at the run's batch size."""
+    progress("measuring the compute ceiling (synthetic batches on the device)…")
+    ceiling = probe_compute(
+        step, spec, model, session.device, batch_size=session.run.batch_size, crop_px=crop_px,
+        warmup_steps=session.run.warmup_steps,
+    )  # fmt: skip
+    progress.measured(ceiling)
+    return ceiling
+
+
+def storage_ceilings(
+    ds: Dataset,
+    concurrencies: Sequence[int],
+    *,
+    emulated: EmulatedStorage | None,
+    sample: MemorySample | None,
+    seed: int,
+    progress: Progress,
+) -> tuple[tuple[StorageCeiling, ...], StorageCeiling | None]:
+    """Storage at each concurrency; with emulated storage, through the emulated device over the
+    in-memory sample, plus the real device at one reader (to warn when it is slower)."""
+    out = []
+    for c in concurrencies:
+        if emulated is not None and sample is not None:
+            s = probe_storage(
+                sample.paths, c, ds.fs, emulated=emulated, blobs=sample.blobs, seed=seed, root=ds.root
+            )
+        else:
+            s = probe_storage(
+                ds.images.paths, c, ds.fs, max_files=STORAGE_PROBE_MAX_FILES, seed=seed, root=ds.root
+            )
+        out.append(s)
+        progress.measured(s, dataset=ds.label)
+    real = None
+    if emulated is not None:
+        real = probe_storage(
+            ds.images.paths, 1, ds.fs, max_files=STORAGE_PROBE_MAX_FILES, seed=seed, root=ds.root
+        )
+        progress.measured(real, dataset=f"{ds.label} (the real device)")
+    return tuple(out), real
+
+
+def decode_ceilings(
+    ds: Dataset,
+    sample: MemorySample,
+    settings: Sequence[LoaderSetting],
+    *,
+    crop_px: int,
+    batch_size: int,
+    seed: int,
+    start_method: str | None,
+    progress: Progress,
+) -> tuple[tuple[DecodeCeiling, ...], tuple[ProbeFailure, ...]]:
+    """The decode ceiling of each loader setting, from the in-memory sample."""
+    out: list[DecodeCeiling] = []
+    failed: list[ProbeFailure] = []
+    for setting in settings:
+        try:
+            d = probe_decode(
+                sample, setting, crop_px=crop_px, batch_size=batch_size, seed=seed, start_method=start_method
+            )
+        except RuntimeError as e:  # a loader worker died: no ceiling for this setting
+            failed.append(ProbeFailure(ds.label, "decode", setting.key, first_line(e)))
+            progress.measured(failed[-1], dataset=ds.label)
+            continue
+        out.append(d)
+        progress.measured(d, dataset=ds.label)
+    return tuple(out), tuple(failed)
+
+
+def first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__

@@ -1,0 +1,209 @@
+"""The findings a sweep's report must show: one small pure check each, over the analyzed result.
+
+Every check takes the result (cells already carrying their verdicts) and returns typed findings
+with the numbers behind them; ``findings`` runs them all in report order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ioprof.findings import (
+    BorderlineCells,
+    ComputeBelowPublished,
+    ComputeReference,
+    ConvertedSamples,
+    CpuIsTheDevice,
+    DatasetsFitInRam,
+    EmulatedFasterThanReal,
+    FetchContradiction,
+    FetchedUnknown,
+    Finding,
+    ManyOffPrediction,
+    NotAsAsked,
+    OffPrediction,
+    ProbeFailed,
+    StageUndetermined,
+    UndecodableSamples,
+    WorkersExceedCores,
+)
+from ioprof.results import CellResult, SweepResult
+from ioprof.thresholds import (
+    CONTRADICTION_MIN_BYTES,
+    CONTRADICTION_SHARE,
+    DATASET_TO_RAM_FOR_COLD_EPOCHS,
+    PUBLISHED_SHARE_TUNED,
+)
+
+# Beyond this many, cells off their prediction are summarized in one finding, not listed.
+RESIDUALS_LISTED = 3
+
+
+def _ok(result: SweepResult) -> list[CellResult]:
+    return [c for c in result.cells if c.verdict is not None]
+
+
+def cpu_is_the_device(result: SweepResult) -> list[Finding]:
+    comp = result.compute
+    if result.run.device != "cpu" or comp is None or comp.simulated:
+        return []
+    return [CpuIsTheDevice(result.run.device_reason, comp.model, comp.img_per_s)]
+
+
+def fetch_contradictions(result: SweepResult) -> list[Finding]:
+    """Verified cold, read plenty, fetched nothing: the counter cannot see these reads."""
+    fs = {d.label: d.fs_type for d in result.datasets}
+    out: list[Finding] = []
+    for c in _ok(result):
+        fetched = c.fetched.bytes
+        if not (c.cache.regime == "cold" and c.cache.verified) or fetched is None:
+            continue
+        if c.requested_bytes >= CONTRADICTION_MIN_BYTES and fetched < CONTRADICTION_SHARE * c.requested_bytes:
+            out.append(
+                FetchContradiction(c.dataset, c.setting.label, c.requested_bytes, fetched, c.fetched.method,
+                                   fs.get(c.dataset, ""))
+            )  # fmt: skip
+    return out
+
+
+def regimes_not_verified(result: SweepResult) -> list[Finding]:
+    """Cells and storage probes whose cache regime was asked for but not achieved."""
+    out: list[Finding] = [
+        NotAsAsked(c.dataset, c.setting.label, c.cache.regime, c.cache.note)
+        for c in result.cells
+        if c.status == "ok" and not c.cache.verified
+    ]
+    for dc in result.ceilings:
+        notes = {s.cache.note for s in dc.storage if not s.cache.verified}
+        out += [NotAsAsked(dc.dataset, "storage ceiling", "cold", n) for n in sorted(notes)]
+    return out
+
+
+def fetched_unknown(result: SweepResult) -> list[Finding]:
+    out: list[Finding] = []
+    for info in result.datasets:
+        unknown = tuple(
+            c.setting.label for c in _ok(result) if c.dataset == info.label and not c.fetched.known
+        )
+        if unknown:
+            out.append(FetchedUnknown(info.label, info.fs_type, unknown))
+    return out
+
+
+def stages_undetermined(result: SweepResult) -> list[Finding]:
+    return [
+        StageUndetermined(c.dataset, c.setting.label, c.data_wait_share)
+        for c in _ok(result)
+        if c.verdict is not None and c.verdict.bottleneck == "undetermined"
+    ]
+
+
+def probe_failures(result: SweepResult) -> list[Finding]:
+    return [ProbeFailed(p.dataset, p.stage, p.setting, p.error) for p in result.probe_failures]
+
+
+def samples(result: SweepResult) -> list[Finding]:
+    u = result.undecodable
+    out: list[Finding] = []
+    if u.count:
+        out.append(UndecodableSamples(u.count, u.first[:5]))
+    if u.converted:
+        out.append(ConvertedSamples(u.converted))
+    return out
+
+
+def off_prediction(result: SweepResult) -> list[Finding]:
+    """Cells measured outside their predicted range beyond their own interval: listed, or summarized."""
+    off = [
+        c
+        for c in _ok(result)
+        if c.verdict and c.verdict.residual_unexplained and c.verdict.residual is not None
+    ]
+    if not off:
+        return []
+    if len(off) <= RESIDUALS_LISTED:
+        return [
+            OffPrediction(c.dataset, c.setting.label, c.img_per_s, c.verdict.predicted_low_img_per_s or 0.0,
+                          c.verdict.predicted_img_per_s or 0.0, c.verdict.residual or 0.0)
+            for c in off
+            if c.verdict
+        ]  # fmt: skip
+    residuals = [c.verdict.residual or 0.0 for c in off if c.verdict]
+    by_compute = all(c.verdict and c.verdict.predicted_by.startswith("compute") for c in off)
+    return [
+        ManyOffPrediction(
+            count=len(off), cells=len(_ok(result)), residual_min=min(residuals), residual_max=max(residuals),
+            compute_measured_low=all(r > 0 for r in residuals) and by_compute and result.compute is not None,
+            compute_img_per_s=result.compute.img_per_s if result.compute else None,
+        )
+    ]  # fmt: skip
+
+
+def workers_exceed_cores(result: SweepResult) -> list[Finding]:
+    cores = result.machine.cpu_cores_usable
+    over = tuple(sorted({c.workers for c in result.cells if c.workers > cores}))
+    return [WorkersExceedCores(over, cores)] if over else []
+
+
+def datasets_fit_in_ram(result: SweepResult) -> list[Finding]:
+    ram = result.machine.ram_bytes
+    small = [i for i in result.datasets if i.total_bytes * DATASET_TO_RAM_FOR_COLD_EPOCHS <= ram]
+    if not small:
+        return []
+    return [
+        DatasetsFitInRam(
+            tuple(i.label for i in small),
+            tuple(i.total_bytes for i in small),
+            ram,
+            DATASET_TO_RAM_FOR_COLD_EPOCHS,
+        )
+    ]
+
+
+def emulated_faster_than_real(result: SweepResult) -> list[Finding]:
+    """An emulated profile faster than the device the data really sits on: its figures describe
+    storage this machine does not have (they are still emulated, never the real device's)."""
+    out: list[Finding] = []
+    profile = result.config.get("storage_profile") or {}
+    for dc in result.ceilings:
+        real = dc.real_storage
+        mb = profile.get("read_mb_per_s")
+        if real is not None and real.files and mb and real.read_mb_per_s < mb:
+            out.append(
+                EmulatedFasterThanReal(dc.dataset, str(profile.get("name")), float(mb), real.read_mb_per_s)
+            )
+    return out
+
+
+def borderline(result: SweepResult) -> list[Finding]:
+    cells = tuple(
+        (c.dataset, c.setting.label, c.verdict.input_bound_range[0], c.verdict.input_bound_range[1],
+         c.verdict.wait_share_low or 0.0, c.verdict.wait_share_high or 0.0)
+        for c in _ok(result)
+        if c.verdict is not None and c.verdict.input_bound == "borderline"
+    )  # fmt: skip
+    return [BorderlineCells(cells)] if cells else []
+
+
+CHECKS: Sequence[Callable[[SweepResult], list[Finding]]] = (
+    cpu_is_the_device,
+    fetch_contradictions,
+    regimes_not_verified,
+    fetched_unknown,
+    stages_undetermined,
+    borderline,
+    probe_failures,
+    samples,
+    off_prediction,
+    workers_exceed_cores,
+    datasets_fit_in_ram,
+    emulated_faster_than_real,
+)
+
+
+def findings(result: SweepResult, reference: ComputeReference | None) -> tuple[Finding, ...]:
+    """Every check's findings, in report order, and the compute ceiling against its published figure."""
+    out = [f for check in CHECKS for f in check(result)]
+    if reference is not None and reference.comparable and not reference.tuned:
+        out.append(ComputeBelowPublished(reference, PUBLISHED_SHARE_TUNED))
+    return tuple(out)

@@ -1,0 +1,221 @@
+"""The command-line options, declared once each, in groups a subcommand picks from.
+
+Every option's destination is the name of the config field it sets, and its default is left to
+the config dataclass (``argparse.SUPPRESS``): a default is stated in one place only, and the help
+text reads it from there. ``config_from`` turns a parsed Namespace into a config; it is the one
+place a Namespace is unpacked, and the Namespace travels no further.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ioprof.config import (
+    AUTO,
+    CACHE_REGIMES,
+    DEFAULT_RESOLUTIONS,
+    MAX_DEFAULT_IMAGES_PER_DATASET,
+    MODELS,
+    PRECISIONS,
+    START_METHODS,
+    SweepConfig,
+    non_negative_int,
+    parse_compute,
+    parse_device,
+    parse_loaders,
+    parse_positive_int_list,
+    parse_resolutions,
+    parse_storage_profile,
+    positive_float,
+    positive_int,
+    share,
+)
+from ioprof.presets import GPU_PRESETS, STORAGE_PROFILES
+
+T = TypeVar("T")
+S = argparse.SUPPRESS
+_DEFAULTS = SweepConfig()
+
+
+def typed(fn: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+    """Turn a parser's ValueError into argparse's usage error (exit 2), keeping its message."""
+
+    def parse(text: str) -> Any:
+        try:
+            return fn(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = name
+    return parse
+
+
+def _res(res: tuple[tuple[int, int], ...]) -> str:
+    return ",".join(f"{w}x{h}" for w, h in res)
+
+
+def add_data(p: argparse.ArgumentParser, *, generated: bool = True) -> None:
+    """Which images: the user's folder, or generated sets."""
+    if generated:
+        src = p.add_mutually_exclusive_group()
+        src.add_argument(
+            "--data",
+            dest="data_path",
+            metavar="PATH",
+            default=S,
+            help="your own ImageFolder tree or flat folder of images (only read, never written)",
+        )
+        src.add_argument(
+            "--resolutions",
+            type=typed(parse_resolutions, "resolutions"),
+            default=S,
+            help=f"generated datasets, WIDTHxHEIGHT list (default {_res(DEFAULT_RESOLUTIONS)})",
+        )
+        p.add_argument(
+            "--images",
+            dest="images_per_dataset",
+            metavar="N",
+            type=typed(positive_int, "images"),
+            default=S,
+            help=f"images per generated dataset (default: about what a cell reads, at most "
+            f"{MAX_DEFAULT_IMAGES_PER_DATASET})",
+        )
+        p.add_argument(
+            "--cache-dir",
+            metavar="DIR",
+            default=S,
+            help="where generated datasets are kept (default ~/.cache/ioprof)",
+        )
+    else:
+        p.add_argument(
+            "--data",
+            dest="data_path",
+            metavar="PATH",
+            default=S,
+            help="your own ImageFolder tree or flat folder of images (only read, never written)",
+        )
+    p.add_argument("--seed", type=typed(non_negative_int, "seed"), default=S,
+                   help=f"seed for data, sampling and shuffling (default {_DEFAULTS.seed})")  # fmt: skip
+
+
+def add_loader(p: argparse.ArgumentParser, *, loaders: bool = True) -> None:
+    """Which loader settings, and how their workers start."""
+    p.add_argument(
+        "--workers",
+        type=typed(parse_positive_int_list, "workers"),
+        default=S,
+        help=f"worker counts for the multiprocess loader (default {','.join(map(str, _DEFAULTS.workers))})",
+    )
+    if loaders:
+        p.add_argument(
+            "--loaders",
+            type=typed(parse_loaders, "loaders"),
+            default=S,
+            help="serial (num_workers=0, in-process) and/or multiprocess (default both)",
+        )
+    p.add_argument("--start-method", choices=START_METHODS, default=S,
+                   help="how loader workers start (default: Python's default on this platform)")  # fmt: skip
+
+
+def add_device(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", type=typed(parse_device, "device"), default=S,
+                   help="auto (CUDA when available, else CPU), cpu, cuda or cuda:INDEX (default auto)")  # fmt: skip
+
+
+def add_batch(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--batch-size",
+        type=typed(positive_int, "batch-size"),
+        default=S,
+        help="images per batch (default 8 on the CPU, 256 on CUDA)",
+    )
+    p.add_argument("--crop-px", type=typed(positive_int, "crop-px"), default=S,
+                   help=f"RandomResizedCrop output size (default {_DEFAULTS.crop_px})")  # fmt: skip
+
+
+def add_training(p: argparse.ArgumentParser) -> None:
+    """The training step the loader feeds: model, real or simulated, precision and layout."""
+    p.add_argument("--model", choices=MODELS, default=S, help=f"model trained (default {_DEFAULTS.model})")
+    p.add_argument(
+        "--compute",
+        type=typed(parse_compute, "compute"),
+        default=S,
+        help=f"real, sim:IMG_PER_S or sim:PRESET ({', '.join(GPU_PRESETS)}) to simulate a GPU (default real)",
+    )
+    p.add_argument(
+        "--precision",
+        choices=(AUTO, *PRECISIONS),
+        default=S,
+        help="fp32, tf32 (CUDA), bf16, or fp16 (CUDA, with a gradient scaler) autocast; "
+        "default auto: bf16 on CUDA (fp16 where the GPU lacks bf16), fp32 on the CPU",
+    )
+    p.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=S,
+                   help="NHWC memory format for model and inputs (default: on for CUDA, off on the CPU)")  # fmt: skip
+
+
+def add_run(p: argparse.ArgumentParser) -> None:
+    """How long cells run, their cache regime, emulated storage and the host-to-device path."""
+    p.add_argument(
+        "--steps",
+        type=typed(positive_int, "steps"),
+        default=S,
+        help="measure exactly this many steps per cell (default: until the throughput's 95 %% "
+        "interval is within ±5 %%, or the cap)",
+    )
+    p.add_argument(
+        "--warmup-steps",
+        type=typed(non_negative_int, "warmup-steps"),
+        default=S,
+        help="steps run and excluded before measuring, plus one per loader worker "
+        "(default 1 on the CPU, 5 with simulated compute, 10 on CUDA)",
+    )
+    p.add_argument(
+        "--seconds",
+        type=typed(positive_float, "seconds"),
+        default=S,
+        help="stop a cell's measurement after this long (default 10 on the CPU, 15 with "
+        "simulated compute, 60 on CUDA)",
+    )
+    p.add_argument(
+        "--cache",
+        choices=CACHE_REGIMES,
+        default=S,
+        help="page-cache regime of the end-to-end cells (default cold: evicted before each cell and "
+        "after each read, verified)",
+    )
+    p.add_argument(
+        "--storage-profile",
+        type=typed(parse_storage_profile, "storage-profile"),
+        default=S,
+        help=f"emulate storage: {', '.join(STORAGE_PROFILES)} or custom:READ_MB_PER_S[:LATENCY_MS]",
+    )
+    p.add_argument(
+        "--pin-memory",
+        action=argparse.BooleanOptionalAction,
+        default=S,
+        help="DataLoader(pin_memory=True) (default: on for CUDA, off on the CPU)",
+    )
+    p.add_argument(
+        "--non-blocking",
+        action=argparse.BooleanOptionalAction,
+        default=S,
+        help="copy batches to the device with non_blocking=True (default: as --pin-memory)",
+    )
+    p.add_argument("--max-failed-share", type=typed(share, "max-failed-share"), default=S,
+                   help=f"stop when more than this share of samples cannot be decoded (default "
+                   f"{_DEFAULTS.max_failed_share})")  # fmt: skip
+
+
+def add_out(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", dest="out_dir", metavar="DIR", default=S,
+                   help="output folder (default: a new folder under ./reports/)")  # fmt: skip
+
+
+def config_from(cls: type[T], ns: argparse.Namespace, **fixed: Any) -> T:
+    """The config of type ``cls`` from the options given; the rest keep the dataclass's defaults."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    given = {k: v for k, v in vars(ns).items() if k in names}
+    return cls(**{**given, **fixed})

@@ -1,0 +1,75 @@
+"""An in-memory sample of a dataset: what decode ceilings and emulated storage read.
+
+A decode ceiling must be measured on bytes that are really in memory. The page cache cannot be
+trusted to hold them — a FUSE mount drops its pages at every open, a dataset larger than RAM is
+evicted before it is read again — so a shuffled sample of the files is read once into this
+process (forked loader workers share it; spawned ones get a copy) and decoded from there.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+from ioprof.datasets.discover import ImageList
+from ioprof.errors import IoprofError
+from ioprof.pagecache import FilesystemInfo
+from ioprof.storage import STORAGE_LOST_ERRNOS, check_storage, read_file
+
+# The sample: at most this many files and bytes (enough distinct images for a steady decode rate,
+# little enough to read once even from slow network storage).
+SAMPLE_MAX_FILES = 256
+SAMPLE_MAX_BYTES = 48 * 10**6
+
+
+@dataclass(frozen=True)
+class MemorySample:
+    """Files of a dataset held in memory, with their labels."""
+
+    paths: tuple[str, ...]
+    labels: tuple[int, ...]
+    blobs: tuple[bytes, ...]
+    read_s: float  # how long reading them took (from wherever they were)
+
+    @property
+    def bytes(self) -> int:
+        return sum(len(b) for b in self.blobs)
+
+    @property
+    def files(self) -> int:
+        return len(self.blobs)
+
+
+def load_sample(
+    images: ImageList,
+    fs: FilesystemInfo,
+    *,
+    seed: int,
+    max_files: int = SAMPLE_MAX_FILES,
+    max_bytes: int = SAMPLE_MAX_BYTES,
+) -> MemorySample:
+    """Read a shuffled sample of ``images`` into memory (files that cannot be read are skipped)."""
+    order = list(range(len(images.paths)))
+    random.Random(seed).shuffle(order)
+    paths: list[str] = []
+    labels: list[int] = []
+    blobs: list[bytes] = []
+    total = 0
+    t0 = time.perf_counter()
+    for i in order:
+        if len(blobs) >= max_files or total >= max_bytes:
+            break
+        try:
+            data = read_file(images.paths[i])
+        except OSError as e:
+            if e.errno in STORAGE_LOST_ERRNOS:
+                check_storage(images.root, fs, e)
+            continue
+        paths.append(images.paths[i])
+        labels.append(images.labels[i])
+        blobs.append(data)
+        total += len(data)
+    if not blobs:
+        raise IoprofError(f"{images.root}: none of its image files could be read; check their permissions")
+    return MemorySample(tuple(paths), tuple(labels), tuple(blobs), time.perf_counter() - t0)

@@ -1,0 +1,89 @@
+"""The decode ceiling: the real loader over an in-memory sample, with no training step.
+
+Decode + augment + collate only, at one loader setting. The files are a sample read into this
+process beforehand (``datasets.sample``), because the page cache cannot be trusted to hold them
+(FUSE drops pages at every open; a dataset larger than RAM is evicted). After the start-up burst
+(one batch per worker arriving together), each batch's arrival time is recorded; the rate and
+its 95 % interval rest on those samples, and the probe stops once the interval is within ±5 %
+or at its cap.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+from ioprof.config import TARGET_REL_HALF_WIDTH, LoaderSetting
+from ioprof.datasets.sample import MemorySample
+from ioprof.loader import Batch, make_loader
+from ioprof.results import CacheInfo, DecodeCeiling
+from ioprof.stats import MIN_BATCHES, ratio_interval
+
+# At least this long and this many batches per worker before the interval may stop the probe.
+DECODE_PROBE_MIN_S = 2.0
+DECODE_PROBE_MIN_BATCHES_PER_WORKER = 4
+DECODE_PROBE_MAX_S = 20.0
+
+
+def warmup_batches(setting: LoaderSetting) -> int:
+    """Batches to discard before the loader is in steady state: the first one, or the burst of
+    one per worker that arrives together after start-up."""
+    return setting.concurrency
+
+
+def probe_decode(
+    sample: MemorySample,
+    setting: LoaderSetting,
+    *,
+    crop_px: int,
+    batch_size: int,
+    seed: int = 0,
+    start_method: str | None = None,
+    min_seconds: float = DECODE_PROBE_MIN_S,
+    max_seconds: float = DECODE_PROBE_MAX_S,
+    clock: Callable[[], float] = time.perf_counter,
+) -> DecodeCeiling:
+    """Images per second the loader produces from memory at ``setting``, with raw batch samples."""
+    warm = warmup_batches(setting)
+    # The sampler draws indices lazily, one permutation per pass: a generous count costs nothing.
+    dl = make_loader(
+        sample.paths, sample.labels, setting=setting, crop_px=crop_px, batch_size=batch_size,
+        num_samples=(warm + 1_000_000) * batch_size, seed=seed, blobs=sample.blobs, start_method=start_method,
+    )  # fmt: skip
+    images: list[int] = []
+    spans: list[float] = []
+    min_batches = DECODE_PROBE_MIN_BATCHES_PER_WORKER * setting.concurrency
+    stopped_by = "seconds"
+    it: Iterator[Batch] = iter(dl)
+    try:
+        for _ in range(warm):
+            next(it)
+        started = last = clock()
+        for batch in it:
+            now = clock()
+            images.append(0 if batch.images is None else int(batch.images.shape[0]))
+            spans.append(now - last)
+            last = now
+            if now - started >= max_seconds:
+                break
+            if len(spans) >= min_batches and now - started >= min_seconds:
+                interval = ratio_interval([float(n) for n in images], spans, setting.concurrency)
+                if interval.batches >= MIN_BATCHES and interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
+                    stopped_by = "interval"
+                    break
+    finally:
+        del it
+    elapsed = max(sum(spans), 1e-9)
+    return DecodeCeiling(
+        loader=setting.kind,
+        workers=setting.workers,
+        img_per_s=sum(images) / elapsed,
+        images=sum(images),
+        elapsed_s=elapsed,
+        cache=CacheInfo("memory", 1.0, True, "in-process", f"{sample.files} files held in this process"),
+        batch_images=tuple(images),
+        batch_s=tuple(spans),
+        sample_files=sample.files,
+        sample_bytes=sample.bytes,
+        stopped_by=stopped_by,
+    )

@@ -1,0 +1,136 @@
+"""Bytes fetched from storage during a measurement — on every filesystem, with the method named.
+
+The kernel's ``read_bytes`` counts block I/O only. On NFS, FUSE (sshfs, s3fs, gcsfuse), 9p and
+CIFS a read that crossed the network shows 0 there, so it cannot tell a cache hit from a fetch.
+Each filesystem kind gets the counter that does see its reads:
+
+- block devices: ``read_bytes`` of the loader's own processes (``iocounters``);
+- NFS (kernel client): ``/proc/self/mountstats``, the bytes this client read from the server for
+  that mount (all processes of the machine together: say so);
+- FUSE: what the daemon serving the mount read (its ``rchar``: the bytes it took in from its
+  transport or backing store), where its process can be found and read;
+- any filesystem, in the cold regime with each file evicted before the window and again after
+  every read and the eviction verified: every byte the loader read was fetched ("cold reads").
+
+A verified-cold window on a block device that fetched nothing is a contradiction the analysis
+reports; it is never read as evidence of cache hits.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import psutil
+
+from ioprof.pagecache import FilesystemInfo
+from ioprof.results import CacheInfo, CrossCheck, Fetched
+
+MOUNTSTATS = "/proc/self/mountstats"
+# In a mountstats "bytes:" line: normal read, normal write, direct read, direct write, server read, …
+_SERVER_READ_FIELD = 4
+
+
+def nfs_server_read_bytes(mountpoint: str, text: str | None = None) -> int | None:
+    """Bytes this NFS client has read from the server for ``mountpoint`` (None: not found)."""
+    if text is None:
+        try:
+            with open(MOUNTSTATS, encoding="utf-8") as f:
+                text = f.read()
+        except OSError:
+            return None
+    current = None
+    for line in text.splitlines():
+        if line.startswith("device "):
+            parts = line.split()
+            current = parts[4] if len(parts) > 4 and parts[3] == "on" else None
+            continue
+        if current == mountpoint and line.strip().startswith("bytes:"):
+            fields = line.split(":", 1)[1].split()
+            if len(fields) > _SERVER_READ_FIELD:
+                return int(fields[_SERVER_READ_FIELD])
+    return None
+
+
+def fuse_daemon(fs: FilesystemInfo) -> psutil.Process | None:
+    """The process serving a FUSE mount: the one whose command line names the mount point."""
+    if not fs.fuse:
+        return None
+    found = []
+    for proc in psutil.process_iter(["cmdline", "pid"]):
+        cmd = proc.info.get("cmdline") or []
+        if proc.info["pid"] != os.getpid() and fs.mountpoint in (os.path.normpath(c) for c in cmd[1:]):
+            found.append(proc)
+    return found[0] if len(found) == 1 else None
+
+
+@dataclass(frozen=True)
+class FetchSnapshot:
+    """The counters of the mount itself (not of the loader's processes) at one instant."""
+
+    nfs_server_read_bytes: int | None
+    daemon_pid: int | None
+    daemon_name: str
+    daemon_read_chars: int | None
+
+
+class MountCounters:
+    """Snapshots of the counters a mount has beside the loader's own: NFS client statistics, or
+    the FUSE daemon's reads. On a block device or tmpfs there are none."""
+
+    def __init__(self, fs: FilesystemInfo) -> None:
+        self.fs = fs
+        self._daemon = fuse_daemon(fs)
+
+    def snapshot(self) -> FetchSnapshot:
+        nfs = nfs_server_read_bytes(self.fs.mountpoint) if self.fs.kind == "network" else None
+        pid = name = chars = None
+        if self._daemon is not None:
+            try:
+                chars = int(self._daemon.io_counters().read_chars)
+                pid, name = self._daemon.pid, self._daemon.name()
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                chars = None
+        return FetchSnapshot(nfs, pid, name or "", chars)
+
+
+def _delta(a: int | None, b: int | None) -> int | None:
+    return b - a if a is not None and b is not None else None
+
+
+def decide(
+    fs: FilesystemInfo,
+    cache: CacheInfo,
+    *,
+    read_bytes: int,
+    requested_bytes: int,
+    before: FetchSnapshot,
+    after: FetchSnapshot,
+    emulated: bool = False,
+) -> Fetched:
+    """The bytes fetched from storage during a window, by the best method this filesystem has.
+
+    Pure: every counter is passed in. ``read_bytes``: block I/O of the loader's processes;
+    ``requested_bytes``: what the loader read from the dataset's files.
+    """
+    cold = cache.regime == "cold" and cache.verified and cache.evict_after_read
+    checks: list[CrossCheck] = []
+    nfs = _delta(before.nfs_server_read_bytes, after.nfs_server_read_bytes)
+    daemon = _delta(before.daemon_read_chars, after.daemon_read_chars)
+    if daemon is not None and after.daemon_pid == before.daemon_pid:
+        checks.append(CrossCheck("fuse-daemon", f"{after.daemon_name} (pid {after.daemon_pid})", daemon))
+    else:
+        daemon = None
+    if emulated:
+        return Fetched(requested_bytes, "emulated", "every read charged to the emulated device")
+    if fs.kind == "ram":
+        return Fetched(0, "ram", f"{fs.fs_type} holds the files in RAM: there is no storage below it")
+    if fs.kind == "block":
+        return Fetched(read_bytes, "block-io", "read_bytes of the loader's processes")
+    if nfs is not None:
+        return Fetched(nfs, "nfs-mountstats", f"{MOUNTSTATS}, {fs.mountpoint}", tuple(checks))
+    if cold:
+        return Fetched(requested_bytes, "cold-reads", fs.mountpoint, tuple(checks))
+    if daemon is not None:
+        return Fetched(daemon, "fuse-daemon", checks[0].source)
+    return Fetched(None, "unknown", f"{fs.fs_type} at {fs.mountpoint}")

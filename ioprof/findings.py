@@ -1,0 +1,319 @@
+"""What the analysis concludes, as typed values with the numbers they rest on — never sentences.
+
+Verdicts, advice and findings (warnings) are computed by ``analysis`` and ``placement`` from the
+measurements and turned into words by ``render/words.py`` only. They are written into
+``results.json`` for readers, and recomputed, not loaded, whenever a report is rendered.
+A finding's ``kind`` names it in the file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+# -- one cell ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CellVerdict:
+    """What limits one cell, and the numbers it was decided from.
+
+    ``input_bound``: highly | moderately | not, or ``borderline`` when the data-wait share's
+    95 % interval straddles a class threshold (then ``input_bound_range`` names the two classes).
+    ``bottleneck``: storage | decode | transfer | compute, or ``undetermined`` when the cell is
+    input-bound but no ceiling of an input stage could be measured for its setting.
+    The prediction is a range: ``predicted_img_per_s`` assumes the stages overlap perfectly
+    (the slowest sets the pace), ``predicted_low_img_per_s`` that each worker reads and then
+    decodes in turn; the serial loader's prediction is one figure.
+    """
+
+    bottleneck: str
+    input_bound: str
+    input_bound_range: tuple[str, str]
+    data_wait_share: float
+    wait_share_low: float | None
+    wait_share_high: float | None
+    predicted_img_per_s: float | None
+    predicted_low_img_per_s: float | None
+    predicted_by: str  # which ceiling sets the prediction
+    residual: float | None  # measured vs the predicted range: 0 inside it, else relative distance
+    residual_unexplained: bool
+    rates: dict[str, float]  # the ceilings used (img/s), storage scaled to the bytes fetched
+    storage_miss_ratio: float | None  # share of requested bytes fetched from storage (None: unknown)
+
+
+# -- advice for one dataset --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Advice:
+    """Recommendations for one dataset, computed from the measurements (words: render/words.py).
+
+    ``fix_first``: the input stage that limits the best setting (storage | decode), ``none`` when
+    the best setting keeps up, ``unknown`` when it cannot be told.
+    """
+
+    dataset: str
+    fix_first: str
+    demand_img_per_s: float | None  # what the training step consumes (compute ceiling)
+    # decode
+    per_worker_img_per_s: float | None
+    workers_needed: int | None  # smallest measured worker count whose decode ceiling meets demand
+    workers_estimated: float | None  # demand / per-worker decode rate
+    best_decode_workers: int | None
+    best_decode_img_per_s: float | None
+    cores_usable: int
+    cores_suffice: bool
+    decode_shortfall: float | None  # best decode ceiling / demand, when below 1
+    # storage
+    mean_file_bytes: float
+    storage_mb_per_s_needed: float
+    storage_mb_per_s_measured: float | None  # best real (or emulated) cold figure
+    storage_img_per_s_best: float | None
+    storage_best_readers: int | None
+    storage_suffices: bool | None
+    storage_scales_with_readers: bool | None  # latency-bound: more concurrent reads help
+    network_storage: bool
+    # the serial loader
+    serial_suffices: bool | None
+    serial_wait_share: float | None
+    # the fastest cell measured end to end
+    best_cell_workers: int | None = None
+    best_cell_wait_share: float | None = None
+
+
+# -- the run as a whole ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DatasetVerdict:
+    """One dataset: its best setting, and what limits it there."""
+
+    dataset: str
+    best_setting: str  # LoaderSetting label of the fastest cell
+    best_img_per_s: float
+    bottleneck: str
+    input_bound: str
+    input_bound_range: tuple[str, str]
+    data_wait_share: float
+    input_bound_settings: tuple[tuple[str, str, str, float], ...]  # (label, class, stage, wait share)
+    serial_img_per_s: float | None
+    speedup_over_serial: float | None
+
+
+@dataclass(frozen=True)
+class ComputeReference:
+    """The measured compute ceiling against the GPU's published ResNet-50 figure."""
+
+    gpu: str
+    measured_img_per_s: float
+    published_img_per_s: float | None  # None: no figure on file for this GPU
+    source: str
+    comparable: bool  # ResNet-50, 224 px, mixed precision: what the figure is for
+    share: float | None
+    tuned: bool  # share ≥ PUBLISHED_SHARE_TUNED, or not comparable
+    step_label: str = ""
+    crop_px: int | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A warning the report must show, with its figures. Subclasses name the kind."""
+
+    kind: ClassVar[str] = "finding"
+
+
+@dataclass(frozen=True)
+class CpuIsTheDevice(Finding):
+    kind: ClassVar[str] = "cpu-is-the-device"
+    device_reason: str
+    model: str
+    img_per_s: float
+
+
+@dataclass(frozen=True)
+class DatasetsFitInRam(Finding):
+    kind: ClassVar[str] = "datasets-fit-in-ram"
+    datasets: tuple[str, ...]
+    sizes_bytes: tuple[int, ...]
+    ram_bytes: int
+    ratio: float  # MLPerf Storage's dataset-to-RAM ratio for cold epochs
+
+
+@dataclass(frozen=True)
+class WorkersExceedCores(Finding):
+    kind: ClassVar[str] = "workers-exceed-cores"
+    workers: tuple[int, ...]
+    cores: int
+
+
+@dataclass(frozen=True)
+class OffPrediction(Finding):
+    """A cell measured outside its predicted range, beyond its own interval."""
+
+    kind: ClassVar[str] = "off-prediction"
+    dataset: str
+    setting: str
+    measured_img_per_s: float
+    predicted_low_img_per_s: float
+    predicted_img_per_s: float
+    residual: float
+
+
+@dataclass(frozen=True)
+class ManyOffPrediction(Finding):
+    kind: ClassVar[str] = "many-off-prediction"
+    count: int
+    cells: int
+    residual_min: float
+    residual_max: float
+    compute_measured_low: bool  # all faster than a compute ceiling that predicted them
+    compute_img_per_s: float | None
+
+
+@dataclass(frozen=True)
+class ComputeBelowPublished(Finding):
+    kind: ClassVar[str] = "compute-below-published"
+    reference: ComputeReference
+    threshold: float
+
+
+@dataclass(frozen=True)
+class FetchContradiction(Finding):
+    """A verified-cold cell whose block-I/O counters show nothing fetched: the counters or the
+    eviction are wrong here, so the bytes from storage are not evidence of cache hits."""
+
+    kind: ClassVar[str] = "fetch-contradiction"
+    dataset: str
+    setting: str
+    requested_bytes: int
+    fetched_bytes: int
+    method: str
+    fs_type: str
+
+
+@dataclass(frozen=True)
+class NotAsAsked(Finding):
+    """A measurement whose cache regime could not be made or verified as asked."""
+
+    kind: ClassVar[str] = "regime-not-verified"
+    dataset: str
+    setting: str
+    regime: str
+    note: str
+
+
+@dataclass(frozen=True)
+class FetchedUnknown(Finding):
+    kind: ClassVar[str] = "fetched-unknown"
+    dataset: str
+    fs_type: str
+    settings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StageUndetermined(Finding):
+    """Input-bound, but no ceiling of an input stage was measured for the setting."""
+
+    kind: ClassVar[str] = "stage-undetermined"
+    dataset: str
+    setting: str
+    data_wait_share: float
+
+
+@dataclass(frozen=True)
+class ProbeFailed(Finding):
+    kind: ClassVar[str] = "probe-failed"
+    dataset: str
+    stage: str
+    setting: str
+    error: str
+
+
+@dataclass(frozen=True)
+class UndecodableSamples(Finding):
+    kind: ClassVar[str] = "undecodable-samples"
+    count: int
+    first: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class ConvertedSamples(Finding):
+    kind: ClassVar[str] = "converted-samples"
+    count: int
+
+
+@dataclass(frozen=True)
+class EmulatedFasterThanReal(Finding):
+    """The emulated profile is faster than the real device this dataset sits on."""
+
+    kind: ClassVar[str] = "emulated-faster-than-real"
+    dataset: str
+    profile: str
+    profile_mb_per_s: float
+    real_mb_per_s: float
+
+
+@dataclass(frozen=True)
+class BorderlineCells(Finding):
+    """Cells whose data-wait interval straddles a class threshold: their class is not decided."""
+
+    kind: ClassVar[str] = "borderline"
+    cells: tuple[tuple[str, str, str, str, float, float], ...]  # dataset, setting, low class, high, lo, hi
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The run's conclusions: the overall verdict (from the worst input-bound dataset), one
+    verdict per dataset, advice, findings, and the compute ceiling against its published figure."""
+
+    overall_bottleneck: str  # storage | decode | transfer | compute | undetermined | unknown
+    overall_input_bound: str  # highly | moderately | not | borderline | unknown
+    overall_dataset: str  # the dataset the overall verdict comes from ("" when none)
+    datasets: tuple[DatasetVerdict, ...]
+    advice: tuple[Advice, ...]
+    findings: tuple[Finding, ...]
+    compute_reference: ComputeReference | None = None
+
+
+# -- ioprof place ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlaceDecision:
+    """What one candidate would give training, and whether copying the data there pays."""
+
+    label: str
+    kind: str
+    best_workers: int
+    predicted_img_per_s: float
+    limited_by: str  # storage | decode | compute
+    busy_share: float  # predicted / compute ceiling (MLPerf Storage's accelerator utilization)
+    keeps_busy: bool
+    storage_headroom: float  # storage img/s at best_workers / compute ceiling
+    predicted_by_workers: dict[str, float]
+    epoch_s: float
+    copy_s: float | None
+    saved_s: float | None  # over the epochs that read storage, vs the current location
+    copy_pays_off: bool | None
+    fits: bool = True  # the whole dataset fits in the free space there
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """``ioprof place``'s answer: keep, move to a location, or none keeps the accelerator busy."""
+
+    action: str  # keep | move | none-suffices | nothing-measured
+    location: str
+    predicted_img_per_s: float
+    best_workers: int
+    demand_img_per_s: float
+    simulated_demand: bool
+    busy_share: float
+    limited_by: str
+    storage_headroom: float
+    copy_s: float | None
+    saved_s: float | None
+    copy_pays_off: bool | None
+    epochs: int
+    threshold: float

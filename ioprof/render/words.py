@@ -1,0 +1,397 @@
+"""Every sentence ioprof says about a result — in report.md and on the terminal.
+
+Analysis returns typed verdicts, advice and findings with their numbers; this module turns
+them into words. Pure: the same objects give the same text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ioprof import findings as f
+from ioprof.config import worker_count
+from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, share_ci, size
+from ioprof.results import CellResult, ComputeCeiling, DecodeCeiling, Fetched, ProbeFailure, StorageCeiling
+
+PLACE_HINT = "`ioprof place --data PATH --candidates /local/nvme,/dev/shm`"
+
+# -- the verdict and the answer ----------------------------------------------------------------
+
+
+def verdict_line(a: f.Analysis | None) -> str:
+    """The report's first sentence."""
+    if a is None or a.overall_bottleneck == "unknown":
+        return "**Verdict: none** — no cell finished."
+    if a.overall_bottleneck == "compute":
+        return (
+            "**Verdict: compute-bound** — at the best loader setting of every dataset, input is not "
+            "what limits training."
+        )
+    worst = next(v for v in a.datasets if v.dataset == a.overall_dataset)
+    wait = pct(worst.data_wait_share, 0)
+    where = f"{worst.dataset} waits for data {wait} of step time even at its best loader setting ({worst.best_setting})"
+    if a.overall_input_bound == "borderline":
+        low, high = worst.input_bound_range
+        return (
+            f"**Verdict: borderline between {low} and {high} input-bound** — {where}, and its interval straddles "
+            f"the threshold; if input-bound, by {worst.bottleneck}."
+        )
+    if a.overall_bottleneck == "undetermined":
+        return (
+            f"**Verdict: {a.overall_input_bound} input-bound — which input stage could not be determined**: "
+            f"{where}, and its stage ceilings are missing."
+        )
+    return f"**Verdict: {a.overall_input_bound} input-bound — the bottleneck is {a.overall_bottleneck}**: {where}."
+
+
+def dataset_line(v: f.DatasetVerdict) -> str:
+    """One dataset in the answer: its input-bound settings, and the multiprocess speed-up."""
+    if v.input_bound_settings:
+        parts = [
+            "input-bound: "
+            + ", ".join(
+                f"{label} ({klass}, {stage}, {pct(share, 0)} wait)"
+                for label, klass, stage, share in v.input_bound_settings
+            )
+        ]
+    else:
+        parts = ["no setting is input-bound"]
+    if v.speedup_over_serial is not None and v.serial_img_per_s is not None:
+        parts.append(
+            f"best multiprocess ({v.best_setting}, {rate(v.best_img_per_s)} img/s) is "
+            f"{v.speedup_over_serial:.2f}× the serial loader ({rate(v.serial_img_per_s)} img/s)"
+        )
+    return f"{v.dataset}: " + "; ".join(parts) + "."
+
+
+def headline(a: f.Analysis | None, end_to_end: bool, datasets: list[str]) -> list[str]:
+    """The answer's lines: the CPU note first where it applies, then one line per dataset."""
+    if a is None:
+        return []
+    out = [finding(x) for x in a.findings if isinstance(x, f.CpuIsTheDevice)]
+    seen = {v.dataset for v in a.datasets}
+    out += [dataset_line(v) for v in a.datasets]
+    if end_to_end:
+        out += [f"{d}: no cell finished." for d in datasets if d not in seen]
+    return out
+
+
+# -- advice ------------------------------------------------------------------------------------
+
+
+def advice(a: f.Advice) -> list[str]:
+    """What to change, computed from the measurements, most important first."""
+    out: list[str] = []
+    if a.fix_first == "storage":
+        out += _storage_fix(a)
+        if a.decode_shortfall is not None and a.best_decode_img_per_s is not None:
+            out.append(
+                f"Once storage keeps up, decode would limit next: the best measured setting "
+                f"({worker_count(a.best_decode_workers or 0)}) decodes {rate(a.best_decode_img_per_s)} img/s."
+            )
+    elif a.fix_first == "decode":
+        out += _decode_fix(a)
+    elif a.demand_img_per_s and a.workers_needed is not None and a.per_worker_img_per_s:
+        out.append(
+            f"{worker_count(a.workers_needed)} suffice for decoding: the training step consumes "
+            f"{rate(a.demand_img_per_s)} img/s and each worker decodes about {rate(a.per_worker_img_per_s)} img/s."
+        )
+    if a.fix_first != "storage" and a.demand_img_per_s:
+        out.append(_storage_need(a))
+    if a.serial_suffices is not None:
+        out.append(
+            "The serial loader (num_workers=0) suffices."
+            if a.serial_suffices
+            else f"The serial loader does not suffice: it waits {pct(a.serial_wait_share, 0)} of step time for data."
+        )
+    return [s for s in out if s]
+
+
+def _storage_need(a: f.Advice) -> str:
+    where = (
+        f"; storage delivers {rate(a.storage_mb_per_s_measured)} MB/s cold"
+        if a.storage_mb_per_s_measured is not None
+        else ""
+    )
+    return (
+        f"Training at {rate(a.demand_img_per_s)} img/s draws {rate(a.storage_mb_per_s_needed)} MB/s from storage "
+        f"(mean file {a.mean_file_bytes / 1e3:,.0f} kB){where}."
+    )
+
+
+def _storage_fix(a: f.Advice) -> list[str]:
+    out = [
+        f"Storage limits it: the storage delivers {rate(a.storage_mb_per_s_measured)} MB/s "
+        f"({rate(a.storage_img_per_s_best)} img/s at {a.storage_best_readers} reader(s)), and training at "
+        f"{rate(a.demand_img_per_s)} img/s needs {rate(a.storage_mb_per_s_needed)} MB/s "
+        f"(mean file {a.mean_file_bytes / 1e3:,.0f} kB)."
+    ]
+    if a.storage_scales_with_readers:
+        out.append(
+            "More concurrent reads help here — per-file latency, not bandwidth, limits it: more loader "
+            "workers, or fewer, larger files (packed shards such as WebDataset tar files) cut the per-file cost."
+        )
+    elif a.storage_scales_with_readers is False:
+        out.append("More loader workers will not help: more concurrent readers did not read faster.")
+    network = "network storage" if a.network_storage else "this storage"
+    out.append(
+        f"The fix is faster storage than {network}, or a local copy of the dataset — {PLACE_HINT} measures "
+        "where it would keep up and whether copying pays — or fewer, larger reads (packed shards)."
+    )
+    return out
+
+
+def _decode_fix(a: f.Advice) -> list[str]:
+    out: list[str] = []
+    if a.demand_img_per_s is None or a.per_worker_img_per_s is None:
+        return ["Decoding in the loader limits it; its ceilings per worker count are below."]
+    contended = a.best_cell_workers is not None and a.best_cell_workers >= (a.workers_needed or 10**9)
+    if a.workers_needed is not None and contended:
+        return [
+            f"Alone, {worker_count(a.workers_needed)} decode enough for the {rate(a.demand_img_per_s)} img/s the "
+            f"training step consumes — yet in training {worker_count(a.best_cell_workers or 0)} still leave it "
+            f"waiting {pct(a.best_cell_wait_share, 0)} of step time: the workers share the {a.cores_usable} usable "
+            "cores with the training process and with each other. More workers will not help; more cores, "
+            "cheaper transforms or torchvision.io.decode_jpeg would."
+        ]
+    if a.workers_needed is not None:
+        out.append(
+            f"{worker_count(a.workers_needed)} decode enough for the {rate(a.demand_img_per_s)} img/s the training "
+            f"step consumes (about {rate(a.per_worker_img_per_s)} img/s per worker)."
+        )
+        return out
+    out.append(
+        f"Feeding {rate(a.demand_img_per_s)} img/s takes about {math.ceil(a.workers_estimated or 0)} workers at "
+        f"{rate(a.per_worker_img_per_s)} img/s each; the best measured ({worker_count(a.best_decode_workers or 0)}) "
+        f"decodes {rate(a.best_decode_img_per_s)} img/s, {pct(a.decode_shortfall, 0)} of the demand."
+    )
+    if not a.cores_suffice:
+        out.append(
+            f"This machine has {a.cores_usable} usable cores, so more workers cannot get there: use fewer or "
+            "cheaper transforms, torchvision.io.decode_jpeg, GPU decode (decode_jpeg on CUDA, DALI), or store "
+            "smaller images."
+        )
+    return out
+
+
+# -- findings ----------------------------------------------------------------------------------
+
+
+def _cpu(x: f.CpuIsTheDevice) -> str:
+    return (
+        f"The compute device is the CPU ({x.device_reason}): {x.model} trains at {rate(x.img_per_s)} img/s here. "
+        "A GPU consumes images far faster; --compute sim:h100 (or another preset) asks whether this loader and "
+        "storage would keep one busy."
+    )
+
+
+def _fit(x: f.DatasetsFitInRam) -> str:
+    sizes = ", ".join(f"{d} {size(b)}" for d, b in zip(x.datasets, x.sizes_bytes, strict=True))
+    many = len(x.datasets) > 1
+    return (
+        f"The dataset{'s' if many else ''} ({sizes}) fit{'' if many else 's'} in RAM ({x.ram_bytes / 1e9:,.0f} GB): "
+        "in real training every epoch after the first would come from the page cache, not storage — the cold "
+        "cells here evict each file after reading it, as a dataset larger than RAM would see (MLPerf Storage "
+        f"asks for a dataset ≥ {x.ratio:g}× RAM)."
+    )
+
+
+def _contradiction(x: f.FetchContradiction) -> str:
+    return (
+        f"{x.dataset} {x.setting}: verified cold, it read {mb(x.requested_bytes)} but the {x.method} counter shows "
+        f"{mb(x.fetched_bytes)} fetched. That is a contradiction, not evidence of cache hits: the counter cannot "
+        f"see reads on {x.fs_type or 'this filesystem'}, or the eviction did not hold. Its bytes from storage "
+        "are not trusted."
+    )
+
+
+def _off(x: f.OffPrediction) -> str:
+    span = (
+        rate(x.predicted_img_per_s)
+        if x.predicted_low_img_per_s == x.predicted_img_per_s
+        else (f"{rate(x.predicted_low_img_per_s)}–{rate(x.predicted_img_per_s)}")
+    )
+    return (
+        f"{x.dataset} {x.setting}: measured {rate(x.measured_img_per_s)} img/s vs predicted {span} "
+        f"({x.residual:+.0%}), beyond the measurement's interval: not explained by the stage ceilings."
+    )
+
+
+def _many_off(x: f.ManyOffPrediction) -> str:
+    text = (
+        f"{x.count} of {x.cells} cells differ from their prediction beyond their interval "
+        f"({x.residual_min:+.0%} to {x.residual_max:+.0%}): not explained by the stage ceilings"
+    )
+    if x.compute_measured_low and x.compute_img_per_s is not None:
+        text += (
+            f". Training ran faster than the compute ceiling ({rate(x.compute_img_per_s)} img/s) allows, so that "
+            "ceiling was measured low — was the machine busy while it was measured? Re-run on a quiet machine"
+        )
+    return text + "."
+
+
+def _below(x: f.ComputeBelowPublished) -> str:
+    return compute_reference(x.reference) + (
+        f" Below {x.threshold:.0%}: this training step is slower than a tuned one, so a tuned trainer would draw "
+        "more from the input pipeline than these verdicts assume."
+    )
+
+
+def _borderline(x: f.BorderlineCells) -> str:
+    cells = "; ".join(f"{d} {s}: {lo * 100:.1f}–{hi * 100:.1f} % ({a}/{b})" for d, s, a, b, lo, hi in x.cells)
+    return (
+        f"Borderline (the data-wait interval straddles a class threshold, so the class is not decided): {cells}. "
+        "A longer run (--seconds) narrows the interval."
+    )
+
+
+FINDING_WORDS: dict[type, Callable[[Any], str]] = {
+    f.CpuIsTheDevice: _cpu,
+    f.DatasetsFitInRam: _fit,
+    f.WorkersExceedCores: lambda x: (
+        f"{', '.join(map(str, x.workers))} worker(s) exceed the {x.cores} usable cores: those workers share "
+        "cores with each other and with the training process."
+    ),
+    f.OffPrediction: _off,
+    f.ManyOffPrediction: _many_off,
+    f.ComputeBelowPublished: _below,
+    f.FetchContradiction: _contradiction,
+    f.NotAsAsked: lambda x: f"{x.dataset} {x.setting}: {x.note or x.regime + ' not verified'}.",
+    f.FetchedUnknown: lambda x: (
+        f"{x.dataset}: bytes fetched from storage could not be counted on {x.fs_type} for "
+        f"{', '.join(x.settings)} (no counter for it, and the cells were not verified cold); storage is "
+        "assumed to serve every read."
+    ),
+    f.StageUndetermined: lambda x: (
+        f"{x.dataset} {x.setting}: waits {pct(x.data_wait_share, 0)} for data, but no input stage's ceiling was "
+        "measured for it, so which stage is to blame is not decided."
+    ),
+    f.ProbeFailed: lambda x: (
+        f"{x.dataset} {x.stage} ceiling{', ' + x.setting if x.setting else ''}: failed — {x.error}."
+    ),
+    f.UndecodableSamples: lambda x: (
+        f"{x.count} sample(s) could not be read or decoded and were skipped (first: "
+        + "; ".join(f"{p}: {r}" for p, r in x.first)
+        + ")."
+    ),
+    f.ConvertedSamples: lambda x: (
+        f"{x.count} sample(s) were not RGB (CMYK, grayscale, palette…) and were converted."
+    ),
+    f.EmulatedFasterThanReal: lambda x: (
+        f"{x.dataset}: the emulated {x.profile} ({rate(x.profile_mb_per_s)} MB/s) is faster than the device the "
+        f"data really sit on ({rate(x.real_mb_per_s)} MB/s cold, one reader). The emulated figures describe "
+        "storage this machine does not have; they come from an in-memory sample, never from the slower real device."
+    ),
+    f.BorderlineCells: _borderline,
+}
+
+
+def finding(x: f.Finding) -> str:
+    return FINDING_WORDS[type(x)](x)
+
+
+def compute_reference(r: f.ComputeReference) -> str:
+    if r.published_img_per_s is None:
+        return f"No published ResNet-50 figure is on file for {r.gpu}: the compute ceiling is not compared."
+    if not r.comparable:
+        return (
+            f"The published figure for {r.gpu} ({rate(r.published_img_per_s)} img/s) is for ResNet-50 at 224 px in "
+            f"mixed precision; this step ({r.step_label}, {r.crop_px} px) is not compared with it."
+        )
+    return (
+        f"The compute ceiling, {rate(r.measured_img_per_s)} img/s, is {r.share:.0%} of the published ResNet-50 "
+        f"figure for {r.gpu} ({rate(r.published_img_per_s)} img/s, {r.source})."
+    )
+
+
+# -- how bytes from storage were counted -------------------------------------------------------
+
+FETCH_METHODS = {
+    "block-io": "block I/O counters (`read_bytes`) of the loader's processes",
+    "nfs-mountstats": "NFS client statistics (`/proc/self/mountstats`): bytes read from the server for the mount, by every process",
+    "fuse-daemon": "what the FUSE daemon serving the mount read",
+    "cold-reads": "cold reads: every file evicted before the window and again after each read, verified, so every byte read was fetched",
+    "ram": "none: a RAM-backed filesystem has no storage below it",
+    "emulated": "emulated: every read is charged to the emulated device",
+    "unknown": "unknown: no counter on this filesystem, and not verified cold",
+}
+
+
+def fetched(x: Fetched) -> str:
+    """How a window's bytes from storage were counted, with cross-checks."""
+    text = FETCH_METHODS.get(x.method, x.method)
+    if x.method == "fuse-daemon" and x.source:
+        text += f" ({x.source})"
+    for c in x.cross_checks:
+        text += f"; cross-check: {c.source} read {mb(c.bytes)}"
+    return text
+
+
+# -- progress on the terminal ------------------------------------------------------------------
+
+
+def measured(result: object, dataset: str = "", position: str = "", took_s: float = 0.0) -> str:
+    """One progress line for a finished measurement."""
+    if isinstance(result, ComputeCeiling):
+        return f"compute ceiling: {rate_ci(result.throughput())} img/s ({result.label})"
+    if isinstance(result, StorageCeiling):
+        emu = f" (emulated {result.emulated})" if result.emulated else ""
+        regime = result.cache.regime + ("" if result.cache.verified else " NOT verified")
+        return (
+            f"{dataset} storage{emu}, {result.concurrency} reader(s): {rate_ci(result.bandwidth())} MB/s, "
+            f"{rate(result.files_per_s)} files/s, {regime}; fetched {_fetched_short(result.fetched)}"
+        )
+    if isinstance(result, DecodeCeiling):
+        return (
+            f"{dataset} decode ceiling, {result.setting.label}: {rate_ci(result.throughput())} img/s "
+            f"(from memory: {result.sample_files} files)"
+        )
+    if isinstance(result, ProbeFailure):
+        return f"{result.dataset} {result.stage} ceiling, {result.setting}: failed — {result.error}"
+    if isinstance(result, CellResult):
+        return f"{position} {cell_line(result)}" + (f" ({took_s:.1f} s)" if took_s else "")
+    return str(result)
+
+
+def _fetched_short(x: Fetched) -> str:
+    return "?" if x.bytes is None else f"{mb(x.bytes)} by {x.method}"
+
+
+def cell_line(cell: CellResult) -> str:
+    if cell.status != "ok":
+        return f"{cell.dataset} {cell.setting.label}: FAILED — {cell.error}"
+    return (
+        f"{cell.dataset} {cell.setting.label}: {rate_ci(cell.throughput())} img/s, data wait "
+        f"{share_ci(cell.wait_share())}, {cell.steps} steps (stopped by {cell.stopped_by}), "
+        f"start-up {cell.startup_s:.2f} s"
+    )
+
+
+# -- ioprof place ------------------------------------------------------------------------------
+
+
+def recommendation(r: f.Recommendation | None) -> str:
+    """``ioprof place``'s answer in one sentence."""
+    if r is None or r.action == "nothing-measured":
+        return "No location could be measured; see the table for why."
+    kind = "simulated " if r.simulated_demand else ""
+    need = f"{r.threshold:.0%} of the {kind}{rate(r.demand_img_per_s)} img/s the accelerator consumes"
+    feeds = f"it feeds {rate(r.predicted_img_per_s)} img/s with {worker_count(r.best_workers)}"
+    if r.action == "keep":
+        return f"Keep the dataset where it is: {feeds}, at least {need} (storage headroom {r.storage_headroom:.1f}×)."
+    if r.action == "move":
+        copy = ""
+        if r.copy_s is not None and r.saved_s is not None:
+            pays = "pays for itself" if r.copy_pays_off else "does not pay for itself"
+            copy = (
+                f"; copying the dataset there takes about {duration(r.copy_s)} and saves {duration(r.saved_s)} "
+                f"over {r.epochs} epoch(s), so it {pays}"
+            )
+        return f"Move the dataset to {r.location}: {feeds}, at least {need}{copy}."
+    tail = " — a faster disk will not fix that." if r.limited_by != "storage" else "."
+    return (
+        f"No location measured keeps the accelerator {r.threshold:.0%} busy; the best, {r.location}, feeds "
+        f"{rate(r.predicted_img_per_s)} img/s ({r.busy_share:.0%}), limited by {r.limited_by}{tail}"
+    )

@@ -1,0 +1,26 @@
+"""Every threshold a verdict or a finding is decided by, named, with its source."""
+
+from __future__ import annotations
+
+# TensorFlow's input-pipeline analyzer: share of step time waiting for input.
+HIGHLY_INPUT_BOUND_SHARE = 0.20
+MODERATELY_INPUT_BOUND_SHARE = 0.05
+# A measurement outside its predicted range by more than this (or than its own interval, if
+# wider) is not explained by the stage ceilings.
+RESIDUAL_TOLERANCE = 0.15
+# MLPerf Storage asks for a dataset of at least 5x the host's RAM so that it cannot be cached.
+DATASET_TO_RAM_FOR_COLD_EPOCHS = 5.0
+# Storage "suffices" with this headroom over the bandwidth training draws.
+STORAGE_HEADROOM = 1.2
+# Storage "scales with readers" (per-file latency, not bandwidth, limits it) when the most
+# readers measured get at least this much more than one reader.
+STORAGE_SCALING = 1.5
+# The compute ceiling is a tuned trainer's when it reaches this share of the GPU's published
+# ResNet-50 figure (presets.py cites each); below it, input-bound verdicts are understated.
+PUBLISHED_SHARE_TUNED = 0.90
+# MLPerf Storage: the accelerator must stay at least 90 % busy for ResNet-50.
+MIN_BUSY_SHARE = 0.90
+# A verified-cold window is contradicted when it read at least this much and its block-I/O
+# counters show less than this share of it fetched.
+CONTRADICTION_MIN_BYTES = 1_000_000
+CONTRADICTION_SHARE = 0.05

@@ -1,0 +1,116 @@
+"""Truth on a real network filesystem: sshfs (FUSE, SFTP over TCP) to an sshd in a network
+namespace this test creates, its loopback rate-limited with ``tc tbf`` (see ``netfs``).
+
+On such a mount ``read_bytes`` shows nothing fetched, the page cache drops a file at every open,
+and the mount can vanish mid-run: the verdict must still be storage, the bytes from storage must
+match what a plain reader gets over the same link, decode must be measured from memory, and a
+dropped mount must end the run with one line, keeping what finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import netfs
+import pytest
+
+from ioprof.datasets.synth import DatasetSpec, generate
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+RATE_MBIT = 40  # about 5 MB/s of payload: far below what 2 workers decode
+
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(bool(netfs.unavailable()), reason=netfs.unavailable() or "ok"),
+]
+
+
+@pytest.fixture(scope="module")
+def mount(tmp_path_factory: pytest.TempPathFactory) -> Iterator[netfs.NetMount]:
+    work = tmp_path_factory.mktemp("netfs")
+    with netfs.net_mount(work, RATE_MBIT) as m:
+        generate(DatasetSpec(500, 375, 120), work / "src")
+        shutil.copytree(work / "src", m.export / "data")
+        os.sync()
+        yield m
+
+
+def plain_reader_mb_per_s(root: Path) -> float:
+    """What a plain reader gets over the link: every file once, in order, one at a time."""
+    files = sorted(root.rglob("*.jpg"))
+    t0 = time.perf_counter()
+    total = sum(len(f.read_bytes()) for f in files)
+    return total / 1e6 / (time.perf_counter() - t0)
+
+
+def test_data_on_a_slow_network_filesystem_is_storage_bound(mount: netfs.NetMount, tmp_path: Path) -> None:
+    data = mount.mountpoint / "data"
+    plain = plain_reader_mb_per_s(data)
+    assert 0.5 * RATE_MBIT / 8 < plain < 1.1 * RATE_MBIT / 8  # the link is what limits a plain reader
+    out = tmp_path / "o"
+    p = subprocess.run(
+        [sys.executable, "-m", "ioprof", "sweep", "--data", str(data), "--workers", "2", "--loaders", "multiprocess",
+         "--compute", "sim:h100", "--out", str(out)],
+        capture_output=True, text=True, env=ENV, timeout=600,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    (cell,) = r["cells"]
+    assert (cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]) == ("storage", "highly")
+    assert r["analysis"]["overall_bottleneck"] == "storage"
+    # bytes from storage are counted on FUSE (read_bytes shows nothing there) and match the link
+    assert cell["io"]["read_bytes"] < 0.05 * cell["requested_bytes"]
+    assert cell["fetched"]["method"] == "cold-reads" and cell["cache"]["verified"]
+    assert cell["fetched_mb_per_s"] == pytest.approx(plain, rel=0.10)
+    (daemon,) = cell["fetched"]["cross_checks"]
+    assert daemon["method"] == "fuse-daemon" and daemon["bytes"] == pytest.approx(cell["fetched"]["bytes"], rel=0.15)
+    storage = {s["concurrency"]: s for s in r["ceilings"][0]["storage"]}
+    assert storage[2]["read_mb_per_s"] == pytest.approx(plain, rel=0.10)
+    # the decode ceiling comes from memory, far above what the link can feed
+    (decode,) = r["ceilings"][0]["decode"]
+    assert decode["cache"]["regime"] == "memory" and decode["img_per_s"] > 2 * storage[2]["img_per_s"]
+    advice = r["analysis"]["advice"][0]
+    assert advice["fix_first"] == "storage" and advice["network_storage"] is True
+    report = (out / "report.md").read_text()
+    assert "the bottleneck is storage" in report and "a local copy of the dataset" in report
+    assert "ioprof place" in report and "packed shards" in report
+    assert "takes about" not in report  # no worker-count advice for a storage-bound run
+
+
+def test_a_mount_that_vanishes_mid_run_is_one_line_and_keeps_finished_cells(tmp_path: Path) -> None:
+    work = tmp_path / "net"
+    with netfs.net_mount(work, 16) as m:  # 2 MB/s: cells last long enough to cut the mount under one
+        generate(DatasetSpec(256, 192, 60), m.export / "data")
+        os.sync()
+        out = tmp_path / "o"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ioprof", "sweep", "--data", str(m.mountpoint / "data"), "--workers", "1,2,3",
+             "--loaders", "multiprocess", "--compute", "sim:h100", "--seconds", "4", "--out", str(out)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+        )  # fmt: skip
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:
+            seen.append(line)
+            if "[2/3]" in line and "measuring" in line:
+                break
+        else:
+            raise AssertionError("".join(seen))
+        time.sleep(1.0)
+        m.kill()
+        _, err = proc.communicate(timeout=300)
+    lines = [line for line in err.strip().splitlines() if line.startswith("ioprof: ")]
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err
+    assert lines == [lines[-1]] and lines[-1].startswith(f"ioprof: error: {m.mountpoint / 'data'}: the storage stopped")
+    assert "finished cells are kept in" in lines[-1] and str(m.mountpoint) in lines[-1]
+    kept = json.loads((out / "results.json").read_text())
+    assert [c["workers"] for c in kept["cells"] if c["status"] == "ok"] == [1]
