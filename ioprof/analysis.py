@@ -220,7 +220,7 @@ def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict |
         return None
     top = max(ok, key=lambda c: c.img_per_s)
     assert top.verdict is not None
-    serial, _best, ratio = speedup_over_serial(ok)
+    serial, best_mp, ratio = speedup_over_serial(ok)
     bound = tuple(
         (c.setting.label, c.verdict.input_bound, c.verdict.bottleneck, c.verdict.data_wait_share)
         for c in ok
@@ -237,6 +237,8 @@ def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict |
         input_bound_settings=bound,
         serial_img_per_s=serial.img_per_s if serial else None,
         speedup_over_serial=ratio,
+        best_multiprocess_setting=best_mp.setting.label if best_mp else None,
+        best_multiprocess_img_per_s=best_mp.img_per_s if best_mp else None,
     )
 
 

@@ -216,18 +216,18 @@ class SimulatedStep:
 
 def make_step(
     spec: ComputeSpec,
-    model_name: str,
     device: torch.device,
+    *,
+    model: str,
     num_classes: int,
     non_blocking: bool,
     precision: str = "fp32",
     channels_last: bool = False,
 ) -> TrainStep:
+    """The training step a run measures: simulated at ``spec``'s rate, or the real model."""
     if spec.kind == "sim":
         return SimulatedStep(spec)
-    return RealTrainStep(
-        model_name, device, max(num_classes, IMAGENET_CLASSES), non_blocking, precision, channels_last
-    )
+    return RealTrainStep(model, device, max(num_classes, IMAGENET_CLASSES), non_blocking, precision, channels_last)
 
 
 # The compute ceiling: at least this many measured steps, then until its interval is within ±5 %

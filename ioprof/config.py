@@ -244,9 +244,10 @@ class RunLength:
         return self.warmup_steps + setting.workers
 
 
-# On a CPU ResNet-50 trains at a few img/s, so cells are short and capped; on a GPU they are long
-# enough for the loader to reach steady state and for NVML to gather samples.
-CPU_RUN_LENGTH = RunLength(batch_size=8, warmup_steps=1, min_steps=5, max_steps=100, max_seconds=10.0)
+# On a CPU ResNet-50 trains at a few img/s: batches of 4 (about 1 s a step on 2 cores) keep the
+# warm-up past an 8-worker burst short, and cells are capped; on a GPU they are long enough for
+# the loader to reach steady state and for NVML to gather samples.
+CPU_RUN_LENGTH = RunLength(batch_size=4, warmup_steps=1, min_steps=5, max_steps=100, max_seconds=10.0)
 CUDA_RUN_LENGTH = RunLength(batch_size=256, warmup_steps=10, min_steps=20, max_steps=5000, max_seconds=60.0)
 # Simulated compute makes CPU steps milliseconds long: more of them before the interval may stop a cell.
 CPU_SIM_RUN_LENGTH = RunLength(batch_size=8, warmup_steps=5, min_steps=30, max_steps=5000, max_seconds=15.0)

@@ -99,6 +99,8 @@ class DatasetVerdict:
     input_bound_settings: tuple[tuple[str, str, str, float], ...]  # (label, class, stage, wait share)
     serial_img_per_s: float | None
     speedup_over_serial: float | None
+    best_multiprocess_setting: str | None = None
+    best_multiprocess_img_per_s: float | None = None
 
 
 @dataclass(frozen=True)

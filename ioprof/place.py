@@ -161,8 +161,8 @@ def _copy(src: str, dst: Path) -> str:
 def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress: Progress) -> PlaceResult:
     """Measure the ceilings once, then every location; predict training at each."""
     step = make_step(
-        config.compute, config.model, session.device, len(dataset.images.classes), False,
-        config.precision, bool(config.channels_last),
+        config.compute, session.device, model=config.model, num_classes=len(dataset.images.classes),
+        non_blocking=False, precision=config.precision, channels_last=bool(config.channels_last),
     )  # fmt: skip
     compute = compute_ceiling(
         session, step, config.compute, model=config.model, crop_px=config.crop_px, progress=progress

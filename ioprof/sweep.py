@@ -109,8 +109,8 @@ def _training_step(config: SweepConfig, session: Session, datasets: list[Dataset
         return None
     classes = max((len(d.images.classes) for d in datasets), default=IMAGENET_CLASSES)
     return make_step(
-        config.compute, config.model, session.device, classes, bool(config.non_blocking),
-        config.precision, bool(config.channels_last),
+        config.compute, session.device, model=config.model, num_classes=classes,
+        non_blocking=bool(config.non_blocking), precision=config.precision, channels_last=bool(config.channels_last),
     )  # fmt: skip
 
 

@@ -31,14 +31,14 @@ def ioprof(*args: str, cwd: Path | None = None, env: dict[str, str] | None = Non
 def test_sweep_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "run"
     # a step far slower than any loader here (sim:10, 0.4 s a batch of 4): every cell must be compute-bound
-    p = ioprof("sweep", "--workers", "1,2", "--resolutions", "64x48,128x96,256x192", *TINY, "--compute", "sim:10",
+    p = ioprof("sweep", "--workers", "1,2", "--resolutions", "64x48,256x192", *TINY, "--compute", "sim:10",
                "--out", str(out))  # fmt: skip
     assert p.returncode == 0, p.stderr
     data = json.loads((out / "results.json").read_text())
     cells = {(c["dataset"], c["loader"], c["workers"]) for c in data["cells"]}
     assert cells == {
         (r, lo, w)
-        for r in ("64x48", "128x96", "256x192")
+        for r in ("64x48", "256x192")
         for lo, w in (("serial", 0), ("multiprocess", 1), ("multiprocess", 2))
     }
     for c in data["cells"]:
@@ -56,8 +56,8 @@ def test_sweep_end_to_end(tmp_path: Path) -> None:
     assert report.startswith("# ioprof sweep") and "**Verdict: compute-bound**" in report
     assert "![Training throughput against loader workers](throughput.png)" in report
     assert (out / "throughput.png").stat().st_size > 10_000
-    assert len((out / "results.csv").read_text().splitlines()) == 10
-    assert "[9/9]" in p.stderr  # progress was shown
+    assert len((out / "results.csv").read_text().splitlines()) == 7
+    assert "[6/6]" in p.stderr  # progress was shown
     assert p.stdout.startswith("Verdict: compute-bound")
 
     (out / "report.md").unlink()

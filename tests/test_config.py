@@ -117,7 +117,7 @@ def test_usage_errors_exit_2_with_what_is_allowed(
 
 
 def test_generated_sets_hold_about_what_a_cell_reads() -> None:
-    assert SweepConfig().dataset_images("cpu") == (1 + 8 + 5 + 2 * 8) * 8
+    assert SweepConfig().dataset_images("cpu") == 200  # (1 + 8 + 5 + 2 * 8) * 4 = 120, at least 200
     assert SweepConfig(compute=parse_compute("sim:h100")).dataset_images("cpu") == (5 + 8 + 30 + 16) * 8
     assert SweepConfig().dataset_images("cuda") == 2000  # capped
     assert SweepConfig(images_per_dataset=37).dataset_images("cuda") == 37

@@ -130,7 +130,7 @@ def add_batch(p: argparse.ArgumentParser) -> None:
         "--batch-size",
         type=typed(positive_int, "batch-size"),
         default=S,
-        help="images per batch (default 8 on the CPU, 256 on CUDA)",
+        help="images per batch (default 4 on the CPU with real compute, 8 with simulated, 256 on CUDA)",
     )
     p.add_argument("--crop-px", type=typed(positive_int, "crop-px"), default=S,
                    help=f"RandomResizedCrop output size (default {_DEFAULTS.crop_px})")  # fmt: skip

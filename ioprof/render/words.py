@@ -60,7 +60,7 @@ def dataset_line(v: f.DatasetVerdict) -> str:
         parts = ["no setting is input-bound"]
     if v.speedup_over_serial is not None and v.serial_img_per_s is not None:
         parts.append(
-            f"best multiprocess ({v.best_setting}, {rate(v.best_img_per_s)} img/s) is "
+            f"best multiprocess ({v.best_multiprocess_setting}, {rate(v.best_multiprocess_img_per_s)} img/s) is "
             f"{v.speedup_over_serial:.2f}× the serial loader ({rate(v.serial_img_per_s)} img/s)"
         )
     return f"{v.dataset}: " + "; ".join(parts) + "."
@@ -95,7 +95,8 @@ def advice(a: f.Advice) -> list[str]:
         out += _decode_fix(a)
     elif a.demand_img_per_s and a.workers_needed is not None and a.per_worker_img_per_s:
         out.append(
-            f"{worker_count(a.workers_needed)} suffice for decoding: the training step consumes "
+            f"{worker_count(a.workers_needed)} {'suffices' if a.workers_needed == 1 else 'suffice'} for decoding: "
+            "the training step consumes "
             f"{rate(a.demand_img_per_s)} img/s and each worker decodes about {rate(a.per_worker_img_per_s)} img/s."
         )
     if a.fix_first != "storage" and a.demand_img_per_s:
@@ -150,7 +151,8 @@ def _decode_fix(a: f.Advice) -> list[str]:
     contended = a.best_cell_workers is not None and a.best_cell_workers >= (a.workers_needed or 10**9)
     if a.workers_needed is not None and contended:
         return [
-            f"Alone, {worker_count(a.workers_needed)} decode enough for the {rate(a.demand_img_per_s)} img/s the "
+            f"Alone, {worker_count(a.workers_needed)} {'decodes' if a.workers_needed == 1 else 'decode'} enough for "
+            f"the {rate(a.demand_img_per_s)} img/s the "
             f"training step consumes — yet in training {worker_count(a.best_cell_workers or 0)} still leave it "
             f"waiting {pct(a.best_cell_wait_share, 0)} of step time: the workers share the {a.cores_usable} usable "
             "cores with the training process and with each other. More workers will not help; more cores, "
@@ -158,7 +160,8 @@ def _decode_fix(a: f.Advice) -> list[str]:
         ]
     if a.workers_needed is not None:
         out.append(
-            f"{worker_count(a.workers_needed)} decode enough for the {rate(a.demand_img_per_s)} img/s the training "
+            f"{worker_count(a.workers_needed)} {'decodes' if a.workers_needed == 1 else 'decode'} enough for the "
+            f"{rate(a.demand_img_per_s)} img/s the training "
             f"step consumes (about {rate(a.per_worker_img_per_s)} img/s per worker)."
         )
         return out
