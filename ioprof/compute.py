@@ -227,7 +227,9 @@ def make_step(
     """The training step a run measures: simulated at ``spec``'s rate, or the real model."""
     if spec.kind == "sim":
         return SimulatedStep(spec)
-    return RealTrainStep(model, device, max(num_classes, IMAGENET_CLASSES), non_blocking, precision, channels_last)
+    return RealTrainStep(
+        model, device, max(num_classes, IMAGENET_CLASSES), non_blocking, precision, channels_last
+    )
 
 
 # The compute ceiling: at least this many measured steps, then until its interval is within ±5 %

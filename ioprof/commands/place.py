@@ -6,17 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ioprof import resultfile
-from ioprof.commands import prepare_out_dir
-from ioprof.commands.args import (
-    add_batch,
-    add_data,
-    add_device,
-    add_loader,
-    add_out,
-    add_training,
-    config_from,
-    typed,
-)
+from ioprof.commands import args, prepare_out_dir
 from ioprof.config import (
     PlaceConfig,
     parse_compute,
@@ -42,38 +32,38 @@ DEFAULT_PLACE_IMAGES = 400
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--candidates",
-        type=typed(parse_paths, "candidates"),
+        type=args.typed(parse_paths, "candidates"),
         default=argparse.SUPPRESS,
         help="folders to compare with the dataset's current location, e.g. /mnt/nvme,/dev/shm",
     )
-    add_data(p, generated=False)
+    args.add_data(p, generated=False)
     p.add_argument(
         "--storage-profile",
         dest="storage_profiles",
-        type=typed(parse_storage_profiles, "storage-profile"),
+        type=args.typed(parse_storage_profiles, "storage-profile"),
         default=argparse.SUPPRESS,
         help=f"hypothetical locations, emulated: {', '.join(STORAGE_PROFILES)} or custom:MB_PER_S[:MS]",
     )
     p.add_argument(
         "--target-rate",
-        type=typed(positive_float, "target-rate"),
+        type=args.typed(positive_float, "target-rate"),
         help="img/s the training consumes (the same as --compute sim:IMG_PER_S)",
     )
-    p.add_argument("--epochs", type=typed(positive_int, "epochs"), default=argparse.SUPPRESS,
+    p.add_argument("--epochs", type=args.typed(positive_int, "epochs"), default=argparse.SUPPRESS,
                    help=f"epochs of training, for whether copying pays off (default {PlaceConfig().epochs})")  # fmt: skip
-    add_loader(p, loaders=False)
-    add_device(p)
-    add_batch(p)
-    add_training(p)
-    add_out(p)
+    args.add_loader(p, loaders=False)
+    args.add_device(p)
+    args.add_batch(p)
+    args.add_training(p)
+    args.add_out(p)
 
 
 def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
-    config = config_from(PlaceConfig, ns)
+    config = args.config_from(PlaceConfig, ns)
     if ns.target_rate:
         if config.compute.kind != "real":
             raise IoprofError("--target-rate: not allowed with --compute; give one of them")
-        config = config_from(PlaceConfig, ns, compute=parse_compute(f"sim:{ns.target_rate}"))
+        config = args.config_from(PlaceConfig, ns, compute=parse_compute(f"sim:{ns.target_rate}"))
     return place(config, command_line, progress)
 
 

@@ -8,16 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ioprof.commands.args import (
-    add_batch,
-    add_data,
-    add_device,
-    add_loader,
-    add_out,
-    add_training,
-    config_from,
-    typed,
-)
+from ioprof.commands import args
 from ioprof.commands.sweep import measure
 from ioprof.config import SweepConfig, parse_storage_profile
 
@@ -39,20 +30,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     for stage, text in STAGES.items():
         s = stages.add_parser(stage, help=text, description=text)
         if stage in ("storage", "decode"):
-            add_data(s)
-            add_loader(s, loaders=stage == "decode")
+            args.add_data(s)
+            args.add_loader(s, loaders=stage == "decode")
         if stage == "storage":
-            s.add_argument("--storage-profile", default=argparse.SUPPRESS, type=typed(parse_storage_profile, "storage-profile"),
+            s.add_argument("--storage-profile", default=argparse.SUPPRESS, type=args.typed(parse_storage_profile, "storage-profile"),
                            help="read through an emulated device instead (see ioprof sweep --help)")  # fmt: skip
         if stage in ("decode", "compute", "transfer"):
-            add_batch(s)
+            args.add_batch(s)
         if stage in ("compute", "transfer"):
-            add_device(s)
+            args.add_device(s)
         if stage == "compute":
-            add_training(s)
-        add_out(s)
+            args.add_training(s)
+        args.add_out(s)
 
 
 def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
-    config = config_from(SweepConfig, ns, stages=(ns.stage,))
+    config = args.config_from(SweepConfig, ns, stages=(ns.stage,))
     return measure(config, command_line, progress, name=f"probe-{ns.stage}")

@@ -10,17 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ioprof import resultfile
 from ioprof.analysis import analyze
-from ioprof.commands import prepare_out_dir
-from ioprof.commands.args import (
-    add_batch,
-    add_data,
-    add_device,
-    add_loader,
-    add_out,
-    add_run,
-    add_training,
-    config_from,
-)
+from ioprof.commands import args, prepare_out_dir
 from ioprof.config import RESUMABLE_DIFFERENCES, SweepConfig
 from ioprof.errors import IoprofError
 from ioprof.results import SweepResult
@@ -34,13 +24,13 @@ EXIT_INTERRUPTED = 130
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_data(p)
-    add_loader(p)
-    add_device(p)
-    add_batch(p)
-    add_training(p)
-    add_run(p)
-    add_out(p)
+    args.add_data(p)
+    args.add_loader(p)
+    args.add_device(p)
+    args.add_batch(p)
+    args.add_training(p)
+    args.add_run(p)
+    args.add_out(p)
     p.add_argument(
         "--resume",
         metavar="DIR",
@@ -49,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
-    return measure(config_from(SweepConfig, ns), command_line, progress, name=NAME, resume_dir=ns.resume)
+    return measure(args.config_from(SweepConfig, ns), command_line, progress, name=NAME, resume_dir=ns.resume)
 
 
 def config_differences(previous: dict[str, Any], config: SweepConfig) -> list[str]:
