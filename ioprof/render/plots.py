@@ -13,6 +13,8 @@ from ioprof.results import CellResult, PlaceResult, SweepResult
 from ioprof.thresholds import MIN_BUSY_SHARE
 
 THROUGHPUT_PNG = "throughput.png"
+# Above this ratio of the compute ceiling to the fastest cell, the throughput plot's axis is logarithmic.
+LOG_SCALE_RATIO = 5.0
 GPU_UTIL_PNG = "gpu_utilization.png"
 PLACE_PNG = "placement.png"
 
@@ -53,12 +55,18 @@ def plot_throughput(result: SweepResult, path: Path) -> None:
             fontsize=8,
             color="0.3",
         )
+    measured = [c.img_per_s for c in result.cells if c.status == "ok" and c.img_per_s > 0]
+    if measured and result.compute is not None and result.compute.img_per_s > LOG_SCALE_RATIO * max(measured):
+        # the ceiling far above every cell: a log axis shows both the gap and the cells' differences
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=min(measured) / 2, top=result.compute.img_per_s * 2)
+    else:
+        ax.set_ylim(bottom=0)
     ticks = sorted(xticks)
     ax.set_xticks(ticks)
     ax.set_xticklabels(["serial\n(0)" if t == 0 else str(t) for t in ticks])
     ax.set_xlabel("loader worker processes (num_workers); ★ = serial loader; bars: 95 % interval")
-    ax.set_ylabel("training throughput (img/s)")
-    ax.set_ylim(bottom=0)
+    ax.set_ylabel("training throughput (img/s)" + (", log scale" if ax.get_yscale() == "log" else ""))
     ax.set_title(f"End-to-end training throughput on {result.run.device}")
     ax.grid(True, alpha=0.3)
     ax.legend(title="dataset", fontsize=8)

@@ -31,7 +31,7 @@ def verdict_line(a: f.Analysis | None) -> str:
         )
     worst = next(v for v in a.datasets if v.dataset == a.overall_dataset)
     wait = pct(worst.data_wait_share, 0)
-    where = f"{worst.dataset} waits for data {wait} of step time even at its best loader setting ({worst.best_setting})"
+    where = f"{worst.dataset} waits for data {wait} of step time even at its best loader setting, {worst.best_setting}"
     if a.overall_input_bound == "borderline":
         low, high = worst.input_bound_range
         return (
@@ -111,11 +111,14 @@ def advice(a: f.Advice) -> list[str]:
 
 
 def _storage_need(a: f.Advice) -> str:
-    where = (
-        f"; storage delivers {rate(a.storage_mb_per_s_measured)} MB/s cold"
-        if a.storage_mb_per_s_measured is not None
-        else ""
-    )
+    where = ""
+    if a.storage_mb_per_s_measured is not None:
+        verdict = {
+            True: "enough, with headroom",
+            False: "too little headroom for it" if a.storage_mb_per_s_measured >= a.storage_mb_per_s_needed else "short of it",
+            None: "",
+        }[a.storage_suffices]
+        where = f"; storage delivers {rate(a.storage_mb_per_s_measured)} MB/s cold" + (f", {verdict}" if verdict else "")
     return (
         f"Training at {rate(a.demand_img_per_s)} img/s draws {rate(a.storage_mb_per_s_needed)} MB/s from storage "
         f"(mean file {a.mean_file_bytes / 1e3:,.0f} kB){where}."
