@@ -62,7 +62,9 @@ def ioprof_img_per_s(root: Path, workers: int, seed: int) -> float:
     images = find_images(root)
     sample = load_sample(images, filesystem_of(root), seed=seed, max_files=len(images.paths))
     setting = LoaderSetting.multiprocess(workers) if workers else LoaderSetting.serial()
-    d = probe_decode(sample, setting, crop_px=CROP, batch_size=BATCH, seed=seed, min_seconds=SPAN_S, max_seconds=SPAN_S)
+    d = probe_decode(
+        sample, setting, crop_px=CROP, batch_size=BATCH, seed=seed, min_seconds=SPAN_S, max_seconds=SPAN_S
+    )
     return d.img_per_s
 
 
@@ -79,7 +81,9 @@ def compare(root: Path, name: str) -> list[dict]:
         rows.append({"data": name, "workers": workers, "ioprof_img_per_s": round(o, 1), "torchvision_img_per_s": round(t, 1),
                      "ratio": round(o / t, 3), "within_goal": GOAL[0] <= o / t <= GOAL[1],
                      "ioprof_runs": [round(x, 1) for x in ours], "torchvision_runs": [round(x, 1) for x in theirs]})  # fmt: skip
-        print(f"{name:24s} workers={workers}: ioprof {o:7.1f} img/s   torchvision {t:7.1f} img/s   ratio {o / t:.3f}")
+        print(
+            f"{name:24s} workers={workers}: ioprof {o:7.1f} img/s   torchvision {t:7.1f} img/s   ratio {o / t:.3f}"
+        )
     return rows
 
 

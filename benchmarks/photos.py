@@ -16,7 +16,15 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-SKIMAGE_PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "hubble_deep_field", "retina", "immunohistochemistry")
+SKIMAGE_PHOTOS = (
+    "astronaut",
+    "coffee",
+    "chelsea",
+    "rocket",
+    "hubble_deep_field",
+    "retina",
+    "immunohistochemistry",
+)
 JPEG_QUALITY = 90
 
 
