@@ -148,3 +148,21 @@ def test_cells_count_bytes_from_storage_per_regime(large_set: Path, tmp_path: Pa
         else:
             assert fetched <= 0.05 * read  # served by the page cache
             assert c["cache_hit_ratio"] >= 0.95
+
+
+@pytest.mark.root
+@needs_slow_disk
+def test_an_emulated_profile_faster_than_the_real_device_is_said(throttled_set, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Data on a 4 MB/s disk, emulated as NVMe: the figures are the emulated device's (read from
+    memory), and the report says the real device is slower than the profile."""
+    disk, root = throttled_set
+    data = sweep(
+        "--data", str(root), "--loaders", "multiprocess", "--workers", "2", "--compute", "sim:2000",
+        "--storage-profile", "nvme", *SMALL_STEPS, "--out", str(tmp_path / "o"), preexec=disk.join,
+    )  # fmt: skip
+    cell = data["cells"][0]
+    assert cell["fetched"]["method"] == "emulated" and cell["cache"]["regime"] == "memory"
+    assert cell["img_per_s"] > 3 * data["ceilings"][0]["real_storage"]["img_per_s"]  # not the 4 MB/s disk's pace
+    (warning,) = [f for f in data["analysis"]["findings"] if f["kind"] == "emulated-faster-than-real"]
+    assert warning["real_mb_per_s"] == pytest.approx(4.0, rel=0.2) and warning["profile_mb_per_s"] == 3000.0
+    assert "is faster than the device the data really sit on" in (tmp_path / "o" / "report.md").read_text()

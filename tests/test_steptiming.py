@@ -157,3 +157,45 @@ def test_real_cuda_steps_are_enqueued_and_timed_by_events(small_set: Path) -> No
     parts = sum(t.idle_s) + sum(t.copy_s) + sum(t.compute_s)
     assert parts == pytest.approx(t.elapsed_s, rel=1e-3)
     assert cell.img_per_s == pytest.approx(cell.images / t.elapsed_s)  # the rate is on the GPU's clock
+
+
+class _WindowSampler:
+    """A GPU sampler that records how many steps the training step had taken at start and stop."""
+
+    def __init__(self, step: QueuedGpu) -> None:
+        self.step = step
+        self.calls: list[tuple[str, int]] = []
+
+    def start(self) -> None:
+        self.calls.append(("start", self.step.steps))
+
+    def stop(self):  # type: ignore[no-untyped-def]
+        from ioprof.results import GpuTelemetry
+
+        self.calls.append(("stop", self.step.steps))
+        return GpuTelemetry(available=False, reason="test")
+
+
+class CountingGpu(QueuedGpu):
+    def __init__(self, compute_s: float) -> None:
+        super().__init__(compute_s)
+        self.steps = 0
+
+    def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> StepEvents:
+        self.steps += 1
+        return super().__call__(images, labels)
+
+
+def test_gpu_telemetry_covers_the_measured_window_only(small_set: Path) -> None:
+    """Not the workers' start-up nor the warm-up steps: the sampler starts after them."""
+    gpu = CountingGpu(0.005)
+    sampler = _WindowSampler(gpu)
+    plan = CellPlan(
+        dataset=dataset(small_set),
+        setting=LoaderSetting.multiprocess(2),
+        run=RunLength(batch_size=4, warmup_steps=3, min_steps=6, max_steps=6, max_seconds=None, fixed=True),
+        crop_px=32,
+        regime="warm",
+    )
+    run_cell(plan, gpu, gpu=sampler, failures=Failures())
+    assert sampler.calls == [("start", 3 + 2), ("stop", 3 + 2 + 6)]  # warm-up: 3 + one per worker
