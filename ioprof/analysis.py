@@ -84,6 +84,7 @@ def stage_rates(
 ) -> dict[str, float]:
     """Ceilings (img/s) of each stage for this cell's loader setting; absent stages are left out."""
     rates: dict[str, float] = {}
+    compute = ceilings.compute if ceilings is not None and ceilings.compute is not None else compute
     if compute is not None:
         rates["compute"] = compute.img_per_s
     for d in ceilings.decode if ceilings else ():
@@ -259,6 +260,7 @@ def advise(
     compute: ComputeCeiling | None,
     ceilings: DatasetCeilings | None,
     cores_usable: int,
+    consumer: str = "training",
 ) -> Advice:
     """What to fix first, workers needed, storage bandwidth needed, whether serial suffices."""
     demand = compute.img_per_s if compute else None
@@ -288,6 +290,7 @@ def advise(
         serial_wait_share=serial.data_wait_share if serial else None,
         best_cell_workers=top.workers if top else None,
         best_cell_wait_share=top.data_wait_share if top else None,
+        consumer=consumer,
         **decode,
         **storage,
     )
@@ -383,17 +386,21 @@ def analyze(result: SweepResult) -> SweepResult:
     cells = cell_verdicts(result)
     verdicts = [v for info in result.datasets if (v := dataset_verdict(info.label, _of(cells, info.label)))]
     ceilings = {c.dataset: c for c in result.ceilings}
+    roles = {lo.key: lo.role for lo in result.loaders}
     advice = tuple(
         advise(
             info,
             _of(cells, info.label),
-            result.compute,
+            _consumer(result, ceilings.get(info.label)),
             ceilings.get(info.label),
             result.machine.cpu_cores_usable,
+            roles.get(info.label, "training"),
         )
         for info in result.datasets
     )
-    bottleneck, klass, dataset = overall(verdicts)
+    # a script's evaluation loaders are reported apart; the run's verdict is its training's
+    training = {lo.key for lo in result.loaders if lo.role == "training"}
+    bottleneck, klass, dataset = overall([v for v in verdicts if v.dataset in training] or verdicts)
     reference = compute_reference(result)
     analyzed = replace(result, cells=cells)
     return replace(
@@ -408,6 +415,11 @@ def analyze(result: SweepResult) -> SweepResult:
             compute_reference=reference,
         ),
     )
+
+
+def _consumer(result: SweepResult, ceilings: DatasetCeilings | None) -> ComputeCeiling | None:
+    """What consumes a dataset's batches: its own step (a user's loader) or the run's compute ceiling."""
+    return ceilings.compute if ceilings is not None and ceilings.compute is not None else result.compute
 
 
 def _of(cells: Sequence[CellResult], dataset: str) -> list[CellResult]:

@@ -45,8 +45,8 @@ def _ok(result: SweepResult) -> list[CellResult]:
 
 def cpu_is_the_device(result: SweepResult) -> list[Finding]:
     comp = result.compute
-    if result.run.device != "cpu" or comp is None or comp.simulated:
-        return []
+    if result.run.device != "cpu" or comp is None or comp.simulated or result.kind == "run":
+        return []  # a user's own run chose its device
     return [CpuIsTheDevice(result.run.device_reason, comp.model, comp.img_per_s)]
 
 
@@ -156,6 +156,7 @@ def datasets_fit_in_ram(result: SweepResult) -> list[Finding]:
             tuple(i.total_bytes for i in small),
             ram,
             DATASET_TO_RAM_FOR_COLD_EPOCHS,
+            cold_cells=any(c.cache.regime == "cold" for c in result.cells),
         )
     ]
 

@@ -394,3 +394,17 @@ def parse_paths(text: str) -> tuple[str, ...]:
 
 def parse_storage_profiles(text: str) -> tuple[StorageProfile, ...]:
     return tuple(parse_storage_profile(p) for p in text.split(","))
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """``ioprof run``: the user's command, and how long to watch it."""
+
+    command: tuple[str, ...] = ()
+    warmup_steps: int = 5
+    steps: int = 100
+    seconds: float | None = 60.0
+    probe: bool = True
+    probe_seconds: float = 5.0
+    stop_after: bool = False
+    out_dir: str | None = None

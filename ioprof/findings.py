@@ -80,6 +80,7 @@ class Advice:
     # the fastest cell measured end to end
     best_cell_workers: int | None = None
     best_cell_wait_share: float | None = None
+    consumer: str = "training"  # what consumes the batches: training, or a script's evaluation
 
 
 # -- the run as a whole ------------------------------------------------------------------------
@@ -140,6 +141,7 @@ class DatasetsFitInRam(Finding):
     sizes_bytes: tuple[int, ...]
     ram_bytes: int
     ratio: float  # MLPerf Storage's dataset-to-RAM ratio for cold epochs
+    cold_cells: bool = True  # the cells were measured cold (evicting after each read)
 
 
 @dataclass(frozen=True)

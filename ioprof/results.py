@@ -274,6 +274,7 @@ class DatasetCeilings:
     decode: tuple[DecodeCeiling, ...]
     storage: tuple[StorageCeiling, ...]
     real_storage: StorageCeiling | None = None  # the real device, when storage was emulated
+    compute: ComputeCeiling | None = None  # this dataset's own consumer (ioprof run: each loader's step)
 
 
 @dataclass(frozen=True)
@@ -354,8 +355,9 @@ class CellResult:
 
     @property
     def requested_bytes(self) -> int:
-        """Bytes the loader read from the dataset's files during the window."""
-        return sum(self.bytes_per_step)
+        """Bytes the loader read from the dataset's files during the window (a user's loader,
+        whose reads ioprof does not make: what its processes read, ``rchar``)."""
+        return sum(self.bytes_per_step) if self.bytes_per_step else self.io.read_chars
 
     def step_durations_s(self) -> list[float]:
         return [w + s for w, s in zip(self.wait_s, self.step_s, strict=True)]
@@ -439,6 +441,53 @@ class Undecodable:
 
 
 @dataclass(frozen=True)
+class ObservedLoader:
+    """One DataLoader of a user's script, as ``ioprof run`` / ``ioprof.watch`` saw it.
+
+    ``key`` names its cell (its measured window) and its ceilings in the result. ``role``:
+    ``training`` when optimizer steps ran during its window, ``evaluation`` when none did.
+    """
+
+    key: str  # "loader 1", or "rank 1 · loader 1" under torch.distributed
+    rank: int
+    role: str  # training | evaluation | unknown
+    dataset_class: str
+    dataset_len: int | None
+    dataset_root: str  # "" when the dataset does not name its files
+    num_workers: int
+    batch_size: int | None
+    pin_memory: bool
+    prefetch_factor: int | None
+    persistent_workers: bool
+    drop_last: bool
+    sampler: str
+    start_method: str
+    batches: int  # batches it delivered in the whole run
+    passes: int  # iterators started (epochs)
+    window: str  # complete | partial | none
+    gaps_left_out: int  # pauses between batches (evaluation, checkpoints) not counted as step time
+    optimizer_steps_in_window: int
+    files_known: int  # files the dataset lists (for the storage ceiling)
+
+
+@dataclass(frozen=True)
+class ScriptInfo:
+    """The user's command that ``ioprof run`` ran, and how it ended."""
+
+    command: str
+    exit_code: int | None  # None while it still runs
+    ended: str  # finished | failed | interrupted | stopped-by-ioprof | running
+    ranks: int
+    optimizer_steps: int  # rank 0, the whole run
+    warmup_steps: int
+    window_steps: int
+    window_seconds: float | None
+    stop_after: bool
+    probed: bool  # the user's loader and files were measured alone after the window
+    probe_pause_s: float  # how long that paused the user's training
+
+
+@dataclass(frozen=True)
 class SweepResult:
     schema_version: int
     run: RunInfo
@@ -452,10 +501,9 @@ class SweepResult:
     analysis: Analysis | None = None  # filled by analysis, recomputed on load
     probe_failures: tuple[ProbeFailure, ...] = ()
     undecodable: Undecodable = field(default_factory=Undecodable)
-
-    @property
-    def kind(self) -> str:
-        return "sweep"
+    kind: str = "sweep"  # sweep (also probe) | run (the user's own script)
+    script: ScriptInfo | None = None  # kind "run": the user's command
+    loaders: tuple[ObservedLoader, ...] = ()  # kind "run": every DataLoader it iterated
 
 
 @dataclass(frozen=True)

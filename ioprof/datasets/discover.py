@@ -70,16 +70,25 @@ def find_images(path: str | os.PathLike[str], flag: str = "--data") -> ImageList
     )
 
 
-def describe(images: ImageList, label: str, generated: bool, seed: int = 0) -> DatasetInfo:
-    """Size, mean resolution and storage facts of a dataset, reading only file headers."""
+def describe(
+    images: ImageList, label: str, generated: bool, seed: int = 0, stat_limit: int | None = None
+) -> DatasetInfo:
+    """Size, mean resolution and storage facts of a dataset, reading only file headers.
+
+    ``stat_limit``: stat at most this many files (shuffled) and scale their sizes to the whole set
+    (for a user's dataset of a million files on network storage).
+    """
+    sample = list(images.paths)
+    random.Random(seed).shuffle(sample)
+    statted = sample if stat_limit is None else sample[:stat_limit]
     sizes = []
-    for p in images.paths:
+    for p in statted:
         try:
             sizes.append(os.stat(p).st_size)
         except OSError:
             continue
-    sample = list(images.paths)
-    random.Random(seed).shuffle(sample)
+    if sizes and len(statted) < len(images.paths):
+        sizes = sizes + [round(sum(sizes) / len(sizes))] * (len(images.paths) - len(statted))
     widths, heights = [], []
     for p in sample[:HEADER_SAMPLE_FILES]:
         try:

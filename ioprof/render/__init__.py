@@ -22,7 +22,7 @@ from ioprof.results import PlaceResult, SweepResult
 def write_report(result: SweepResult, out_dir: Path) -> Path:
     """Write report.md, results.csv and the plots for ``result`` into ``out_dir``; returns report.md."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    if result.cells:
+    if result.cells and result.kind != "run":  # one point per loader: a table says it better
         plot_throughput(result, out_dir / THROUGHPUT_PNG)
     plot_gpu_utilization(result, out_dir / GPU_UTIL_PNG)
     atomic_write_text(out_dir / "results.csv", render_csv(result))

@@ -28,7 +28,11 @@ INTERVALS = (
 
 
 def render_markdown(result: SweepResult) -> str:
-    """The whole report as markdown."""
+    """The whole report as markdown (a user's own run has its own shape: ``run_markdown``)."""
+    if result.kind == "run":
+        from ioprof.render.run_markdown import render_run_markdown
+
+        return render_run_markdown(result)
     sweep = is_sweep(result)
     stages = ", ".join(result.config.get("stages", ()))
     out = [f"# ioprof {'sweep' if sweep else 'probe ' + stages} — {result.run.started_at[:10]}", ""]
@@ -108,11 +112,11 @@ def _cell_row(c: CellResult, sim: bool) -> list[str]:
         c.dataset, c.setting.label, rate_ci(c.throughput()), share_ci(c.wait_share()), klass,
         v.bottleneck if v else "—", predicted,
         f"{rate(fetched) if fetched is not None else '?'} / {rate(c.requested_mb_per_s())} ({c.fetched.method})",
-        _cache(c), f"{c.startup_s:.2f} s", f"{c.steps} ({c.stopped_by}){gpu}",
+        _cache(c), f"{c.startup_s:.2f} s" if c.startup_s else "—", f"{c.steps} ({c.stopped_by}){gpu}",
     ]  # fmt: skip
 
 
-def _cells(result: SweepResult) -> list[str]:
+def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
     sim = result.compute is not None and result.compute.simulated
     emu = bool(result.config.get("storage_profile"))
     head = [
@@ -121,7 +125,7 @@ def _cells(result: SweepResult) -> list[str]:
         "start-up", "steps (stopped by)",
     ]  # fmt: skip
     methods = sorted({c.fetched.method for c in result.cells if c.status == "ok"})
-    out = ["## Every cell", "", *table(head, [_cell_row(c, sim) for c in result.cells]), ""]
+    out = [title, "", *table(head, [_cell_row(c, sim) for c in result.cells]), ""]
     out += [
         f"Data wait is the share of step time spent blocked waiting for the next batch: "
         f"≥ {HIGHLY_INPUT_BOUND_SHARE:.0%} highly input-bound, ≥ {MODERATELY_INPUT_BOUND_SHARE:.0%} moderately, "
@@ -132,9 +136,9 @@ def _cells(result: SweepResult) -> list[str]:
         "",
         *(f"- `{m}`: {words.FETCH_METHODS.get(m, m)}" for m in methods),
         "",
-        f"![Training throughput against loader workers]({THROUGHPUT_PNG})" if result.cells else "",
-        "",
     ]
+    if result.cells and result.kind != "run":
+        out += [f"![Training throughput against loader workers]({THROUGHPUT_PNG})", ""]
     return out
 
 
@@ -145,7 +149,10 @@ def _evidence(result: SweepResult) -> list[str]:
         v = c.verdict
         if v is None:
             continue
-        ceilings = ", ".join(f"{k} {rate(x)}" for k, x in sorted(v.rates.items()))
+        ceilings = ", ".join(
+            f"{k} {rate(x)}" if x != float("inf") else f"{k}: not involved (nothing fetched)"
+            for k, x in sorted(v.rates.items())
+        )
         miss = "unknown" if v.storage_miss_ratio is None else pct(v.storage_miss_ratio, 0)
         rows.append(
             [c.dataset, c.setting.label, v.bottleneck, ceilings or "—", miss, words.fetched(c.fetched)]

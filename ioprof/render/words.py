@@ -115,13 +115,17 @@ def _storage_need(a: f.Advice) -> str:
     if a.storage_mb_per_s_measured is not None:
         verdict = {
             True: "enough, with headroom",
-            False: "too little headroom for it" if a.storage_mb_per_s_measured >= a.storage_mb_per_s_needed else "short of it",
+            False: "too little headroom for it"
+            if a.storage_mb_per_s_measured >= a.storage_mb_per_s_needed
+            else "short of it",
             None: "",
         }[a.storage_suffices]
-        where = f"; storage delivers {rate(a.storage_mb_per_s_measured)} MB/s cold" + (f", {verdict}" if verdict else "")
+        where = f"; storage delivers {rate(a.storage_mb_per_s_measured)} MB/s cold" + (
+            f", {verdict}" if verdict else ""
+        )
     return (
-        f"Training at {rate(a.demand_img_per_s)} img/s draws {rate(a.storage_mb_per_s_needed)} MB/s from storage "
-        f"(mean file {a.mean_file_bytes / 1e3:,.0f} kB){where}."
+        f"{a.consumer.capitalize()} at {rate(a.demand_img_per_s)} img/s draws {rate(a.storage_mb_per_s_needed)} MB/s "
+        f"from storage (mean file {a.mean_file_bytes / 1e3:,.0f} kB){where}."
     )
 
 
@@ -196,11 +200,15 @@ def _cpu(x: f.CpuIsTheDevice) -> str:
 def _fit(x: f.DatasetsFitInRam) -> str:
     sizes = ", ".join(f"{d} {size(b)}" for d, b in zip(x.datasets, x.sizes_bytes, strict=True))
     many = len(x.datasets) > 1
+    how = (
+        "the cold cells here evict each file after reading it, as a dataset larger than RAM would see"
+        if x.cold_cells
+        else "what was measured here is whatever the page cache held"
+    )
     return (
         f"The dataset{'s' if many else ''} ({sizes}) fit{'' if many else 's'} in RAM ({x.ram_bytes / 1e9:,.0f} GB): "
-        "in real training every epoch after the first would come from the page cache, not storage — the cold "
-        "cells here evict each file after reading it, as a dataset larger than RAM would see (MLPerf Storage "
-        f"asks for a dataset ≥ {x.ratio:g}× RAM)."
+        f"in real training every epoch after the first would come from the page cache, not storage — {how} "
+        f"(MLPerf Storage asks for a dataset ≥ {x.ratio:g}× RAM)."
     )
 
 
@@ -401,3 +409,26 @@ def recommendation(r: f.Recommendation | None) -> str:
         f"No location measured keeps the accelerator {r.threshold:.0%} busy; the best, {r.location}, feeds "
         f"{rate(r.predicted_img_per_s)} img/s ({r.busy_share:.0%}), limited by {r.limited_by}{tail}"
     )
+
+
+# -- ioprof run ----------------------------------------------------------------------------------
+
+ENDED = {
+    "finished": "finished",
+    "failed": "failed",
+    "interrupted": "was interrupted",
+    "stopped-by-ioprof": "was stopped by ioprof after the window (--stop-after)",
+    "running": "is still running",
+}
+
+
+def run_summary(result: object, code: int | None, ended: str) -> str:
+    """``ioprof run``'s one line: how the script ended and what was observed."""
+    from ioprof.results import SweepResult
+
+    assert isinstance(result, SweepResult)
+    how = ENDED.get(ended, ended) + (f" (exit code {code})" if code not in (None, 0) else "")
+    if not result.loaders:
+        return f"your script {how} before iterating any DataLoader: nothing to measure"
+    seen = ", ".join(f"{lo.key} ({lo.role}, {lo.batches} batches)" for lo in result.loaders)
+    return f"your script {how}; observed {seen}. " + verdict_line(result.analysis).replace("**", "")

@@ -1,0 +1,128 @@
+"""``report.md`` of ``ioprof run``: the user's own script — its verdict, its loaders as it set
+them, each loader's measured window, and its pipeline measured alone. Pure."""
+
+from __future__ import annotations
+
+from ioprof.render import markdown, words
+from ioprof.render.fmt import duration, mb, pct, rate, rate_ci
+from ioprof.render.mdtable import table
+from ioprof.results import DatasetCeilings, SweepResult
+
+
+def render_run_markdown(result: SweepResult) -> str:
+    s = result.script
+    out = [f"# ioprof run — {result.run.started_at[:10]}", ""]
+    if s is not None and s.ended == "running":
+        out += [
+            "> **Your script was still running** when this report was written; it is rewritten when it ends.",
+            "",
+        ]
+    if not result.loaders:
+        ended = words.ENDED.get(s.ended, s.ended) if s else "ended"
+        out += [
+            f"**No DataLoader was iterated** — your script {ended} before any batch was loaded: nothing to measure.",
+            "",
+        ]
+    else:
+        out += [words.verdict_line(result.analysis), ""]
+        out += markdown._answer(result, True)
+    out += _script(result)
+    if result.cells:
+        out += markdown._cells(result, title="## Each loader's measured window") + markdown._evidence(result)
+    for dc in result.ceilings:
+        if dc.decode or dc.storage:
+            out += _alone(dc)
+    if result.cells:
+        out += markdown._gpu_utilization(result)
+    out += _how(result)
+    return "\n".join(out)
+
+
+def _script(result: SweepResult) -> list[str]:
+    s = result.script
+    if s is None:
+        return []
+    code = "" if s.exit_code in (None, 0) else f", exit code {s.exit_code}"
+    out = [
+        "## Your script",
+        "",
+        f"- `{s.command}` {words.ENDED.get(s.ended, s.ended)}{code}; {s.ranks} process(es) observed; "
+        f"{s.optimizer_steps} optimizer steps (rank 0).",
+        f"- Each loader's window: after {s.warmup_steps} batches of warm-up (plus one per worker: their first batches "
+        f"arrive together), {s.window_steps} batches"
+        + (f" or {s.window_seconds:g} s" if s.window_seconds else "")
+        + "; after it ioprof only counts batches, and the script goes on unchanged"
+        + (" — until ioprof stopped it (--stop-after)." if s.stop_after else "."),
+    ]
+    if s.probed:
+        out.append(
+            f"- After the first training window your loader was measured alone (below); that paused your training for "
+            f"{duration(s.probe_pause_s)}."
+        )
+    rows = [
+        [
+            lo.key, lo.role, f"{lo.dataset_class}" + (f" `{lo.dataset_root}`" if lo.dataset_root else "")
+            + (f", {lo.dataset_len:,} samples" if lo.dataset_len is not None else ""),
+            str(lo.num_workers), str(lo.batch_size), "yes" if lo.pin_memory else "no", str(lo.prefetch_factor or "—"),
+            "yes" if lo.persistent_workers else "no", lo.sampler, lo.start_method or "—", str(lo.batches), str(lo.passes),
+            lo.window, str(lo.gaps_left_out),
+        ]
+        for lo in result.loaders
+    ]  # fmt: skip
+    head = ["loader", "role", "dataset", "workers", "batch", "pin_memory", "prefetch", "persistent", "sampler",
+            "start method", "batches", "passes", "window", "pauses left out"]  # fmt: skip
+    return [
+        *out,
+        "",
+        *table(head, rows),
+        "",
+        "A loader is *training* when optimizer steps ran during its window.",
+        "",
+    ]
+
+
+def _alone(dc: DatasetCeilings) -> list[str]:
+    """The probed loader alone: its own dataset, transforms and collate, no model; and its storage."""
+    out = [f"## {dc.dataset} alone (no model)", ""]
+    if dc.decode:
+        resident = dc.decode[0].cache.resident_fraction
+        rows = [
+            [d.setting.label, rate_ci(d.throughput()), rate(d.img_per_s / d.workers) if d.workers else rate(d.img_per_s),
+             str(d.images)]
+            for d in dc.decode
+        ]  # fmt: skip
+        out += [
+            "Your dataset, transforms and collate in a DataLoader of ioprof's, at your worker count and at more, "
+            f"iterated with no model: the files as the page cache held them ({pct(resident, 0)} of a sample resident).",
+            "",
+            *table(["loader", "img/s", "img/s per worker", "images timed"], rows),
+            "",
+        ]
+    for s in dc.storage:
+        out += [
+            f"The storage under the files it lists, a sample of {s.files} read cold at {s.concurrency} reader(s): "
+            f"{rate_ci(s.bandwidth())} MB/s, {rate(s.files_per_s)} files/s, latency p50 {s.latency_p50_s * 1e3:,.2f} ms; "
+            f"fetched {mb(s.fetched.bytes) if s.fetched.bytes is not None else '?'} ({s.fetched.method}).",
+            "",
+        ]
+    return out
+
+
+def _how(result: SweepResult) -> list[str]:
+    m = result.machine
+    return [
+        "## How this was measured",
+        "",
+        f"- Machine: {m.cpu_model}, {m.cpu_cores_usable} usable cores, {m.ram_bytes / 2**30:,.0f} GiB RAM; "
+        f"device: {result.run.device}; torch {m.torch}.",
+        "- Nothing in your script changed: a `sitecustomize` on its `PYTHONPATH` wrapped the DataLoader iterator "
+        "(the time blocked in `next()` is the data wait; the time until the next call on the same iterator, the "
+        "step) and counted optimizer steps through torch's global step hook.",
+        f"- {markdown.INTERVALS}",
+        "- Bytes fetched are counted by what the filesystem offers (block I/O of the loader's processes, NFS "
+        "client statistics, the FUSE daemon's reads); the cache regime is whatever your script left (as-is).",
+        "",
+        f"Command: `{result.run.command}` — started {result.run.started_at}; ioprof {result.run.ioprof_version}. "
+        "Raw samples: `results.json`.",
+        "",
+    ]

@@ -1,0 +1,183 @@
+"""``ioprof run -- python train.py``: a user's unmodified script, observed, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ioprof.datasets.synth import DatasetSpec, generate
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = str(REPO / "tests" / "train_imagenet_like.py")
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+
+
+def imagefolder(root: Path, width: int, height: int, train: int, val: int) -> Path:
+    """DIR/train and DIR/val, as the ImageNet example expects."""
+    for split, n in (("train", train), ("val", val)):
+        generate(DatasetSpec(width, height, n, seed=1 if split == "val" else 0), root / f"{split}-gen")
+        shutil.move(str(root / f"{split}-gen"), str(root / split))
+    return root
+
+
+@pytest.fixture(scope="module")
+def small_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return imagefolder(tmp_path_factory.mktemp("userdata"), 256, 192, 320, 80)
+
+
+def ioprof_run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ioprof", "run", *args], capture_output=True, text=True, env=ENV,
+                          cwd=cwd, timeout=600)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_an_unchanged_imagenet_style_script_is_observed(small_folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    p = ioprof_run("--steps", "20", "--out", str(out), "--", sys.executable, SCRIPT, str(small_folder), "--crop", "64",
+                   "-j", "2")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert "epoch 0: 40 steps" in p.stdout  # the script's own output, untouched
+    r = json.loads((out / "results.json").read_text())
+    assert r["kind"] == "run" and r["script"]["ended"] == "finished" and r["script"]["optimizer_steps"] == 40
+    train, val = r["loaders"]
+    assert (train["role"], val["role"]) == ("training", "evaluation")  # reported apart
+    assert train["dataset_root"] == str(small_folder / "train") and val["dataset_root"] == str(small_folder / "val")
+    assert (train["num_workers"], train["batch_size"], train["pin_memory"], train["sampler"]) == (2, 8, True, "RandomSampler")
+    assert train["batches"] == 40 and val["batches"] == 10 and train["window"] == "complete"
+    cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
+    assert cell["steps"] == 20 and cell["verdict"]["input_bound"] in ("not", "moderately", "highly", "borderline")
+    assert cell["data_wait_share_low"] is not None and cell["io"]["read_chars"] > 0
+    # the user's own pipeline, measured alone at their worker count and at more
+    (ceilings,) = [c for c in r["ceilings"] if c["decode"]]
+    assert [d["workers"] for d in ceilings["decode"]] == [2, 4] and ceilings["storage"][0]["files"] > 0
+    report = (out / "report.md").read_text()
+    assert report.startswith("# ioprof run") and "## Your script" and "loader 1 alone (no model)" in report
+    assert p.stderr.strip().splitlines()[-1].startswith("ioprof: your script finished; observed loader 1 (training, 40 batches)")
+
+
+@pytest.mark.slow
+def test_a_starved_training_loop_is_input_bound_by_decode(tmp_path: Path) -> None:
+    """num_workers=0 decoding 1024x768 JPEGs for a tiny model: the verdict must be decode."""
+    data = imagefolder(tmp_path / "big", 1024, 768, 96, 16)
+    out = tmp_path / "o"
+    # about 100 ms to decode a batch of 8 such images in-process, about 15 ms for squeezenet's step at 32 px
+    p = ioprof_run("--steps", "8", "--warmup-steps", "1", "--out", str(out), "--", sys.executable, SCRIPT, str(data),
+                   "--crop", "32", "-j", "0", "-b", "8", "-a", "squeezenet1_1")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
+    assert (cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]) == ("decode", "highly")
+    assert cell["data_wait_share"] > 0.7 and sum(cell["step_s"]) < sum(cell["wait_s"])
+    assert r["analysis"]["overall_bottleneck"] == "decode" and r["analysis"]["overall_dataset"] == "loader 1"
+
+
+@pytest.mark.slow
+def test_a_crash_passes_its_exit_code_and_keeps_what_was_observed(small_folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    p = ioprof_run("--steps", "10", "--no-probe", "--out", str(out), "--", sys.executable, SCRIPT, str(small_folder),
+                   "--crop", "32", "-j", "1", "--fail-at", "25")  # fmt: skip
+    assert p.returncode == 1
+    assert "planted failure after 25 steps" in p.stderr  # the script's own traceback, untouched
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("ioprof: your script failed (exit code 1); observed loader 1 (training, 25 batches)")
+    r = json.loads((out / "results.json").read_text())
+    assert r["script"]["ended"] == "failed" and r["script"]["exit_code"] == 1 and r["cells"]
+
+
+def test_a_script_without_a_dataloader_passes_its_code_and_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    p = ioprof_run("--out", str(out), "--", sys.executable, "-c", "import sys; print('hello'); sys.exit(3)")
+    assert p.returncode == 3 and p.stdout == "hello\n"
+    assert p.stderr.strip().splitlines()[-1].startswith(
+        "ioprof: your script failed (exit code 3) before iterating any DataLoader: nothing to measure"
+    )
+    r = json.loads((out / "results.json").read_text())
+    assert r["loaders"] == [] and r["script"]["exit_code"] == 3
+    assert "**No DataLoader was iterated**" in (out / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_stop_after_ends_the_script_once_the_window_is_measured(small_folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    p = ioprof_run("--steps", "10", "--no-probe", "--stop-after", "--out", str(out), "--", sys.executable, SCRIPT,
+                   str(small_folder), "--crop", "32", "-j", "1", "--epochs", "50")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    assert r["script"]["ended"] == "stopped-by-ioprof" and r["script"]["optimizer_steps"] < 50 * 40
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is not on PATH")
+def test_torchrun_ranks_are_each_observed_in_one_report(small_folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    p = ioprof_run("--steps", "6", "--warmup-steps", "1", "--no-probe", "--out", str(out), "--", "torchrun",
+                   "--standalone", "--nproc-per-node", "2", SCRIPT, str(small_folder), "--crop", "32", "-j", "1")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    assert r["script"]["ranks"] == 2
+    keys = {lo["key"] for lo in r["loaders"] if lo["role"] == "training"}
+    assert keys == {"rank 0 · loader 1", "rank 1 · loader 1"}
+    assert {lo["rank"] for lo in r["loaders"]} == {0, 1}
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [([], "give the command to run after --"), (["--", "no-such-command-ioprof"], "-- no-such-command-ioprof: no such command")],
+)
+def test_bad_commands_are_one_line(argv: list[str], needle: str, tmp_path: Path) -> None:
+    p = ioprof_run(*argv, cwd=tmp_path)
+    assert p.returncode == 1 and p.stderr.strip().startswith(f"ioprof: error: {needle}") and "\n" not in p.stderr.strip()
+    assert "Traceback" not in p.stderr and not (tmp_path / "reports").exists()
+
+
+def _tiny_training(loader, steps: int = 40) -> None:  # type: ignore[no-untyped-def]
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for i, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if i + 1 >= steps:
+            break
+
+
+def test_watch_from_code_observes_a_block_and_writes_the_report(small_set: Path, tmp_path: Path) -> None:
+    import torch
+    from torchvision import datasets, transforms
+
+    import ioprof
+
+    ds = datasets.ImageFolder(str(small_set), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()]))
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=0)
+    with ioprof.watch(steps=5, probe=False) as w:
+        _tiny_training(loader, steps=11)
+    r = w.result()
+    (cell,) = r.cells
+    assert cell.steps == 5 and r.loaders[0].role == "training" and r.loaders[0].batches == 11
+    assert w.verdict().startswith("Verdict:")
+    assert Path(w.write_report(str(tmp_path / "r"))).read_text().startswith("# ioprof run")
+    # after the block nothing is watched any more
+    from torch.utils.data import dataloader
+
+    assert dataloader._BaseDataLoaderIter.__next__.__qualname__ == "_BaseDataLoaderIter.__next__"
+
+
+def test_watch_one_loader_by_iterating_it(small_set: Path) -> None:
+    import torch
+    from torchvision import datasets, transforms
+
+    import ioprof
+
+    ds = datasets.ImageFolder(str(small_set), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()]))
+    w = ioprof.watch(torch.utils.data.DataLoader(ds, batch_size=4), steps=3, probe=False)
+    _tiny_training(w, steps=9)
+    assert w.result().cells[0].steps == 3

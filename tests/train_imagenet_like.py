@@ -1,0 +1,100 @@
+"""A user's training script, written as PyTorch's ImageNet example is (examples/imagenet/main.py):
+argparse, ImageFolder over DIR/train and DIR/val, DataLoader(num_workers, pin_memory=True), a
+torchvision model, SGD, a train and a validate loop per epoch. It knows nothing of ioprof: the
+tests run it unchanged under ``ioprof run``. Under torchrun it trains with DDP over gloo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torchvision.datasets as datasets
+import torchvision.models as models
+import torchvision.transforms as transforms
+from torch import nn
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="PyTorch ImageNet Training")
+    p.add_argument("data", metavar="DIR", help="path to dataset (with train/ and val/)")
+    p.add_argument("-a", "--arch", default="mobilenet_v3_small", help="torchvision model name")
+    p.add_argument("-j", "--workers", default=2, type=int, help="data loading workers")
+    p.add_argument("--epochs", default=1, type=int)
+    p.add_argument("-b", "--batch-size", default=8, type=int)
+    p.add_argument("--lr", default=0.05, type=float)
+    p.add_argument("--crop", default=224, type=int, help="training crop size")
+    p.add_argument("--fail-at", default=0, type=int, help="raise after this many training steps")
+    return p.parse_args()
+
+
+def train(loader: DataLoader, model: nn.Module, criterion: nn.Module, optimizer: torch.optim.Optimizer,
+          args: argparse.Namespace, done: list[int]) -> None:  # fmt: skip
+    model.train()
+    for images, target in loader:
+        loss = criterion(model(images), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        done[0] += 1
+        if args.fail_at and done[0] >= args.fail_at:
+            raise RuntimeError(f"planted failure after {done[0]} steps")
+
+
+def validate(loader: DataLoader, model: nn.Module) -> float:
+    model.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for images, target in loader:
+            correct += (model(images).argmax(1) == target).sum().item()
+            total += target.numel()
+    return correct / max(1, total)
+
+
+def main() -> int:
+    args = parse()
+    distributed = "RANK" in os.environ
+    if distributed:
+        dist.init_process_group("gloo")
+    normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
+    train_dataset = datasets.ImageFolder(
+        os.path.join(args.data, "train"),
+        transforms.Compose([transforms.RandomResizedCrop(args.crop), transforms.RandomHorizontalFlip(),
+                            transforms.ToTensor(), normalize]),
+    )  # fmt: skip
+    val_dataset = datasets.ImageFolder(
+        os.path.join(args.data, "val"),
+        transforms.Compose([transforms.Resize(args.crop * 256 // 224), transforms.CenterCrop(args.crop),
+                            transforms.ToTensor(), normalize]),
+    )  # fmt: skip
+    sampler = DistributedSampler(train_dataset) if distributed else None
+    train_loader = DataLoader(train_dataset, batch_size=args.batch_size, shuffle=sampler is None,
+                              num_workers=args.workers, pin_memory=True, sampler=sampler)  # fmt: skip
+    val_loader = DataLoader(val_dataset, batch_size=args.batch_size, shuffle=False, num_workers=args.workers,
+                            pin_memory=True)  # fmt: skip
+    model: nn.Module = models.__dict__[args.arch](num_classes=len(train_dataset.classes))
+    if distributed:
+        model = nn.parallel.DistributedDataParallel(model)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), args.lr, momentum=0.9, weight_decay=1e-4)
+    done = [0]
+    for epoch in range(args.epochs):
+        if sampler is not None:
+            sampler.set_epoch(epoch)
+        t0 = time.perf_counter()
+        train(train_loader, model, criterion, optimizer, args, done)
+        acc = validate(val_loader, model)
+        print(f"epoch {epoch}: {done[0]} steps, val acc {acc:.3f}, {time.perf_counter() - t0:.1f} s", flush=True)
+    if distributed:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
