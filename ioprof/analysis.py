@@ -141,7 +141,7 @@ def residual(measured: Interval, prediction: Prediction) -> tuple[float, bool]:
     """How far the measurement lies outside the predicted range (0 inside), and whether that is
     beyond RESIDUAL_TOLERANCE and the measurement's own interval."""
     m = measured.value
-    if prediction.low <= m <= prediction.high:
+    if prediction.low * (1 - 1e-9) <= m <= prediction.high * (1 + 1e-9):  # inside, to rounding
         return 0.0, False
     bound = prediction.high if m > prediction.high else prediction.low
     r = (m - bound) / bound

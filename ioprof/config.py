@@ -12,6 +12,8 @@ from dataclasses import dataclass, replace
 from ioprof.presets import GPU_PRESETS, STORAGE_PROFILES, StorageProfile
 
 LOADERS = ("serial", "multiprocess")
+# Loader kinds a result may hold: the two above, and a thread pool (``ioprof whatif``'s alternative).
+LOADER_KINDS = (*LOADERS, "threads")
 
 
 @dataclass(frozen=True, order=True)
@@ -26,8 +28,8 @@ class LoaderSetting:
     workers: int
 
     def __post_init__(self) -> None:
-        if self.kind not in LOADERS:
-            raise ValueError(f"loader must be one of {', '.join(LOADERS)}; got {self.kind!r}")
+        if self.kind not in LOADER_KINDS:
+            raise ValueError(f"loader must be one of {', '.join(LOADER_KINDS)}; got {self.kind!r}")
         if (self.kind == "serial") != (self.workers == 0):
             raise ValueError(f"the serial loader has 0 workers, a multiprocess one at least 1; got {self}")
 
@@ -41,11 +43,20 @@ class LoaderSetting:
 
     @property
     def key(self) -> str:
+        if self.kind == "threads":
+            return f"{self.workers}t"
         return "serial" if self.kind == "serial" else f"{self.workers}w"
 
     @property
     def label(self) -> str:
+        if self.kind == "threads":
+            return f"{self.workers} thread{'s' if self.workers != 1 else ''}"
         return "serial (in-process)" if self.kind == "serial" else worker_count(self.workers)
+
+    @property
+    def processes(self) -> int:
+        """Worker processes it starts (a thread pool runs in the training process)."""
+        return self.workers if self.kind == "multiprocess" else 0
 
     @property
     def concurrency(self) -> int:
@@ -408,3 +419,27 @@ class RunConfig:
     probe_seconds: float = 5.0
     stop_after: bool = False
     out_dir: str | None = None
+
+
+@dataclass(frozen=True)
+class WhatifConfig:
+    """``ioprof whatif``: the user's pipeline (data, workers, step) and how to try the alternatives."""
+
+    data_path: str | None = None
+    workers: int | None = None  # the current multiprocess worker count; None: the usable cores
+    batch_size: int | None = None
+    device: str = "auto"
+    model: str = "resnet50"
+    compute: ComputeSpec = ComputeSpec("real")
+    crop_px: int = 224
+    precision: str = AUTO
+    channels_last: bool | None = None
+    cache: str = "cold"
+    storage_profile: StorageProfile | None = None
+    sample_images: int = 240
+    seconds: float = 8.0  # per alternative, at most
+    scratch_dir: str | None = None  # where copies and shards go (default: the system's temporary folder)
+    seed: int = 0
+    out_dir: str | None = None
+    cache_dir: str | None = None
+    start_method: str | None = None

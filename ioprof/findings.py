@@ -321,3 +321,32 @@ class Recommendation:
     copy_pays_off: bool | None
     epochs: int
     threshold: float
+
+
+# -- ioprof whatif -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankedAlternative:
+    """One measured alternative against the user's current pipeline (the baseline)."""
+
+    name: str
+    img_per_s: float
+    low: float | None
+    high: float | None
+    gain: float  # img/s ÷ the baseline's
+    beyond_noise: bool  # its interval and the baseline's do not overlap
+    busy_share: float | None  # img/s ÷ the compute ceiling: the accelerator's busy share
+    data_wait_share: float
+    dataset_prep_s: float | None = None  # its one-off cost scaled to the whole dataset
+    dataset_prep_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The alternatives ranked by img/s, and what the run says about them."""
+
+    ranked: tuple[RankedAlternative, ...]  # fastest first, the baseline among them
+    best: str  # the fastest beyond the noise of both, or "" when none is
+    baseline_input_bound: str
+    compute_bound: bool  # the baseline is not input-bound: nothing upstream can speed training up

@@ -77,7 +77,9 @@ class ImageFiles(Dataset):
         blobs: Sequence[bytes] | None = None,
         emulated: EmulatedStorage | None = None,
         evict_after_read: bool = False,
+        keep_warm: frozenset[str] = frozenset(),
     ) -> None:
+        self.keep_warm = keep_warm  # in the cold regime, files left resident (the share RAM would hold)
         self.paths = list(paths)
         self.labels = list(labels)
         self.transform = transform
@@ -91,7 +93,8 @@ class ImageFiles(Dataset):
     def _read(self, index: int) -> bytes:
         if self.blobs is not None:
             return read_blob(self.blobs[index], self.emulated)
-        return read_file(self.paths[index], self.emulated, self.evict_after_read)
+        path = self.paths[index]
+        return read_file(path, self.emulated, self.evict_after_read and path not in self.keep_warm)
 
     def __getitem__(self, index: int) -> Sample:
         path, label = self.paths[index], self.labels[index]
@@ -139,6 +142,9 @@ def make_loader(
     emulated: EmulatedStorage | None = None,
     evict_after_read: bool = False,
     start_method: str | None = None,
+    prefetch_factor: int | None = None,
+    keep_warm: frozenset[str] = frozenset(),
+    persistent_workers: bool = False,
 ) -> DataLoader:
     """A DataLoader as a training script builds it: shuffled, the standard transform, drop_last.
 
@@ -153,12 +159,15 @@ def make_loader(
         blobs=blobs,
         emulated=emulated,
         evict_after_read=evict_after_read,
+        keep_warm=keep_warm,
     )
     generator = torch.Generator().manual_seed(seed)
     sampler = RandomSampler(dataset, replacement=False, num_samples=num_samples, generator=generator)
     kwargs: dict[str, Any] = {}
     if setting.workers and start_method:
         kwargs["multiprocessing_context"] = start_method
+    if setting.workers and prefetch_factor:
+        kwargs["prefetch_factor"] = prefetch_factor
     return DataLoader(
         dataset,
         batch_size=batch_size,
@@ -167,7 +176,7 @@ def make_loader(
         collate_fn=collate,
         pin_memory=pin_memory,
         drop_last=True,
-        persistent_workers=False,
+        persistent_workers=persistent_workers and setting.workers > 0,
         **kwargs,
     )
 

@@ -16,7 +16,7 @@ from ioprof.config import LoaderSetting
 from ioprof.stats import Interval, ratio_interval, wait_share_interval
 
 if TYPE_CHECKING:
-    from ioprof.findings import Analysis, CellVerdict, PlaceDecision, Recommendation
+    from ioprof.findings import Analysis, CellVerdict, PlaceDecision, Ranking, Recommendation
 
 SCHEMA_VERSION = 2
 
@@ -550,3 +550,47 @@ def _interval_fields(name: str, interval: Interval) -> dict[str, float | int | N
         f"{name}_high": interval.high if known else None,
         f"{name}_interval_batches": interval.batches,
     }
+
+
+@dataclass(frozen=True)
+class AlternativeResult:
+    """One alternative ``ioprof whatif`` ran end to end (or why it could not here).
+
+    ``name``: baseline | threads | decode_jpeg | gpu_decode | resized-256 | resized-320 | shards |
+    loose-on-scratch | prefetch-N | persistent_workers | pin_memory | cache. ``why_not``: a code
+    (``needs-cuda``, ``missing:torchdata``, ``already-small``, ``needs-workers``, ``failed: …``).
+    ``where``: data (the dataset's own storage) | scratch | emulated. ``prep_s``/``prep_bytes``: the
+    one-off cost of making its files from the sample (``sample_bytes`` of it).
+    """
+
+    name: str
+    measured: bool
+    why_not: str
+    cell: CellResult | None
+    where: str
+    where_fs: str
+    prep_s: float | None = None
+    prep_bytes: int | None = None
+    sample_bytes: int | None = None
+    figures: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class WhatifResult:
+    """``ioprof whatif``: the user's pipeline and the alternatives, each run end to end on a sample."""
+
+    schema_version: int
+    kind: str  # "whatif"
+    run: RunInfo
+    machine: MachineInfo
+    config: dict[str, Any]
+    dataset: DatasetInfo
+    sample_files: int
+    sample_bytes: int
+    compute: ComputeCeiling
+    setting: str  # the current loader setting (label), the baseline's
+    scratch: str
+    scratch_fs: str
+    scratch_bytes: int  # the most the scratch folder held
+    alternatives: tuple[AlternativeResult, ...]
+    ranking: Ranking | None = None  # filled by ranking.rank, recomputed on load

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ioprof import iocounters, steptiming
@@ -79,6 +79,15 @@ class CellPlan:
     start_method: str | None = None
     emulated: EmulatedStorage | None = None
     sample: MemorySample | None = None
+    prefetch_factor: int | None = None  # DataLoader's default (2) when None
+    keep_warm: frozenset[str] = frozenset()  # cold regime: files left resident (the share RAM would hold)
+    loader: LoaderFactory | None = None  # another input pipeline than ioprof's DataLoader (``whatif``)
+
+
+# Builds an alternative input pipeline for a cell: (plan, paths, labels, blobs, cache) → batches.
+LoaderFactory = Callable[
+    ["CellPlan", Sequence[str], Sequence[int], Sequence[bytes] | None, CacheInfo], Iterable[Batch]
+]
 
 
 def failed_cell(plan: CellPlan, error: str) -> CellResult:
@@ -167,12 +176,16 @@ def run_cell(
         paths, labels, blobs = ds.images.paths, ds.images.labels, None
         cache = prepare(paths, plan.regime, ds.fs)
     warmup = run.warmup_for(setting)
-    dl = make_loader(
-        paths, labels, setting=setting, crop_px=plan.crop_px, batch_size=run.batch_size,
-        num_samples=(warmup + run.max_steps + PREFETCH_FACTOR * setting.workers + 1) * run.batch_size,
-        seed=plan.seed, pin_memory=plan.pin_memory, blobs=blobs, emulated=plan.emulated,
-        evict_after_read=cache.evict_after_read, start_method=plan.start_method,
-    )  # fmt: skip
+    if plan.loader is not None:
+        dl = plan.loader(plan, paths, labels, blobs, cache)
+    else:
+        dl = make_loader(
+            paths, labels, setting=setting, crop_px=plan.crop_px, batch_size=run.batch_size,
+            num_samples=(warmup + run.max_steps + PREFETCH_FACTOR * setting.workers + 1) * run.batch_size,
+            seed=plan.seed, pin_memory=plan.pin_memory, blobs=blobs, emulated=plan.emulated,
+            evict_after_read=cache.evict_after_read, start_method=plan.start_method,
+            prefetch_factor=plan.prefetch_factor, keep_warm=plan.keep_warm,
+        )  # fmt: skip
     mount = MountCounters(ds.fs)
     window = _Window()
     children_before = iocounters.child_pids()
@@ -180,7 +193,7 @@ def run_cell(
     it = iter(dl)
     pids = (
         [os.getpid()]
-        if setting.workers == 0
+        if setting.processes == 0
         else worker_pids(it) or sorted(iocounters.child_pids() - children_before)
     )
     startup_s = 0.0

@@ -41,10 +41,10 @@ def cell(
     method: str = "block-io",
     jitter: float = 0.0,
 ) -> CellResult:
-    """A cell whose every step waits ``wait`` s for data and computes ``step`` s (± ``jitter`` s of
-    wait, alternating, for a spread); its batches read ``read_chars`` bytes, ``fetched`` of which
+    """A cell whose every step waits ``wait`` s for data and computes ``step`` s (- ``jitter``, 0,
+    + ``jitter`` s of wait in turn, for a spread); its batches read ``read_chars`` bytes, ``fetched`` of which
     (default: ``read_bytes``) were fetched from storage."""
-    waits = tuple(max(0.0, wait + (jitter if i % 2 else -jitter)) for i in range(steps))
+    waits = tuple(max(0.0, wait + jitter * (i % 3 - 1)) for i in range(steps))
     elapsed = sum(waits) + step * steps
     return CellResult(
         dataset=dataset,

@@ -84,7 +84,7 @@ def f_unknown():  # type: ignore[no-untyped-def]
 
 
 def test_verdict_storage_when_storage_is_the_lowest_input_ceiling() -> None:
-    c = cell(wait=0.05, step=0.05, jitter=0.001)  # 50 % wait, 80 img/s
+    c = cell(wait=0.05, step=0.05, jitter=0.001, steps=9)  # 50 % wait, 80 img/s
     v = cell_verdict(c, {"compute": 1000.0, "decode": 900.0, "storage": 80.0}, compute_async=False)
     assert (v.bottleneck, v.input_bound) == ("storage", "highly")
     assert v.predicted_img_per_s == 80.0 and v.predicted_by == "storage"

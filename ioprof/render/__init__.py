@@ -16,7 +16,7 @@ from ioprof.render.plots import (
 )
 from ioprof.render.results_csv import render_csv
 from ioprof.resultfile import atomic_write_text
-from ioprof.results import PlaceResult, SweepResult
+from ioprof.results import PlaceResult, SweepResult, WhatifResult
 
 
 def write_report(result: SweepResult, out_dir: Path) -> Path:
@@ -38,4 +38,14 @@ def write_place_report(result: PlaceResult, out_dir: Path) -> Path:
         plot_placement(result, out_dir / PLACE_PNG)
     report = out_dir / "report.md"
     atomic_write_text(report, render_place_markdown(result))
+    return report
+
+
+def write_whatif_report(result: WhatifResult, out_dir: Path) -> Path:
+    """Write report.md for ``ioprof whatif``; returns its path."""
+    from ioprof.render.whatif_markdown import render_whatif_markdown
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_whatif_markdown(result))
     return report

@@ -75,4 +75,6 @@ def duration(s: float | None) -> str:
         return f"{s / 3600:,.1f} h"
     if abs(s) >= 60:
         return f"{s / 60:,.1f} min"
+    if abs(s) < 1:
+        return f"{s * 1e3:,.0f} ms"
     return f"{s:,.1f} s"

@@ -432,3 +432,89 @@ def run_summary(result: object, code: int | None, ended: str) -> str:
         return f"your script {how} before iterating any DataLoader: nothing to measure"
     seen = ", ".join(f"{lo.key} ({lo.role}, {lo.batches} batches)" for lo in result.loaders)
     return f"your script {how}; observed {seen}. " + verdict_line(result.analysis).replace("**", "")
+
+
+# -- ioprof whatif ---------------------------------------------------------------------------------
+
+ALTERNATIVES = {
+    "baseline": "your pipeline as it is",
+    "threads": "a thread pool instead of worker processes (torchdata)",
+    "decode_jpeg": "torchvision.io.decode_jpeg on the CPU instead of PIL",
+    "gpu_decode": "batched nvJPEG decode on the GPU",
+    "resized-256": "a copy pre-resized to a 256 px short side",
+    "resized-320": "a copy pre-resized to a 320 px short side",
+    "shards": "packed shards (tar, read sequentially)",
+    "loose-on-scratch": "the same loose files, on the scratch storage (the shards' control)",
+    "prefetch-1": "prefetch_factor=1",
+    "prefetch-4": "prefetch_factor=4",
+    "prefetch-8": "prefetch_factor=8",
+    "persistent_workers": "persistent_workers=True",
+    "pin_memory": "pin_memory=True",
+    "cache": "the share of the dataset RAM can hold, warm",
+}
+
+WHY_NOT = {
+    "needs-cuda": "needs a CUDA device; this machine has none",
+    "not-built": "not built yet: it has never been run on a GPU with ioprof",
+    "needs-workers": "applies to worker processes, and the current setting has none",
+    "already-small": "the images are already that small",
+    "emulated": "storage is emulated here: there is no page cache to warm",
+}
+
+# The change each alternative needs in a training script, in a few lines.
+CODE = {
+    "threads": """from torchdata.nodes import Batcher, Loader, Mapper, ParallelMapper, SamplerWrapper
+node = ParallelMapper(SamplerWrapper(sampler), map_fn=dataset.__getitem__, num_workers=N, method="thread")
+loader = Loader(Mapper(Batcher(node, batch_size=B, drop_last=True), collate_fn))""",
+    "decode_jpeg": """from torchvision.io import ImageReadMode, decode_jpeg, read_file
+from torchvision.transforms import v2
+dataset = ImageFolder(root, loader=lambda p: decode_jpeg(read_file(p), mode=ImageReadMode.RGB),
+    transform=v2.Compose([v2.RandomResizedCrop(224, antialias=True), v2.RandomHorizontalFlip(),
+                          v2.ToDtype(torch.float32, scale=True), v2.Normalize(mean, std)]))""",
+    "resized-256": """# once, offline: every image with its short side at 256 px (e.g. PIL's Image.thumbnail, or
+# `mogrify -resize "256x256^" *.jpg`), then point ImageFolder at the copy""",
+    "resized-320": """# once, offline: every image with its short side at 320 px, then point ImageFolder at the copy""",
+    "shards": """import webdataset as wds  # pack once: tar files of a few hundred MB, key.jpg + key.cls
+dataset = (wds.WebDataset("shards/shard-{00000..00999}.tar", shardshuffle=True)
+           .shuffle(1000).decode("pil").to_tuple("jpg", "cls").map_tuple(transform, int))
+loader = DataLoader(dataset, batch_size=B, num_workers=N)""",
+    "prefetch-1": "DataLoader(..., prefetch_factor=1)",
+    "prefetch-4": "DataLoader(..., prefetch_factor=4)",
+    "prefetch-8": "DataLoader(..., prefetch_factor=8)",
+    "persistent_workers": "DataLoader(..., persistent_workers=True)",
+    "pin_memory": "DataLoader(..., pin_memory=True); batch.to(device, non_blocking=True)",
+    "cache": "# more RAM for the page cache (or a smaller dataset): the warm share is served from memory",
+}
+
+
+def why_not(code: str) -> str:
+    if code.startswith("missing:"):
+        package = code.split(":", 1)[1]
+        return f"{package} is not installed (pip install {package})"
+    return WHY_NOT.get(code, code)
+
+
+def whatif_answer(r: f.Ranking | None, setting: str) -> str:
+    """``ioprof whatif``'s first sentence."""
+    if r is None or not r.ranked:
+        return "**No answer** — your current pipeline could not be measured."
+    base = next(x for x in r.ranked if x.name == "baseline")
+    if r.best:
+        best = next(x for x in r.ranked if x.name == r.best)
+        return (
+            f"**{_first_up(ALTERNATIVES.get(best.name, best.name))} is the fastest: {rate(best.img_per_s)} img/s, "
+            f"{best.gain:.2f}× your current setting ({setting}, {rate(base.img_per_s)} img/s)** — beyond the noise of both."
+        )
+    if r.compute_bound:
+        return (
+            f"**Nothing beats your current setting ({setting}, {rate(base.img_per_s)} img/s) beyond the noise: training "
+            "is compute-bound here, so a faster input pipeline cannot speed it up.**"
+        )
+    return (
+        f"**Nothing measured beats your current setting ({setting}, {rate(base.img_per_s)} img/s) beyond the noise**, "
+        f"though it is {r.baseline_input_bound} input-bound: see what was not measured here."
+    )
+
+
+def _first_up(text: str) -> str:
+    return text[:1].upper() + text[1:]

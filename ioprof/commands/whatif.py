@@ -1,0 +1,124 @@
+"""``ioprof whatif``: the fixes people are told to try, run end to end on a sample of your data."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ioprof import resultfile
+from ioprof.commands import args, prepare_out_dir
+from ioprof.config import (
+    CACHE_REGIMES,
+    WhatifConfig,
+    non_negative_int,
+    parse_storage_profile,
+    positive_float,
+    positive_int,
+    run_length_for,
+)
+from ioprof.errors import IoprofError
+
+if TYPE_CHECKING:
+    from ioprof.session import Progress
+
+NAME = "whatif"
+HELP = "what would make it faster: threads, decode_jpeg, pre-resized copies, shards, loader knobs — measured"
+# Without --data, the ImageNet-like generated set stands in for the user's dataset.
+DEFAULT_RESOLUTION = (500, 375)
+DEFAULT_IMAGES = 400
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    d = WhatifConfig()
+    args.add_data(p, generated=False)
+    p.add_argument(
+        "--workers",
+        type=args.typed(non_negative_int, "workers"),
+        default=argparse.SUPPRESS,
+        help="your loader's num_workers, the current setting (default: the usable cores)",
+    )
+    p.add_argument(
+        "--storage-profile",
+        type=args.typed(parse_storage_profile, "storage-profile"),
+        default=argparse.SUPPRESS,
+        help="read everything through an emulated device (see ioprof sweep --help)",
+    )
+    p.add_argument(
+        "--cache",
+        choices=CACHE_REGIMES,
+        default=argparse.SUPPRESS,
+        help=f"page-cache regime of every run (default {d.cache})",
+    )
+    p.add_argument(
+        "--sample-images",
+        type=args.typed(positive_int, "sample-images"),
+        default=argparse.SUPPRESS,
+        help=f"files in the sample every alternative runs on (default {d.sample_images})",
+    )
+    p.add_argument(
+        "--seconds",
+        type=args.typed(positive_float, "seconds"),
+        default=argparse.SUPPRESS,
+        help=f"the most each alternative runs (default {d.seconds:g})",
+    )
+    p.add_argument(
+        "--scratch",
+        dest="scratch_dir",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="where copies and shards are made, then removed (default: the system's temporary folder; "
+        "a folder on your data's storage measures shards there)",
+    )
+    args.add_device(p)
+    args.add_batch(p)
+    args.add_training(p)
+    p.add_argument(
+        "--start-method",
+        choices=("fork", "spawn", "forkserver"),
+        default=argparse.SUPPRESS,
+        help="how loader workers start (default: Python's default)",
+    )
+    args.add_out(p)  # fmt: skip
+
+
+def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
+    return whatif(args.config_from(WhatifConfig, ns), command_line, progress)
+
+
+def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
+    # torch and the measuring rooms load only when something is measured: usage errors stay instant
+    from ioprof.compute import check_precision, resolve_device, resolve_tuning
+    from ioprof.datasets.dataset import load_datasets
+    from ioprof.ranking import rank
+    from ioprof.render import words, write_whatif_report
+    from ioprof.session import open_session
+    from ioprof.whatif import run_whatif
+
+    device, reason = resolve_device(config.device)
+    precision, channels_last = resolve_tuning(config.precision, config.channels_last, device)
+    config = replace(config, precision=precision, channels_last=channels_last)
+    if config.compute.kind == "real":
+        check_precision(config.precision, device)
+    if config.scratch_dir is not None and not os.path.isdir(config.scratch_dir):
+        raise IoprofError(
+            f"--scratch {config.scratch_dir}: no such folder; give an existing folder for the copies"
+        )
+    (dataset,) = load_datasets(config.data_path, [DEFAULT_RESOLUTION], DEFAULT_IMAGES, seed=config.seed,
+                               cache_dir=config.cache_dir, progress=progress)  # fmt: skip
+    out = prepare_out_dir(config.out_dir, NAME)
+    run = run_length_for(device.type, config.compute, batch_size=config.batch_size, seconds=config.seconds)
+    session = open_session(command_line, device, reason, run, config.start_method)
+    progress(f"compute device: {device} ({reason}); writing results to {out}/")
+    result = rank(run_whatif(config, session, dataset, progress))
+    try:
+        resultfile.save(result, out / "results.json")
+        report = write_whatif_report(result, out)
+    except OSError as e:
+        raise IoprofError(
+            f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
+        ) from None
+    print(words.whatif_answer(result.ranking, result.setting).replace("**", ""))
+    print(f"report: {report}")
+    return 0

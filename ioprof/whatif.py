@@ -1,0 +1,315 @@
+"""``ioprof whatif``: the fixes people are told to try, measured on the user's data and host.
+
+A sample of the dataset runs end to end — the same transforms, batch and training step — once as
+the user's pipeline is (the baseline), then under each alternative that applies here: threads
+instead of worker processes, ``decode_jpeg`` instead of PIL, a pre-resized copy, packed shards,
+``prefetch_factor``, ``persistent_workers``, ``pin_memory`` (CUDA), and the share of the dataset
+RAM could keep warm. Copies and shards go into a scratch folder (its size is said first), never
+next to the user's data, and the folder is removed afterwards — also on Ctrl-C or an error.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import psutil
+import torch
+
+from ioprof import alternatives as alt
+from ioprof.ceilings import compute_ceiling, first_line
+from ioprof.compute import TrainStep, make_step
+from ioprof.config import LoaderSetting, WhatifConfig
+from ioprof.datasets.dataset import Dataset
+from ioprof.datasets.discover import ImageList, describe
+from ioprof.datasets.sample import load_sample
+from ioprof.loader import make_loader
+from ioprof.pagecache import filesystem_of
+from ioprof.resultfile import to_jsonable
+from ioprof.results import SCHEMA_VERSION, AlternativeResult, CellResult, WhatifResult
+from ioprof.session import Progress, Session
+from ioprof.storage import EmulatedStorage
+from ioprof.telemetry import open_gpu_sampler
+from ioprof.training import CellPlan, Failures, run_cell
+
+# Pre-resized copies: the short side the files are brought down to (torchvision's ImageNet recipe
+# resizes to 256 before cropping 224; 320 keeps more for RandomResizedCrop).
+RESIZE_SHORT_SIDES = (256, 320)
+PREFETCH_FACTORS = (1, 4, 8)
+# The sample packed into about this many shards (WebDataset shards are a few hundred MB; a sample
+# is far smaller, so it is cut into enough shards to feed every worker several).
+SHARDS_PER_WORKER = 4
+# The share of free RAM the page cache could hold for the dataset.
+RAM_FOR_CACHE = 0.8
+SAMPLE_MAX_BYTES = 128 * 10**6
+
+
+def pick_sample(dataset: Dataset, images: int, seed: int) -> Dataset:
+    """A shuffled sample of the dataset's files (read in place, never written)."""
+    order = list(range(len(dataset.images.paths)))
+    random.Random(seed).shuffle(order)
+    chosen: list[int] = []
+    size = 0
+    for i in order:
+        if len(chosen) >= images or size >= SAMPLE_MAX_BYTES:
+            break
+        try:
+            size += Path(dataset.images.paths[i]).stat().st_size
+        except OSError:
+            continue
+        chosen.append(i)
+    imgs = dataset.images
+    sample = ImageList(imgs.root, tuple(imgs.paths[i] for i in chosen), tuple(imgs.labels[i] for i in chosen),
+                       imgs.classes, imgs.layout)  # fmt: skip
+    return Dataset(replace(dataset.info, files=len(chosen), total_bytes=size), sample, dataset.fs)
+
+
+def _copy_dataset(label: str, paths: Sequence[str], labels: Sequence[int], like: Dataset) -> Dataset:
+    root = str(Path(paths[0]).parent) if paths else like.root
+    images = ImageList(root, tuple(paths), tuple(labels), like.images.classes, "flat")
+    return Dataset(replace(like.info, label=label, path=root), images, filesystem_of(root))
+
+
+class Trial:
+    """What every alternative shares: the sample, the step, the run length, the scratch folder."""
+
+    def __init__(
+        self, config: WhatifConfig, session: Session, sample: Dataset, scratch: Path, progress: Progress
+    ):
+        self.config, self.session, self.sample, self.scratch, self.progress = (
+            config,
+            session,
+            sample,
+            scratch,
+            progress,
+        )
+        self.workers = config.workers if config.workers is not None else session.machine.cpu_cores_usable
+        self.setting = LoaderSetting.multiprocess(self.workers) if self.workers else LoaderSetting.serial()
+        self.run = replace(session.run, max_seconds=config.seconds)
+        self.emulated = EmulatedStorage(config.storage_profile) if config.storage_profile else None
+        self.memory = (
+            load_sample(sample.images, sample.fs, seed=config.seed, max_files=10**9, max_bytes=10**12)
+            if self.emulated
+            else None
+        )
+        self.step: TrainStep = make_step(
+            config.compute, session.device, model=config.model, num_classes=len(sample.images.classes),
+            non_blocking=session.device.type == "cuda", precision=config.precision,
+            channels_last=bool(config.channels_last),
+        )  # fmt: skip
+        self.failures = Failures()
+        self.scratch_bytes = 0
+
+    def plan(self, dataset: Dataset, **changes: object) -> CellPlan:
+        memory = self.memory if dataset is self.sample else None
+        plan = CellPlan(
+            dataset=dataset, setting=self.setting, run=self.run, crop_px=self.config.crop_px, regime=self.config.cache,
+            pin_memory=False, seed=self.config.seed, start_method=self.config.start_method, emulated=self.emulated,
+            sample=memory,
+        )  # fmt: skip
+        return replace(plan, **changes)  # type: ignore[arg-type]
+
+    def cell(self, name: str, plan: CellPlan) -> CellResult:
+        self.progress(f"{name}: measuring…")
+        cell = run_cell(plan, self.step, gpu=open_gpu_sampler(self.session.nvml), failures=self.failures)
+        self.progress.measured(cell, position=f"{name}:")
+        return cell
+
+    def where(self, dataset: Dataset) -> tuple[str, str]:
+        if self.emulated is not None:
+            return "emulated", self.emulated.profile.name
+        return (
+            "data" if dataset.fs == self.sample.fs and dataset is self.sample else "scratch"
+        ), dataset.fs.fs_type
+
+
+def _measured(
+    trial: Trial, name: str, dataset: Dataset, plan: CellPlan, **extra: object
+) -> AlternativeResult:
+    where, fs = trial.where(dataset)
+    try:
+        cell = trial.cell(name, plan)
+    except (RuntimeError, OSError) as e:  # a worker died, a library refused: this alternative, not the run
+        return AlternativeResult(name, False, f"failed: {first_line(e)}", None, where, fs)
+    return AlternativeResult(name, True, "", cell, where, fs, **extra)  # type: ignore[arg-type]
+
+
+def _not(name: str, why: str) -> AlternativeResult:
+    return AlternativeResult(name, False, why, None, "", "")
+
+
+def baseline(trial: Trial) -> AlternativeResult:
+    return _measured(trial, "baseline", trial.sample, trial.plan(trial.sample))
+
+
+def threads(trial: Trial) -> AlternativeResult:
+    if not trial.workers:
+        return _not("threads", "needs-workers")
+    if missing := alt.torchdata_missing():
+        return _not("threads", f"missing:{missing}")
+    plan = trial.plan(trial.sample, setting=LoaderSetting("threads", trial.workers), loader=alt.thread_loader)
+    return _measured(trial, "threads", trial.sample, plan)
+
+
+def decode_jpeg(trial: Trial) -> AlternativeResult:
+    return _measured(
+        trial, "decode_jpeg", trial.sample, trial.plan(trial.sample, loader=alt.decode_jpeg_loader)
+    )
+
+
+def gpu_decode(trial: Trial) -> AlternativeResult:
+    # batched nvJPEG decode on the device is not built yet: it has never run on a GPU here
+    return _not("gpu_decode", "needs-cuda" if trial.session.device.type != "cuda" else "not-built")
+
+
+def resized(trial: Trial, short_side: int) -> AlternativeResult:
+    name = f"resized-{short_side}"
+    info = trial.sample.info
+    if min(info.mean_width_px, info.mean_height_px) <= short_side:
+        return _not(name, "already-small")
+    paths, seconds, nbytes = alt.write_resized(trial.sample.images.paths, trial.scratch / name, short_side)
+    trial.scratch_bytes += nbytes
+    copy = _copy_dataset(name, paths, trial.sample.images.labels, trial.sample)
+    plan = trial.plan(copy)
+    if trial.emulated is not None:  # read the copy through the emulated device, from memory
+        plan = replace(
+            plan, sample=load_sample(copy.images, copy.fs, seed=0, max_files=10**9, max_bytes=10**12)
+        )
+    return _measured(
+        trial, name, copy, plan, prep_s=seconds, prep_bytes=nbytes, sample_bytes=info.total_bytes
+    )
+
+
+def shards(trial: Trial) -> list[AlternativeResult]:
+    """Packed shards, and — when they sit on other storage than the data — the loose files there too."""
+    n = max(1, trial.workers) * SHARDS_PER_WORKER
+    size = max(1, trial.sample.info.total_bytes // n)
+    paths, seconds, nbytes = alt.write_shards(trial.sample.images.paths, trial.sample.images.labels,
+                                              trial.scratch / "shards", size)  # fmt: skip
+    trial.scratch_bytes += nbytes
+    blobs = [Path(p).read_bytes() for p in paths] if trial.emulated is not None else None
+    copy = _copy_dataset("shards", paths, [0] * len(paths), trial.sample)
+    plan = trial.plan(copy, loader=alt.shard_loader(paths, blobs))
+    out = [_measured(trial, "shards", copy, plan, prep_s=seconds, prep_bytes=nbytes,
+                     sample_bytes=trial.sample.info.total_bytes)]  # fmt: skip
+    if trial.emulated is None and copy.fs != trial.sample.fs:
+        loose = trial.scratch / "loose"
+        loose.mkdir()
+        copies = [
+            str(shutil.copy(p, loose / f"{i:06d}{Path(p).suffix}"))
+            for i, p in enumerate(trial.sample.images.paths)
+        ]
+        trial.scratch_bytes += trial.sample.info.total_bytes
+        control = _copy_dataset("loose-on-scratch", copies, trial.sample.images.labels, trial.sample)
+        out.append(_measured(trial, "loose-on-scratch", control, trial.plan(control)))
+    return out
+
+
+def loader_knobs(trial: Trial) -> list[AlternativeResult]:
+    """prefetch_factor against DataLoader's default of 2, persistent_workers, pin_memory (CUDA)."""
+    if not trial.workers:
+        return [_not(f"prefetch-{p}", "needs-workers") for p in PREFETCH_FACTORS] + [
+            _not("persistent_workers", "needs-workers")
+        ]
+    out = [
+        _measured(trial, f"prefetch-{p}", trial.sample, trial.plan(trial.sample, prefetch_factor=p))
+        for p in PREFETCH_FACTORS
+    ]
+    out.append(persistent_workers(trial))
+    if trial.session.device.type == "cuda":
+        out.append(_measured(trial, "pin_memory", trial.sample, trial.plan(trial.sample, pin_memory=True)))
+    else:
+        out.append(_not("pin_memory", "needs-cuda"))
+    return out
+
+
+def _first_batch_s(loader: torch.utils.data.DataLoader, passes: int) -> list[float]:
+    """Seconds from each pass's iter() to its first batch (the pass is then read to its end)."""
+    out = []
+    for _ in range(passes):
+        t0 = time.perf_counter()
+        it = iter(loader)
+        next(it)
+        out.append(time.perf_counter() - t0)
+        for _rest in it:
+            pass
+    return out
+
+
+def persistent_workers(trial: Trial) -> AlternativeResult:
+    """Worker start-up at each epoch's start: fresh workers against persistent ones."""
+    s = trial.sample.images
+    figures = {}
+    for persistent in (False, True):
+        dl = make_loader(s.paths, s.labels, setting=trial.setting, crop_px=trial.config.crop_px,
+                         batch_size=trial.run.batch_size, num_samples=trial.run.batch_size * 2 * max(1, trial.workers),
+                         seed=trial.config.seed, persistent_workers=persistent, start_method=trial.config.start_method)  # fmt: skip
+        # the first pass starts the workers either way; later passes show the difference
+        later = _first_batch_s(dl, 4)[1:]
+        figures["startup_persistent_s" if persistent else "startup_fresh_s"] = statistics.median(later)
+    trial.progress(f"persistent_workers: first batch of an epoch after {figures['startup_persistent_s']:.3f} s "
+                   f"(fresh workers: {figures['startup_fresh_s']:.3f} s)")  # fmt: skip
+    return AlternativeResult(
+        "persistent_workers", True, "", None, "data", trial.sample.fs.fs_type, figures=figures
+    )
+
+
+def cache(trial: Trial, dataset_bytes: int) -> AlternativeResult:
+    """The share of the dataset free RAM could hold, warm; the rest read cold."""
+    share = min(1.0, RAM_FOR_CACHE * psutil.virtual_memory().available / max(1, dataset_bytes))
+    paths = trial.sample.images.paths
+    warm = frozenset(paths[: round(share * len(paths))])
+    if trial.emulated is not None:
+        return _not("cache", "emulated")
+    from ioprof.pagecache import warm as warm_files
+
+    warm_files(sorted(warm))
+    plan = trial.plan(trial.sample, keep_warm=warm)
+    return _measured(trial, "cache", trial.sample, plan, figures={"warm_share": share})
+
+
+def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progress: Progress) -> WhatifResult:
+    """The baseline and every alternative that applies, on a sample; the scratch folder removed after."""
+    sample = pick_sample(dataset, config.sample_images, config.seed)
+    sample = replace(
+        sample,
+        info=describe(sample.images, dataset.label, generated=dataset.info.generated, seed=config.seed),
+    )
+    scratch_base = Path(config.scratch_dir or tempfile.gettempdir())
+    progress(
+        f"scratch: up to {3 * sample.info.total_bytes / 1e6:,.0f} MB of copies and shards of a {sample.info.files}-file "
+        f"sample in {scratch_base} (removed afterwards)"
+    )
+    scratch = Path(tempfile.mkdtemp(prefix="ioprof-whatif-", dir=scratch_base))
+    try:
+        trial = Trial(config, session, sample, scratch, progress)
+        compute = compute_ceiling(session, trial.step, config.compute, model=config.model, crop_px=config.crop_px,
+                                  progress=progress)  # fmt: skip
+        alts = _all(trial, dataset)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return WhatifResult(
+        schema_version=SCHEMA_VERSION, kind="whatif", run=session.run_info(), machine=session.machine,
+        config=to_jsonable(asdict(config)), dataset=dataset.info, sample_files=sample.info.files,
+        sample_bytes=sample.info.total_bytes, compute=compute, setting=trial.setting.label, scratch=str(scratch_base),
+        scratch_fs=filesystem_of(scratch_base).fs_type, scratch_bytes=trial.scratch_bytes, alternatives=tuple(alts),
+    )  # fmt: skip
+
+
+def _all(trial: Trial, dataset: Dataset) -> list[AlternativeResult]:
+    steps: list[Callable[[], AlternativeResult | list[AlternativeResult]]] = [
+        lambda: baseline(trial), lambda: threads(trial), lambda: decode_jpeg(trial), lambda: gpu_decode(trial),
+        *(lambda n=n: resized(trial, n) for n in RESIZE_SHORT_SIDES), lambda: shards(trial),
+        lambda: loader_knobs(trial), lambda: cache(trial, dataset.info.total_bytes),
+    ]  # fmt: skip
+    out: list[AlternativeResult] = []
+    for step in steps:
+        got = step()
+        out.extend(got if isinstance(got, list) else [got])
+    return out
