@@ -10,3 +10,11 @@ def watch(loader=None, *, steps: int = 100, seconds: float | None = 60.0, probe:
     from ioprof.observer import watch as _watch
 
     return _watch(loader, steps=steps, seconds=seconds, probe=probe)
+
+
+def load(path):  # type: ignore[no-untyped-def]
+    """A finished run for a notebook: ``run = ioprof.load("reports/sweep-…")``; then ``run.cells``,
+    ``run.ceilings`` (and ``run.loaders``, ``run.alternatives``, ``run.decisions``) as pandas DataFrames."""
+    from ioprof.frames import load as _load
+
+    return _load(path)

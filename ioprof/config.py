@@ -229,6 +229,9 @@ PREFETCH_FACTOR = 2
 DEFAULT_MAX_FAILED_SHARE = 0.05
 # A measurement runs until its 95 % interval is within ± this share of its value (or its cap).
 TARGET_REL_HALF_WIDTH = 0.05
+# ... but no shorter than this: a window of half a second catches one state of a shared machine
+# (repeats of such cells differed by 7.5 % beyond their intervals); seconds average over its moods.
+MIN_WINDOW_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,7 @@ class RunLength:
     max_seconds: float | None
     target_rel_half_width: float = TARGET_REL_HALF_WIDTH
     fixed: bool = False
+    min_seconds: float = 0.0  # the interval may stop a window only after this long
 
     def warmup_for(self, setting: LoaderSetting) -> int:
         """Warm-up steps of one loader setting: the base plus its start-up burst."""
@@ -259,9 +263,13 @@ class RunLength:
 # warm-up past an 8-worker burst short, and cells are capped; on a GPU they are long enough for
 # the loader to reach steady state and for NVML to gather samples.
 CPU_RUN_LENGTH = RunLength(batch_size=4, warmup_steps=1, min_steps=5, max_steps=100, max_seconds=10.0)
-CUDA_RUN_LENGTH = RunLength(batch_size=256, warmup_steps=10, min_steps=20, max_steps=5000, max_seconds=60.0)
+CUDA_RUN_LENGTH = RunLength(
+    batch_size=256, warmup_steps=10, min_steps=20, max_steps=5000, max_seconds=60.0, min_seconds=MIN_WINDOW_S
+)
 # Simulated compute makes CPU steps milliseconds long: more of them before the interval may stop a cell.
-CPU_SIM_RUN_LENGTH = RunLength(batch_size=8, warmup_steps=5, min_steps=30, max_steps=5000, max_seconds=15.0)
+CPU_SIM_RUN_LENGTH = RunLength(
+    batch_size=8, warmup_steps=5, min_steps=30, max_steps=5000, max_seconds=15.0, min_seconds=MIN_WINDOW_S
+)
 
 
 @dataclass(frozen=True)
@@ -347,13 +355,15 @@ def run_length_for(
         base = CUDA_RUN_LENGTH
     else:
         base = CPU_SIM_RUN_LENGTH if compute.kind == "sim" else CPU_RUN_LENGTH
+    cap = seconds if seconds is not None else (None if steps else base.max_seconds)
     return RunLength(
         batch_size=batch_size or base.batch_size,
         warmup_steps=base.warmup_steps if warmup_steps is None else warmup_steps,
         min_steps=steps or base.min_steps,
         max_steps=steps or base.max_steps,
-        max_seconds=seconds if seconds is not None else (None if steps else base.max_seconds),
+        max_seconds=cap,
         fixed=steps is not None,
+        min_seconds=min(base.min_seconds, cap) if cap is not None else base.min_seconds,
     )
 
 

@@ -350,3 +350,50 @@ class Ranking:
     best: str  # the fastest beyond the noise of both, or "" when none is
     baseline_input_bound: str
     compute_bound: bool  # the baseline is not input-bound: nothing upstream can speed training up
+
+
+# -- ioprof compare --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CellComparison:
+    """One cell of the reference run against its match in another run."""
+
+    dataset: str
+    setting_a: str
+    setting_b: str
+    img_per_s_a: float
+    img_per_s_b: float
+    interval_a: tuple[float, float] | None
+    interval_b: tuple[float, float] | None
+    ratio: float  # b ÷ a
+    ratio_low: float | None  # the conservative interval of the ratio (b.low ÷ a.high, b.high ÷ a.low)
+    ratio_high: float | None
+    wait_share_a: float
+    wait_share_b: float
+    change: str  # faster | slower | within-noise
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """Another run against the reference: what differs, cell by cell, and the verdicts."""
+
+    label: str
+    settings: tuple[tuple[str, str, str], ...]  # (setting, reference's value, this run's)
+    other_machine: bool
+    other_version: bool
+    machines: tuple[str, str]
+    versions: tuple[str, str]
+    cells: tuple[CellComparison, ...]
+    unmatched: tuple[str, ...]  # cells in only one of the two
+    verdicts: tuple[str, str]  # (reference's, this run's): "bottleneck/class@dataset"
+    verdict_changed: bool
+
+
+@dataclass(frozen=True)
+class Comparison:
+    reference: str
+    kind: str
+    runs: tuple[RunComparison, ...]
+    min_effect: float  # the smallest change that counts (raised by the spread among repeats)
+    repeats: int = 0  # runs with no setting changed: their spread sets the floor where it is wider

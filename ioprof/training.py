@@ -148,7 +148,7 @@ class _Window:
             return "steps"
         if run.max_seconds is not None and elapsed_s >= run.max_seconds:
             return "seconds"
-        if run.fixed or n < run.min_steps or n % max(1, n // 10) != 0:
+        if run.fixed or n < run.min_steps or elapsed_s < run.min_seconds or n % max(1, n // 10) != 0:
             return ""
         durations = [w + s for w, s in zip(self.waits, self.steps, strict=True)]
         interval = ratio_interval([float(i) for i in self.images], durations, setting.concurrency)

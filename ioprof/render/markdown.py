@@ -23,7 +23,9 @@ NVML_NOTE = (
 INTERVALS = (
     "`± x %` is the half-width of a 95 % interval relative to the figure, `[a–b]` a 95 % interval: "
     "batch means over up to 10 groups of consecutive measured steps (cells), batches (decode) or "
-    "file completions (storage), Student's t. `± ?`: too few samples for an interval."
+    "file completions (storage), Student's t. `± ?`: too few samples for an interval. An interval "
+    "describes this run's window; a repeat on a shared machine can differ more (`ioprof compare` "
+    "measures that from repeats)."
 )
 
 

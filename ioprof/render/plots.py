@@ -134,3 +134,38 @@ def plot_placement(result: PlaceResult, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def plot_comparison(comparison: object, path: Path) -> None:
+    """img/s of each matched cell in each run, with 95 % intervals (grouped bars)."""
+    from ioprof.findings import Comparison
+
+    assert isinstance(comparison, Comparison)
+    labels: list[str] = []
+    ref: list[tuple[float, tuple[float, float] | None]] = []
+    for i, c in enumerate(comparison.runs[0].cells if comparison.runs else ()):
+        settings = [c.setting_a] + [r.cells[i].setting_b for r in comparison.runs if i < len(r.cells)]
+        labels.append(f"{c.dataset}\n" + " → ".join(dict.fromkeys(settings)))
+        ref.append((c.img_per_s_a, c.interval_a))
+    series = [(comparison.reference, ref)] + [
+        (r.label, [(c.img_per_s_b, c.interval_b) for c in r.cells]) for r in comparison.runs
+    ]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(labels) + 2), 4.2), dpi=110)
+    width = 0.8 / max(1, len(series))
+    for k, (name, values) in enumerate(series):
+        xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(values))]
+        ys = [v for v, _ in values]
+        err = [
+            [max(0.0, v - i[0]) if i else 0.0 for v, i in values],
+            [max(0.0, i[1] - v) if i else 0.0 for v, i in values],
+        ]
+        ax.bar(xs, ys, width, yerr=err, capsize=3, label=Path(name).name or name)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, fontsize=8)
+    ax.set_ylabel("training throughput (img/s)")
+    ax.set_title("Each matched cell in each run (bars: 95 % interval)", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,117 @@
+"""Two or more runs of the same command compared: pure, no words.
+
+Cells are matched on dataset, loader and workers; what is left is matched on dataset and loader
+kind in worker order (so ``--workers 1`` against ``--workers 2`` pairs the two cells). A change is
+real only when the two cells' 95 % intervals do not overlap and the rates differ by at least
+``COMPARE_MIN_EFFECT``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ioprof.findings import CellComparison, Comparison, RunComparison
+from ioprof.results import CellResult, SweepResult
+from ioprof.thresholds import COMPARE_MIN_EFFECT
+
+# Settings that say where results went or how they were named, not what was measured.
+NOT_SETTINGS = frozenset({"out_dir", "cache_dir"})
+
+
+def _interval(c: CellResult) -> tuple[float, float] | None:
+    i = c.throughput()
+    return (i.low, i.high) if i.known else None
+
+
+def compare_cells(a: CellResult, b: CellResult, min_effect: float = COMPARE_MIN_EFFECT) -> CellComparison:
+    ia, ib = _interval(a), _interval(b)
+    ratio = b.img_per_s / a.img_per_s if a.img_per_s > 0 else 0.0
+    low = high = None
+    change = "within-noise"
+    if ia and ib and ia[0] > 0 and ia[1] > 0:
+        low, high = ib[0] / ia[1], ib[1] / ia[0]
+        apart = ib[0] > ia[1] or ib[1] < ia[0]
+        if apart and abs(ratio - 1) >= min_effect:
+            change = "faster" if ratio > 1 else "slower"
+    return CellComparison(
+        dataset=a.dataset, setting_a=a.setting.label, setting_b=b.setting.label, img_per_s_a=a.img_per_s,
+        img_per_s_b=b.img_per_s, interval_a=ia, interval_b=ib, ratio=ratio, ratio_low=low, ratio_high=high,
+        wait_share_a=a.data_wait_share, wait_share_b=b.data_wait_share, change=change,
+    )  # fmt: skip
+
+
+def match(
+    a: Sequence[CellResult], b: Sequence[CellResult]
+) -> tuple[list[tuple[CellResult, CellResult]], list[str]]:
+    """Pairs of cells to compare, and the cells left without a partner."""
+    ok_a = [c for c in a if c.status == "ok" and c.steps]
+    ok_b = [c for c in b if c.status == "ok" and c.steps]
+    by_key = {c.key: c for c in ok_b}
+    pairs = [(c, by_key.pop(c.key)) for c in ok_a if c.key in by_key]
+    left_a = [c for c in ok_a if c.key not in {p[0].key for p in pairs}]
+    left_b = list(by_key.values())
+    for c in sorted(left_a, key=lambda c: c.workers):
+        partner = next((d for d in sorted(left_b, key=lambda d: d.workers)
+                        if (d.dataset, d.loader) == (c.dataset, c.loader)), None)  # fmt: skip
+        if partner is not None:
+            pairs.append((c, partner))
+            left_b.remove(partner)
+            left_a = [x for x in left_a if x is not c]
+    unmatched = [f"{c.dataset} {c.setting.label}" for c in [*left_a, *left_b]]
+    return pairs, unmatched
+
+
+def differences(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, str]]:
+    keys = sorted((set(a) | set(b)) - NOT_SETTINGS)
+    return [(k, repr(a.get(k)), repr(b.get(k))) for k in keys if a.get(k) != b.get(k)]
+
+
+def _verdict(r: SweepResult) -> str:
+    a = r.analysis
+    return "unknown" if a is None else f"{a.overall_bottleneck}/{a.overall_input_bound}@{a.overall_dataset}"
+
+
+def compare_runs(
+    reference: SweepResult, other: SweepResult, label: str, min_effect: float = COMPARE_MIN_EFFECT
+) -> RunComparison:
+    pairs, unmatched = match(reference.cells, other.cells)
+    settings = differences(reference.config, other.config)
+    if (
+        reference.script is not None
+        and other.script is not None
+        and reference.script.command != other.script.command
+    ):
+        settings.append(("command", reference.script.command, other.script.command))
+    ma = f"{reference.machine.cpu_model}, {reference.machine.cpu_cores_usable} cores, GPU {reference.machine.gpu}"
+    mb = f"{other.machine.cpu_model}, {other.machine.cpu_cores_usable} cores, GPU {other.machine.gpu}"
+    va, vb = reference.run.ioprof_version, other.run.ioprof_version
+    verdicts = (_verdict(reference), _verdict(other))
+    return RunComparison(
+        label=label, settings=tuple(settings), other_machine=ma != mb or reference.machine.hostname != other.machine.hostname,
+        other_version=va != vb, machines=(ma, mb), versions=(va, vb),
+        cells=tuple(compare_cells(x, y, min_effect) for x, y in pairs),
+        unmatched=tuple(unmatched), verdicts=verdicts, verdict_changed=verdicts[0] != verdicts[1],
+    )  # fmt: skip
+
+
+def noise_floor(reference: SweepResult, others: Sequence[SweepResult]) -> tuple[float, int]:
+    """The smallest change that counts: COMPARE_MIN_EFFECT, or more where repeats of the reference
+    (runs with no setting changed) differ more among themselves; and how many repeats there were."""
+    repeats = [r for r in others if not differences(reference.config, r.config)]
+    spread = [abs(b.img_per_s / a.img_per_s - 1) for r in repeats for a, b in match(reference.cells, r.cells)[0]
+              if a.img_per_s > 0]  # fmt: skip
+    return max([COMPARE_MIN_EFFECT, *spread]), len(repeats)
+
+
+def compare(results: Sequence[tuple[str, SweepResult]]) -> Comparison:
+    """Every run against the first (the reference)."""
+    (ref_label, ref), *others = results
+    floor, repeats = noise_floor(ref, [r for _, r in others])
+    return Comparison(
+        reference=ref_label,
+        kind=ref.kind,
+        runs=tuple(compare_runs(ref, r, label, floor) for label, r in others),
+        min_effect=floor,
+        repeats=repeats,
+    )

@@ -1,0 +1,183 @@
+"""Results as pandas DataFrames: for notebooks (``ioprof.load``) and for ``results.csv``.
+
+One row per cell, ceiling, loader, alternative or placement decision, raw values with their unit
+in the column name, every figure's 95 % interval beside it. No torch: pandas and the result types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ioprof.results import CellResult, PlaceResult, SweepResult, WhatifResult
+from ioprof.stats import Interval
+
+
+def _bounds(name: str, i: Interval | None) -> dict[str, Any]:
+    if i is None or not i.known:
+        return {f"{name}_low": None, f"{name}_high": None}
+    return {f"{name}_low": i.low, f"{name}_high": i.high}
+
+
+def _cell_row(c: CellResult) -> dict[str, Any]:
+    v = c.verdict
+    ok = c.status == "ok" and c.steps > 0
+    util = c.gpu.gpu_util_pct
+    parts = c.cuda.mean_s() if c.cuda is not None else {}
+    return {
+        "dataset": c.dataset, "loader": c.loader, "workers": c.workers, "status": c.status,
+        "img_per_s": c.img_per_s, **_bounds("img_per_s", c.throughput() if ok else None),
+        "data_wait_share": c.data_wait_share, **_bounds("data_wait_share", c.wait_share() if ok else None),
+        "input_bound": v.input_bound if v else None, "bottleneck": v.bottleneck if v else None,
+        "predicted_img_per_s": v.predicted_img_per_s if v else None,
+        "predicted_low_img_per_s": v.predicted_low_img_per_s if v else None, "predicted_by": v.predicted_by if v else None,
+        "steps": c.steps, "stopped_by": c.stopped_by, "warmup_steps": c.warmup_steps, "batch_size": c.batch_size,
+        "startup_s": c.startup_s, "wait_s_total": sum(c.wait_s), "step_s_total": sum(c.step_s),
+        "requested_bytes": c.requested_bytes, "fetched_bytes": c.fetched.bytes, "fetched_method": c.fetched.method,
+        "fetched_mb_per_s": c.fetched_mb_per_s(), "requested_mb_per_s": c.requested_mb_per_s(),
+        "kernel_read_bytes": c.io.read_bytes, "kernel_read_chars": c.io.read_chars, "cache_regime": c.cache.regime,
+        "cache_verified": c.cache.verified, "resident_fraction_before": c.cache.resident_fraction,
+        "resident_fraction_after": c.cache.resident_after,
+        "gpu_util_mean_pct": sum(util) / len(util) if util else None,
+        "gpu_telemetry": "ok" if c.gpu.available else c.gpu.reason,
+        **{f"gpu_{k}_s_mean": parts.get(k) for k in ("data_stall", "host_overhead", "copy", "compute")},
+        "error": c.error,
+    }  # fmt: skip
+
+
+def cells_frame(result: SweepResult) -> pd.DataFrame:
+    """One row per end-to-end cell (``results.csv``)."""
+    return pd.DataFrame([_cell_row(c) for c in result.cells], columns=list(CELL_COLUMNS))
+
+
+def ceilings_frame(result: SweepResult | PlaceResult) -> pd.DataFrame:
+    """One row per stage ceiling: compute, each decode setting, each storage concurrency."""
+    rows: list[dict[str, Any]] = []
+    if result.compute is not None:
+        c = result.compute
+        rows.append({"dataset": "", "stage": "compute", "setting": c.label, "img_per_s": c.img_per_s,
+                     **_bounds("img_per_s", c.throughput()), "read_mb_per_s": None, "simulated": c.simulated})  # fmt: skip
+    decode = (
+        result.decode if isinstance(result, PlaceResult) else [d for dc in result.ceilings for d in dc.decode]
+    )
+    datasets = {id(d): dc.dataset for dc in getattr(result, "ceilings", ()) for d in dc.decode}
+    for d in decode:
+        rows.append({"dataset": datasets.get(id(d), ""), "stage": "decode", "setting": d.setting.label,
+                     "img_per_s": d.img_per_s, **_bounds("img_per_s", d.throughput()), "read_mb_per_s": None,
+                     "simulated": False})  # fmt: skip
+    storage = (
+        [(cand.label, s) for cand in result.candidates for s in cand.storage]
+        if isinstance(result, PlaceResult)
+        else [(dc.dataset, s) for dc in result.ceilings for s in dc.storage]
+    )
+    for where, s in storage:
+        rows.append({"dataset": where, "stage": "storage", "setting": f"{s.concurrency} reader(s)",
+                     "img_per_s": s.img_per_s, **_bounds("img_per_s", s.file_rate()), "read_mb_per_s": s.read_mb_per_s,
+                     "simulated": bool(s.emulated)})  # fmt: skip
+    return pd.DataFrame(rows, columns=["dataset", "stage", "setting", "img_per_s", "img_per_s_low", "img_per_s_high",
+                                       "read_mb_per_s", "simulated"])  # fmt: skip
+
+
+def loaders_frame(result: SweepResult) -> pd.DataFrame:
+    """``ioprof run``: every DataLoader of the user's script, as it set them."""
+    from dataclasses import asdict
+
+    return pd.DataFrame([asdict(lo) for lo in result.loaders])
+
+
+def alternatives_frame(result: WhatifResult) -> pd.DataFrame:
+    """``ioprof whatif``: each alternative, measured or why not, ranked where measured."""
+    ranked = {r.name: r for r in (result.ranking.ranked if result.ranking else ())}
+    rows = []
+    for a in result.alternatives:
+        r = ranked.get(a.name)
+        rows.append({"alternative": a.name, "measured": a.measured, "why_not": a.why_not,
+                     "img_per_s": r.img_per_s if r else None, "img_per_s_low": r.low if r else None,
+                     "img_per_s_high": r.high if r else None, "gain": r.gain if r else None,
+                     "beyond_noise": r.beyond_noise if r else None, "busy_share": r.busy_share if r else None,
+                     "where": a.where, "prep_s": a.prep_s, "prep_bytes": a.prep_bytes})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def decisions_frame(result: PlaceResult) -> pd.DataFrame:
+    from dataclasses import asdict
+
+    return pd.DataFrame(
+        [{k: v for k, v in asdict(d).items() if k != "predicted_by_workers"} for d in result.decisions]
+    )
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished run loaded for a notebook: the result (conclusions recomputed) and its tables."""
+
+    path: str
+    result: SweepResult | PlaceResult | WhatifResult
+
+    @property
+    def kind(self) -> str:
+        return self.result.kind
+
+    @property
+    def cells(self) -> pd.DataFrame:
+        return cells_frame(self.result) if isinstance(self.result, SweepResult) else pd.DataFrame()
+
+    @property
+    def ceilings(self) -> pd.DataFrame:
+        return ceilings_frame(self.result) if not isinstance(self.result, WhatifResult) else pd.DataFrame()
+
+    @property
+    def loaders(self) -> pd.DataFrame:
+        return loaders_frame(self.result) if isinstance(self.result, SweepResult) else pd.DataFrame()
+
+    @property
+    def alternatives(self) -> pd.DataFrame:
+        return alternatives_frame(self.result) if isinstance(self.result, WhatifResult) else pd.DataFrame()
+
+    @property
+    def decisions(self) -> pd.DataFrame:
+        return decisions_frame(self.result) if isinstance(self.result, PlaceResult) else pd.DataFrame()
+
+    @property
+    def verdict(self) -> str:
+        from ioprof.render import words
+
+        if isinstance(self.result, SweepResult):
+            return words.verdict_line(self.result.analysis).replace("**", "")
+        if isinstance(self.result, WhatifResult):
+            return words.whatif_answer(self.result.ranking, self.result.setting).replace("**", "")
+        return words.recommendation(self.result.recommendation)
+
+
+def conclude(result: SweepResult | PlaceResult | WhatifResult) -> SweepResult | PlaceResult | WhatifResult:
+    """The result with its verdicts, decisions or ranking recomputed from its measurements."""
+    from ioprof.analysis import analyze
+    from ioprof.placement import decide
+    from ioprof.ranking import rank
+
+    if isinstance(result, PlaceResult):
+        return decide(result)
+    if isinstance(result, WhatifResult):
+        return rank(result)
+    return analyze(result)
+
+
+def load(path: str | Path) -> Run:
+    """A run's ``results.json`` (or its folder), with the conclusions recomputed."""
+    from ioprof import resultfile
+
+    return Run(str(path), conclude(resultfile.load(path)))
+
+
+def _empty_cell() -> CellResult:
+    from ioprof.results import CacheInfo, GpuTelemetry, IoCounts
+
+    return CellResult("", "serial", 0, 0, 0, 0, 0, 0.0, 0.0, (), (), 0.0, 0.0, IoCounts(0, 0, 0, 0.0),
+                      CacheInfo("", 0.0, False, "", ""), GpuTelemetry(False, ""), "", status="none")  # fmt: skip
+
+
+# the columns of results.csv and of ``Run.cells``, in order
+CELL_COLUMNS = tuple(_cell_row(_empty_cell()).keys())

@@ -1,0 +1,99 @@
+"""``report.md`` of ``ioprof compare``: did the change help, beyond the noise of both runs? Pure."""
+
+from __future__ import annotations
+
+from ioprof.findings import CellComparison, Comparison, RunComparison
+from ioprof.render.fmt import pct, rate
+from ioprof.render.mdtable import table
+
+COMPARE_PNG = "compare.png"
+CHANGE = {"faster": "**faster**", "slower": "**slower**", "within-noise": "within the noise"}
+
+
+def headline(run: RunComparison) -> str:
+    faster = [c for c in run.cells if c.change == "faster"]
+    slower = [c for c in run.cells if c.change == "slower"]
+    if not run.cells:
+        return f"`{run.label}`: no cell matches the reference's."
+    parts = []
+    if faster:
+        parts.append(
+            f"{len(faster)} of {len(run.cells)} cells faster (up to {max(c.ratio for c in faster):.2f}×)"
+        )
+    if slower:
+        parts.append(f"{len(slower)} slower (down to {min(c.ratio for c in slower):.2f}×)")
+    if not parts:
+        parts.append(f"no cell changed beyond the noise of both runs ({len(run.cells)} compared)")
+    verdict = "the verdict changed" if run.verdict_changed else "the verdict is the same"
+    return f"`{run.label}`: " + ", ".join(parts) + f"; {verdict}."
+
+
+def _ratio(c: CellComparison) -> str:
+    if c.ratio_low is None or c.ratio_high is None:
+        return f"{c.ratio:.2f}× [± ?]"
+    return f"{c.ratio:.2f}× [{c.ratio_low:.2f}–{c.ratio_high:.2f}]"
+
+
+def _run(run: RunComparison, reference: str) -> list[str]:
+    out = [f"## `{run.label}` against `{reference}`", ""]
+    if run.other_machine:
+        out += [
+            f"> **Other machine**: {run.machines[0]} against {run.machines[1]} — the difference is the machines' too.",
+            "",
+        ]
+    if run.other_version:
+        out += [f"> **Other ioprof version**: {run.versions[0]} against {run.versions[1]}.", ""]
+    if run.settings:
+        out += [
+            "Settings that differ:",
+            "",
+            *table(["setting", "reference", "this run"], [list(s) for s in run.settings]),
+            "",
+        ]
+    else:
+        out += ["No setting differs: a repeat of the same run.", ""]
+    rows = [
+        [c.dataset, f"{c.setting_a} → {c.setting_b}" if c.setting_a != c.setting_b else c.setting_a,
+         rate(c.img_per_s_a), rate(c.img_per_s_b), _ratio(c), pct(c.wait_share_a, 0), pct(c.wait_share_b, 0),
+         CHANGE[c.change]]
+        for c in run.cells
+    ]  # fmt: skip
+    head = [
+        "dataset",
+        "loader",
+        "reference img/s",
+        "this run img/s",
+        "ratio [95 %]",
+        "data wait before",
+        "after",
+        "change",
+    ]
+    out += [*table(head, rows), ""]
+    if run.unmatched:
+        out += [f"Cells in only one of the two runs: {', '.join(run.unmatched)}.", ""]
+    out += [f"Verdict: `{run.verdicts[0]}` before, `{run.verdicts[1]}` now.", ""]
+    return out
+
+
+def render_compare_markdown(c: Comparison) -> str:
+    out = ["# ioprof compare", "", f"Reference: `{c.reference}` ({c.kind}).", ""]
+    out += [f"- {headline(r)}" for r in c.runs] + [""]
+    out += [f"![img/s of each matched cell, each run]({COMPARE_PNG})", ""]
+    for r in c.runs:
+        out += _run(r, c.reference)
+    out += [
+        "## How this was compared",
+        "",
+        "Cells are matched on dataset, loader and workers; the rest on dataset and loader kind in worker order. "
+        "A cell changed only when the two runs' 95 % intervals do not overlap and its rate moved by at least "
+        f"{c.min_effect:.0%}: a run's interval describes its own window, and a shared machine drifts more than that "
+        "between runs"
+        + (
+            f" — here {c.repeats} repeat(s) of the reference set that floor where they spread wider than 10 %"
+            if c.repeats
+            else "; pass repeats of the reference (the same command again) to measure that drift on your machine"
+        )
+        + ". The ratio's interval is the conservative one: the lower bound of one over the upper bound of the other.",
+        "",
+    ]
+    return "\n".join(out)
