@@ -453,3 +453,22 @@ class WhatifConfig:
     out_dir: str | None = None
     cache_dir: str | None = None
     start_method: str | None = None
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    """``ioprof profile``: the model and loader to take apart, and the epoch to predict."""
+
+    data_path: str | None = None
+    model: str = "resnet50"
+    batch_size: int | None = None
+    device: str = "auto"
+    crop_px: int = 224
+    workers: int = 2
+    steps: int = 10  # measured steps per regime (and with the layer hooks)
+    epoch_images: int | None = None  # None: the dataset's size
+    check_epoch: bool = False  # run one real epoch and compare it with the prediction
+    seed: int = 0
+    out_dir: str | None = None
+    cache_dir: str | None = None
+    start_method: str | None = None

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from ioprof.results import CellResult, PlaceResult, SweepResult, WhatifResult
+from ioprof.results import CellResult, PlaceResult, ProfileResult, SweepResult, WhatifResult
 from ioprof.stats import Interval
 
 
@@ -115,7 +115,7 @@ class Run:
     """A finished run loaded for a notebook: the result (conclusions recomputed) and its tables."""
 
     path: str
-    result: SweepResult | PlaceResult | WhatifResult
+    result: AnyResult
 
     @property
     def kind(self) -> str:
@@ -127,7 +127,18 @@ class Run:
 
     @property
     def ceilings(self) -> pd.DataFrame:
-        return ceilings_frame(self.result) if not isinstance(self.result, WhatifResult) else pd.DataFrame()
+        r = self.result
+        return ceilings_frame(r) if isinstance(r, (SweepResult, PlaceResult)) else pd.DataFrame()
+
+    @property
+    def layers(self) -> pd.DataFrame:
+        """``ioprof profile``: one row per layer, ms per minibatch forward and backward."""
+        if not isinstance(self.result, ProfileResult):
+            return pd.DataFrame()
+        n = max(1, len(self.result.hooked.forward_s))
+        return pd.DataFrame([{"layer": x.name, "kind": x.kind, "forward_ms": sum(x.forward_s) / n * 1e3,
+                              "backward_ms": sum(x.backward_s) / n * 1e3, "share_of_step": x.share_of_step,
+                              "params": x.params, "output_bytes": x.activation_bytes} for x in self.result.layers])  # fmt: skip
 
     @property
     def loaders(self) -> pd.DataFrame:
@@ -149,15 +160,25 @@ class Run:
             return words.verdict_line(self.result.analysis).replace("**", "")
         if isinstance(self.result, WhatifResult):
             return words.whatif_answer(self.result.ranking, self.result.setting).replace("**", "")
+        if isinstance(self.result, ProfileResult):
+            from ioprof.render.profile_markdown import headline
+
+            return headline(self.result).replace("**", "")
         return words.recommendation(self.result.recommendation)
 
 
-def conclude(result: SweepResult | PlaceResult | WhatifResult) -> SweepResult | PlaceResult | WhatifResult:
-    """The result with its verdicts, decisions or ranking recomputed from its measurements."""
+AnyResult = SweepResult | PlaceResult | WhatifResult | ProfileResult
+
+
+def conclude(result: AnyResult) -> AnyResult:
+    """The result with its verdicts, decisions, ranking or prediction recomputed from its measurements."""
     from ioprof.analysis import analyze
+    from ioprof.epochs import conclude as predict
     from ioprof.placement import decide
     from ioprof.ranking import rank
 
+    if isinstance(result, ProfileResult):
+        return predict(result)
     if isinstance(result, PlaceResult):
         return decide(result)
     if isinstance(result, WhatifResult):

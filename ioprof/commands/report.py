@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ioprof import resultfile
 from ioprof.analysis import analyze
 from ioprof.placement import decide
-from ioprof.results import PlaceResult, WhatifResult
+from ioprof.results import PlaceResult, ProfileResult, WhatifResult
 
 if TYPE_CHECKING:
     from ioprof.session import Progress
@@ -34,6 +34,11 @@ def report(results_file: str) -> int:
     out = Path(results_file) if Path(results_file).is_dir() else Path(results_file).parent
     if isinstance(loaded, PlaceResult):
         path = write_place_report(decide(loaded), out)
+    elif isinstance(loaded, ProfileResult):
+        from ioprof.epochs import conclude
+        from ioprof.render import write_profile_report
+
+        path = write_profile_report(conclude(loaded), out)
     elif isinstance(loaded, WhatifResult):
         from ioprof.ranking import rank
         from ioprof.render import write_whatif_report

@@ -16,7 +16,7 @@ from ioprof.render.plots import (
 )
 from ioprof.render.results_csv import render_csv
 from ioprof.resultfile import atomic_write_text
-from ioprof.results import PlaceResult, SweepResult, WhatifResult
+from ioprof.results import PlaceResult, ProfileResult, SweepResult, WhatifResult
 
 
 def write_report(result: SweepResult, out_dir: Path) -> Path:
@@ -48,4 +48,23 @@ def write_whatif_report(result: WhatifResult, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     report = out_dir / "report.md"
     atomic_write_text(report, render_whatif_markdown(result))
+    return report
+
+
+def write_profile_report(result: ProfileResult, out_dir: Path) -> Path:
+    """Write report.md, profile.csv and profile.png for ``ioprof profile``; returns report.md."""
+    from ioprof.render.plots import plot_layers
+    from ioprof.render.profile_markdown import (
+        PROFILE_CSV,
+        PROFILE_PNG,
+        render_profile_csv,
+        render_profile_markdown,
+    )
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if result.layers:
+        plot_layers(result, out_dir / PROFILE_PNG)
+    atomic_write_text(out_dir / PROFILE_CSV, render_profile_csv(result))
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_profile_markdown(result))
     return report

@@ -169,3 +169,26 @@ def plot_comparison(comparison: object, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def plot_layers(result: object, path: Path, top: int = 15) -> None:
+    """The slowest layers: forward and backward ms per minibatch, stacked."""
+    from ioprof.results import ProfileResult
+
+    assert isinstance(result, ProfileResult)
+    layers = sorted(result.layers, key=lambda layer: layer.mean_s(), reverse=True)[:top][::-1]
+    n = max(1, len(result.hooked.forward_s))
+    fwd = [sum(layer.forward_s) / n * 1e3 for layer in layers]
+    bwd = [sum(layer.backward_s) / n * 1e3 for layer in layers]
+    fig, ax = plt.subplots(figsize=(7.5, 0.8 + 0.32 * max(1, len(layers))), dpi=110)
+    names = [f"{layer.name} ({layer.kind})" for layer in layers]
+    ax.barh(names, fwd, label="forward")
+    ax.barh(names, bwd, left=fwd, label="backward")
+    ax.set_xlabel("ms per minibatch")
+    ax.set_title(f"The {len(layers)} slowest layers", fontsize=10)
+    ax.tick_params(axis="y", labelsize=7)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,90 @@
+"""``ioprof profile``: where the time goes inside a step, and how long an epoch will take."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from ioprof import resultfile
+from ioprof.commands import args, prepare_out_dir
+from ioprof.config import MODELS, ProfileConfig, non_negative_int, positive_int, run_length_for
+from ioprof.errors import IoprofError
+
+if TYPE_CHECKING:
+    from ioprof.session import Progress
+
+NAME = "profile"
+HELP = "per phase and per layer: where a training step's time goes, and the epoch time it predicts"
+DEFAULT_RESOLUTION = (500, 375)
+DEFAULT_IMAGES = 400
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    d = ProfileConfig()
+    args.add_data(p, generated=False)
+    p.add_argument(
+        "--model", choices=MODELS, default=argparse.SUPPRESS, help=f"model trained (default {d.model})"
+    )
+    p.add_argument(
+        "--workers",
+        type=args.typed(non_negative_int, "workers"),
+        default=argparse.SUPPRESS,
+        help=f"loader worker processes (default {d.workers})",
+    )
+    p.add_argument(
+        "--steps",
+        type=args.typed(positive_int, "steps"),
+        default=argparse.SUPPRESS,
+        help=f"measured steps per regime and with the layer hooks (default {d.steps})",
+    )
+    p.add_argument(
+        "--epoch-images",
+        type=args.typed(positive_int, "epoch-images"),
+        default=argparse.SUPPRESS,
+        help="images in the epoch to predict (default: the dataset's size)",
+    )
+    p.add_argument(
+        "--check-epoch",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="then run one real epoch over the dataset and compare it with the prediction",
+    )
+    args.add_device(p)
+    args.add_batch(p)
+    args.add_out(p)  # fmt: skip
+
+
+def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
+    return profile(args.config_from(ProfileConfig, ns), command_line, progress)
+
+
+def profile(config: ProfileConfig, command_line: str, progress: Progress) -> int:
+    # torch and the measuring rooms load only when something is measured: usage errors stay instant
+    from ioprof.compute import resolve_device
+    from ioprof.config import ComputeSpec
+    from ioprof.datasets.dataset import load_datasets
+    from ioprof.epochs import conclude
+    from ioprof.profiling import run_profile
+    from ioprof.render import write_profile_report
+    from ioprof.session import open_session
+
+    device, reason = resolve_device(config.device)
+    (dataset,) = load_datasets(config.data_path, [DEFAULT_RESOLUTION], DEFAULT_IMAGES, seed=config.seed,
+                               cache_dir=config.cache_dir, progress=progress)  # fmt: skip
+    out = prepare_out_dir(config.out_dir, NAME)
+    run = run_length_for(device.type, ComputeSpec("real"), batch_size=config.batch_size)
+    session = open_session(command_line, device, reason, run, config.start_method)
+    progress(f"compute device: {device} ({reason}); writing results to {out}/")
+    result = conclude(run_profile(config, session, dataset, out, progress))
+    try:
+        resultfile.save(result, out / "results.json")
+        report = write_profile_report(result, out)
+    except OSError as e:
+        raise IoprofError(
+            f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
+        ) from None
+    from ioprof.render.profile_markdown import headline
+
+    print(headline(result).replace("**", ""))
+    print(f"report: {report}")
+    return 0
