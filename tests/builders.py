@@ -70,7 +70,9 @@ def cell(
     )
 
 
-def storage(concurrency: int, img_per_s: float, mean_bytes: float = 100_000.0, files: int = 100) -> StorageCeiling:
+def storage(
+    concurrency: int, img_per_s: float, mean_bytes: float = 100_000.0, files: int = 100
+) -> StorageCeiling:
     """A storage ceiling whose files completed at a steady ``img_per_s``."""
     done = tuple((i + 1) / img_per_s for i in range(files))
     return StorageCeiling(

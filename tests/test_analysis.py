@@ -27,7 +27,14 @@ MP4 = LoaderSetting.multiprocess(4)
 
 @pytest.mark.parametrize(
     "share, klass",
-    [(0.0, "not"), (0.0499, "not"), (0.05, "moderately"), (0.1999, "moderately"), (0.20, "highly"), (0.9, "highly")],
+    [
+        (0.0, "not"),
+        (0.0499, "not"),
+        (0.05, "moderately"),
+        (0.1999, "moderately"),
+        (0.20, "highly"),
+        (0.9, "highly"),
+    ],
 )
 def test_input_bound_classes_at_their_thresholds(share: float, klass: str) -> None:
     assert classify_input_bound(share) == klass
@@ -57,9 +64,13 @@ def test_serial_prediction_adds_stage_times_on_the_cpu() -> None:
 
 def test_serial_prediction_overlaps_loading_with_an_asynchronous_gpu_step() -> None:
     # the host loads the next batch while the GPU computes: the slower of the two sets the pace
-    p = predict(LoaderSetting.serial(), {"compute": 100.0, "decode": 300.0, "storage": 600.0}, compute_async=True)
+    p = predict(
+        LoaderSetting.serial(), {"compute": 100.0, "decode": 300.0, "storage": 600.0}, compute_async=True
+    )
     assert p is not None and p.high == pytest.approx(100.0)
-    p = predict(LoaderSetting.serial(), {"compute": 1000.0, "decode": 300.0, "storage": 600.0}, compute_async=True)
+    p = predict(
+        LoaderSetting.serial(), {"compute": 1000.0, "decode": 300.0, "storage": 600.0}, compute_async=True
+    )
     assert p is not None and p.high == pytest.approx(200.0) and p.by == "decode+storage"
 
 
@@ -93,15 +104,21 @@ def test_verdict_storage_when_storage_is_the_lowest_input_ceiling() -> None:
 
 
 def test_verdict_decode_and_compute() -> None:
-    v = cell_verdict(cell(wait=0.01, step=0.09), {"compute": 100.0, "decode": 80.0, "storage": 5000.0}, compute_async=False)
+    v = cell_verdict(
+        cell(wait=0.01, step=0.09), {"compute": 100.0, "decode": 80.0, "storage": 5000.0}, compute_async=False
+    )
     assert (v.bottleneck, v.input_bound) == ("decode", "moderately")
-    v = cell_verdict(cell(wait=0.001, step=0.1), {"compute": 80.0, "decode": 900.0, "storage": 5000.0}, compute_async=False)
+    v = cell_verdict(
+        cell(wait=0.001, step=0.1), {"compute": 80.0, "decode": 900.0, "storage": 5000.0}, compute_async=False
+    )
     assert (v.bottleneck, v.input_bound) == ("compute", "not")
 
 
 def test_input_bound_without_any_input_ceiling_is_undetermined_not_compute() -> None:
     # the decode probe failed for this setting and storage was served from the page cache
-    v = cell_verdict(cell(wait=0.08, step=0.02), {"compute": 1000.0, "storage": math.inf}, compute_async=False)
+    v = cell_verdict(
+        cell(wait=0.08, step=0.02), {"compute": 1000.0, "storage": math.inf}, compute_async=False
+    )
     assert (v.bottleneck, v.input_bound) == ("undetermined", "highly")
 
 
@@ -114,7 +131,11 @@ def test_unexplained_residual_is_flagged() -> None:
 def test_advice_reads_workers_off_the_curve() -> None:
     ceilings = DatasetCeilings(
         "500x375",
-        decode=(decode("multiprocess", 1, 250.0), decode("multiprocess", 4, 900.0), decode("multiprocess", 8, 1700.0)),
+        decode=(
+            decode("multiprocess", 1, 250.0),
+            decode("multiprocess", 4, 900.0),
+            decode("multiprocess", 8, 1700.0),
+        ),
         storage=(storage(8, 5000.0),),
     )
     a = advise(dataset_info(mean_bytes=100_000.0), [], compute(800.0), ceilings, cores_usable=8)
@@ -125,18 +146,27 @@ def test_advice_reads_workers_off_the_curve() -> None:
 
 
 def test_advice_says_when_cores_cannot_get_there() -> None:
-    ceilings = DatasetCeilings("500x375", decode=(decode("multiprocess", 1, 300.0), decode("multiprocess", 2, 550.0)), storage=())
+    ceilings = DatasetCeilings(
+        "500x375", decode=(decode("multiprocess", 1, 300.0), decode("multiprocess", 2, 550.0)), storage=()
+    )
     a = advise(dataset_info(), [], compute(2800.0), ceilings, cores_usable=2)
     assert a.workers_needed is None and not a.cores_suffice and a.fix_first == "decode"
     assert a.decode_shortfall == pytest.approx(550.0 / 2800.0)
 
 
 def test_storage_limited_advice_names_storage_and_whether_readers_help() -> None:
-    bandwidth = DatasetCeilings("n", decode=(decode("multiprocess", 2, 900.0),), storage=(storage(1, 80.0), storage(2, 81.0)))
+    bandwidth = DatasetCeilings(
+        "n", decode=(decode("multiprocess", 2, 900.0),), storage=(storage(1, 80.0), storage(2, 81.0))
+    )
     a = advise(replace(dataset_info(), fs_kind="fuse"), [], compute(2800.0), bandwidth, cores_usable=2)
     assert a.fix_first == "storage" and a.storage_scales_with_readers is False and a.network_storage
-    latency = DatasetCeilings("n", decode=(decode("multiprocess", 8, 900.0),), storage=(storage(1, 20.0), storage(8, 150.0)))
-    assert advise(dataset_info(), [], compute(2800.0), latency, cores_usable=8).storage_scales_with_readers is True
+    latency = DatasetCeilings(
+        "n", decode=(decode("multiprocess", 8, 900.0),), storage=(storage(1, 20.0), storage(8, 150.0))
+    )
+    assert (
+        advise(dataset_info(), [], compute(2800.0), latency, cores_usable=8).storage_scales_with_readers
+        is True
+    )
 
 
 def test_advice_survives_a_decode_ceiling_of_zero() -> None:
@@ -151,7 +181,11 @@ def test_one_input_bound_dataset_is_not_outvoted_by_compute_bound_ones() -> None
     def verdict(name: str, klass: str, stage: str, share: float) -> f.DatasetVerdict:
         return f.DatasetVerdict(name, "4 workers", 100.0, stage, klass, (klass, klass), share, (), None, None)
 
-    run = [verdict("a", "not", "compute", 0.01), verdict("b", "not", "compute", 0.02), verdict("c", "highly", "storage", 0.83)]
+    run = [
+        verdict("a", "not", "compute", 0.01),
+        verdict("b", "not", "compute", 0.02),
+        verdict("c", "highly", "storage", 0.83),
+    ]
     assert overall(run) == ("storage", "highly", "c")
     assert overall([verdict("a", "not", "compute", 0.01)]) == ("compute", "not", "")
     assert overall([]) == ("unknown", "unknown", "")
@@ -189,7 +223,9 @@ def test_a_verified_cold_cell_that_fetched_nothing_is_a_contradiction() -> None:
 def test_findings_name_what_could_not_be_measured() -> None:
     from ioprof.results import ProbeFailure
 
-    unverified = replace(cell(), cache=replace(cell().cache, verified=False, note="not cold: tmpfs is RAM-backed"))
+    unverified = replace(
+        cell(), cache=replace(cell().cache, verified=False, note="not cold: tmpfs is RAM-backed")
+    )
     result = replace(
         sweep_result((unverified, replace(cell(workers=1), fetched=f_unknown()))),
         probe_failures=(ProbeFailure("500x375", "decode", "2w", "worker killed"),),
@@ -225,7 +261,9 @@ def test_emulated_storage_faster_than_the_real_device_is_said() -> None:
         (None, None),
     ],
 )
-def test_gpu_names_match_only_the_parts_a_figure_was_published_for(name: str | None, preset: str | None) -> None:
+def test_gpu_names_match_only_the_parts_a_figure_was_published_for(
+    name: str | None, preset: str | None
+) -> None:
     from ioprof.presets import published_preset
 
     p = published_preset(name)

@@ -162,7 +162,9 @@ def test_an_emulated_profile_faster_than_the_real_device_is_said(throttled_set, 
     )  # fmt: skip
     cell = data["cells"][0]
     assert cell["fetched"]["method"] == "emulated" and cell["cache"]["regime"] == "memory"
-    assert cell["img_per_s"] > 3 * data["ceilings"][0]["real_storage"]["img_per_s"]  # not the 4 MB/s disk's pace
+    assert (
+        cell["img_per_s"] > 3 * data["ceilings"][0]["real_storage"]["img_per_s"]
+    )  # not the 4 MB/s disk's pace
     (warning,) = [f for f in data["analysis"]["findings"] if f["kind"] == "emulated-faster-than-real"]
     assert warning["real_mb_per_s"] == pytest.approx(4.0, rel=0.2) and warning["profile_mb_per_s"] == 3000.0
     assert "is faster than the device the data really sit on" in (tmp_path / "o" / "report.md").read_text()

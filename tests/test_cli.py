@@ -15,7 +15,9 @@ REPO = Path(__file__).resolve().parent.parent
 TINY = ["--model", "tiny", "--crop-px", "32", "--batch-size", "4", "--steps", "3", "--images", "24"]
 
 
-def ioprof(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def ioprof(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "ioprof", *args],
@@ -42,7 +44,9 @@ def test_sweep_end_to_end(tmp_path: Path) -> None:
         for lo, w in (("serial", 0), ("multiprocess", 1), ("multiprocess", 2))
     }
     for c in data["cells"]:
-        assert c["status"] == "ok" and c["steps"] == 3 and len(c["wait_s"]) == 3 and c["stopped_by"] == "steps"
+        assert (
+            c["status"] == "ok" and c["steps"] == 3 and len(c["wait_s"]) == 3 and c["stopped_by"] == "steps"
+        )
         assert c["img_per_s"] == pytest.approx(10.0, rel=0.1)  # the simulated step sets the pace
         assert (c["verdict"]["bottleneck"], c["verdict"]["input_bound"]) == ("compute", "not")
         assert c["requested_bytes"] > 0 and c["fetched"]["method"] in ("block-io", "ram")
@@ -157,7 +161,9 @@ def test_probe_measures_one_stage(stage: str, small_set: Path, tmp_path: Path) -
     assert (data["compute"] is not None) == (stage == "compute")
     if stage != "compute":
         ceilings = data["ceilings"][0]
-        assert bool(ceilings["decode"]) == (stage == "decode") and bool(ceilings["storage"]) == (stage == "storage")
+        assert bool(ceilings["decode"]) == (stage == "decode") and bool(ceilings["storage"]) == (
+            stage == "storage"
+        )
     report = (out / "report.md").read_text()
     assert "## Stage ceilings" in report and "![Training throughput" not in report
     # a probe is one ceiling, said so; not a sweep whose cells all failed
@@ -167,7 +173,13 @@ def test_probe_measures_one_stage(stage: str, small_set: Path, tmp_path: Path) -
 
 
 @pytest.mark.parametrize(
-    "stage, flag", [("decode", "--precision"), ("decode", "--pin-memory"), ("storage", "--batch-size"), ("compute", "--data")]
+    "stage, flag",
+    [
+        ("decode", "--precision"),
+        ("decode", "--pin-memory"),
+        ("storage", "--batch-size"),
+        ("compute", "--data"),
+    ],
 )
 def test_each_probe_offers_only_the_options_that_apply(stage: str, flag: str, tmp_path: Path) -> None:
     p = ioprof("probe", stage, flag, "x", cwd=tmp_path)
@@ -201,7 +213,9 @@ def test_the_cli_runs_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_probe_compute_reads_and_generates_no_dataset(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     env = {"IOPROF_CACHE_DIR": str(cache)}
-    p = ioprof("probe", "compute", "--model", "tiny", "--crop-px", "32", "--out", str(tmp_path / "out"), env=env)
+    p = ioprof(
+        "probe", "compute", "--model", "tiny", "--crop-px", "32", "--out", str(tmp_path / "out"), env=env
+    )
     assert p.returncode == 0, p.stderr
     assert not cache.exists() or not any(cache.iterdir())
     assert json.loads((tmp_path / "out" / "results.json").read_text())["datasets"] == []

@@ -60,7 +60,9 @@ def test_fuse_counts_cold_reads_and_cross_checks_the_daemon() -> None:
     before, after = FetchSnapshot(None, 77, "sshfs", 100), FetchSnapshot(None, 77, "sshfs", 5_100)
     f = decide(fs("fuse"), COLD, read_bytes=0, requested_bytes=4_900, before=before, after=after)
     assert (f.bytes, f.method) == (4_900, "cold-reads")
-    assert [(c.method, c.source, c.bytes) for c in f.cross_checks] == [("fuse-daemon", "sshfs (pid 77)", 5_000)]
+    assert [(c.method, c.source, c.bytes) for c in f.cross_checks] == [
+        ("fuse-daemon", "sshfs (pid 77)", 5_000)
+    ]
     # not verified cold: the daemon's own count is the figure
     f = decide(fs("fuse"), WARM, read_bytes=0, requested_bytes=4_900, before=before, after=after)
     assert (f.bytes, f.method) == (5_000, "fuse-daemon")
@@ -69,7 +71,10 @@ def test_fuse_counts_cold_reads_and_cross_checks_the_daemon() -> None:
 def test_without_any_counter_fetched_bytes_are_unknown_never_zero() -> None:
     f = decide(fs("fuse"), WARM, read_bytes=0, requested_bytes=4_900, before=NONE, after=NONE)
     assert (f.bytes, f.method) == (None, "unknown") and not f.known
-    assert decide(fs("zfs"), COLD, read_bytes=0, requested_bytes=10, before=NONE, after=NONE).method == "cold-reads"
+    assert (
+        decide(fs("zfs"), COLD, read_bytes=0, requested_bytes=10, before=NONE, after=NONE).method
+        == "cold-reads"
+    )
 
 
 def test_a_restarted_daemon_is_not_a_counter() -> None:
@@ -87,7 +92,9 @@ def test_ram_backed_and_emulated_storage() -> None:
 def test_the_fuse_daemon_is_the_process_naming_the_mount_point(tmp_path: Path) -> None:
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    daemon = subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(30)", "host:/data", str(mnt)])
+    daemon = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; time.sleep(30)", "host:/data", str(mnt)]
+    )
     try:
         time.sleep(0.3)
         found = fuse_daemon(FilesystemInfo("fuse.sshfs", str(mnt), "host:/data"))

@@ -9,7 +9,17 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PURE = ("analysis", "checks", "findings", "placement", "render", "resultfile", "results", "stats", "thresholds")
+PURE = (
+    "analysis",
+    "checks",
+    "findings",
+    "placement",
+    "render",
+    "resultfile",
+    "results",
+    "stats",
+    "thresholds",
+)
 MEASURING = (
     "ceilings", "compute", "decode", "fetched", "iocounters", "loader", "pagecache", "place", "session",
     "steptiming", "storage", "sweep", "telemetry", "training", "machine", "datasets",

@@ -47,7 +47,15 @@ def test_awkward_files_are_skipped_or_converted_never_fatal() -> None:
 def test_collate_carries_failures_bytes_and_lost_storage_back() -> None:
     ok = Sample(torch.zeros(3, 4, 4), 1, "/a.jpg", "", True, 100, 0)
     bad = Sample(None, 2, "/b.jpg", "OSError: truncated", False, 50, 0)
-    gone = Sample(None, 3, "/c.jpg", "OSError: [Errno 107] Transport endpoint is not connected", False, 0, errno.ENOTCONN)
+    gone = Sample(
+        None,
+        3,
+        "/c.jpg",
+        "OSError: [Errno 107] Transport endpoint is not connected",
+        False,
+        0,
+        errno.ENOTCONN,
+    )
     batch = collate([ok, bad, ok, gone])
     assert batch.images is not None and batch.images.shape == (2, 3, 4, 4)
     assert [p for p, _ in batch.failures] == ["/b.jpg", "/c.jpg"]
@@ -86,7 +94,9 @@ def test_decode_probe_runs_from_memory_with_an_interval(small_set: Path) -> None
     images = find_images(small_set)
     sample = load_sample(images, filesystem_of(small_set), seed=0)
     assert sample.files == 48 and sample.bytes == sum(Path(p).stat().st_size for p in images.paths)
-    d = probe_decode(sample, LoaderSetting.multiprocess(2), crop_px=32, batch_size=8, min_seconds=0.2, max_seconds=5.0)
+    d = probe_decode(
+        sample, LoaderSetting.multiprocess(2), crop_px=32, batch_size=8, min_seconds=0.2, max_seconds=5.0
+    )
     assert d.cache.regime == "memory" and d.sample_files == 48
     assert d.images == sum(d.batch_images) and d.img_per_s == pytest.approx(d.images / sum(d.batch_s))
     assert d.throughput().value == pytest.approx(d.img_per_s) and d.throughput().known
@@ -102,5 +112,7 @@ def test_decode_probe_never_touches_storage(small_set: Path, tmp_path: Path) -> 
     images = find_images(copy)
     sample = load_sample(images, filesystem_of(copy), seed=0)
     shutil.rmtree(copy)  # any read of a file would now fail and yield no image
-    d = probe_decode(sample, LoaderSetting.serial(), crop_px=32, batch_size=8, min_seconds=0.2, max_seconds=2.0)
+    d = probe_decode(
+        sample, LoaderSetting.serial(), crop_px=32, batch_size=8, min_seconds=0.2, max_seconds=2.0
+    )
     assert d.images > 48  # decoded more images than there are files, all from memory

@@ -71,7 +71,9 @@ def test_data_on_a_slow_network_filesystem_is_storage_bound(mount: netfs.NetMoun
     assert cell["fetched"]["method"] == "cold-reads" and cell["cache"]["verified"]
     assert cell["fetched_mb_per_s"] == pytest.approx(plain, rel=0.10)
     (daemon,) = cell["fetched"]["cross_checks"]
-    assert daemon["method"] == "fuse-daemon" and daemon["bytes"] == pytest.approx(cell["fetched"]["bytes"], rel=0.15)
+    assert daemon["method"] == "fuse-daemon" and daemon["bytes"] == pytest.approx(
+        cell["fetched"]["bytes"], rel=0.15
+    )
     storage = {s["concurrency"]: s for s in r["ceilings"][0]["storage"]}
     assert storage[2]["read_mb_per_s"] == pytest.approx(plain, rel=0.10)
     # the decode ceiling comes from memory, far above what the link can feed
@@ -110,7 +112,9 @@ def test_a_mount_that_vanishes_mid_run_is_one_line_and_keeps_finished_cells(tmp_
     lines = [line for line in err.strip().splitlines() if line.startswith("ioprof: ")]
     assert proc.returncode == 1, err
     assert "Traceback" not in err
-    assert lines == [lines[-1]] and lines[-1].startswith(f"ioprof: error: {m.mountpoint / 'data'}: the storage stopped")
+    assert lines == [lines[-1]] and lines[-1].startswith(
+        f"ioprof: error: {m.mountpoint / 'data'}: the storage stopped"
+    )
     assert "finished cells are kept in" in lines[-1] and str(m.mountpoint) in lines[-1]
     kept = json.loads((out / "results.json").read_text())
     assert [c["workers"] for c in kept["cells"] if c["status"] == "ok"] == [1]

@@ -60,8 +60,13 @@ def test_decision_logic_on_hand_built_measurements() -> None:
     assert fast.copy_s == pytest.approx(10.0)  # 1 GB at 100 MB/s
     assert fast.saved_s == pytest.approx((20.0 - 10.0) * 10)  # 10 epochs: it does not fit in RAM
     assert fast.copy_pays_off is True and fast.fits
-    assert r.recommendation is not None and (r.recommendation.action, r.recommendation.location) == ("move", "/fast")
-    assert words.recommendation(r.recommendation).startswith("Move the dataset to /fast: it feeds 1,000 img/s with 4 workers")
+    assert r.recommendation is not None and (r.recommendation.action, r.recommendation.location) == (
+        "move",
+        "/fast",
+    )
+    assert words.recommendation(r.recommendation).startswith(
+        "Move the dataset to /fast: it feeds 1,000 img/s with 4 workers"
+    )
 
 
 def test_a_candidate_that_cannot_hold_the_whole_dataset_is_never_recommended() -> None:

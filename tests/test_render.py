@@ -51,7 +51,9 @@ def test_results_json_round_trip_recomputes_the_conclusions(tmp_path: Path, anal
     assert analyze(loaded) == analyzed  # the conclusions are recomputed, identically
 
 
-def test_results_json_is_readable_by_the_group_as_the_umask_allows(tmp_path: Path, analyzed: SweepResult) -> None:
+def test_results_json_is_readable_by_the_group_as_the_umask_allows(
+    tmp_path: Path, analyzed: SweepResult
+) -> None:
     old = os.umask(0o022)
     try:
         resultfile.save(analyzed, tmp_path / "results.json")
@@ -105,7 +107,9 @@ def test_every_cell_figure_carries_its_interval(analyzed: SweepResult) -> None:
     one = analyzed.cells[1]
     thr, share = one.throughput(), one.wait_share()
     assert thr.known and share.known and thr.low < thr.value < thr.high
-    row = next(line for line in render_markdown(analyzed).splitlines() if line.startswith("| 500x375 | 1 worker |"))
+    row = next(
+        line for line in render_markdown(analyzed).splitlines() if line.startswith("| 500x375 | 1 worker |")
+    )
     assert f"{share.low * 100:.1f}–{share.high * 100:.1f}]" in row and " ± " in row
 
 
@@ -116,7 +120,10 @@ def test_a_storage_bound_report_says_what_to_do_about_storage() -> None:
     base = sweep_result((slow,), compute_rate=2800.0)
     ceilings = (replace(base.ceilings[0], storage=(storage(1, 80.0), storage(4, 82.0))),)
     md = render_markdown(analyze(replace(base, ceilings=ceilings)))
-    assert "**Verdict: highly input-bound — the bottleneck is storage**: 500x375 waits for data 90 % of step time" in md
+    assert (
+        "**Verdict: highly input-bound — the bottleneck is storage**: 500x375 waits for data 90 % of step time"
+        in md
+    )
     assert "More loader workers will not help" in md and "ioprof place --data PATH" in md
     assert "takes about" not in md  # no worker-count advice when storage limits
 

@@ -47,18 +47,34 @@ def test_an_unchanged_imagenet_style_script_is_observed(small_folder: Path, tmp_
     assert r["kind"] == "run" and r["script"]["ended"] == "finished" and r["script"]["optimizer_steps"] == 40
     train, val = r["loaders"]
     assert (train["role"], val["role"]) == ("training", "evaluation")  # reported apart
-    assert train["dataset_root"] == str(small_folder / "train") and val["dataset_root"] == str(small_folder / "val")
-    assert (train["num_workers"], train["batch_size"], train["pin_memory"], train["sampler"]) == (2, 8, True, "RandomSampler")
+    assert train["dataset_root"] == str(small_folder / "train") and val["dataset_root"] == str(
+        small_folder / "val"
+    )
+    assert (train["num_workers"], train["batch_size"], train["pin_memory"], train["sampler"]) == (
+        2,
+        8,
+        True,
+        "RandomSampler",
+    )
     assert train["batches"] == 40 and val["batches"] == 10 and train["window"] == "complete"
     cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
-    assert cell["steps"] == 20 and cell["verdict"]["input_bound"] in ("not", "moderately", "highly", "borderline")
+    assert cell["steps"] == 20 and cell["verdict"]["input_bound"] in (
+        "not",
+        "moderately",
+        "highly",
+        "borderline",
+    )
     assert cell["data_wait_share_low"] is not None and cell["io"]["read_chars"] > 0
     # the user's own pipeline, measured alone at their worker count and at more
     (ceilings,) = [c for c in r["ceilings"] if c["decode"]]
     assert [d["workers"] for d in ceilings["decode"]] == [2, 4] and ceilings["storage"][0]["files"] > 0
     report = (out / "report.md").read_text()
     assert report.startswith("# ioprof run") and "## Your script" and "loader 1 alone (no model)" in report
-    assert p.stderr.strip().splitlines()[-1].startswith("ioprof: your script finished; observed loader 1 (training, 40 batches)")
+    assert (
+        p.stderr.strip()
+        .splitlines()[-1]
+        .startswith("ioprof: your script finished; observed loader 1 (training, 40 batches)")
+    )
 
 
 @pytest.mark.slow
@@ -85,7 +101,9 @@ def test_a_crash_passes_its_exit_code_and_keeps_what_was_observed(small_folder: 
     assert p.returncode == 1
     assert "planted failure after 25 steps" in p.stderr  # the script's own traceback, untouched
     last = p.stderr.strip().splitlines()[-1]
-    assert last.startswith("ioprof: your script failed (exit code 1); observed loader 1 (training, 25 batches)")
+    assert last.startswith(
+        "ioprof: your script failed (exit code 1); observed loader 1 (training, 25 batches)"
+    )
     r = json.loads((out / "results.json").read_text())
     assert r["script"]["ended"] == "failed" and r["script"]["exit_code"] == 1 and r["cells"]
 
@@ -94,8 +112,12 @@ def test_a_script_without_a_dataloader_passes_its_code_and_says_so(tmp_path: Pat
     out = tmp_path / "o"
     p = ioprof_run("--out", str(out), "--", sys.executable, "-c", "import sys; print('hello'); sys.exit(3)")
     assert p.returncode == 3 and p.stdout == "hello\n"
-    assert p.stderr.strip().splitlines()[-1].startswith(
-        "ioprof: your script failed (exit code 3) before iterating any DataLoader: nothing to measure"
+    assert (
+        p.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "ioprof: your script failed (exit code 3) before iterating any DataLoader: nothing to measure"
+        )
     )
     r = json.loads((out / "results.json").read_text())
     assert r["loaders"] == [] and r["script"]["exit_code"] == 3
@@ -128,11 +150,18 @@ def test_torchrun_ranks_are_each_observed_in_one_report(small_folder: Path, tmp_
 
 @pytest.mark.parametrize(
     "argv, needle",
-    [([], "give the command to run after --"), (["--", "no-such-command-ioprof"], "-- no-such-command-ioprof: no such command")],
+    [
+        ([], "give the command to run after --"),
+        (["--", "no-such-command-ioprof"], "-- no-such-command-ioprof: no such command"),
+    ],
 )
 def test_bad_commands_are_one_line(argv: list[str], needle: str, tmp_path: Path) -> None:
     p = ioprof_run(*argv, cwd=tmp_path)
-    assert p.returncode == 1 and p.stderr.strip().startswith(f"ioprof: error: {needle}") and "\n" not in p.stderr.strip()
+    assert (
+        p.returncode == 1
+        and p.stderr.strip().startswith(f"ioprof: error: {needle}")
+        and "\n" not in p.stderr.strip()
+    )
     assert "Traceback" not in p.stderr and not (tmp_path / "reports").exists()
 
 
@@ -156,7 +185,9 @@ def test_watch_from_code_observes_a_block_and_writes_the_report(small_set: Path,
 
     import ioprof
 
-    ds = datasets.ImageFolder(str(small_set), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()]))
+    ds = datasets.ImageFolder(
+        str(small_set), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()])
+    )
     loader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=0)
     with ioprof.watch(steps=5, probe=False) as w:
         _tiny_training(loader, steps=11)
@@ -177,7 +208,9 @@ def test_watch_one_loader_by_iterating_it(small_set: Path) -> None:
 
     import ioprof
 
-    ds = datasets.ImageFolder(str(small_set), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()]))
+    ds = datasets.ImageFolder(
+        str(small_set), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()])
+    )
     w = ioprof.watch(torch.utils.data.DataLoader(ds, batch_size=4), steps=3, probe=False)
     _tiny_training(w, steps=9)
     assert w.result().cells[0].steps == 3

@@ -97,7 +97,9 @@ def _cell(data: Path, gpu: QueuedGpu, workers: int, steps: int = 12) -> CellResu
     plan = CellPlan(
         dataset=dataset(data),
         setting=LoaderSetting.multiprocess(workers),
-        run=RunLength(batch_size=4, warmup_steps=2, min_steps=steps, max_steps=steps, max_seconds=None, fixed=True),
+        run=RunLength(
+            batch_size=4, warmup_steps=2, min_steps=steps, max_steps=steps, max_seconds=None, fixed=True
+        ),
         crop_px=32,
         regime="warm",
     )
@@ -145,7 +147,9 @@ def test_real_cuda_steps_are_enqueued_and_timed_by_events(small_set: Path) -> No
     plan = CellPlan(
         dataset=dataset(small_set),
         setting=LoaderSetting.multiprocess(2),
-        run=RunLength(batch_size=16, warmup_steps=3, min_steps=10, max_steps=10, max_seconds=None, fixed=True),
+        run=RunLength(
+            batch_size=16, warmup_steps=3, min_steps=10, max_steps=10, max_seconds=None, fixed=True
+        ),
         crop_px=112,
         regime="warm",
         pin_memory=True,

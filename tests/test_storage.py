@@ -18,7 +18,9 @@ def test_probe_reads_every_byte_and_counts_fetches(blob_files: list[str]) -> Non
     assert len(s.latency_s) == 40 and 0 < s.latency_p50_s <= s.latency_p99_s
     assert s.read_mb_per_s == pytest.approx(s.bytes / 1e6 / s.elapsed_s)
     # the headline figure and its interval are the same estimate
-    assert s.bandwidth().value == pytest.approx(s.read_mb_per_s) and s.file_rate().value == pytest.approx(s.files_per_s)
+    assert s.bandwidth().value == pytest.approx(s.read_mb_per_s) and s.file_rate().value == pytest.approx(
+        s.files_per_s
+    )
     if not fs.ram_backed:
         assert s.cache.verified and s.fetched.method == "block-io"
         assert s.fetched.bytes is not None and s.fetched.bytes >= 0.9 * s.bytes  # cold: fetched
@@ -91,7 +93,9 @@ def test_a_reachable_folder_is_not_lost_storage(tmp_path: Path) -> None:
 def test_a_vanished_folder_is_lost_storage_named_in_one_line(tmp_path: Path) -> None:
     fs = filesystem_of(tmp_path)
     with pytest.raises(StorageLost) as e:
-        check_storage(str(tmp_path / "gone"), fs, OSError(errno.ENOTCONN, "Transport endpoint is not connected"))
+        check_storage(
+            str(tmp_path / "gone"), fs, OSError(errno.ENOTCONN, "Transport endpoint is not connected")
+        )
     assert isinstance(e.value, IoprofError)
     text = str(e.value)
     assert text.startswith(f"{tmp_path / 'gone'}: the storage stopped answering mid-run") and "\n" not in text

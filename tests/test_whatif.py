@@ -47,14 +47,20 @@ def test_an_alternative_wins_only_beyond_the_noise_of_both() -> None:
     base = AlternativeResult("baseline", True, "", cell(wait=0.05, step=0.05, jitter=0.01), "data", "ext4")
     fast = AlternativeResult("resized-256", True, "", cell(wait=0.0, step=0.05, jitter=0.0), "scratch", "ext4",
                              prep_s=2.0, prep_bytes=10**6, sample_bytes=10**7)  # fmt: skip
-    close = AlternativeResult("prefetch-4", True, "", cell(wait=0.049, step=0.05, jitter=0.01), "data", "ext4")
+    close = AlternativeResult(
+        "prefetch-4", True, "", cell(wait=0.049, step=0.05, jitter=0.01), "data", "ext4"
+    )
     r = rank(_result(base, fast, close)).ranking
     assert r is not None and r.best == "resized-256" and not r.compute_bound
     by = {x.name: x for x in r.ranked}
     assert by["resized-256"].gain == pytest.approx(2.0, rel=0.05) and by["resized-256"].beyond_noise
     assert not by["prefetch-4"].beyond_noise  # within the baseline's interval
-    assert by["resized-256"].dataset_prep_s == pytest.approx(2.0 * 20_000_000 / 10**7)  # scaled to the dataset
-    nothing = rank(_result(AlternativeResult("baseline", True, "", cell(wait=0.0, step=0.1), "data", "ext4"), close))
+    assert by["resized-256"].dataset_prep_s == pytest.approx(
+        2.0 * 20_000_000 / 10**7
+    )  # scaled to the dataset
+    nothing = rank(
+        _result(AlternativeResult("baseline", True, "", cell(wait=0.0, step=0.1), "data", "ext4"), close)
+    )
     assert nothing.ranking is not None and nothing.ranking.best == "" and nothing.ranking.compute_bound
 
 
@@ -70,7 +76,9 @@ def test_on_storage_with_per_file_latency_shards_win(small_set: Path, tmp_path: 
 
 
 @pytest.mark.slow
-def test_large_images_on_one_decode_bound_worker_prefer_a_pre_resized_copy(large_set: Path, tmp_path: Path) -> None:
+def test_large_images_on_one_decode_bound_worker_prefer_a_pre_resized_copy(
+    large_set: Path, tmp_path: Path
+) -> None:
     _, data = whatif("--data", str(large_set), "--workers", "1", "--compute", "sim:5000", "--seconds", "2",
                      "--scratch", str(tmp_path), "--out", str(tmp_path / "o"))  # fmt: skip
     assert data["ranking"]["best"] in ("resized-256", "resized-320")
