@@ -17,7 +17,9 @@ from ioprof import __version__
 from ioprof.errors import IoprofError
 
 # Subcommands in the order ``ioprof --help`` lists them; each is ioprof.commands.<name>.
-COMMANDS = ("sweep", "run", "whatif", "profile", "probe", "place", "compare", "gen", "report", "env")
+COMMANDS = (
+    "sweep", "run", "whatif", "profile", "scale", "devices", "probe", "place", "compare", "gen", "report", "env",
+)  # fmt: skip
 
 
 def _module(name: str) -> ModuleType:

@@ -472,3 +472,67 @@ class ProfileConfig:
     out_dir: str | None = None
     cache_dir: str | None = None
     start_method: str | None = None
+
+
+# ``ioprof scale``: the page-cache regimes each rank count runs in.
+SCALE_REGIMES = ("cold", "warm")
+
+
+def parse_regimes(text: str) -> tuple[str, ...]:
+    """``cold,warm`` → ("cold", "warm"): each at most once."""
+    parts = tuple(p.strip() for p in text.split(","))
+    if not text.strip() or any(p not in SCALE_REGIMES for p in parts) or len(set(parts)) != len(parts):
+        raise ValueError(f"must be cold, warm or cold,warm; got {text!r}")
+    return parts
+
+
+@dataclass(frozen=True)
+class ScaleConfig:
+    """``ioprof scale``: how many ranks, each with its own loader, one storage under them all.
+
+    The default compute is emulated H100s (MLPerf Storage's question: how many accelerators can
+    this host and storage feed); ``--compute real`` trains the model with DDP on one GPU per rank.
+    """
+
+    data_path: str | None = None
+    ranks: tuple[int, ...] = (1, 2)
+    workers: int = 1  # loader workers per rank (0: each rank loads in its own process)
+    compute: ComputeSpec = ComputeSpec(
+        "sim", GPU_PRESETS["h100"].img_per_s, "h100", GPU_PRESETS["h100"].source
+    )
+    cache: tuple[str, ...] = SCALE_REGIMES
+    device: str = "auto"
+    model: str = "resnet50"
+    batch_size: int | None = None
+    crop_px: int = 224
+    steps: int = 30  # measured steps per rank (every rank runs the same count: DDP needs it)
+    warmup_steps: int | None = None
+    rank_timeout_s: float = 600.0  # the most one rank count may take, start-up included
+    seed: int = 0
+    out_dir: str | None = None
+    cache_dir: str | None = None
+    start_method: str | None = None
+
+
+# ``ioprof devices``: the models of the seed that compared a CPU, one GPU and two GPUs.
+DEVICE_MODELS = ("mlp", "lenet5", "lstm", "resnet50", "resnet152")
+
+
+def parse_device_models(text: str) -> tuple[str, ...]:
+    parts = tuple(p.strip() for p in text.split(","))
+    bad = [p for p in parts if p not in DEVICE_MODELS]
+    if not text.strip() or bad or len(set(parts)) != len(parts):
+        raise ValueError(f"must be a comma-separated list of {', '.join(DEVICE_MODELS)}; got {text!r}")
+    return parts
+
+
+@dataclass(frozen=True)
+class DevicesConfig:
+    """``ioprof devices``: models × batch sizes, trained on synthetic input on each device."""
+
+    models: tuple[str, ...] = DEVICE_MODELS
+    batch_sizes: tuple[int, ...] = (32, 256)  # per device (per GPU under DDP)
+    gpus: int | None = None  # GPUs for the DDP row; None: every visible GPU (when there are 2 or more)
+    seconds: float = 30.0  # the most one cell measures; a cell whose steps would take longer is skipped
+    seed: int = 0
+    out_dir: str | None = None

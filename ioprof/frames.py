@@ -12,7 +12,16 @@ from typing import Any
 
 import pandas as pd
 
-from ioprof.results import CellResult, PlaceResult, ProfileResult, SweepResult, WhatifResult
+from ioprof.resultfile import AnyResult
+from ioprof.results import (
+    CellResult,
+    DevicesResult,
+    PlaceResult,
+    ProfileResult,
+    ScaleResult,
+    SweepResult,
+    WhatifResult,
+)
 from ioprof.stats import Interval
 
 
@@ -110,6 +119,33 @@ def decisions_frame(result: PlaceResult) -> pd.DataFrame:
     )
 
 
+def ranks_frame(result: ScaleResult) -> pd.DataFrame:
+    """``ioprof scale``: one row per rank of each rank count and regime (a failed count: one row)."""
+    rows: list[dict[str, Any]] = []
+    for count in result.counts:
+        head = {"ranks": count.ranks, "regime": count.regime, "count_status": count.status, "reason": count.reason,
+                "aggregate_img_per_s": count.aggregate().value if count.per_rank else None,
+                "storage_alone_mb_per_s": count.storage.bandwidth().value if count.storage else None}  # fmt: skip
+        if not count.per_rank:
+            rows.append({**head, "rank": None})
+        for r in count.per_rank:
+            rows.append({**head, "rank": r.rank, "host": r.host, "cores_used": r.cores_used,
+                         "busy_share": r.busy().value, **_bounds("busy_share", r.busy()), **_cell_row(r.cell)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def devices_frame(result: DevicesResult) -> pd.DataFrame:
+    """``ioprof devices``: one row per model, batch size and device setup."""
+    rows = []
+    for c in result.cells:
+        t = c.throughput() if c.measured else None
+        rows.append({"model": c.model, "batch_size": c.batch_size, "setup": c.setup, "devices": c.devices,
+                     "measured": c.measured, "why_not": c.why_not, "samples_per_s": t.value if t else None,
+                     **_bounds("samples_per_s", t), "steps": len(c.step_s), "params": c.params,
+                     "gradient_bytes": c.gradient_bytes})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 @dataclass(frozen=True)
 class Run:
     """A finished run loaded for a notebook: the result (conclusions recomputed) and its tables."""
@@ -153,8 +189,25 @@ class Run:
         return decisions_frame(self.result) if isinstance(self.result, PlaceResult) else pd.DataFrame()
 
     @property
+    def ranks(self) -> pd.DataFrame:
+        return ranks_frame(self.result) if isinstance(self.result, ScaleResult) else pd.DataFrame()
+
+    @property
+    def devices(self) -> pd.DataFrame:
+        return devices_frame(self.result) if isinstance(self.result, DevicesResult) else pd.DataFrame()
+
+    @property
     def verdict(self) -> str:
         from ioprof.render import words
+
+        if isinstance(self.result, ScaleResult):
+            from ioprof.render.scale_markdown import headline as scale_headline
+
+            return " ".join(scale_headline(self.result)).replace("**", "")
+        if isinstance(self.result, DevicesResult):
+            from ioprof.render.devices_markdown import headline as devices_headline
+
+            return devices_headline(self.result).replace("**", "")
 
         if isinstance(self.result, SweepResult):
             return words.verdict_line(self.result.analysis).replace("**", "")
@@ -167,9 +220,6 @@ class Run:
         return words.recommendation(self.result.recommendation)
 
 
-AnyResult = SweepResult | PlaceResult | WhatifResult | ProfileResult
-
-
 def conclude(result: AnyResult) -> AnyResult:
     """The result with its verdicts, decisions, ranking or prediction recomputed from its measurements."""
     from ioprof.analysis import analyze
@@ -177,6 +227,12 @@ def conclude(result: AnyResult) -> AnyResult:
     from ioprof.placement import decide
     from ioprof.ranking import rank
 
+    if isinstance(result, ScaleResult):
+        from ioprof.feeding import conclude as feed
+
+        return feed(result)
+    if isinstance(result, DevicesResult):
+        return result  # its figures are derived when rendered (payoff)
     if isinstance(result, ProfileResult):
         return predict(result)
     if isinstance(result, PlaceResult):

@@ -21,12 +21,24 @@ from typing import Any, TypeVar
 
 from ioprof import findings
 from ioprof.errors import IoprofError
-from ioprof.results import SCHEMA_VERSION, PlaceResult, ProfileResult, SweepResult, WhatifResult
+from ioprof.results import (
+    SCHEMA_VERSION,
+    DevicesResult,
+    PlaceResult,
+    ProfileResult,
+    ScaleResult,
+    SweepResult,
+    WhatifResult,
+)
+
+AnyResult = SweepResult | PlaceResult | WhatifResult | ProfileResult | ScaleResult | DevicesResult
 
 T = TypeVar("T")
 
 # Conclusions, not measurements: written for readers, recomputed (not loaded) when rendering.
-RECOMPUTED = frozenset({"verdict", "analysis", "decisions", "recommendation", "ranking", "prediction"})
+RECOMPUTED = frozenset(
+    {"verdict", "analysis", "decisions", "recommendation", "ranking", "prediction", "conclusion"}
+)
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -106,7 +118,7 @@ def _umask() -> int:
     return mask
 
 
-def save(result: SweepResult | PlaceResult | WhatifResult | ProfileResult, path: Path) -> None:
+def save(result: AnyResult, path: Path) -> None:
     atomic_write_text(path, json.dumps(to_jsonable(result), indent=2) + "\n")
 
 
@@ -158,7 +170,7 @@ def migrate(data: dict[str, Any], where: str) -> dict[str, Any]:
     return data
 
 
-def load(path: str | os.PathLike[str]) -> SweepResult | PlaceResult | WhatifResult | ProfileResult:
+def load(path: str | os.PathLike[str]) -> AnyResult:
     """Read a ``results.json`` (older schemas migrated); conclusions are left to recompute."""
     p = Path(path)
     if p.is_dir():
@@ -179,6 +191,10 @@ def load(path: str | os.PathLike[str]) -> SweepResult | PlaceResult | WhatifResu
             return from_jsonable(WhatifResult, data)
         if data.get("kind") == "profile":
             return from_jsonable(ProfileResult, data)
+        if data.get("kind") == "scale":
+            return from_jsonable(ScaleResult, data)
+        if data.get("kind") == "devices":
+            return from_jsonable(DevicesResult, data)
         return from_jsonable(SweepResult, data)
     except (TypeError, KeyError, ValueError, IndexError) as e:
         raise IoprofError(f"{p}: results.json is damaged or incomplete ({e})") from None

@@ -687,3 +687,155 @@ class ProfileResult:
     trace_file: str
     measured_epoch: MeasuredEpoch | None = None
     prediction: Any = None  # findings.EpochPrediction, recomputed on load
+
+
+def interval_sum(parts: list[Interval]) -> Interval:
+    """A sum of figures measured side by side: ranks in lockstep (DDP) vary together, so their
+    bounds add (a conservative interval; unknown when any part's is)."""
+    value = sum(p.value for p in parts)
+    if not parts or not all(p.known for p in parts):
+        return Interval.unknown(value)
+    return Interval(
+        value, sum(p.low for p in parts), sum(p.high for p in parts), min(p.batches for p in parts)
+    )
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """One rank of a ``ioprof scale`` run: its measured window, and the CPU it and its loader
+    workers used during it."""
+
+    rank: int
+    host: str
+    cell: CellResult
+    cpu_s: float  # CPU time (user + system) of the rank's process and its workers in the window
+    wall_s: float  # the window's wall-clock length
+    host_cores: int = 0  # CPU cores usable on the rank's host
+
+    @property
+    def cores_used(self) -> float:
+        return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
+
+    def busy(self) -> Interval:
+        """Share of the rank's time its accelerator was busy (1 − data-wait share), with its interval."""
+        w = self.cell.wait_share()
+        return Interval(1.0 - w.value, 1.0 - w.high, 1.0 - w.low, w.batches)
+
+
+@dataclass(frozen=True)
+class RankCountResult:
+    """All ranks of one rank count in one cache regime (or why that count failed).
+
+    ``storage``: the storage read alone (cold) by as many readers as the ranks' loaders run
+    together, measured just before the ranks start; None where not measured (``storage_error``).
+    """
+
+    ranks: int
+    regime: str  # cold | warm
+    status: str  # ok | failed
+    reason: str  # why it failed: the first rank that did, and how
+    launch_s: float  # torchrun's start to its exit
+    per_rank: tuple[RankResult, ...]
+    storage: StorageCeiling | None = None
+    storage_error: str = ""
+
+    def aggregate(self) -> Interval:
+        """img/s of all ranks together."""
+        return interval_sum([r.cell.throughput() for r in self.per_rank])
+
+    def window_s(self) -> float:
+        return max((r.cell.elapsed_s for r in self.per_rank), default=0.0)
+
+    def fetched_bytes(self) -> int | None:
+        """Bytes all ranks fetched from storage (None where any rank's count is unknown)."""
+        counts = [r.cell.fetched.bytes for r in self.per_rank]
+        if not counts or any(
+            c is None or not r.cell.fetched.known for c, r in zip(counts, self.per_rank, strict=True)
+        ):
+            return None
+        return sum(c for c in counts if c is not None)
+
+    def fetched_mb_per_s(self) -> float | None:
+        b, w = self.fetched_bytes(), self.window_s()
+        return None if b is None or w <= 0 else b / 1e6 / w
+
+    def requested_mb_per_s(self) -> float:
+        w = self.window_s()
+        return sum(r.cell.requested_bytes for r in self.per_rank) / 1e6 / w if w > 0 else 0.0
+
+    def cores_used(self, host: str | None = None) -> float:
+        """CPU cores the ranks (and their workers) kept busy, on one host or on all."""
+        return sum(r.cores_used for r in self.per_rank if host is None or r.host == host)
+
+    def derived(self) -> dict[str, Any]:
+        if self.status != "ok":
+            return {}
+        return {
+            **_interval_fields("aggregate_img_per_s", self.aggregate()),
+            "aggregate_img_per_s": self.aggregate().value,
+            "fetched_bytes": self.fetched_bytes(),
+            "fetched_mb_per_s": self.fetched_mb_per_s(),
+            "cores_used": self.cores_used(),
+        }
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    """``ioprof scale``: rank counts × cache regimes on one storage, each rank measured on its own."""
+
+    schema_version: int
+    kind: str  # "scale"
+    run: RunInfo
+    machine: MachineInfo
+    config: dict[str, Any]
+    dataset: DatasetInfo
+    compute: str  # the compute's label: "simulated 2800 img/s (h100)", "real"
+    sim_img_per_s: float | None  # per rank, when simulated
+    backend: str  # gloo | nccl
+    workers_per_rank: int
+    gpus: int  # CUDA devices visible to rank 0 (the most ranks real compute can use per host)
+    counts: tuple[RankCountResult, ...]
+    conclusion: Any = None  # scaling.ScaleConclusion, recomputed on load
+
+    def ranks_measured(self) -> list[int]:
+        return sorted({c.ranks for c in self.counts if c.status == "ok"})
+
+
+@dataclass(frozen=True)
+class DeviceCell:
+    """One model at one batch size on one device setup (or why it was not measured there).
+
+    ``step_s``: seconds per measured training step (forward, backward, update; under DDP its
+    all-reduce), per device; ``samples_per_step``: the samples all devices trained per step.
+    """
+
+    model: str
+    setup: str  # cpu | 1 gpu | N gpus
+    devices: int
+    batch_size: int  # per device
+    measured: bool
+    why_not: str
+    step_s: tuple[float, ...] = ()
+    samples_per_step: int = 0
+    params: int = 0
+    gradient_bytes: int = 0  # what DDP all-reduces each step
+
+    def throughput(self) -> Interval:
+        """samples/s with its 95 % interval (batch means over the steps)."""
+        return ratio_interval([float(self.samples_per_step)] * len(self.step_s), list(self.step_s))
+
+    def derived(self) -> dict[str, Any]:
+        return _interval_fields("samples_per_s", self.throughput()) if self.measured else {}
+
+
+@dataclass(frozen=True)
+class DevicesResult:
+    """``ioprof devices``: does a GPU, and a second one, pay off for a model?"""
+
+    schema_version: int
+    kind: str  # "devices"
+    run: RunInfo
+    machine: MachineInfo
+    config: dict[str, Any]
+    gpus: int
+    cells: tuple[DeviceCell, ...]

@@ -30,3 +30,14 @@ CONTRADICTION_SHARE = 0.05
 # a window cannot see how a shared machine drifts between runs. Repeats of the reference given to
 # compare raise the floor to the spread they show.
 COMPARE_MIN_EFFECT = 0.10
+# ioprof scale: a resource is saturated (and so the stage that stops more ranks) when the ranks
+# together use at least this share of it: CPU cores on a host, or the storage's measured bandwidth
+# at the same number of readers.
+SATURATED_SHARE = 0.85
+# ioprof scale: a rank is a straggler when it waits for data this much longer (share of its
+# step time) than the median rank, beyond both intervals.
+STRAGGLER_GAP = 0.05
+# ioprof devices: a second (third…) GPU "pays off" when DDP keeps at least this share of perfect
+# scaling (N GPUs ÷ N × one GPU). ioprof's choice: below it, most of what the extra GPU costs is
+# lost to communication and waiting.
+MULTI_DEVICE_PAYS_EFFICIENCY = 0.75

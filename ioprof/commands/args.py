@@ -116,6 +116,10 @@ def add_loader(p: argparse.ArgumentParser, *, loaders: bool = True) -> None:
             default=S,
             help="serial (num_workers=0, in-process) and/or multiprocess (default both)",
         )
+    add_start_method(p)
+
+
+def add_start_method(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start-method", choices=START_METHODS, default=S,
                    help="how loader workers start (default: Python's default on this platform)")  # fmt: skip
 
@@ -136,15 +140,18 @@ def add_batch(p: argparse.ArgumentParser) -> None:
                    help=f"RandomResizedCrop output size (default {_DEFAULTS.crop_px})")  # fmt: skip
 
 
-def add_training(p: argparse.ArgumentParser) -> None:
-    """The training step the loader feeds: model, real or simulated, precision and layout."""
+def add_training(p: argparse.ArgumentParser, *, compute_default: str = "real", tuning: bool = True) -> None:
+    """The training step the loader feeds: model, real or simulated, and (``tuning``) precision and layout."""
     p.add_argument("--model", choices=MODELS, default=S, help=f"model trained (default {_DEFAULTS.model})")
     p.add_argument(
         "--compute",
         type=typed(parse_compute, "compute"),
         default=S,
-        help=f"real, sim:IMG_PER_S or sim:PRESET ({', '.join(GPU_PRESETS)}) to simulate a GPU (default real)",
+        help=f"real, sim:IMG_PER_S or sim:PRESET ({', '.join(GPU_PRESETS)}) to simulate a GPU "
+        f"(default {compute_default})",
     )
+    if not tuning:
+        return
     p.add_argument(
         "--precision",
         choices=(AUTO, *PRECISIONS),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ioprof import resultfile
 from ioprof.analysis import analyze
 from ioprof.placement import decide
-from ioprof.results import PlaceResult, ProfileResult, WhatifResult
+from ioprof.results import DevicesResult, PlaceResult, ProfileResult, ScaleResult, WhatifResult
 
 if TYPE_CHECKING:
     from ioprof.session import Progress
@@ -39,6 +39,15 @@ def report(results_file: str) -> int:
         from ioprof.render import write_profile_report
 
         path = write_profile_report(conclude(loaded), out)
+    elif isinstance(loaded, ScaleResult):
+        from ioprof.feeding import conclude as feed
+        from ioprof.render import write_scale_report
+
+        path = write_scale_report(feed(loaded), out)
+    elif isinstance(loaded, DevicesResult):
+        from ioprof.render import write_devices_report
+
+        path = write_devices_report(loaded, out)
     elif isinstance(loaded, WhatifResult):
         from ioprof.ranking import rank
         from ioprof.render import write_whatif_report

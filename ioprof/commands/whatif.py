@@ -74,12 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     args.add_device(p)
     args.add_batch(p)
     args.add_training(p)
-    p.add_argument(
-        "--start-method",
-        choices=("fork", "spawn", "forkserver"),
-        default=argparse.SUPPRESS,
-        help="how loader workers start (default: Python's default)",
-    )
+    args.add_start_method(p)
     args.add_out(p)  # fmt: skip
 
 

@@ -16,7 +16,7 @@ from ioprof.render.plots import (
 )
 from ioprof.render.results_csv import render_csv
 from ioprof.resultfile import atomic_write_text
-from ioprof.results import PlaceResult, ProfileResult, SweepResult, WhatifResult
+from ioprof.results import DevicesResult, PlaceResult, ProfileResult, ScaleResult, SweepResult, WhatifResult
 
 
 def write_report(result: SweepResult, out_dir: Path) -> Path:
@@ -67,4 +67,30 @@ def write_profile_report(result: ProfileResult, out_dir: Path) -> Path:
     atomic_write_text(out_dir / PROFILE_CSV, render_profile_csv(result))
     report = out_dir / "report.md"
     atomic_write_text(report, render_profile_markdown(result))
+    return report
+
+
+def write_scale_report(result: ScaleResult, out_dir: Path) -> Path:
+    """Write report.md and scale.png for ``ioprof scale``; returns report.md."""
+    from ioprof.render.plots import SCALE_PNG, plot_scale
+    from ioprof.render.scale_markdown import render_scale_markdown
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if any(c.status == "ok" for c in result.counts):
+        plot_scale(result, out_dir / SCALE_PNG)
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_scale_markdown(result))
+    return report
+
+
+def write_devices_report(result: DevicesResult, out_dir: Path) -> Path:
+    """Write report.md and devices.png for ``ioprof devices``; returns report.md."""
+    from ioprof.render.devices_markdown import render_devices_markdown
+    from ioprof.render.plots import DEVICES_PNG, plot_devices
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if any(c.measured for c in result.cells):
+        plot_devices(result, out_dir / DEVICES_PNG)
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_devices_markdown(result))
     return report

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -10,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from ioprof.results import CellResult, PlaceResult, SweepResult
+from ioprof.stats import Interval
 from ioprof.thresholds import MIN_BUSY_SHARE
 
 THROUGHPUT_PNG = "throughput.png"
@@ -189,6 +191,100 @@ def plot_layers(result: object, path: Path, top: int = 15) -> None:
     ax.tick_params(axis="y", labelsize=7)
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+SCALE_PNG = "scale.png"
+DEVICES_PNG = "devices.png"
+
+
+def _err(intervals: Sequence[Interval]) -> list[list[float]]:
+    lows, highs = [], []
+    for i in intervals:
+        lows.append(max(0.0, i.value - i.low) if i.known else 0.0)
+        highs.append(max(0.0, i.high - i.value) if i.known else 0.0)
+    return [lows, highs]
+
+
+def plot_scale(result: object, path: Path) -> None:
+    """Left: img/s of all ranks against the rank count, per regime, with perfect scaling dotted.
+    Right: the least busy rank's busy share, with the 90 % line."""
+    from ioprof.results import ScaleResult
+
+    assert isinstance(result, ScaleResult)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4.2), dpi=110)
+    colors = {"cold": "tab:blue", "warm": "tab:orange"}
+    ticks: set[int] = set()
+    for regime in dict.fromkeys(c.regime for c in result.counts):
+        ok = sorted((c for c in result.counts if c.regime == regime and c.status == "ok" and c.per_rank),
+                    key=lambda c: c.ranks)  # fmt: skip
+        failed = [c.ranks for c in result.counts if c.regime == regime and c.status != "ok"]
+        color = colors.get(regime, "tab:gray")
+        if ok:
+            xs = [c.ranks for c in ok]
+            ax.errorbar(xs, [c.aggregate().value for c in ok], yerr=_err([c.aggregate() for c in ok]), fmt="o-",
+                        color=color, capsize=3, label=regime)  # fmt: skip
+            per = ok[0].aggregate().value / ok[0].ranks
+            ax.plot(xs, [per * n for n in xs], ":", color=color, label=f"{regime}, perfect scaling")
+            busy = [min((r.busy() for r in c.per_rank), key=lambda i: i.value) for c in ok]
+            bx.errorbar(xs, [b.value * 100 for b in busy], yerr=[[e * 100 for e in side] for side in _err(busy)],
+                        fmt="o-", color=color, capsize=3, label=regime)  # fmt: skip
+            ticks.update(xs)
+        for n in failed:
+            ax.plot([n], [0], "x", color=color, markersize=10, label=f"{regime}: {n} ranks failed")
+            ticks.add(n)
+    if result.sim_img_per_s:
+        top = max(result.ranks_measured(), default=1)
+        ax.plot([1, top], [result.sim_img_per_s, result.sim_img_per_s * top], "--", color="0.5", linewidth=1,
+                label="what the emulated accelerators consume")  # fmt: skip
+    bx.axhline(MIN_BUSY_SHARE * 100, color="0.4", linestyle="--", linewidth=1)
+    bx.annotate(f"{MIN_BUSY_SHARE:.0%} busy", xy=(0.01, MIN_BUSY_SHARE * 100), xycoords=("axes fraction", "data"),
+                va="bottom", fontsize=8, color="0.3")  # fmt: skip
+    for a in (ax, bx):
+        a.set_xlabel("ranks")
+        a.set_xticks(sorted(ticks) or [1])
+        a.grid(True, alpha=0.3)
+        a.legend(fontsize=7)
+    ax.set_ylabel("img/s, all ranks")
+    ax.set_ylim(bottom=0)
+    ax.set_title("Throughput (bars: 95 % interval)", fontsize=10)
+    bx.set_ylabel("least busy rank: busy %")
+    bx.set_ylim(0, 105)
+    bx.set_title("Accelerator busy (1 − data-wait share)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def plot_devices(result: object, path: Path) -> None:
+    """samples/s per model and batch size on each device setup (log axis: models differ by orders)."""
+    from ioprof.results import DevicesResult
+
+    assert isinstance(result, DevicesResult)
+    keys = list(dict.fromkeys((c.model, c.batch_size) for c in result.cells))
+    setups = list(dict.fromkeys(c.setup for c in result.cells))
+    by = {(c.model, c.batch_size, c.setup): c for c in result.cells}
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(keys) + 2), 4.4), dpi=110)
+    width = 0.8 / max(1, len(setups))
+    for k, setup in enumerate(setups):
+        xs, ys, errs = [], [], []
+        for i, (model, batch) in enumerate(keys):
+            c = by.get((model, batch, setup))
+            if c is None or not c.measured:
+                continue
+            xs.append(i + (k - (len(setups) - 1) / 2) * width)
+            ys.append(c.throughput().value)
+            errs.append(c.throughput())
+        ax.bar(xs, ys, width, yerr=_err(errs), capsize=2, label=setup)
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels([f"{m}\nbatch {b}" for m, b in keys], fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("training samples/s (log)")
+    ax.set_title("Each model on each device (bars: 95 % interval; missing: not measured)", fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -13,7 +13,16 @@ from typing import Any
 from ioprof import findings as f
 from ioprof.config import worker_count
 from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, share_ci, size
-from ioprof.results import CellResult, ComputeCeiling, DecodeCeiling, Fetched, ProbeFailure, StorageCeiling
+from ioprof.results import (
+    CellResult,
+    ComputeCeiling,
+    DecodeCeiling,
+    DeviceCell,
+    Fetched,
+    ProbeFailure,
+    RankCountResult,
+    StorageCeiling,
+)
 
 PLACE_HINT = "`ioprof place --data PATH --candidates /local/nvme,/dev/shm`"
 
@@ -366,7 +375,28 @@ def measured(result: object, dataset: str = "", position: str = "", took_s: floa
         return f"{result.dataset} {result.stage} ceiling, {result.setting}: failed — {result.error}"
     if isinstance(result, CellResult):
         return f"{position} {cell_line(result)}" + (f" ({took_s:.1f} s)" if took_s else "")
+    if isinstance(result, RankCountResult):
+        return rank_count_line(result)
+    if isinstance(result, DeviceCell):
+        what = f"{result.model}, batch {result.batch_size}, {result.setup}"
+        return (
+            f"{what}: {rate_ci(result.throughput())} samples/s"
+            if result.measured
+            else f"{what}: not measured — {result.why_not}"
+        )
     return str(result)
+
+
+def rank_count_line(c: RankCountResult) -> str:
+    head = f"{c.ranks} rank(s), {c.regime}"
+    if c.status != "ok":
+        return f"{head}: FAILED — {c.reason} ({c.launch_s:.1f} s)"
+    waits = ", ".join(pct(r.cell.wait_share().value, 0) for r in c.per_rank)
+    fetched = c.fetched_mb_per_s()
+    return (
+        f"{head}: {rate_ci(c.aggregate())} img/s all ranks; data wait per rank {waits}; "
+        f"fetched {'?' if fetched is None else rate(fetched)} MB/s; {c.cores_used():.2f} cores ({c.launch_s:.1f} s)"
+    )
 
 
 def _fetched_short(x: Fetched) -> str:

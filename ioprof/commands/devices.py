@@ -1,0 +1,87 @@
+"""``ioprof devices``: does a GPU, and a second one, pay off for my model? Each model trained on
+synthetic input on the CPU, one GPU and N GPUs with DDP."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from ioprof import resultfile
+from ioprof.commands import args, prepare_out_dir
+from ioprof.config import (
+    DevicesConfig,
+    non_negative_int,
+    parse_device_models,
+    parse_positive_int_list,
+    positive_float,
+    positive_int,
+)
+from ioprof.errors import IoprofError
+
+if TYPE_CHECKING:
+    from ioprof.session import Progress
+
+NAME = "devices"
+HELP = "CPU vs one GPU vs N GPUs (DDP) for MLP, LeNet-5, LSTM, ResNet-50, ResNet-152: does another device pay off"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    d = DevicesConfig()
+    p.add_argument("--models", type=args.typed(parse_device_models, "models"), default=argparse.SUPPRESS,
+                   help=f"models to train (default {','.join(d.models)})")  # fmt: skip
+    p.add_argument(
+        "--batch-sizes",
+        type=args.typed(parse_positive_int_list, "batch-sizes"),
+        default=argparse.SUPPRESS,
+        help=f"batch sizes per device (default {','.join(map(str, d.batch_sizes))})",
+    )
+    p.add_argument("--gpus", type=args.typed(positive_int, "gpus"), default=argparse.SUPPRESS,
+                   help="GPUs for the DDP row (default: every visible GPU, when there are 2 or more)")  # fmt: skip
+    p.add_argument(
+        "--seconds",
+        type=args.typed(positive_float, "seconds"),
+        default=argparse.SUPPRESS,
+        help=f"the most one cell measures; a cell whose steps would take longer is skipped (default {d.seconds:g})",
+    )
+    p.add_argument("--seed", type=args.typed(non_negative_int, "seed"), default=argparse.SUPPRESS,
+                   help=f"seed for weights and input (default {d.seed})")  # fmt: skip
+    args.add_out(p)
+
+
+def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
+    return devices(args.config_from(DevicesConfig, ns), command_line, progress)
+
+
+def devices(config: DevicesConfig, command_line: str, progress: Progress) -> int:
+    import torch
+
+    from ioprof.config import RunLength
+    from ioprof.devicebench import MAX_STEPS, MIN_STEPS, WARMUP_STEPS, run_devices
+    from ioprof.render import write_devices_report
+    from ioprof.render.devices_markdown import headline
+    from ioprof.session import open_session
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if config.gpus is not None and config.gpus > gpus:
+        have = f"has {gpus} GPU(s); use --gpus {gpus} or fewer" if gpus else "has no GPU; leave --gpus out"
+        raise IoprofError(f"--gpus {config.gpus}: this machine {have} to measure what is here")
+    out = prepare_out_dir(config.out_dir, NAME)
+    device = torch.device("cuda:0") if gpus else torch.device("cpu")
+    run = RunLength(batch_size=max(config.batch_sizes), warmup_steps=WARMUP_STEPS, min_steps=MIN_STEPS,
+                    max_steps=MAX_STEPS, max_seconds=config.seconds)  # fmt: skip
+    reason = f"{gpus} CUDA device(s)" if gpus else "no CUDA device: the CPU rows only"
+    session = open_session(command_line, device, reason, run, None)
+    progress(
+        f"{len(config.models)} model(s) × {len(config.batch_sizes)} batch size(s); {reason}; writing to {out}/"
+    )
+    result = run_devices(config, session, out, progress)
+    try:
+        resultfile.save(result, out / "results.json")
+        report = write_devices_report(result, out)
+    except OSError as e:
+        raise IoprofError(
+            f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
+        ) from None
+    print(headline(result).replace("**", ""))
+    print(f"report: {report}")
+    return 0

@@ -1,0 +1,220 @@
+"""``ioprof scale``: how many accelerators this host and its storage keep at least 90 % busy —
+N ranks under torchrun, each with its own loader, all reading one storage."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ioprof import resultfile
+from ioprof.commands import args, prepare_out_dir
+from ioprof.config import (
+    ScaleConfig,
+    non_negative_int,
+    parse_positive_int_list,
+    parse_regimes,
+    positive_float,
+    positive_int,
+    run_length_for,
+)
+from ioprof.errors import IoprofError
+
+if TYPE_CHECKING:
+    import torch
+
+    from ioprof.datasets.dataset import Dataset
+    from ioprof.launch import Launched
+    from ioprof.results import ScaleResult
+    from ioprof.session import Progress
+
+NAME = "scale"
+HELP = "how many accelerators can this host and storage feed: N torchrun ranks on one storage, cold and warm"
+DEFAULT_RESOLUTION = (500, 375)
+DEFAULT_IMAGES = 400
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    d = ScaleConfig()
+    args.add_data(p, generated=False)
+    p.add_argument(
+        "--ranks",
+        type=args.typed(parse_positive_int_list, "ranks"),
+        default=argparse.SUPPRESS,
+        help=f"rank counts to run, e.g. 1,2,4,8 (default {','.join(map(str, d.ranks))})",
+    )
+    p.add_argument(
+        "--workers",
+        type=args.typed(non_negative_int, "workers"),
+        default=argparse.SUPPRESS,
+        help=f"loader workers per rank (default {d.workers}; 0: each rank loads in its own process)",
+    )
+    p.add_argument(
+        "--cache",
+        type=args.typed(parse_regimes, "cache"),
+        default=argparse.SUPPRESS,
+        help="page-cache regimes: cold (evicted before and after each read), warm, or both (default cold,warm)",
+    )
+    p.add_argument(
+        "--steps",
+        type=args.typed(positive_int, "steps"),
+        default=argparse.SUPPRESS,
+        help=f"measured steps per rank, the same on every rank as DDP needs (default {d.steps})",
+    )
+    p.add_argument(
+        "--rank-timeout",
+        dest="rank_timeout_s",
+        type=args.typed(positive_float, "rank-timeout"),
+        default=argparse.SUPPRESS,
+        help=f"seconds one rank count may take, start-up included, before it is failed (default {d.rank_timeout_s:g})",
+    )
+    args.add_device(p)
+    args.add_batch(p)
+    args.add_training(
+        p,
+        compute_default="sim:h100: emulated accelerators, as MLPerf Storage; real: the model "
+        "under DDP in fp32, one GPU per rank or the CPU's cores shared out",
+        tuning=False,
+    )
+    args.add_start_method(p)
+    args.add_out(p)
+
+
+def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
+    return scale(args.config_from(ScaleConfig, ns), command_line, progress)
+
+
+def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
+    # torch and the measuring rooms load only when something is measured: usage errors stay instant
+    import torch
+
+    from ioprof.compute import resolve_device
+    from ioprof.datasets.dataset import load_datasets
+    from ioprof.feeding import conclude
+    from ioprof.render import write_scale_report
+    from ioprof.render.scale_markdown import headline
+    from ioprof.scaling import run_scale
+    from ioprof.session import open_session
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if config.compute.kind == "real":
+        device, reason = resolve_device(config.device)
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        if device.type == "cuda" and max(config.ranks) > gpus:
+            raise IoprofError(
+                f"--ranks {max(config.ranks)}: real compute needs one GPU per rank and this machine has {gpus}; "
+                f"use --ranks up to {gpus}, or --compute sim:h100 to emulate more accelerators"
+            )
+    else:  # emulated accelerators: each rank's step is a sleep, its all-reduce runs over gloo
+        device, reason, backend = (
+            torch.device("cpu"),
+            "simulated compute: each rank's accelerator is emulated",
+            "gloo",
+        )
+    world = torchrun_world()
+    if world is not None:  # started by torchrun (one node of several, or this one): one count, these ranks
+        config = replace(config, ranks=(world[1],))
+        if world[0] != 0:
+            progress = _Silent()
+    (dataset,) = load_datasets(config.data_path, [DEFAULT_RESOLUTION], DEFAULT_IMAGES, seed=config.seed,
+                               cache_dir=config.cache_dir, progress=progress)  # fmt: skip
+    if world is not None and world[0] != 0:
+        return _follow(config, dataset, backend, device, reason, command_line)
+    out = prepare_out_dir(config.out_dir, NAME)
+    run = run_length_for(device.type, config.compute, batch_size=config.batch_size,
+                         warmup_steps=config.warmup_steps, steps=config.steps)  # fmt: skip
+    config = replace(config, batch_size=run.batch_size)
+    session = open_session(command_line, device, reason, run, config.start_method)
+    progress(
+        f"ranks {','.join(map(str, config.ranks))} over {backend}, {config.compute.label}; writing results to {out}/"
+    )
+
+    def keep(result: ScaleResult) -> None:
+        try:
+            resultfile.save(result, out / "results.json")
+        except OSError as e:
+            raise IoprofError(
+                f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
+            ) from None
+
+    start = _in_this_job() if world is not None else None
+    result = conclude(run_scale(config, session, dataset, out, progress, backend=backend, gpus=gpus, keep=keep,
+                                start=start))  # fmt: skip
+    keep(result)
+    try:
+        report = write_scale_report(result, out)
+    except OSError as e:
+        raise IoprofError(
+            f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
+        ) from None
+    for line in headline(result):
+        print(line.replace("**", ""))
+    print(f"report: {report}")
+    return 0
+
+
+# -- under torchrun: every rank runs this command; rank 0 measures the storage and writes the report --
+
+
+def torchrun_world() -> tuple[int, int] | None:
+    """(rank, world size) when torchrun started this process, else None."""
+    if "TORCHELASTIC_RUN_ID" not in os.environ or "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        return None
+    return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+
+
+class _Silent:
+    """Progress of the ranks other than 0: rank 0 speaks for the job."""
+
+    def __call__(self, text: str) -> None:
+        return None
+
+    def measured(self, result: object, *, dataset: str = "", position: str = "", took_s: float = 0.0) -> None:
+        return None
+
+
+def _in_this_job() -> Callable[[int, dict[str, Any], str], Launched]:
+    """Rank 0's ``start``: after its storage probe, the ranks of this very job run the count."""
+    import time
+
+    import torch.distributed as dist
+
+    from ioprof import rankworker
+    from ioprof.launch import Launched
+
+    group: list[Any] = []
+
+    def start(n: int, cfg: dict[str, Any], name: str) -> Launched:
+        if not group:
+            group.append(rankworker.init_group(cfg))
+        dist.barrier(group=group[0])  # the others wait here while rank 0 read the storage alone
+        t0 = time.perf_counter()
+        gathered = rankworker.run_job(cfg, group[0]) or []
+        return Launched(True, "", sorted(gathered, key=lambda r: r["rank"]), time.perf_counter() - t0, None)
+
+    return start
+
+
+def _follow(
+    config: ScaleConfig, dataset: Dataset, backend: str, device: torch.device, reason: str, command_line: str
+) -> int:
+    """A rank other than 0: run each regime's count with rank 0, which keeps the results."""
+    import torch.distributed as dist
+
+    from ioprof import rankworker
+    from ioprof.scaling import rank_config
+    from ioprof.session import open_session
+
+    run = run_length_for(device.type, config.compute, batch_size=config.batch_size,
+                         warmup_steps=config.warmup_steps, steps=config.steps)  # fmt: skip
+    session = open_session(command_line, device, reason, run, config.start_method)
+    group = None
+    for regime in config.cache:
+        cfg = rank_config(config, session, dataset, config.ranks[0], regime, backend)
+        if group is None:
+            group = rankworker.init_group(cfg)
+        dist.barrier(group=group)
+        rankworker.run_job(cfg, group)
+    return 0

@@ -1,0 +1,134 @@
+"""``ioprof devices``: each model × batch size trained on synthetic input on the CPU, one GPU, and
+N GPUs with DDP under torchrun. Config and session in, result out.
+
+A cell runs a short probe first (two steps at batch 2) and is not measured when its warm-up and
+minimum steps would take longer than ``--seconds``; it says so, with the time it would take.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+
+from ioprof.config import TARGET_REL_HALF_WIDTH, DevicesConfig
+from ioprof.devicemodels import Trainer, device_model, gradient_bytes, parameter_count
+from ioprof.launch import launch
+from ioprof.resultfile import to_jsonable
+from ioprof.results import SCHEMA_VERSION, DeviceCell, DevicesResult
+from ioprof.session import Progress, Session
+from ioprof.stats import ratio_interval
+
+WARMUP_STEPS = 2
+MIN_STEPS = 5
+# Millisecond steps: a window at least this long, so that a few lucky steps do not decide a cell.
+MIN_WINDOW_S = 1.0
+MAX_STEPS = 500
+PROBE_BATCH = 2
+DDP_LOG_DIR = "logs"
+
+
+def _setup(device: torch.device, n: int = 1) -> str:
+    if device.type == "cpu":
+        return "cpu"
+    return "1 gpu" if n == 1 else f"{n} gpus"
+
+
+def predicted_step_s(probe_step_s: float, probe_batch: int, batch: int) -> float:
+    """A step at ``batch`` from one at ``probe_batch``: per-sample time scaled (an over-estimate for
+    small models, whose fixed cost per step it scales too)."""
+    return probe_step_s / probe_batch * batch
+
+
+def measure_one(model_name: str, batch: int, device: torch.device, seconds: float, seed: int) -> DeviceCell:
+    """One model at one batch size on one device."""
+    spec = device_model(model_name)
+    setup = _setup(device)
+    torch.manual_seed(seed)
+    model = spec.build().to(device)
+    params, grad = parameter_count(model), gradient_bytes(model)
+    try:
+        probe = Trainer(model, spec, min(PROBE_BATCH, batch), device, seed)
+        probe.steps(1)
+        step_s = predicted_step_s(min(probe.steps(1)), min(PROBE_BATCH, batch), batch)
+        need_s = (WARMUP_STEPS + MIN_STEPS) * step_s
+        if need_s > seconds:
+            return DeviceCell(model_name, setup, 1, batch, False,
+                              f"{WARMUP_STEPS + MIN_STEPS} steps would take about {need_s:,.0f} s; raise --seconds to "
+                              f"{need_s * 1.2:,.0f} to measure it", params=params, gradient_bytes=grad)  # fmt: skip
+        del probe
+        trainer = Trainer(model, spec, batch, device, seed)
+        trainer.steps(WARMUP_STEPS)
+        steps: list[float] = []
+        t0 = time.perf_counter()
+        while len(steps) < MAX_STEPS:
+            steps.append(trainer.step())
+            if len(steps) >= MIN_STEPS:
+                i = ratio_interval([float(batch)] * len(steps), steps)
+                took = time.perf_counter() - t0
+                if (
+                    i.rel_half_width <= TARGET_REL_HALF_WIDTH and took >= min(MIN_WINDOW_S, seconds)
+                ) or took > seconds:
+                    break
+    except torch.OutOfMemoryError:
+        return DeviceCell(model_name, setup, 1, batch, False, f"out of device memory at batch {batch}",
+                          params=params, gradient_bytes=grad)  # fmt: skip
+    return DeviceCell(model_name, setup, 1, batch, True, "", tuple(steps), batch, params, grad)
+
+
+def measure_ddp(model_name: str, batch: int, ranks: int, *, backend: str, steps: int, workdir: Path, seed: int,
+                timeout_s: float, threads_per_rank: int | None = None) -> DeviceCell:  # fmt: skip
+    """The model under DDP on ``ranks`` devices (one rank each, started by torchrun): per step,
+    the slowest rank's time, as every rank waits for it in the all-reduce."""
+    spec = device_model(model_name)
+    model = spec.build()
+    params, grad = parameter_count(model), gradient_bytes(model)
+    setup = f"{ranks} gpus" if backend == "nccl" else f"cpu × {ranks} ranks"
+    cfg = {"job": "devices", "backend": backend, "model": model_name, "batch_size": batch, "seed": seed,
+           "warmup_steps": WARMUP_STEPS, "steps": steps, "threads_per_rank": threads_per_rank,
+           "collective_timeout_s": timeout_s}  # fmt: skip
+    launched = launch(ranks, cfg, workdir, f"{model_name}-b{batch}-{ranks}", timeout_s)
+    if not launched.ok:
+        return DeviceCell(model_name, setup, ranks, batch, False, f"failed: {launched.reason}", params=params,
+                          gradient_bytes=grad)  # fmt: skip
+    per_step = [max(step) for step in zip(*(r["step_s"] for r in launched.gathered), strict=True)]
+    return DeviceCell(model_name, setup, ranks, batch, True, "", tuple(per_step), batch * ranks, params, grad)
+
+
+def run_devices(config: DevicesConfig, session: Session, out: Path, progress: Progress) -> DevicesResult:
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    n = config.gpus if config.gpus is not None else gpus
+    cells: list[DeviceCell] = []
+    for model_name in config.models:
+        for batch in config.batch_sizes:
+            cpu = measure_one(model_name, batch, torch.device("cpu"), config.seconds, config.seed)
+            cells.append(cpu)
+            progress.measured(cpu)
+            if gpus == 0:
+                cells.append(
+                    DeviceCell(model_name, "1 gpu", 1, batch, False, "no CUDA device on this machine")
+                )
+                cells.append(DeviceCell(model_name, f"{max(n, 2)} gpus", max(n, 2), batch, False,
+                                        "no CUDA device on this machine"))  # fmt: skip
+                continue
+            one = measure_one(model_name, batch, torch.device("cuda:0"), config.seconds, config.seed)
+            cells.append(one)
+            progress.measured(one)
+            if n < 2:
+                cells.append(DeviceCell(model_name, "2 gpus", 2, batch, False,
+                                        f"{gpus} GPU on this machine; DDP needs 2 or more"))  # fmt: skip
+                continue
+            if not one.measured:
+                cells.append(
+                    DeviceCell(model_name, f"{n} gpus", n, batch, False, f"as on one GPU: {one.why_not}")
+                )
+                continue
+            mean_s = sum(one.step_s) / len(one.step_s)
+            steps = max(MIN_STEPS, min(MAX_STEPS, int(config.seconds / mean_s)))
+            multi = measure_ddp(model_name, batch, n, backend="nccl", steps=steps, workdir=out / DDP_LOG_DIR,
+                                seed=config.seed, timeout_s=max(120.0, 4 * config.seconds))  # fmt: skip
+            cells.append(multi)
+            progress.measured(multi)
+    return DevicesResult(SCHEMA_VERSION, "devices", session.run_info(), session.machine, to_jsonable(config), gpus,
+                         tuple(cells))  # fmt: skip

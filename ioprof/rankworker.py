@@ -1,0 +1,270 @@
+"""One rank of ``ioprof scale`` or ``ioprof devices``, started by torchrun.
+
+``scale``: its own DataLoader with a DistributedSampler and workers, its own (simulated or real)
+step with DDP's all-reduce, all ranks reading one dataset. Every rank runs the same number of
+steps (DDP requires it), times each one as a sweep cell does — the time blocked in ``next()`` is
+its data wait — and counts the bytes its loader read and the CPU its process and workers used.
+
+``devices``: the model on synthetic input under DDP, one GPU (or CPU process) per rank.
+
+The ranks' records are gathered on rank 0 (over gloo, which also works across nodes), which
+writes them where the command looks:
+
+    python -m torch.distributed.run --nproc-per-node N -m ioprof.rankworker CONFIG.json
+
+A rank that fails prints one ``RANK_ERROR_MARK`` line with its reason before it exits.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import psutil
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+from ioprof import iocounters
+from ioprof.config import ComputeSpec, LoaderSetting
+from ioprof.datasets.discover import find_images
+from ioprof.fetched import MountCounters, decide
+from ioprof.loader import ImageFiles, collate, train_transform, worker_pids
+from ioprof.machine import usable_cores
+from ioprof.pagecache import filesystem_of, prepare, verify_after
+from ioprof.resultfile import from_jsonable, to_jsonable
+from ioprof.results import CacheInfo, CellResult
+from ioprof.stats import data_wait_share
+from ioprof.storage import check_storage
+
+RANK_ERROR_MARK = "ioprof-rank-error:"
+
+
+class AllReduceStep:
+    """A step followed by DDP's synchronization: a simulated step's wait, or a real DDP step."""
+
+    def __init__(self, cfg: dict[str, Any], device: torch.device, classes: int) -> None:
+        self.device = device
+        spec = ComputeSpec(**cfg["compute"])
+        if spec.kind == "sim":
+            from ioprof.compute import SimulatedStep
+
+            self.sim: Any = SimulatedStep(spec)
+            self.grad = torch.zeros(cfg["allreduce_floats"], device=device)  # lockstep, as DDP's all-reduce
+        else:
+            from ioprof.compute import build_model
+
+            self.sim = None
+            model = build_model(cfg["model"], max(classes, 1000)).to(device)
+            self.model = torch.nn.parallel.DistributedDataParallel(
+                model, device_ids=[device.index] if device.type == "cuda" else None
+            )
+            self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1, momentum=0.9)
+            self.loss = torch.nn.CrossEntropyLoss()
+
+    def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> None:
+        if self.sim is not None:
+            self.sim(images, labels)
+            dist.all_reduce(self.grad)
+            return
+        x, y = images.to(self.device, non_blocking=True), labels.to(self.device, non_blocking=True)
+        self.opt.zero_grad(set_to_none=True)
+        self.loss(self.model(x), y).backward()  # DDP all-reduces the gradients here
+        self.opt.step()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+
+def _batches(loader: DataLoader, sampler: DistributedSampler) -> Any:
+    epoch = 0
+    while True:
+        sampler.set_epoch(epoch)
+        yield from loader
+        epoch += 1
+
+
+def _tree_cpu_s(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            t = psutil.Process(pid).cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        total += t.user + t.system
+    return total
+
+
+def _gpu_sampler(device: torch.device) -> Any:
+    """NVML for this rank's own GPU (each rank samples its own), or the reason there is none."""
+    from ioprof.telemetry import UnavailableSampler, nvml_for_device, open_gpu_sampler
+
+    if device.type != "cuda":
+        return UnavailableSampler("this rank trains on the CPU")
+    _, status = nvml_for_device(device)
+    return open_gpu_sampler(status)
+
+
+def _prepared(paths: Sequence[str], regime: str, fs: Any, local: int, world: int, group: Any) -> CacheInfo:
+    """One eviction (or warming) per node, before any of its ranks reads; every rank keeps its node's record."""
+    prepared = prepare(paths, regime, fs) if local == 0 else None
+    everyone: list[Any] = [None] * world
+    here = os.uname().nodename
+    dist.all_gather_object(everyone, (here, to_jsonable(prepared) if prepared else None), group=group)
+    return from_jsonable(CacheInfo, next(c for host, c in everyone if host == here and c is not None))
+
+
+def _loader(
+    cfg: dict[str, Any], ds: ImageFiles, sampler: Any, setting: LoaderSetting, device: torch.device
+) -> DataLoader:
+    kwargs: dict[str, Any] = {}
+    if setting.workers and cfg.get("start_method"):
+        kwargs["multiprocessing_context"] = cfg["start_method"]
+    return DataLoader(ds, batch_size=cfg["batch_size"], sampler=sampler, num_workers=setting.workers,
+                      collate_fn=collate, drop_last=True, persistent_workers=setting.workers > 0,
+                      pin_memory=device.type == "cuda", **kwargs)  # fmt: skip
+
+
+def run_scale_rank(cfg: dict[str, Any], group: Any) -> dict[str, Any]:
+    rank, world, local = dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(f"cuda:{local}") if cfg["backend"] == "nccl" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if cfg.get("threads_per_rank"):
+        torch.set_num_threads(cfg["threads_per_rank"])
+    images = find_images(cfg["data"])
+    fs = filesystem_of(images.root)
+    cold = cfg["regime"] == "cold"
+    cache = _prepared(images.paths, cfg["regime"], fs, local, world, group)
+    ds = ImageFiles(images.paths, images.labels, train_transform(cfg["crop_px"]), evict_after_read=cold)
+    sampler: DistributedSampler[Any] = DistributedSampler(
+        ds, num_replicas=world, rank=rank, shuffle=True, seed=cfg["seed"], drop_last=True
+    )
+    setting = LoaderSetting.multiprocess(cfg["workers"]) if cfg["workers"] else LoaderSetting.serial()
+    loader = _loader(cfg, ds, sampler, setting, device)
+    step = AllReduceStep(cfg, device, len(images.classes))
+    it = _batches(loader, sampler)
+    warmup = cfg["warmup_steps"] + setting.workers
+    waits: list[float] = []
+    steps: list[float] = []
+    counts: list[int] = []
+    nbytes: list[int] = []
+    paths: list[str] = []
+    mount, gpu = MountCounters(fs), _gpu_sampler(device)
+    pids = [os.getpid()]
+    io_before = iocounters.snapshot(pids, time.perf_counter())
+    mount_before, cpu_before, t_start = mount.snapshot(), 0.0, time.perf_counter()
+    for i in range(warmup + cfg["steps"]):
+        if i == warmup:
+            pids = [os.getpid(), *worker_pids(getattr(loader, "_iterator", None))]
+            io_before, mount_before = iocounters.snapshot(pids, time.perf_counter()), mount.snapshot()
+            cpu_before, t_start = _tree_cpu_s(pids), time.perf_counter()
+            gpu.start()
+        t_a = time.perf_counter()
+        batch = next(it)
+        t_b = time.perf_counter()
+        if batch.lost is not None:
+            path, code = batch.lost
+            check_storage(images.root, fs, OSError(code, os.strerror(code), path))
+        if batch.images is None:
+            raise RuntimeError(
+                f"a whole batch could not be decoded: {batch.failures[0][1] if batch.failures else '?'}"
+            )
+        step(batch.images, batch.labels)
+        t_c = time.perf_counter()
+        if i >= warmup:
+            waits.append(t_b - t_a)
+            steps.append(t_c - t_b)
+            counts.append(int(batch.images.shape[0]))
+            nbytes.append(batch.bytes_read)
+            paths.extend(batch.paths)
+    io_after, mount_after = iocounters.snapshot(pids, time.perf_counter()), mount.snapshot()
+    wall = time.perf_counter() - t_start
+    cpu = _tree_cpu_s(pids) - cpu_before
+    telemetry = gpu.stop()
+    io = iocounters.delta(io_before, io_after)
+    cache = verify_after(cache, paths)
+    fetched = decide(fs, cache, read_bytes=io.read_bytes, requested_bytes=sum(nbytes), before=mount_before,
+                     after=mount_after)  # fmt: skip
+    elapsed = sum(waits) + sum(steps)
+    cell = CellResult(
+        dataset=f"rank {rank}", loader=setting.kind, workers=setting.workers, batch_size=cfg["batch_size"],
+        warmup_steps=warmup, steps=len(steps), images=sum(counts), elapsed_s=elapsed,
+        img_per_s=sum(counts) / elapsed if elapsed > 0 else 0.0, wait_s=tuple(waits), step_s=tuple(steps),
+        data_wait_share=data_wait_share(waits, steps), startup_s=0.0, io=io, cache=cache, gpu=telemetry,
+        stopped_by="steps", images_per_step=tuple(counts), bytes_per_step=tuple(nbytes), fetched=fetched,
+        start_method=(cfg.get("start_method") or multiprocessing.get_start_method()) if setting.workers else "",
+    )  # fmt: skip
+    return {"rank": rank, "host": os.uname().nodename, "cell": to_jsonable(cell), "cpu_s": cpu, "wall_s": wall,
+            "host_cores": usable_cores()}  # fmt: skip
+
+
+def run_devices_rank(cfg: dict[str, Any], group: Any) -> dict[str, Any]:
+    """The model on synthetic input under DDP: warm-up, then ``steps`` timed steps."""
+    from ioprof.devicemodels import Trainer, device_model
+
+    rank, local = dist.get_rank(), int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(f"cuda:{local}") if cfg["backend"] == "nccl" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if cfg.get("threads_per_rank"):
+        torch.set_num_threads(cfg["threads_per_rank"])
+    spec = device_model(cfg["model"])
+    torch.manual_seed(cfg["seed"])  # every rank starts from the same weights, as DDP broadcasts them
+    model = spec.build().to(device)
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=[local] if device.type == "cuda" else None
+    )
+    trainer = Trainer(ddp, spec, cfg["batch_size"], device, seed=cfg["seed"] + rank)
+    trainer.steps(cfg["warmup_steps"])
+    return {"rank": rank, "host": os.uname().nodename, "step_s": trainer.steps(cfg["steps"])}
+
+
+JOBS = {"scale": run_scale_rank, "devices": run_devices_rank}
+
+
+def init_group(cfg: dict[str, Any]) -> Any:
+    """Join the job's process group (torchrun's environment says where); returns a gloo group for
+    objects, which travel over gloo on every backend and across nodes."""
+    dist.init_process_group(cfg["backend"], timeout=timedelta(seconds=cfg.get("collective_timeout_s", 300)))
+    return dist.new_group(backend="gloo")
+
+
+def run_job(cfg: dict[str, Any], group: Any) -> list[dict[str, Any]] | None:
+    """This rank's part of the job; every rank's record on rank 0 (None on the others)."""
+    try:
+        mine = JOBS[cfg["job"]](cfg, group)
+    except BaseException as e:  # the launcher reads this line as the rank count's reason
+        text = str(e).strip().splitlines()
+        print(f"{RANK_ERROR_MARK} rank {dist.get_rank()}: {type(e).__name__}: {text[0] if text else ''}",
+              file=sys.stderr, flush=True)  # fmt: skip
+        raise
+    rank0 = dist.get_rank() == 0
+    gathered: list[Any] = [None] * dist.get_world_size()
+    dist.gather_object(mine, gathered if rank0 else None, dst=0, group=group)
+    return gathered if rank0 else None
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[0], encoding="utf-8") as f:
+        cfg = json.load(f)
+    group = init_group(cfg)
+    gathered = run_job(cfg, group)
+    if gathered is not None:
+        tmp = cfg["out"] + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(gathered, f)
+        os.replace(tmp, cfg["out"])
+    dist.barrier(group=group)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,138 @@
+"""``ioprof scale``: N ranks under torchrun, each with its own DataLoader, DistributedSampler,
+workers and (simulated or real) DDP step, all reading one storage — cold and warm.
+
+Config, session and dataset in, result out. For each rank count the storage is first read alone
+by as many readers as the ranks' loaders will run together (what it can give them), then the
+ranks run (``ioprof.rankworker``) and rank 0 gathers every rank's record. A rank count whose
+ranks do not finish is kept as failed, with the first failure's reason, and the run goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ioprof.ceilings import STORAGE_PROBE_MAX_FILES, first_line
+from ioprof.config import ScaleConfig
+from ioprof.datasets.dataset import Dataset
+from ioprof.launch import Launched, launch
+from ioprof.resultfile import from_jsonable, to_jsonable
+from ioprof.results import (
+    SCHEMA_VERSION,
+    CellResult,
+    RankCountResult,
+    RankResult,
+    ScaleResult,
+    StorageCeiling,
+)
+from ioprof.session import Progress, Session
+from ioprof.storage import StorageLost, probe_storage
+
+# The storage read alone before each rank count: at most this long (it stops earlier once its
+# bandwidth's interval is within ±5 %).
+SCALE_STORAGE_PROBE_S = 10.0
+# Under simulated compute each step ends with a one-element all-reduce: it keeps the ranks in
+# lockstep as DDP does (a straggler holds every rank back). The gradient exchange itself runs on the
+# GPUs' interconnect, not on the host's cores, so it is not emulated: 100 MB of ResNet-50 gradients
+# reduced over gloo would take the very CPU time the loaders need.
+SIM_ALLREDUCE_FLOATS = 1
+LOG_DIR = "logs"
+
+
+def rank_config(
+    config: ScaleConfig, session: Session, dataset: Dataset, ranks: int, regime: str, backend: str
+) -> dict[str, Any]:
+    run = session.run
+    cores = session.machine.cpu_cores_usable
+    return {
+        "job": "scale", "data": dataset.root, "backend": backend, "regime": regime, "crop_px": config.crop_px,
+        "seed": config.seed, "workers": config.workers, "batch_size": run.batch_size,
+        "compute": to_jsonable(config.compute), "allreduce_floats": SIM_ALLREDUCE_FLOATS,
+        "model": config.model, "warmup_steps": run.warmup_steps, "steps": config.steps,
+        "start_method": config.start_method,
+        # real compute on the CPU: the cores shared out, as torchrun's users are told to do
+        "threads_per_rank": max(1, cores // ranks) if config.compute.kind == "real" and backend == "gloo" else None,
+        "collective_timeout_s": config.rank_timeout_s,
+    }  # fmt: skip
+
+
+def _storage(
+    dataset: Dataset, readers: int, seed: int, progress: Progress
+) -> tuple[StorageCeiling | None, str]:
+    """The storage read alone, cold, by ``readers`` readers (or why it could not be)."""
+    if dataset.fs.kind == "ram":
+        return None, f"{dataset.fs.fs_type} holds the files in RAM: there is no storage below it"
+    try:
+        s = probe_storage(dataset.images.paths, readers, dataset.fs, max_files=STORAGE_PROBE_MAX_FILES,
+                          max_seconds=SCALE_STORAGE_PROBE_S, seed=seed, root=dataset.root)  # fmt: skip
+    except StorageLost:
+        raise
+    except OSError as e:
+        return None, first_line(e)
+    progress.measured(s, dataset=dataset.label)
+    return s, ""
+
+
+def run_scale(
+    config: ScaleConfig,
+    session: Session,
+    dataset: Dataset,
+    out: Path,
+    progress: Progress,
+    *,
+    backend: str,
+    gpus: int,
+    keep: Callable[[ScaleResult], None] = lambda r: None,
+    start: Callable[[int, dict[str, Any], str], Launched] | None = None,
+) -> ScaleResult:
+    """Every rank count in every regime; ``keep`` is handed the result after each (to save it).
+
+    ``start(ranks, rank_config, name)`` runs one count's ranks; by default torchrun on this host.
+    """
+    counts: list[RankCountResult] = []
+    if start is None:
+        logs = out / LOG_DIR
+        logs.mkdir(parents=True, exist_ok=True)
+
+        def start(n: int, cfg: dict[str, Any], name: str) -> Launched:
+            return launch(n, cfg, logs, name, config.rank_timeout_s)
+
+    def result() -> ScaleResult:
+        return ScaleResult(
+            schema_version=SCHEMA_VERSION, kind="scale", run=session.run_info(), machine=session.machine,
+            config=to_jsonable(config), dataset=dataset.info, compute=config.compute.label,
+            sim_img_per_s=config.compute.sim_img_per_s, backend=backend, workers_per_rank=config.workers,
+            gpus=gpus, counts=tuple(counts),
+        )  # fmt: skip
+
+    for n in config.ranks:
+        storage, storage_error = None, ""
+        if "cold" in config.cache:
+            progress(f"{n} rank(s): the storage alone with {n * max(1, config.workers)} reader(s)…")
+            storage, storage_error = _storage(dataset, n * max(1, config.workers), config.seed, progress)
+        for regime in config.cache:
+            progress(f"{n} rank(s), {regime}: running…")
+            launched = start(
+                n, rank_config(config, session, dataset, n, regime, backend), f"ranks-{n}-{regime}"
+            )
+            per_rank = tuple(
+                RankResult(
+                    g["rank"],
+                    g["host"],
+                    from_jsonable(CellResult, g["cell"]),
+                    g["cpu_s"],
+                    g["wall_s"],
+                    g.get("host_cores", 0),
+                )
+                for g in launched.gathered
+            )
+            count = RankCountResult(
+                ranks=n, regime=regime, status="ok" if launched.ok else "failed", reason=launched.reason,
+                launch_s=launched.seconds, per_rank=per_rank, storage=storage if regime == "cold" else None,
+                storage_error=storage_error if regime == "cold" else "",
+            )  # fmt: skip
+            counts.append(count)
+            progress.measured(count)
+            keep(result())
+    return result()
