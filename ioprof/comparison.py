@@ -2,7 +2,7 @@
 
 Cells are matched on dataset, loader and workers; what is left is matched on dataset and loader
 kind in worker order (so ``--workers 1`` against ``--workers 2`` pairs the two cells). A change is
-real only when the two cells' 95 % intervals do not overlap and the rates differ by at least
+real only when the two cells' 95 % intervals do not overlap and the rates differ by more than
 ``COMPARE_MIN_EFFECT``.
 """
 
@@ -32,7 +32,7 @@ def compare_cells(a: CellResult, b: CellResult, min_effect: float = COMPARE_MIN_
     if ia and ib and ia[0] > 0 and ia[1] > 0:
         low, high = ib[0] / ia[1], ib[1] / ia[0]
         apart = ib[0] > ia[1] or ib[1] < ia[0]
-        if apart and abs(ratio - 1) >= min_effect:
+        if apart and abs(ratio - 1) > min_effect:
             change = "faster" if ratio > 1 else "slower"
     return CellComparison(
         dataset=a.dataset, setting_a=a.setting.label, setting_b=b.setting.label, img_per_s_a=a.img_per_s,

@@ -1,7 +1,8 @@
 """``ioprof whatif``'s alternatives ranked against the user's current pipeline: pure, no words.
 
-An alternative beats the current pipeline only when their 95 % intervals do not overlap; the
-one-off cost of an offline copy (pre-resized files, shards) is scaled from the sample to the
+An alternative beats the current pipeline only as ``ioprof compare`` counts a change: their 95 %
+intervals do not overlap and the rates differ by more than ``COMPARE_MIN_EFFECT`` (a window cannot
+see how a shared machine drifts between one alternative's run and the next). The one-off cost of an offline copy (pre-resized files, shards) is scaled from the sample to the
 whole dataset. When the current pipeline is not input-bound, nothing upstream can make training
 faster, and the ranking says so.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ioprof.analysis import classify_interval
+from ioprof.comparison import compare_cells
 from ioprof.findings import RankedAlternative, Ranking
 from ioprof.results import AlternativeResult, WhatifResult
 
@@ -18,7 +20,7 @@ from ioprof.results import AlternativeResult, WhatifResult
 def _ranked(alt: AlternativeResult, base: AlternativeResult, result: WhatifResult) -> RankedAlternative:
     assert alt.cell is not None and base.cell is not None
     mine, theirs = alt.cell.throughput(), base.cell.throughput()
-    beyond = mine.known and theirs.known and (mine.low > theirs.high or mine.high < theirs.low)
+    beyond = compare_cells(base.cell, alt.cell).change != "within-noise"
     scale = result.dataset.total_bytes / alt.sample_bytes if alt.sample_bytes else None
     return RankedAlternative(
         name=alt.name,

@@ -144,5 +144,7 @@ def test_repeats_of_the_reference_raise_the_noise_floor_to_their_spread() -> Non
     assert c.repeats == 1 and c.min_effect == pytest.approx(0.1 / 0.085 - 1, rel=0.01)
     # 25 % faster than the reference, but the repeat alone moved 18 %: still beyond that floor
     assert c.runs[1].cells[0].change == "faster"
+    # the repeat's own move is the floor, not a change beyond it
+    assert c.runs[0].cells[0].change == "within-noise"
     # without the repeat, the same run is judged against the default floor
     assert compare([("a", ref), ("two", changed)]).min_effect == 0.10

@@ -85,7 +85,7 @@ def test_a_loader_setting_has_one_key_and_one_label() -> None:
     four = LoaderSetting.multiprocess(4)
     assert (four.key, four.label, four.concurrency) == ("4w", "4 workers", 4)
     assert LoaderSetting.multiprocess(1).label == "1 worker"
-    for bad in (("serial", 2), ("multiprocess", 0), ("threads", 4)):
+    for bad in (("serial", 2), ("multiprocess", 0), ("threads", 0), ("fibers", 4)):
         with pytest.raises(ValueError):
             LoaderSetting(*bad)
     assert SweepConfig(loaders=("multiprocess", "serial"), workers=(2, 1)).settings() == (

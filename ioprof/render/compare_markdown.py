@@ -85,7 +85,7 @@ def render_compare_markdown(c: Comparison) -> str:
         "## How this was compared",
         "",
         "Cells are matched on dataset, loader and workers; the rest on dataset and loader kind in worker order. "
-        "A cell changed only when the two runs' 95 % intervals do not overlap and its rate moved by at least "
+        "A cell changed only when the two runs' 95 % intervals do not overlap and its rate moved by more than "
         f"{c.min_effect:.0%}: a run's interval describes its own window, and a shared machine drifts more than that "
         "between runs"
         + (

@@ -7,6 +7,7 @@ from ioprof.render import words
 from ioprof.render.fmt import duration, mb, pct, rate, share_ci, size
 from ioprof.render.mdtable import table
 from ioprof.results import AlternativeResult, WhatifResult
+from ioprof.thresholds import COMPARE_MIN_EFFECT
 
 
 def _rows(result: WhatifResult) -> list[list[str]]:
@@ -52,7 +53,8 @@ def render_whatif_markdown(result: WhatifResult) -> str:
     out += [
         f'"Accelerator busy" = img/s ÷ the compute ceiling ({rate(result.compute.img_per_s)} img/s, '
         f"{result.compute.label}). An alternative is better only when its interval lies above your current "
-        "setting's. The one-off cost of a copy (pre-resized files, shards) is what making it took for the sample, "
+        f"setting's and it is more than {pct(COMPARE_MIN_EFFECT, 0)} faster (a window cannot see how a shared machine "
+        "drifts between one alternative's run and the next). The one-off cost of a copy (pre-resized files, shards) is what making it took for the sample, "
         "scaled to the whole dataset.",
         "",
     ]
