@@ -41,3 +41,21 @@ def blob_files(tmp_path: Path) -> list[str]:
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Generated default datasets go to a test folder, never the user's cache."""
     monkeypatch.setenv("IOPROF_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "ioprof-cache"))
+
+
+@pytest.fixture()
+def in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
+    """``ioprof ARGS`` run by ``cli.main`` in ``tmp_path``: (exit code, stdout, stderr)."""
+    from ioprof.cli import main
+
+    monkeypatch.chdir(tmp_path)
+
+    def call(*args: str) -> tuple[int, str, str]:
+        try:
+            rc = main(list(args))
+        except SystemExit as e:  # argparse's usage errors
+            rc = int(e.code or 0)
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    return call

@@ -64,18 +64,6 @@ def test_one_worker_on_large_images_with_fast_compute_is_decode(large_set: Path,
     assert adv["workers_needed"] is None and adv["workers_estimated"] > 1
 
 
-@pytest.mark.slow
-def test_slow_compute_is_compute(small_set: Path, tmp_path: Path) -> None:
-    data = sweep(
-        "--data", str(small_set), "--workers", "2", "--compute", "sim:40", *SMALL_STEPS,
-        "--out", str(tmp_path / "o"),
-    )  # fmt: skip
-    mp = [c for c in data["cells"] if c["loader"] == "multiprocess"]
-    assert {(c["verdict"]["bottleneck"], c["verdict"]["input_bound"]) for c in mp} == {("compute", "not")}
-    assert data["compute"]["simulated"] is True
-    assert data["compute"]["img_per_s"] == pytest.approx(40.0, rel=0.05)
-
-
 needs_slow_disk = pytest.mark.skipif(bool(slowdisk.unavailable()), reason=slowdisk.unavailable() or "ok")
 
 

@@ -108,10 +108,9 @@ def test_bad_input_is_one_line(argv: list[str], code: int, needle: str) -> None:
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
-def test_asking_for_gpus_that_are_not_there_names_the_fix(tmp_path: Path) -> None:
-    p = subprocess.run([sys.executable, "-m", "ioprof", "devices", "--gpus", "2", "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True, env=ENV)  # fmt: skip
-    assert p.returncode == 1
-    assert p.stderr.strip().splitlines() == [
+def test_asking_for_gpus_that_are_not_there_names_the_fix(tmp_path: Path, in_process) -> None:  # type: ignore[no-untyped-def]
+    rc, _, err = in_process("devices", "--gpus", "2", "--out", str(tmp_path / "o"))
+    assert rc == 1
+    assert err.strip().splitlines() == [
         "ioprof: error: --gpus 2: this machine has no GPU; leave --gpus out to measure what is here"
     ]

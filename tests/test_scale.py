@@ -191,7 +191,7 @@ def test_a_killed_rank_fails_its_count_with_the_reason_and_the_run_goes_on(
     out = tmp_path / "o"
     proc = subprocess.Popen(
         [sys.executable, "-m", "ioprof", "scale", "--data", str(tiny), "--compute", "sim:40", "--ranks", "2,1",
-         "--steps", "200", "--crop-px", "64", "--cache", "warm", "--out", str(out)],
+         "--steps", "40", "--crop-px", "64", "--cache", "warm", "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
     )  # fmt: skip
     killed = _kill_rank_when_running(1, 120)
@@ -202,7 +202,7 @@ def test_a_killed_rank_fails_its_count_with_the_reason_and_the_run_goes_on(
     assert isinstance(r, ScaleResult)
     two, one = r.counts
     assert (two.ranks, two.status, two.reason) == (2, "failed", "rank 1: killed by SIGKILL")
-    assert (one.ranks, one.status) == (1, "ok") and one.per_rank[0].cell.steps == 200
+    assert (one.ranks, one.status) == (1, "ok") and one.per_rank[0].cell.steps == 40
     assert "2 ranks failed (rank 1: killed by SIGKILL)" in (out / "report.md").read_text()
     assert (out / "logs" / "ranks-2-warm.log").exists()
 
