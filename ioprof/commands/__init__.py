@@ -4,6 +4,8 @@ config in one place, and runs with named parameters — never an argparse Namesp
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -33,3 +35,15 @@ def prepare_out_dir(out: str | None, command: str) -> Path:
     except OSError as e:
         raise IoprofError(f"{flag}: cannot write there ({e.strerror}); choose a writable folder") from None
     return path
+
+
+@contextmanager
+def writing_into(out: Path) -> Iterator[None]:
+    """Writing a command's results into ``out``: a full disk or a vanished folder becomes one line
+    that names the fix (what was already written is left in place)."""
+    try:
+        yield
+    except OSError as e:
+        raise IoprofError(
+            f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
+        ) from None

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ioprof import resultfile
-from ioprof.commands import args, prepare_out_dir
+from ioprof.commands import args, prepare_out_dir, writing_into
 from ioprof.errors import IoprofError
 from ioprof.results import SweepResult
 
@@ -55,16 +55,12 @@ def compare(paths: list[str], out_dir: str | None) -> int:
 
     result = compare_runs(_load(paths))
     out = prepare_out_dir(out_dir, NAME)
-    try:
+    with writing_into(out):
         plot_comparison(result, out / COMPARE_PNG)
         resultfile.atomic_write_text(out / "report.md", render_compare_markdown(result))
         resultfile.atomic_write_text(
             out / "comparison.json", json.dumps(resultfile.to_jsonable(result), indent=2)
         )
-    except OSError as e:
-        raise IoprofError(
-            f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
-        ) from None
     for run in result.runs:
         print(headline(run))
     print(f"report: {out / 'report.md'}")

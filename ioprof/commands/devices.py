@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ioprof import resultfile
-from ioprof.commands import args, prepare_out_dir
+from ioprof.commands import args, prepare_out_dir, writing_into
 from ioprof.config import (
     DevicesConfig,
     non_negative_int,
@@ -75,13 +75,9 @@ def devices(config: DevicesConfig, command_line: str, progress: Progress) -> int
         f"{len(config.models)} model(s) × {len(config.batch_sizes)} batch size(s); {reason}; writing to {out}/"
     )
     result = run_devices(config, session, out, progress)
-    try:
+    with writing_into(out):
         resultfile.save(result, out / "results.json")
         report = write_devices_report(result, out)
-    except OSError as e:
-        raise IoprofError(
-            f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
-        ) from None
     print(headline(result).replace("**", ""))
     print(f"report: {report}")
     return 0

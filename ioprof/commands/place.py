@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ioprof import resultfile
-from ioprof.commands import args, prepare_out_dir
+from ioprof.commands import args, prepare_out_dir, writing_into
 from ioprof.config import (
     PlaceConfig,
     parse_compute,
@@ -90,13 +90,9 @@ def place(config: PlaceConfig, command_line: str, progress: Progress) -> int:
     run = run_length_for(device.type, config.compute, batch_size=config.batch_size)
     session = open_session(command_line, device, device_reason, run, config.start_method)
     result = run_place(config, session, dataset, progress)
-    try:
+    with writing_into(out):
         resultfile.save(result, out / "results.json")
         report = write_place_report(result, out)
-    except OSError as e:
-        raise IoprofError(
-            f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
-        ) from None
     print(words.recommendation(result.recommendation))
     print(f"report: {report}")
     return 0

@@ -6,9 +6,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ioprof import resultfile
-from ioprof.commands import args, prepare_out_dir
+from ioprof.commands import args, prepare_out_dir, writing_into
 from ioprof.config import MODELS, ProfileConfig, non_negative_int, positive_int, run_length_for
-from ioprof.errors import IoprofError
 
 if TYPE_CHECKING:
     from ioprof.session import Progress
@@ -76,13 +75,9 @@ def profile(config: ProfileConfig, command_line: str, progress: Progress) -> int
     session = open_session(command_line, device, reason, run, config.start_method)
     progress(f"compute device: {device} ({reason}); writing results to {out}/")
     result = conclude(run_profile(config, session, dataset, out, progress))
-    try:
+    with writing_into(out):
         resultfile.save(result, out / "results.json")
         report = write_profile_report(result, out)
-    except OSError as e:
-        raise IoprofError(
-            f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
-        ) from None
     from ioprof.render.profile_markdown import headline
 
     print(headline(result).replace("**", ""))

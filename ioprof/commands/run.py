@@ -23,7 +23,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ioprof.commands import args, prepare_out_dir
+from ioprof.commands import args, prepare_out_dir, writing_into
 from ioprof.config import RunConfig, non_negative_int, positive_float, positive_int
 from ioprof.errors import IoprofError
 
@@ -224,13 +224,9 @@ def _write(
             started=started,
         )
     )
-    try:
+    with writing_into(out):
         resultfile.save(result, out / "results.json")
         write_report(result, out)
-    except OSError as e:
-        raise IoprofError(
-            f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
-        ) from None
     return result
 
 

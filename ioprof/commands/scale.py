@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ioprof import resultfile
-from ioprof.commands import args, prepare_out_dir
+from ioprof.commands import args, prepare_out_dir, writing_into
 from ioprof.config import (
     ScaleConfig,
     non_negative_int,
@@ -132,23 +132,15 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
     )
 
     def keep(result: ScaleResult) -> None:
-        try:
+        with writing_into(out):
             resultfile.save(result, out / "results.json")
-        except OSError as e:
-            raise IoprofError(
-                f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
-            ) from None
 
     start = _in_this_job() if world is not None else None
     result = conclude(run_scale(config, session, dataset, out, progress, backend=backend, gpus=gpus, keep=keep,
                                 start=start))  # fmt: skip
     keep(result)
-    try:
+    with writing_into(out):
         report = write_scale_report(result, out)
-    except OSError as e:
-        raise IoprofError(
-            f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
-        ) from None
     for line in headline(result):
         print(line.replace("**", ""))
     print(f"report: {report}")

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ioprof import resultfile
-from ioprof.commands import args, prepare_out_dir
+from ioprof.commands import args, prepare_out_dir, writing_into
 from ioprof.config import (
     CACHE_REGIMES,
     WhatifConfig,
@@ -107,13 +107,9 @@ def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
     session = open_session(command_line, device, reason, run, config.start_method)
     progress(f"compute device: {device} ({reason}); writing results to {out}/")
     result = rank(run_whatif(config, session, dataset, progress))
-    try:
+    with writing_into(out):
         resultfile.save(result, out / "results.json")
         report = write_whatif_report(result, out)
-    except OSError as e:
-        raise IoprofError(
-            f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
-        ) from None
     print(words.whatif_answer(result.ranking, result.setting).replace("**", ""))
     print(f"report: {report}")
     return 0
