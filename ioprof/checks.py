@@ -113,11 +113,16 @@ def samples(result: SweepResult) -> list[Finding]:
 
 
 def off_prediction(result: SweepResult) -> list[Finding]:
-    """Cells measured outside their predicted range beyond their own interval: listed, or summarized."""
+    """Cells measured outside their predicted range beyond their own interval: listed, or summarized.
+    A cell whose input stages were not measured is left out: its prediction is the compute ceiling
+    alone, and the stage-undetermined warning already says why it waits."""
     off = [
         c
         for c in _ok(result)
-        if c.verdict and c.verdict.residual_unexplained and c.verdict.residual is not None
+        if c.verdict
+        and c.verdict.residual_unexplained
+        and c.verdict.residual is not None
+        and c.verdict.bottleneck != "undetermined"
     ]
     if not off:
         return []

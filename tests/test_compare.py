@@ -15,7 +15,17 @@ from ioprof.comparison import compare, compare_cells, match
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
-SIM = ["--loaders", "multiprocess", "--compute", "sim:5000", "--seconds", "4", "--batch-size", "8"]
+SIM = [
+    "--no-probe",
+    "--loaders",
+    "multiprocess",
+    "--compute",
+    "sim:5000",
+    "--seconds",
+    "3",
+    "--batch-size",
+    "8",
+]
 
 
 def ioprof(*args: str) -> subprocess.CompletedProcess[str]:

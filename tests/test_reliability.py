@@ -19,7 +19,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "datasets_fixtures" / "awkward"
 # slow emulated storage makes each cell last a few seconds, long enough to interfere with
-SLOW = ["--loaders", "multiprocess", "--compute", "sim:5000", "--storage-profile", "custom:0.15",
+# end-to-end cells only (--no-probe): these tests are about what survives a failure, not ceilings
+SLOW = ["--no-probe", "--loaders", "multiprocess", "--compute", "sim:5000", "--storage-profile", "custom:0.15",
         "--batch-size", "4", "--steps", "12", "--warmup-steps", "1", "--model", "tiny", "--crop-px", "32"]  # fmt: skip
 
 
@@ -87,6 +88,7 @@ def test_ctrl_c_keeps_finished_cells_and_resume_completes(small_set: Path, tmp_p
     data = json.loads((out / "results.json").read_text())
     assert data["run"]["interrupted"] is False
     assert [c["workers"] for c in data["cells"]] == [1, 2]
+    assert data["ceilings"] == [] and data["config"]["stages"] == ["compute", "transfer", "end-to-end"]
     assert data["cells"][0]["img_per_s"] == finished[0]["img_per_s"]  # kept, not measured again
 
 

@@ -76,7 +76,7 @@ def test_an_alternative_wins_only_beyond_the_noise_of_both() -> None:
 def test_on_storage_with_per_file_latency_shards_win(small_set: Path, tmp_path: Path) -> None:
     # 20 ms a file before its transfer, as network and object storage add: loose files pay it each
     _, data = whatif("--data", str(small_set), "--workers", "2", "--compute", "sim:5000", "--storage-profile",
-                     "custom:500:20", "--seconds", "2", "--scratch", str(tmp_path), "--out", str(tmp_path / "o"))  # fmt: skip
+                     "custom:500:20", "--seconds", "1", "--scratch", str(tmp_path), "--out", str(tmp_path / "o"))  # fmt: skip
     assert data["ranking"]["best"] == "shards"
     shards = next(r for r in data["ranking"]["ranked"] if r["name"] == "shards")
     assert shards["gain"] > 2 and shards["beyond_noise"]
@@ -87,7 +87,7 @@ def test_on_storage_with_per_file_latency_shards_win(small_set: Path, tmp_path: 
 def test_large_images_on_one_decode_bound_worker_prefer_a_pre_resized_copy(
     large_set: Path, tmp_path: Path
 ) -> None:
-    _, data = whatif("--data", str(large_set), "--workers", "1", "--compute", "sim:5000", "--seconds", "2",
+    _, data = whatif("--data", str(large_set), "--workers", "1", "--compute", "sim:5000", "--seconds", "1",
                      "--scratch", str(tmp_path), "--out", str(tmp_path / "o"))  # fmt: skip
     assert data["ranking"]["best"] in ("resized-256", "resized-320")
     gains = {n: g for n, g, _ in ranked(data)}

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ioprof import resultfile
 from ioprof.analysis import analyze
 from ioprof.commands import args, prepare_out_dir
-from ioprof.config import RESUMABLE_DIFFERENCES, SweepConfig
+from ioprof.config import RESUMABLE_DIFFERENCES, STAGES, SweepConfig
 from ioprof.errors import IoprofError
 from ioprof.results import SweepResult
 
@@ -32,6 +32,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     args.add_run(p)
     args.add_out(p)
     p.add_argument(
+        "--no-probe",
+        dest="probe",
+        action="store_false",
+        default=argparse.SUPPRESS,
+        help="skip the storage and decode ceilings: end-to-end cells only (quicker; the verdict can then "
+        "say input-bound but not which input stage)",
+    )
+    p.add_argument(
         "--resume",
         metavar="DIR",
         help="continue the interrupted sweep in DIR (same options), keeping its finished cells",
@@ -39,7 +47,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
-    return measure(args.config_from(SweepConfig, ns), command_line, progress, name=NAME, resume_dir=ns.resume)
+    stages = (
+        STAGES if getattr(ns, "probe", True) else tuple(s for s in STAGES if s not in ("storage", "decode"))
+    )
+    config = args.config_from(SweepConfig, ns, stages=stages)
+    return measure(config, command_line, progress, name=NAME, resume_dir=ns.resume)
 
 
 def config_differences(previous: dict[str, Any], config: SweepConfig) -> list[str]:
