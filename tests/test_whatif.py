@@ -100,7 +100,7 @@ def test_large_images_on_one_decode_bound_worker_prefer_a_pre_resized_copy(
 
 @pytest.mark.slow
 def test_a_compute_bound_run_is_told_nothing_helps(small_set: Path, tmp_path: Path) -> None:
-    p, data = whatif("--data", str(small_set), "--workers", "2", "--compute", "sim:40", "--seconds", "1",
+    p, data = whatif("--data", str(small_set), "--workers", "2", "--compute", "sim:80", "--seconds", "1",
                      "--scratch", str(tmp_path), "--out", str(tmp_path / "o"))  # fmt: skip
     assert data["ranking"]["best"] == "" and data["ranking"]["compute_bound"] is True
     assert p.stdout.startswith("Nothing beats your current setting") and "compute-bound" in p.stdout
