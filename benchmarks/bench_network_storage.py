@@ -28,17 +28,10 @@ sys.path.insert(0, str(REPO / "tests"))
 import figures  # noqa: E402
 import netfs  # noqa: E402
 
-from ioprof.datasets.synth import DatasetSpec, generate  # noqa: E402
+from ioprof.datasets.synth import DatasetSpec  # noqa: E402
 
 RATE_MBIT = 80
 EXAMPLE = REPO / "reports" / "examples" / "sshfs-80mbit-sim-h100"
-
-
-def plain_reader_mb_per_s(root: Path) -> float:
-    files = sorted(root.rglob("*.jpg"))
-    t0 = time.perf_counter()
-    total = sum(len(f.read_bytes()) for f in files)
-    return total / 1e6 / (time.perf_counter() - t0)
 
 
 def main() -> int:
@@ -47,11 +40,8 @@ def main() -> int:
         print(f"bench_network_storage: {why}", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="ioprof-net-") as tmp, netfs.net_mount(Path(tmp), RATE_MBIT) as m:
-        generate(DatasetSpec(500, 375, 400), Path(tmp) / "src")
-        shutil.copytree(Path(tmp) / "src", m.export / "imagenet-like")
-        os.sync()
-        data = m.mountpoint / "imagenet-like"
-        plain = plain_reader_mb_per_s(data)
+        data = m.serve(DatasetSpec(500, 375, 400), "imagenet-like")
+        plain = netfs.plain_read(data).bytes_per_s / 1e6
         shutil.rmtree(EXAMPLE, ignore_errors=True)
         cmd = [sys.executable, "-m", "ioprof", "sweep", "--data", str(data), "--workers", "1,2,4",
                "--compute", "sim:h100", "--out", str(EXAMPLE)]  # fmt: skip

@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO / "tests"))
 import figures  # noqa: E402
 import netfs  # noqa: E402
 
-from ioprof.datasets.synth import DatasetSpec, generate  # noqa: E402
+from ioprof.datasets.synth import DatasetSpec  # noqa: E402
 
 RATE_MBIT = 16
 SHARE_PER_RANK = 0.4
@@ -41,16 +41,14 @@ def main() -> int:
     if why:
         print(f"bench_scale: {why}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="ioprof-scale-") as tmp, netfs.net_mount(Path(tmp), RATE_MBIT) as m:
-        generate(DatasetSpec(500, 375, 400), Path(tmp) / "src")
-        shutil.copytree(Path(tmp) / "src", m.export / "imagenet-like")
-        os.sync()
-        data = m.mountpoint / "imagenet-like"
-        files = sorted(data.rglob("*.jpg"))[:60]
-        t0 = time.perf_counter()
-        total = sum(len(f.read_bytes()) for f in files)
-        link = total / (time.perf_counter() - t0)
-        rate = SHARE_PER_RANK * link / (total / len(files))
+    with (
+        tempfile.TemporaryDirectory(prefix="ioprof-scale-") as tmp,
+        netfs.net_mount(Path(tmp), RATE_MBIT) as m,
+    ):
+        data = m.serve(DatasetSpec(500, 375, 400), "imagenet-like")
+        plain = netfs.plain_read(data, files=60)
+        link = plain.bytes_per_s
+        rate = SHARE_PER_RANK * link / plain.mean_file_bytes
         shutil.rmtree(EXAMPLE, ignore_errors=True)
         cmd = [sys.executable, "-m", "ioprof", "scale", "--data", str(data), "--compute", f"sim:{rate:.1f}",
                "--ranks", "1,2,3", "--workers", "2", "--batch-size", "4", "--steps", "30", "--cache", "cold",

@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ioprof.datasets.synth import DatasetSpec, generate
+
 TOOLS = ("ip", "tc", "sshfs", "sshd", "ssh", "ssh-keygen", "fusermount3")
 PORT = 2222
 # tbf needs a burst larger than one packet; lo's MTU is 64 kB
@@ -56,6 +58,14 @@ class NetMount:
     rate_mbit: float
     sshfs: subprocess.Popen[bytes]
 
+    def serve(self, spec: DatasetSpec, name: str) -> Path:
+        """A generated dataset copied into the export (local disk) and synced: its path on the mount."""
+        src = self.export.parent / f"{name}-src"
+        generate(spec, src)
+        shutil.copytree(src, self.export / name)
+        os.sync()
+        return self.mountpoint / name
+
     def kill(self) -> None:
         """Kill the sshfs daemon: the mount stays, and every access fails (ENOTCONN)."""
         self.sshfs.send_signal(signal.SIGKILL)
@@ -65,6 +75,31 @@ class NetMount:
         _run("ip", "netns", "exec", self.netns, "tc", "qdisc", "change", "dev", "lo", "root", "tbf",
              "rate", f"{rate_mbit}mbit", "burst", BURST, "latency", "400ms")  # fmt: skip
         self.rate_mbit = rate_mbit
+
+
+@dataclass(frozen=True)
+class PlainRead:
+    """What a plain reader got over the link: files read once each, in order, one at a time."""
+
+    files: int
+    bytes: int
+    seconds: float
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bytes / self.seconds
+
+    @property
+    def mean_file_bytes(self) -> float:
+        return self.bytes / self.files
+
+
+def plain_read(root: Path, files: int | None = None) -> PlainRead:
+    """Read the first ``files`` JPEGs under ``root`` (all by default) in name order, once each."""
+    paths = sorted(root.rglob("*.jpg"))[:files]
+    t0 = time.perf_counter()
+    total = sum(len(f.read_bytes()) for f in paths)
+    return PlainRead(len(paths), total, time.perf_counter() - t0)
 
 
 @contextmanager

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -37,23 +36,13 @@ pytestmark = [
 def mount(tmp_path_factory: pytest.TempPathFactory) -> Iterator[netfs.NetMount]:
     work = tmp_path_factory.mktemp("netfs")
     with netfs.net_mount(work, RATE_MBIT) as m:
-        generate(DatasetSpec(500, 375, 120), work / "src")
-        shutil.copytree(work / "src", m.export / "data")
-        os.sync()
+        m.serve(DatasetSpec(500, 375, 120), "data")
         yield m
-
-
-def plain_reader_mb_per_s(root: Path) -> float:
-    """What a plain reader gets over the link: every file once, in order, one at a time."""
-    files = sorted(root.rglob("*.jpg"))
-    t0 = time.perf_counter()
-    total = sum(len(f.read_bytes()) for f in files)
-    return total / 1e6 / (time.perf_counter() - t0)
 
 
 def test_data_on_a_slow_network_filesystem_is_storage_bound(mount: netfs.NetMount, tmp_path: Path) -> None:
     data = mount.mountpoint / "data"
-    plain = plain_reader_mb_per_s(data)
+    plain = netfs.plain_read(data).bytes_per_s / 1e6
     assert 0.5 * RATE_MBIT / 8 < plain < 1.1 * RATE_MBIT / 8  # the link is what limits a plain reader
     out = tmp_path / "o"
     p = subprocess.run(

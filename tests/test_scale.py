@@ -236,19 +236,14 @@ RATE_MBIT = 16
 @pytest.mark.root
 @pytest.mark.skipif(bool(netfs.unavailable()), reason=netfs.unavailable() or "ok")
 def test_on_slow_network_storage_the_second_rank_is_stopped_by_the_storage(tmp_path: Path) -> None:
-    from ioprof.datasets.synth import DatasetSpec, generate
+    from ioprof.datasets.synth import DatasetSpec
 
     with netfs.net_mount(tmp_path / "net", RATE_MBIT) as m:
-        generate(DatasetSpec(500, 375, 160), tmp_path / "src")
-        shutil.copytree(tmp_path / "src", m.export / "data")
-        os.sync()
-        data = m.mountpoint / "data"
-        files = sorted(data.rglob("*.jpg"))
-        t0 = time.perf_counter()
-        total = sum(len(f.read_bytes()) for f in files[:40])
-        link_b_per_s = total / (time.perf_counter() - t0)
+        data = m.serve(DatasetSpec(500, 375, 160), "data")
+        plain = netfs.plain_read(data, files=40)
+        link_b_per_s = plain.bytes_per_s
         # each rank consumes 70 % of what the link carries: one rank is fed, two are not
-        rate = 0.7 * link_b_per_s / (total / 40)
+        rate = 0.7 * link_b_per_s / plain.mean_file_bytes
         out = tmp_path / "o"
         p = _scale("--data", str(data), "--compute", f"sim:{rate:.1f}", "--ranks", "1,2", "--workers", "2",
                    "--batch-size", "4", "--steps", "20", "--cache", "cold", "--out", str(out), timeout=600)  # fmt: skip
