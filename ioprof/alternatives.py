@@ -46,6 +46,23 @@ def torchdata_missing() -> str:
     return ""
 
 
+def _files(
+    plan: CellPlan,
+    paths: Sequence[str],
+    labels: Sequence[int],
+    blobs: Sequence[bytes] | None,
+    cache: CacheInfo,
+) -> ImageFiles:
+    """The baseline's dataset (same files, transform, emulation and eviction) for another loader."""
+    return ImageFiles(paths, labels, train_transform(plan.crop_px), blobs=blobs, emulated=plan.emulated,
+                      evict_after_read=cache.evict_after_read)  # fmt: skip
+
+
+def _shuffled(ds: ImageFiles | TensorImageFiles, plan: CellPlan) -> RandomSampler:
+    """The baseline's shuffling: one long pass, so one iterator serves the whole measurement."""
+    return RandomSampler(ds, num_samples=10**7, generator=torch.Generator().manual_seed(plan.seed))
+
+
 def thread_loader(
     plan: CellPlan,
     paths: Sequence[str],
@@ -56,10 +73,8 @@ def thread_loader(
     """The same dataset and collate, fetched by a pool of threads in the training process."""
     from torchdata.nodes import Batcher, Loader, Mapper, ParallelMapper, SamplerWrapper
 
-    ds = ImageFiles(paths, labels, train_transform(plan.crop_px), blobs=blobs, emulated=plan.emulated,
-                    evict_after_read=cache.evict_after_read)  # fmt: skip
-    sampler = RandomSampler(ds, num_samples=10**7, generator=torch.Generator().manual_seed(plan.seed))
-    node: Any = ParallelMapper(SamplerWrapper(sampler), map_fn=ds.__getitem__, num_workers=plan.setting.workers,
+    ds = _files(plan, paths, labels, blobs, cache)
+    node: Any = ParallelMapper(SamplerWrapper(_shuffled(ds, plan)), map_fn=ds.__getitem__, num_workers=plan.setting.workers,
                                method="thread")  # fmt: skip
     node = Mapper(Batcher(node, batch_size=plan.run.batch_size, drop_last=True), collate)
     return Loader(node)
@@ -105,11 +120,8 @@ def decode_jpeg_loader(
     blobs: Sequence[bytes] | None,
     cache: CacheInfo,
 ) -> Iterable[Batch]:
-    files = ImageFiles(paths, labels, train_transform(plan.crop_px), blobs=blobs, emulated=plan.emulated,
-                       evict_after_read=cache.evict_after_read)  # fmt: skip
-    ds = TensorImageFiles(files, plan.crop_px)
-    sampler = RandomSampler(ds, num_samples=10**7, generator=torch.Generator().manual_seed(plan.seed))
-    return DataLoader(ds, batch_size=plan.run.batch_size, sampler=sampler, num_workers=plan.setting.workers,
+    ds = TensorImageFiles(_files(plan, paths, labels, blobs, cache), plan.crop_px)
+    return DataLoader(ds, batch_size=plan.run.batch_size, sampler=_shuffled(ds, plan), num_workers=plan.setting.workers,
                       collate_fn=collate, drop_last=True)  # fmt: skip
 
 
