@@ -303,3 +303,16 @@ def test_serial_on_cuda_is_predicted_with_overlap_in_the_analysis() -> None:
     r = analyze(cuda_result((cell("serial", 0, wait=0.02, step=0.0067),), 2650.0, "NVIDIA H100 80GB HBM3"))
     v = r.cells[0].verdict
     assert v is not None and v.predicted_img_per_s == pytest.approx(1 / (1 / 300 + 1 / 2000))
+
+
+def test_cells_without_input_ceilings_say_undetermined_and_raise_no_prediction_warning() -> None:
+    # sweep --no-probe: only the compute ceiling; the cell waits 80 % of its steps for data
+    result = analyze(replace(sweep_result((cell(wait=0.08, step=0.02),)), ceilings=()))
+    assert result.analysis is not None
+    kinds = [type(x) for x in result.analysis.findings]
+    assert f.StageUndetermined in kinds
+    assert f.OffPrediction not in kinds and f.ManyOffPrediction not in kinds
+    (c,) = result.cells
+    assert (
+        c.verdict is not None and c.verdict.residual_unexplained
+    )  # the prediction is far off, yet not warned
