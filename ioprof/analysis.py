@@ -70,9 +70,10 @@ def storage_rate(s: StorageCeiling, cell: CellResult) -> float:
     never assume cache hits without evidence."""
     if s.emulated:
         return s.img_per_s  # emulated storage charges every read
+    share = s.img_per_s / max(1, s.shared_by)  # read for several ranks together: each its share
     miss = cell.miss_ratio()
     miss = 1.0 if miss is None else miss
-    return s.img_per_s / miss if miss > 0.01 else math.inf
+    return share / miss if miss > 0.01 else math.inf
 
 
 def stage_rates(
@@ -91,7 +92,7 @@ def stage_rates(
         if d.setting == cell.setting:
             rates["decode"] = d.img_per_s
     for s in ceilings.storage if ceilings else ():
-        if s.concurrency == cell.setting.concurrency and s.files:
+        if s.concurrency == cell.setting.concurrency * max(1, s.shared_by) and s.files:
             rates["storage"] = storage_rate(s, cell)
     for t in transfer:
         if t.pinned == pinned:
@@ -398,9 +399,8 @@ def analyze(result: SweepResult) -> SweepResult:
         )
         for info in result.datasets
     )
-    # a script's evaluation loaders are reported apart; the run's verdict is its training's
-    training = {lo.key for lo in result.loaders if lo.role == "training"}
-    bottleneck, klass, dataset = overall([v for v in verdicts if v.dataset in training] or verdicts)
+    bottleneck, klass, dataset = overall(headline_verdicts(result, verdicts))
+    peers, median = rank_spread(result, verdicts, dataset)
     reference = compute_reference(result)
     analyzed = replace(result, cells=cells)
     return replace(
@@ -413,8 +413,39 @@ def analyze(result: SweepResult) -> SweepResult:
             advice=advice,
             findings=findings(analyzed, reference),
             compute_reference=reference,
+            overall_peers=peers,
+            overall_peers_median_share=median,
         ),
     )
+
+
+def headline_verdicts(result: SweepResult, verdicts: Sequence[DatasetVerdict]) -> list[DatasetVerdict]:
+    """The verdicts the headline may come from. A user's script: its training loaders only —
+    evaluation never sets it; with no optimizer step at all (inference, updates by hand) every
+    loader, as it is; with training seen but no training window measured, none."""
+    if result.kind != "run":
+        return list(verdicts)
+    roles = {lo.key: lo.role for lo in result.loaders}
+    training = [v for v in verdicts if roles.get(v.dataset) == "training"]
+    if training:
+        return training
+    if any(lo.role == "no-optimizer" for lo in result.loaders):
+        return [v for v in verdicts if roles.get(v.dataset) == "no-optimizer"]
+    return []
+
+
+def rank_spread(
+    result: SweepResult, verdicts: Sequence[DatasetVerdict], dataset: str
+) -> tuple[int, float | None]:
+    """Under torch.distributed: how many ranks' training loaders the headline's worst was chosen
+    from, and their median data-wait share."""
+    ranks = {lo.key: lo.rank for lo in result.loaders if lo.role == "training"}
+    if dataset not in ranks or len(set(ranks.values())) < 2:
+        return 0, None
+    shares = sorted(v.data_wait_share for v in verdicts if v.dataset in ranks)
+    mid = len(shares) // 2
+    median = shares[mid] if len(shares) % 2 else (shares[mid - 1] + shares[mid]) / 2
+    return len(shares), median
 
 
 def _consumer(result: SweepResult, ceilings: DatasetCeilings | None) -> ComputeCeiling | None:

@@ -17,13 +17,18 @@ from ioprof.findings import (
     DatasetsFitInRam,
     EmulatedFasterThanReal,
     FetchContradiction,
+    FetchedAboveStorage,
+    FetchedUnchecked,
     FetchedUnknown,
     Finding,
+    IteratedOffThread,
     ManyOffPrediction,
+    NoOptimizerSteps,
     NotAsAsked,
     OffPrediction,
     ProbeFailed,
     StageUndetermined,
+    TrainingNotMeasured,
     UndecodableSamples,
     WorkersExceedCores,
 )
@@ -91,11 +96,67 @@ def fetched_unknown(result: SweepResult) -> list[Finding]:
 
 
 def stages_undetermined(result: SweepResult) -> list[Finding]:
+    why = result.script.probe_notes if result.script is not None else ()
+    if result.script is not None and not result.config.get("probe", True):
+        why = ("--no-probe: the pipeline was not measured alone", *why)
     return [
-        StageUndetermined(c.dataset, c.setting.label, c.data_wait_share)
+        StageUndetermined(c.dataset, c.setting.label, c.data_wait_share, why)
         for c in _ok(result)
         if c.verdict is not None and c.verdict.bottleneck == "undetermined"
     ]
+
+
+def storage_high_mb_per_s(result: SweepResult, dataset: str) -> float | None:
+    """The upper end of the interval of the fastest real storage ceiling measured under a dataset."""
+    highs = [
+        s.bandwidth().high if s.bandwidth().known else s.read_mb_per_s
+        for dc in result.ceilings
+        if dc.dataset == dataset
+        for s in dc.storage
+        if s.files and not s.emulated
+    ]
+    return max(highs) if highs else None
+
+
+def fetched_impossible(result: SweepResult) -> list[Finding]:
+    """Bytes fetched faster than the storage delivers read alone: the counter saw more than this
+    loader's reads in its window (another reader, a machine-wide counter). Said, never printed
+    as a measurement, never clipped to the ceiling."""
+    out: list[Finding] = []
+    unchecked = []
+    for c in _ok(result):
+        mb = c.fetched_mb_per_s()
+        if mb is None or c.fetched.method in ("emulated", "ram"):
+            continue
+        high = storage_high_mb_per_s(result, c.dataset)
+        if high is None:
+            unchecked.append(f"{c.dataset} {c.setting.label}")
+        elif mb > high:
+            out.append(
+                FetchedAboveStorage(
+                    c.dataset, c.setting.label, mb, high, c.fetched.method, c.fetched.source, c.byte_window_s
+                )
+            )
+    if unchecked and result.kind == "run":
+        out.append(FetchedUnchecked(tuple(unchecked)))
+    return out
+
+
+def script_roles(result: SweepResult) -> list[Finding]:
+    """A user's script: no training window measured, no optimizer at all, a loader off the loop's thread."""
+    if result.kind != "run" or result.script is None:
+        return []
+    out: list[Finding] = []
+    measured = {c.dataset for c in _ok(result)}
+    roles = {lo.role for lo in result.loaders}
+    training_measured = any(lo.role == "training" and lo.key in measured for lo in result.loaders)
+    if result.loaders and not training_measured and result.script.optimizer_steps > 0:
+        rows = tuple((lo.key, lo.role, lo.batches, lo.measured_batches_needed) for lo in result.loaders)
+        out.append(TrainingNotMeasured(rows, result.script.warmup_steps))
+    if result.loaders and "no-optimizer" in roles:
+        out.append(NoOptimizerSteps(tuple(lo.key for lo in result.loaders)))
+    out += [IteratedOffThread(lo.key, lo.off_thread) for lo in result.loaders if lo.off_thread]
+    return out
 
 
 def probe_failures(result: SweepResult) -> list[Finding]:
@@ -192,7 +253,9 @@ def borderline(result: SweepResult) -> list[Finding]:
 
 
 CHECKS: Sequence[Callable[[SweepResult], list[Finding]]] = (
+    script_roles,
     cpu_is_the_device,
+    fetched_impossible,
     fetch_contradictions,
     regimes_not_verified,
     fetched_unknown,

@@ -216,6 +216,58 @@ class FetchedUnknown(Finding):
 
 
 @dataclass(frozen=True)
+class TrainingNotMeasured(Finding):
+    """A script that stepped an optimizer, but no training loader's window was measured: each
+    loader with its role, the batches it delivered in its longest pass, and the batches a
+    window needs (warm-up, the workers' start-up, one measured step)."""
+
+    kind: ClassVar[str] = "training-not-measured"
+    loaders: tuple[tuple[str, str, int, int], ...]
+    warmup_steps: int
+
+
+@dataclass(frozen=True)
+class NoOptimizerSteps(Finding):
+    """No ``torch.optim`` step in the whole script (inference, or updates written by hand)."""
+
+    kind: ClassVar[str] = "no-optimizer-steps"
+    loaders: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class IteratedOffThread(Finding):
+    """A loader iterated on a thread other than the one that steps the optimizer (a prefetcher):
+    its waits are that thread's, not the training loop's."""
+
+    kind: ClassVar[str] = "iterated-off-thread"
+    dataset: str
+    thread: str
+
+
+@dataclass(frozen=True)
+class FetchedAboveStorage(Finding):
+    """A cell's fetched MB/s above the upper end of the storage ceiling's interval: not a
+    measurement to print — the counter, read over that window, saw more than this loader's reads."""
+
+    kind: ClassVar[str] = "fetched-above-storage"
+    dataset: str
+    setting: str
+    fetched_mb_per_s: float
+    storage_high_mb_per_s: float
+    method: str
+    source: str
+    window_s: float
+
+
+@dataclass(frozen=True)
+class FetchedUnchecked(Finding):
+    """Fetched MB/s with no storage ceiling to check them against (``--no-probe``, a failed probe)."""
+
+    kind: ClassVar[str] = "fetched-unchecked"
+    cells: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class StageUndetermined(Finding):
     """Input-bound, but no ceiling of an input stage was measured for the setting."""
 
@@ -223,6 +275,7 @@ class StageUndetermined(Finding):
     dataset: str
     setting: str
     data_wait_share: float
+    why: tuple[str, ...] = ()  # what kept the input stages from being measured, where known
 
 
 @dataclass(frozen=True)
@@ -278,6 +331,8 @@ class Analysis:
     advice: tuple[Advice, ...]
     findings: tuple[Finding, ...]
     compute_reference: ComputeReference | None = None
+    overall_peers: int = 0  # under torch.distributed: ranks the headline's (worst) loader was one of
+    overall_peers_median_share: float | None = None  # their median data-wait share
 
 
 # -- ioprof place ------------------------------------------------------------------------------

@@ -7,18 +7,17 @@ PyTorch loop uses.
 - ``DataLoader.__iter__`` tags each iterator with its loader; ``_BaseDataLoaderIter.__next__``
   is timed: the time blocked in it is the data wait of that batch, the time until the next call
   on the same iterator is the step (the user's forward, backward, update — whatever the loop
-  does between batches). Pauses far longer than the usual step (an evaluation pass, a
-  checkpoint) are left out and counted.
-- ``torch.optim`` 's global step hook counts optimizer steps: a loader whose window saw them is
-  the training loader; one that saw none is an evaluation loader. Each loader is reported apart.
-- The window: per iterator, warm-up batches (the base plus one per worker: the start-up burst)
-  are skipped, then ``steps`` batches or ``seconds`` are recorded; after that the loader is no
-  longer timed (a flag check per batch), so the script goes on unchanged.
-- Kernel I/O counters of the loader's processes (its workers, read from the iterator, or the
-  training process for ``num_workers=0``) and the mount's own counters are read at the window's
-  ends. After the first training window, the loader can be measured alone (no model): the same
-  dataset, transforms and collate at its worker count and at more, and the storage under the
-  files it lists, read cold — a bounded pause in the user's training, said in the report.
+  does between batches). ``loaderwindow`` keeps the window: warm-up and the batches queued after
+  a pause skipped, pauses (an evaluation pass, a checkpoint) left out and counted, the loader's
+  processes' and its mount's I/O counters read over the same spans as the steps. On CUDA an
+  event on the training stream at each call and return puts the data wait on the GPU's clock.
+- ``torch.optim`` 's global step hook counts optimizer steps: a loader between whose batches
+  optimizer steps ran (within one pass) is a training loader; one between whose batches none
+  ran is an evaluation loader. Each loader is reported apart; the headline is training's.
+- After the window of the first training loader (or at the end of its first pass, for a script
+  shorter than the window), its pipeline is measured alone (``userpipeline``): its dataset,
+  transforms and collate over a sample held in memory (decode and augment only), and the same
+  files read cold from their storage — a bounded pause in the user's training, said in the report.
 
 Observations are written as JSON into the folder ``ioprof run`` gave (atomically, at the
 window's end and at exit), or kept in memory for ``ioprof.watch()``.
@@ -31,20 +30,19 @@ import importlib.abc
 import importlib.machinery
 import json
 import os
+import socket
 import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 ENV = "IOPROF_WATCH"
-# A pause between batches longer than this many times the median step is not a step.
-GAP_FACTOR = 20.0
-GAP_MIN_STEPS = 5
-# During a window the loader's processes' I/O counters are read at most this often.
-IO_EVERY_S = 0.5
+# A training loader whose pass ended with at least this many measured batches is probed then,
+# if its window has not completed before (a script shorter than the window).
+PROBE_MIN_UNITS = 5
 
 
 @dataclass(frozen=True)
@@ -95,146 +93,101 @@ def dataset_files(dataset: Any, limit: int = 100_000) -> list[str]:
     return []
 
 
-@dataclass
-class _Window:
-    """What one loader's window recorded."""
-
-    waits: list[float] = field(default_factory=list)
-    steps: list[float] = field(default_factory=list)
-    images: list[int] = field(default_factory=list)
-    started_at: float = 0.0
-    ended_at: float = 0.0
-    io_before: Any = None
-    io_after: Any = None
-    mount_before: Any = None
-    mount_after: Any = None
-    pids: list[int] = field(default_factory=list)
-    optimizer_steps_at_start: int = 0
-    optimizer_steps_at_end: int = 0
-    gpu: Any = None  # the NVML sampler of the window (CUDA), or None
-    telemetry: Any = None  # its GpuTelemetry once the window ended
-    io_latest: Any = None  # the last snapshot taken during the window
-    mount_latest: Any = None
-    io_at: float = 0.0
-
-
 class _Loader:
-    """The recorder of one DataLoader."""
+    """The recorder of one DataLoader: its window (``loaderwindow``), and what it needs from the
+    process around it (the loader's processes, the mount's counters, the GPU's stream)."""
 
     def __init__(self, watcher: Watcher, loader: Any, index: int) -> None:
+        from ioprof.loaderwindow import LoaderWindow
+
         self.watcher = watcher
         self.index = index
         self.loader = weakref.ref(loader)
         self.settings = _settings(loader)
-        self.window = _Window()
-        self.batches = 0
-        self.passes = 0
-        self.gaps = 0
-        self.done = False
+        cfg = watcher.config
+        workers = self.settings["num_workers"]
+        self.window = LoaderWindow(
+            steps=cfg.steps,
+            seconds=cfg.seconds,
+            warmup=cfg.warmup_steps,
+            workers=workers,
+            prefetch_depth=(self.settings["prefetch_factor"] or 0) * workers,
+            read=lambda pids, at: watcher.read_counters(self, pids, at),
+            marks=watcher.gpu_marks(),
+        )
+        self.gpu: Any = None  # the NVML sampler of the window (CUDA), or None
+        self.telemetry: Any = None  # its GpuTelemetry once the window ended
+        self.thread_names: dict[int, str] = {}  # the threads that called next(), by ident
         self._iterator: Any = None
-        self._skip = 0
-        self._last_return: float | None = None
-        self._pending: tuple[float, int] | None = None  # (wait, images) of the last batch, awaiting its step
+
+    @property
+    def done(self) -> bool:
+        return self.window.done
 
     # -- called from the patched iterator ------------------------------------------------------
 
     def new_iterator(self, it: Any) -> None:
-        self.passes += 1
         self._iterator = weakref.ref(it)
-        self._skip = (self.watcher.config.warmup_steps if self.passes == 1 else 1) + self.settings[
-            "num_workers"
-        ]
-        self._last_return = None
-        self._pending = None
+        workers = [p.pid for p in getattr(it, "_workers", []) or [] if getattr(p, "pid", None)]
+        self.window.pass_started(workers or [os.getpid()])
 
     def before_next(self, it: Any, t_call: float) -> None:
-        """A call to next(): the time since the previous batch returned was that batch's step."""
-        if self._pending is None or self._last_return is None or self._current() is not it:
+        if self._current() is not it:
             return
-        wait, images = self._pending
-        self._pending = None
-        step = t_call - self._last_return
         w = self.window
-        if len(w.steps) >= GAP_MIN_STEPS and step > GAP_FACTOR * sorted(w.steps)[len(w.steps) // 2]:
-            self.gaps += 1  # an evaluation pass, a checkpoint: not a training step
-            return
-        w.waits.append(wait)
-        w.steps.append(step)
-        w.images.append(images)
-        cfg = self.watcher.config
-        full = len(w.steps) >= cfg.steps
-        timed_out = cfg.seconds is not None and t_call - w.started_at >= cfg.seconds
-        if full or timed_out:
-            self.finish(t_call)
+        started = w.started
+        ident = threading.get_ident()
+        if ident not in self.thread_names:
+            self.thread_names[ident] = threading.current_thread().name
+        finished = w.call(t_call, self.watcher.optimizer_steps, ident)
+        if w.started and not started:
+            self.gpu = self.watcher.gpu_sampler()
+            if self.gpu is not None:
+                self.gpu.start()
+        if finished:
+            self._finished()
 
     def after_next(self, it: Any, t_call: float, t_return: float, batch: Any) -> None:
-        self.batches += 1
-        if self.done or self._current() is not it:
+        if self._current() is not it:
+            self.window.batches += 1
             return
-        if self._skip > 0:
-            self._skip -= 1
-            if self._skip == 0 and not self.window.started_at:
-                self.start(it, t_return)
-            self._last_return = t_return
-            return
-        self._pending = (t_return - t_call, batch_images(batch, self.settings["batch_size"] or 1))
-        self._last_return = t_return
-        w = self.window
-        if t_return - w.io_at >= IO_EVERY_S:  # a window cut short (the loader ran out) keeps its counters
-            from ioprof import iocounters
-
-            w.io_latest, w.io_at = iocounters.snapshot(w.pids, t_return), t_return
-            w.mount_latest = self.watcher.mount_snapshot(self)
+        images = batch_images(batch, self.settings["batch_size"] or 1)
+        self.window.returned(t_call, t_return, images)
 
     def iterator_ended(self, it: Any) -> None:
         if self._current() is it:
-            self._pending = None
-            self._last_return = None
-
-    # -- the window ----------------------------------------------------------------------------
+            self.window.pass_ended()
+            self.watcher.pass_ended(self)
 
     def _current(self) -> Any:
         return self._iterator() if self._iterator is not None else None
 
-    def start(self, it: Any, at: float) -> None:
-        from ioprof import iocounters
-
-        w = self.window
-        w.started_at = at
-        workers = [p.pid for p in getattr(it, "_workers", []) or [] if getattr(p, "pid", None)]
-        w.pids = workers or [os.getpid()]
-        w.io_before = iocounters.snapshot(w.pids, at)
-        w.mount_before = self.watcher.mount_snapshot(self)
-        w.optimizer_steps_at_start = self.watcher.optimizer_steps
-        w.gpu = self.watcher.gpu_sampler()
-        if w.gpu is not None:
-            w.gpu.start()
-
-    def finish(self, at: float) -> None:
-        from ioprof import iocounters
-
-        if self.done:
-            return
-        self.done = True
-        w = self.window
-        w.ended_at = at
-        w.io_after = iocounters.snapshot(w.pids, at)
-        w.mount_after = self.watcher.mount_snapshot(self)
-        w.optimizer_steps_at_end = self.watcher.optimizer_steps
-        if w.gpu is not None:
-            w.telemetry = w.gpu.stop()
+    def _finished(self) -> None:
+        if self.gpu is not None:
+            self.telemetry = self.gpu.stop()
+            self.gpu = None
         self.watcher.window_finished(self)
 
-    def io(self) -> Any:
-        """The window's kernel I/O counters (up to now, for a window that has not ended)."""
-        from ioprof import iocounters
+    # -- what it saw ---------------------------------------------------------------------------
 
+    @property
+    def role(self) -> str:
+        """training: optimizer steps ran between its batches within a pass; evaluation: none did,
+        though the script steps an optimizer; no-optimizer: the script never stepped one."""
         w = self.window
-        if w.io_before is None:
-            return None
-        now = iocounters.snapshot(w.pids, time.perf_counter())
-        after = w.io_after or (now if len(now.counters) >= len(w.io_before.counters) else w.io_latest) or now
-        return iocounters.delta(w.io_before, after)
+        if w.intervals == 0:
+            return "unknown"
+        if w.optimizer_between > 0:
+            return "training"
+        return "evaluation" if self.watcher.optimizer_steps > 0 else "no-optimizer"
+
+    def off_thread(self) -> str:
+        """The name of a thread other than the optimizer's that iterated this loader, or ""."""
+        steppers = self.watcher.step_threads
+        others = self.window.threads - steppers if steppers else set()
+        if not others:
+            return ""
+        return self.thread_names.get(min(others), "another thread")
 
     def dataset_info(self) -> Any:
         """The dataset's description (sizes from a sample of its files), when it lists them."""
@@ -246,17 +199,49 @@ class _Loader:
         images = ImageList(self.settings["dataset_root"], tuple(files), (0,) * len(files), ("",), "listed")
         return describe(images, self.settings["dataset_root"], generated=False, stat_limit=2000)
 
-    @property
-    def role(self) -> str:
+    def observed(self) -> dict[str, Any]:
+        """This loader's window as plain data (``userpipeline.build_result`` reads it)."""
         w = self.window
-        if not w.steps:
-            return "unknown"
-        return (
-            "training"
-            if w.optimizer_steps_at_end > w.optimizer_steps_at_start
-            or (not self.done and self.watcher.optimizer_steps > w.optimizer_steps_at_start)
-            else "evaluation"
-        )
+        waits, steps, clock = list(w.waits), list(w.step_times), "host"
+        if w.marks is not None and w.units and len(w.units) == len(w.waits):
+            from ioprof.loaderwindow import gpu_units
+
+            waits, steps = gpu_units(w.marks, w.units)
+            clock = "gpu-events"
+        t = w.totals if w.done else w.totals_now()
+        return {
+            "index": self.index,
+            "role": self.role,
+            "settings": {k: v for k, v in self.settings.items() if k != "files"},
+            "files_known": len(self.settings["files"]),
+            "batches": w.batches,
+            "passes": w.passes,
+            "gaps_left_out": w.gaps,
+            "segments": w.segments,
+            "window": "complete" if w.done else ("partial" if w.step_times else "none"),
+            "waits": waits,
+            "steps": steps,
+            "images": list(w.images),
+            "clock": clock,
+            "host_waits": list(w.waits),
+            "host_steps": list(w.step_times),
+            "optimizer_steps_between_batches": w.optimizer_between,
+            "off_thread": self.off_thread(),
+            "io": {
+                "read_bytes": t.read_bytes,
+                "read_chars": t.read_chars,
+                "processes": t.processes,
+                "window_s": t.seconds,
+            },
+            "mount": {
+                "nfs_bytes": t.nfs_bytes,
+                "daemon_bytes": t.daemon_bytes,
+                "daemon_pid": t.daemon[0] if t.daemon else None,
+                "daemon_name": t.daemon[1] if t.daemon else "",
+                "spans": t.spans,
+            },
+            "gpu": self.telemetry,
+        }
 
 
 def _settings(loader: Any) -> dict[str, Any]:
@@ -298,20 +283,28 @@ def _start_method(ctx: Any, workers: int) -> str:
 class Watcher:
     """The observer of one process: every DataLoader it iterates and its optimizer steps."""
 
-    def __init__(self, config: WatchConfig) -> None:
+    def __init__(
+        self, config: WatchConfig, *, only: Any = None, marks: Callable[[], Any] | None = None
+    ) -> None:
         self.config = config
         self.loaders: dict[int, _Loader] = {}
         self.optimizer_steps = 0
+        self.step_threads: set[int] = set()
         self.probes: dict[str, Any] = {}
         self.probed_index = 0
         self.probe_pause_s = 0.0
         self.infos: dict[int, Any] = {}
         self.errors: list[str] = []
+        self._only = weakref.ref(only) if only is not None else None
+        self._marks = marks  # tests: a fake GPU's events; None: CUDA events where the script uses CUDA
         self._lock = threading.Lock()
         self._undo: list[Callable[[], None]] = []
         self._mounts: dict[str, Any] = {}
+        self._procs: dict[int, Any] = {}
         self.rank = int(os.environ.get("RANK", "0") or 0)
         self.world_size = int(os.environ.get("WORLD_SIZE", "1") or 1)
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0") or 0)
+        self.local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
 
     # -- hooks ---------------------------------------------------------------------------------
 
@@ -324,7 +317,6 @@ class Watcher:
             "torch.utils.data.dataloader"
         )
         opt = sys.modules.get("torch.optim.optimizer") or importlib.import_module("torch.optim.optimizer")
-        register_optimizer_step_post_hook = opt.register_optimizer_step_post_hook
         watcher = self
         original_iter, original_next = dl.DataLoader.__iter__, dl._BaseDataLoaderIter.__next__
 
@@ -337,10 +329,6 @@ class Watcher:
             rec = getattr(it, "_ioprof_recorder", None)
             if rec is None:
                 return original_next(it)
-            if rec.done:  # after the window: only count
-                batch = original_next(it)
-                rec.batches += 1
-                return batch
             t_call = time.perf_counter()
             watcher.guard(rec, rec.before_next, it, t_call)
             try:
@@ -353,7 +341,7 @@ class Watcher:
 
         dl.DataLoader.__iter__ = __iter__
         dl._BaseDataLoaderIter.__next__ = __next__
-        handle = register_optimizer_step_post_hook(lambda *_: watcher._count_step())
+        handle = opt.register_optimizer_step_post_hook(lambda *_: watcher._count_step())
 
         def undo() -> None:
             dl.DataLoader.__iter__ = original_iter
@@ -367,7 +355,7 @@ class Watcher:
         try:
             fn(*a)
         except Exception as e:
-            rec.done = True
+            rec.window.done = True
             self.errors.append(f"{type(e).__name__}: {e}"[:300])
 
     def uninstall(self) -> None:
@@ -376,10 +364,13 @@ class Watcher:
 
     def _count_step(self) -> None:
         self.optimizer_steps += 1
+        self.step_threads.add(threading.get_ident())
 
     def iterating(self, loader: Any, it: Any) -> None:
         if getattr(loader, "_ioprof_probe", False):
             return  # ioprof's own probe of the user's pipeline
+        if self._only is not None and self._only() is not loader:
+            return  # watch(loader) observes that loader only
         with self._lock:
             rec = self.loaders.get(id(loader))
             if rec is None or rec.loader() is not loader:
@@ -395,6 +386,14 @@ class Watcher:
             return f"cuda:{torch.cuda.current_device()}"
         return "cpu"
 
+    def gpu_marks(self) -> Any:
+        """Events on the script's GPU stream (``loaderwindow.GpuMarks``), or None on the CPU."""
+        if self._marks is not None:
+            return self._marks()
+        if not self.device().startswith("cuda"):
+            return None
+        return CudaMarks()
+
     def gpu_sampler(self) -> Any:
         """An NVML sampler for the script's GPU, or None on the CPU."""
         if not self.device().startswith("cuda"):
@@ -405,7 +404,30 @@ class Watcher:
 
         return open_gpu_sampler(nvml_for_device(torch.device(self.device()))[1])
 
-    def mount_snapshot(self, rec: _Loader) -> Any:
+    def read_counters(self, rec: _Loader, pids: Sequence[int], at_s: float) -> Any:
+        """The I/O counters of a loader's processes and of its mount, now."""
+        from ioprof.loaderwindow import Reading
+
+        procs = {}
+        for pid in pids:
+            proc = self._procs.get(pid)
+            try:
+                if proc is None:
+                    proc = self._procs[pid] = psutil_process(pid)
+                io = proc.io_counters()
+            except Exception:  # gone (a worker reaped), or not readable
+                self._procs.pop(pid, None)
+                continue
+            procs[pid] = (int(io.read_bytes), int(io.read_chars))
+        snap = self._mount_snapshot(rec)
+        if snap is None:
+            return Reading(at_s, procs)
+        daemon = None
+        if snap.daemon_pid is not None and snap.daemon_read_chars is not None:
+            daemon = (snap.daemon_pid, snap.daemon_name, snap.daemon_read_chars)
+        return Reading(at_s, procs, snap.nfs_server_read_bytes, daemon)
+
+    def _mount_snapshot(self, rec: _Loader) -> Any:
         root = rec.settings["dataset_root"]
         if not root:
             return None
@@ -417,20 +439,38 @@ class Watcher:
             counters = self._mounts[root] = MountCounters(filesystem_of(root))
         return counters.snapshot()
 
-    # -- after a window ------------------------------------------------------------------------
+    # -- after a window or a pass --------------------------------------------------------------
 
     def window_finished(self, rec: _Loader) -> None:
-        """The first training window in this process: measure the pipeline alone, then say so."""
-        if rec.role == "training" and self.config.probe and not self.probes:
-            t0 = time.perf_counter()
-            loader = rec.loader()
-            if loader is not None:
-                from ioprof.userpipeline import probe_pipeline
-
-                self.probes = probe_pipeline(loader, rec.settings, self.config.probe_seconds)
-                self.probed_index = rec.index
-            self.probe_pause_s = time.perf_counter() - t0
+        """A window is complete: the first training loader's pipeline is measured alone."""
+        self._probe(rec)
         self.write("window")
+
+    def pass_ended(self, rec: _Loader) -> None:
+        """A pass ended before the window completed: a script shorter than the window is probed
+        with what there is, between its passes."""
+        if not rec.done and len(rec.window.step_times) >= PROBE_MIN_UNITS and self._probe(rec):
+            self.write("pass")
+
+    def _probe(self, rec: _Loader) -> bool:
+        if rec.role != "training" or not self.config.probe or self.probes:
+            return False
+        t0 = time.perf_counter()
+        loader = rec.loader()
+        if loader is not None:
+            from ioprof.userpipeline import probe_pipeline
+
+            self.probes = probe_pipeline(
+                loader,
+                rec.settings,
+                self.config.probe_seconds,
+                batch_images=rec.window.images[0] if rec.window.images else 0,
+                local_rank=self.local_rank,
+                local_world_size=self.local_world_size,
+            )
+            self.probed_index = rec.index
+        self.probe_pause_s = time.perf_counter() - t0
+        return True
 
     def observation(self) -> dict[str, Any]:
         """Everything observed so far, as plain data (see ``userpipeline.build_result``)."""
@@ -438,27 +478,27 @@ class Watcher:
 
         loaders = []
         for rec in sorted(self.loaders.values(), key=lambda r: r.index):
-            settings = {k: v for k, v in rec.settings.items() if k != "files"}
-            w = rec.window
-            loaders.append(
-                {
-                    "index": rec.index, "role": rec.role, "settings": settings, "files_known": len(rec.settings["files"]),
-                    "batches": rec.batches, "passes": rec.passes, "gaps_left_out": rec.gaps,
-                    "window": "complete" if rec.done else ("partial" if w.steps else "none"),
-                    "waits": w.waits, "steps": w.steps, "images": w.images,
-                    "window_s": (w.ended_at or time.perf_counter()) - w.started_at if w.started_at else 0.0,
-                    "pids": w.pids, "io": to_jsonable(rec.io()),
-                    "mount_before": to_jsonable(w.mount_before), "mount_after": to_jsonable(w.mount_after or w.mount_latest),
-                    "gpu": to_jsonable(w.telemetry), "dataset_info": to_jsonable(self._info(rec)),
-                    "optimizer_steps_in_window": max(0, (w.optimizer_steps_at_end or self.optimizer_steps) - w.optimizer_steps_at_start),
-                }
-            )  # fmt: skip
+            seen = rec.observed()
+            seen["gpu"] = to_jsonable(seen["gpu"])
+            seen["dataset_info"] = to_jsonable(self._info(rec))
+            loaders.append(seen)
         return {
-            "pid": os.getpid(), "rank": self.rank, "world_size": self.world_size, "optimizer_steps": self.optimizer_steps,
-            "device": self.device(), "loaders": loaders, "probes": to_jsonable(self.probes),
-            "probed_index": self.probed_index, "probe_pause_s": self.probe_pause_s, "errors": self.errors,
-            "config": asdict(self.config), "written_at": time.time(),
-        }  # fmt: skip
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "local_rank": self.local_rank,
+            "local_world_size": self.local_world_size,
+            "optimizer_steps": self.optimizer_steps,
+            "device": self.device(),
+            "loaders": loaders,
+            "probes": to_jsonable(self.probes),
+            "probed_index": self.probed_index,
+            "probe_pause_s": self.probe_pause_s,
+            "errors": self.errors,
+            "config": asdict(self.config),
+            "written_at": time.time(),
+        }
 
     def _info(self, rec: _Loader) -> Any:
         if rec.index not in self.infos:
@@ -478,6 +518,29 @@ class Watcher:
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(data, f)
         os.replace(tmp, path)
+
+
+def psutil_process(pid: int) -> Any:
+    import psutil
+
+    return psutil.Process(pid)
+
+
+class CudaMarks:
+    """``loaderwindow.GpuMarks`` on CUDA: timing events on the current stream of the current device."""
+
+    def mark(self) -> Any:
+        import torch
+
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def settle(self, event: Any) -> None:
+        event.synchronize()
+
+    def seconds(self, start: Any, end: Any) -> float:
+        return max(0.0, float(start.elapsed_time(end)) / 1e3)
 
 
 # -- attaching to a process started by ``ioprof run`` --------------------------------------------
@@ -552,10 +615,12 @@ def attach_from_env() -> Watcher | None:
 class Watch:
     """Observes the DataLoaders and optimizer steps of a block of code (or of one loader)."""
 
-    def __init__(self, loader: Any = None, config: WatchConfig | None = None) -> None:
+    def __init__(
+        self, loader: Any = None, config: WatchConfig | None = None, *, marks: Callable[[], Any] | None = None
+    ) -> None:
         self._only = loader
         self.config = config or WatchConfig()
-        self.watcher = Watcher(replace(self.config, out_dir=""))
+        self.watcher = Watcher(replace(self.config, out_dir=""), only=loader, marks=marks)
         self._started = time.time()
 
     def __enter__(self) -> Watch:
@@ -580,8 +645,15 @@ class Watch:
         from ioprof.userpipeline import build_result
 
         observations = [self.watcher.observation()]
-        return analyze(build_result(observations, command="ioprof.watch()", exit_code=None, ended="running",
-                                    config=self.config, started=self._started))  # fmt: skip
+        result = build_result(
+            observations,
+            command="ioprof.watch()",
+            exit_code=None,
+            ended="running",
+            config=self.config,
+            started=self._started,
+        )
+        return analyze(result)
 
     def write_report(self, out_dir: str) -> str:
         """Write results.json, report.md and plots into ``out_dir``; returns report.md's path."""

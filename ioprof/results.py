@@ -239,6 +239,7 @@ class StorageCeiling:
     completed_s: tuple[float, ...] = ()
     completed_bytes: tuple[int, ...] = ()
     stopped_by: str = ""  # files | interval | seconds
+    shared_by: int = 1  # processes (ranks on one host) whose readers it was measured for together
 
     def _spans(self) -> list[float]:
         return [t - p for p, t in zip((0.0, *self.completed_s[:-1]), self.completed_s, strict=True)]
@@ -344,6 +345,7 @@ class CellResult:
     bytes_per_step: tuple[int, ...] = ()
     fetched: Fetched = UNKNOWN_FETCH
     start_method: str = ""  # multiprocessing start method of the workers ("" for serial)
+    bytes_window_s: float | None = None  # seconds the byte counters cover, when not elapsed_s
 
     @property
     def setting(self) -> LoaderSetting:
@@ -381,14 +383,20 @@ class CellResult:
         assert self.fetched.bytes is not None
         return min(1.0, self.fetched.bytes / self.requested_bytes)
 
+    @property
+    def byte_window_s(self) -> float:
+        """The seconds the byte counts cover: the whole window, or (a user's loader) the spans
+        between its pauses over which its counters were read."""
+        return self.elapsed_s if self.bytes_window_s is None else self.bytes_window_s
+
     def fetched_mb_per_s(self) -> float | None:
-        if not self.fetched.known or self.elapsed_s <= 0:
+        if not self.fetched.known or self.byte_window_s <= 0:
             return None
         assert self.fetched.bytes is not None
-        return self.fetched.bytes / 1e6 / self.elapsed_s
+        return self.fetched.bytes / 1e6 / self.byte_window_s
 
     def requested_mb_per_s(self) -> float:
-        return self.requested_bytes / 1e6 / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        return self.requested_bytes / 1e6 / self.byte_window_s if self.byte_window_s > 0 else 0.0
 
     def derived(self) -> dict[str, Any]:
         if self.status != "ok":
@@ -445,12 +453,14 @@ class ObservedLoader:
     """One DataLoader of a user's script, as ``ioprof run`` / ``ioprof.watch`` saw it.
 
     ``key`` names its cell (its measured window) and its ceilings in the result. ``role``:
-    ``training`` when optimizer steps ran during its window, ``evaluation`` when none did.
+    ``training`` when optimizer steps ran between its batches within a pass, ``evaluation`` when
+    none did though the script stepped an optimizer, ``no-optimizer`` when the script never did
+    (inference, updates by hand), ``unknown`` when it never delivered two batches in a pass.
     """
 
     key: str  # "loader 1", or "rank 1 · loader 1" under torch.distributed
     rank: int
-    role: str  # training | evaluation | unknown
+    role: str  # training | evaluation | no-optimizer | unknown
     dataset_class: str
     dataset_len: int | None
     dataset_root: str  # "" when the dataset does not name its files
@@ -466,8 +476,12 @@ class ObservedLoader:
     passes: int  # iterators started (epochs)
     window: str  # complete | partial | none
     gaps_left_out: int  # pauses between batches (evaluation, checkpoints) not counted as step time
-    optimizer_steps_in_window: int
     files_known: int  # files the dataset lists (for the storage ceiling)
+    optimizer_steps_between_batches: int = 0  # within its passes: what makes it a training loader
+    clock: str = "host"  # host | gpu-events: which clock its waits and steps are on
+    off_thread: str = ""  # a thread other than the optimizer's that iterated it (a prefetcher)
+    host: str = ""  # the machine its process ran on
+    measured_batches_needed: int = 0  # batches before a window can open (warm-up and start-up)
 
 
 @dataclass(frozen=True)
@@ -485,6 +499,7 @@ class ScriptInfo:
     stop_after: bool
     probed: bool  # the user's loader and files were measured alone after the window
     probe_pause_s: float  # how long that paused the user's training
+    probe_notes: tuple[str, ...] = ()  # what the probe could not measure, and why
 
 
 @dataclass(frozen=True)

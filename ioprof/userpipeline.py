@@ -1,27 +1,33 @@
 """A user's own input pipeline, measured alone, and their observed run turned into a result.
 
-``probe_pipeline`` runs inside the user's process after the first training window (``watch``):
-their DataLoader's dataset, transforms, collate and batch size, iterated with no model at their
-worker count and at more, for a bounded time — the files as the page cache held them — and
-the storage under the files the dataset lists, read cold (a sample). ``build_result`` turns the
-observations of every process (each rank under torch.distributed) into a ``SweepResult`` of kind
-``run``: one cell per DataLoader window, its own step rate as its compute ceiling, the probes as
-its ceilings — so the verdict, advice and report are the sweep's own.
+``probe_pipeline`` runs inside the user's process, in a pause of their training (``observer``),
+and splits their pipeline by difference (DS-Analyzer's method):
+
+- **decode and augment**: their DataLoader's dataset, transforms and collate, with no model,
+  over a sample of their files copied into memory (``inmemory``) — never over the storage, so
+  the storage cannot hide inside this ceiling — at their worker count and at more;
+- **storage**: the same files read cold from their storage, at the loader's concurrency; under
+  torchrun once per host (by local rank 0) at all its ranks' readers together, each rank
+  getting its share;
+- **compute**: the step the script itself showed between batches (on CUDA, on the GPU's clock).
+
+``build_result`` turns the observations of every process (each rank under torch.distributed)
+into a ``SweepResult`` of kind ``run``: one cell per DataLoader window, its own step rate as its
+compute ceiling, the probes as its ceilings — so the verdict, advice and report are the sweep's.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
 from ioprof import __version__
-from ioprof.config import LoaderSetting
+from ioprof.config import TARGET_REL_HALF_WIDTH, LoaderSetting
 from ioprof.results import (
     SCHEMA_VERSION,
     CacheInfo,
@@ -30,6 +36,7 @@ from ioprof.results import (
     DatasetCeilings,
     DatasetInfo,
     DecodeCeiling,
+    Fetched,
     GpuTelemetry,
     IoCounts,
     ObservedLoader,
@@ -40,9 +47,14 @@ from ioprof.results import (
 )
 from ioprof.stats import data_wait_share
 
-# The storage probe after a window reads at most this many of the dataset's files, cold.
+# The storage probe reads at least this many of the dataset's files cold (more at more readers).
 PROBE_STORAGE_FILES = 200
+PROBE_STORAGE_FILES_PER_READER = 50
 PROBE_STORAGE_MAX_S = 10.0
+# The loader alone runs at least ``probe_seconds``, then until its interval is narrow or this
+# many times as long.
+PROBE_DECODE_STRETCH = 3.0
+MACHINE_WIDE_METHODS = ("nfs-mountstats", "fuse-daemon")
 
 
 def probe_workers(num_workers: int, cores: int) -> list[int]:
@@ -52,89 +64,158 @@ def probe_workers(num_workers: int, cores: int) -> list[int]:
     return sorted({num_workers, more})
 
 
-def _loader_alone(loader: Any, workers: int, seconds: float) -> DecodeCeiling:
-    """The user's dataset, collate and batch size in a fresh DataLoader, no model: img/s."""
-    from torch.utils.data import DataLoader, RandomSampler
+class _Choices:
+    """Positions drawn at random, with replacement, for as long as the probe asks."""
 
-    from ioprof.observer import batch_images
+    def __init__(self, positions: Sequence[int], seed: int = 0) -> None:
+        self.positions = list(positions)
+        self.seed = seed
 
-    ds = loader.dataset
-    kwargs: dict[str, Any] = {"num_workers": workers, "collate_fn": loader.collate_fn, "pin_memory": False,
-                              "worker_init_fn": loader.worker_init_fn}  # fmt: skip
+    def __iter__(self) -> Iterator[int]:
+        rng = random.Random(self.seed)
+        while True:
+            yield rng.choice(self.positions)
+
+    def __len__(self) -> int:
+        return 10**9
+
+
+def _loader_alone(loader: Any, view: Any, workers: int, seconds: float, batch: int) -> DecodeCeiling:
+    """The user's dataset (its in-memory view), collate and batch size in a fresh DataLoader, no model."""
+    from torch.utils.data import DataLoader
+
+    kwargs: dict[str, Any] = {
+        "num_workers": workers,
+        "collate_fn": loader.collate_fn,
+        "pin_memory": False,  # decode and augment only: pinning is the main process's copy
+        "worker_init_fn": loader.worker_init_fn,
+        "batch_size": loader.batch_size or batch or 1,
+        "drop_last": loader.drop_last,
+        "sampler": _Choices(view.positions),
+    }
     if workers:
         kwargs["multiprocessing_context"] = loader.multiprocessing_context
-        kwargs["prefetch_factor"] = loader.prefetch_factor
-    if loader.batch_size is not None and hasattr(ds, "__getitem__") and hasattr(ds, "__len__"):
-        kwargs |= {"batch_size": loader.batch_size, "drop_last": loader.drop_last,
-                   "sampler": RandomSampler(ds, num_samples=10**7)}  # fmt: skip
-    else:
-        kwargs["batch_sampler" if loader.batch_size is None else "batch_size"] = (
-            loader.batch_sampler if loader.batch_size is None else loader.batch_size
-        )
-    images: list[int] = []
-    spans: list[float] = []
-    with (
-        warnings.catch_warnings()
-    ):  # torch's warnings about more workers than cores: ioprof's choice, not the user's
+        kwargs["prefetch_factor"] = loader.prefetch_factor or 2
+    with warnings.catch_warnings():  # torch's warning about more workers than cores: ioprof's choice
         warnings.simplefilter("ignore", UserWarning)
-        probe = DataLoader(ds, **kwargs)
+        probe = DataLoader(view.dataset, **kwargs)
         probe._ioprof_probe = True  # not one of the user's loaders
         it = iter(probe)
     try:
-        for _ in range(max(1, workers)):  # the start-up burst
-            next(it)
-        started = last = time.perf_counter()
-        for batch in it:
-            now = time.perf_counter()
-            images.append(batch_images(batch, loader.batch_size or 1))
-            spans.append(now - last)
-            last = now
-            if now - started >= seconds:
-                break
+        images, spans, stopped_by = _time_batches(it, workers, seconds, kwargs["batch_size"])
     finally:
         del it
     elapsed = max(sum(spans), 1e-9)
     setting = LoaderSetting.multiprocess(workers) if workers else LoaderSetting.serial()
+    cache = CacheInfo(
+        "memory",
+        1.0,
+        True,
+        "memfd",
+        f"in memory: {view.files} of your files ({view.bytes / 1e6:,.1f} MB) copied into RAM",
+    )
     return DecodeCeiling(
-        loader=setting.kind, workers=setting.workers, img_per_s=sum(images) / elapsed, images=sum(images),
-        elapsed_s=elapsed, cache=CacheInfo("as-is", 0.0, True, "", "your loader alone: files as the page cache held them"),
-        batch_images=tuple(images), batch_s=tuple(spans), stopped_by="seconds",
-    )  # fmt: skip
+        loader=setting.kind,
+        workers=setting.workers,
+        img_per_s=sum(images) / elapsed,
+        images=sum(images),
+        elapsed_s=elapsed,
+        cache=cache,
+        batch_images=tuple(images),
+        batch_s=tuple(spans),
+        sample_files=view.files,
+        sample_bytes=view.bytes,
+        stopped_by=stopped_by,
+    )
 
 
-def probe_pipeline(loader: Any, settings: dict[str, Any], seconds: float) -> dict[str, Any]:
-    """The user's loader alone at its worker count and at more, and the storage under its files."""
+def _time_batches(it: Any, workers: int, seconds: float, batch: int) -> tuple[list[int], list[float], str]:
+    """Batches after the start-up burst: at least ``seconds``, then until ±5 % or the stretch."""
+    from ioprof.observer import batch_images
+    from ioprof.stats import ratio_interval
+
+    for _ in range(max(1, workers)):  # the start-up burst
+        next(it)
+    images: list[int] = []
+    spans: list[float] = []
+    started = last = time.perf_counter()
+    for b in it:
+        now = time.perf_counter()
+        images.append(batch_images(b, batch))
+        spans.append(now - last)
+        last = now
+        if now - started >= seconds * PROBE_DECODE_STRETCH:
+            return images, spans, "seconds"
+        if now - started >= seconds:
+            interval = ratio_interval([float(n) for n in images], spans, max(1, workers))
+            if interval.known and interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
+                return images, spans, "interval"
+    return images, spans, "batches"
+
+
+def probe_pipeline(
+    loader: Any,
+    settings: dict[str, Any],
+    seconds: float,
+    *,
+    batch_images: int = 0,
+    local_rank: int = 0,
+    local_world_size: int = 1,
+) -> dict[str, Any]:
+    """The user's loader alone over an in-memory sample, and the storage under its files, cold."""
+    decode, decode_note, error = _probe_decode(loader, settings, seconds, batch_images)
+    storage, storage_note = _probe_storage(settings, local_rank, local_world_size)
+    return {
+        "decode": decode,
+        "storage": storage,
+        "decode_note": decode_note,
+        "storage_note": storage_note,
+        "error": error,
+    }
+
+
+def _probe_decode(
+    loader: Any, settings: dict[str, Any], seconds: float, batch: int
+) -> tuple[list[DecodeCeiling], str, str]:
+    from ioprof.inmemory import memory_view
     from ioprof.machine import usable_cores
-    from ioprof.pagecache import filesystem_of, residency
+
+    if getattr(loader, "batch_size", None) is None and not batch:
+        return [], "your loader has no batch size ioprof could read (a batch sampler)", ""
+    view = memory_view(loader.dataset)
+    if isinstance(view, str):
+        return [], f"decode alone not measured: {view}", ""
+    decode: list[DecodeCeiling] = []
+    try:
+        for w in probe_workers(settings["num_workers"], usable_cores()):
+            decode.append(_loader_alone(loader, view, w, seconds, batch))
+    except Exception as e:  # the user's dataset may not survive a second loader: say so, go on
+        return decode, "", f"{type(e).__name__}: {e}"[:300]
+    finally:
+        view.close()
+    return decode, "", ""
+
+
+def _probe_storage(
+    settings: dict[str, Any], local_rank: int, local_world_size: int
+) -> tuple[list[StorageCeiling], str]:
+    """The files read cold, once per host, at every local rank's readers together."""
+    from ioprof.pagecache import filesystem_of
     from ioprof.storage import probe_storage
 
     files: list[str] = settings["files"]
-    sample = random.Random(0).sample(files, min(len(files), PROBE_STORAGE_FILES)) if files else []
-    resident = residency(sample) if sample else None
-    decode: list[DecodeCeiling] = []
-    for w in probe_workers(settings["num_workers"], usable_cores()):
-        try:
-            d = _loader_alone(loader, w, seconds)
-        except Exception as e:  # the user's dataset may not survive a second loader: say so, go on
-            return {"decode": decode, "storage": [], "error": f"{type(e).__name__}: {e}"[:300]}
-        if resident is not None:
-            d = replace(
-                d, cache=replace(d.cache, resident_fraction=resident.fraction, method=resident.method)
-            )
-        decode.append(d)
-    storage = []
-    if sample:
-        fs = filesystem_of(sample[0])
-        storage.append(
-            probe_storage(
-                sample,
-                max(1, settings["num_workers"]),
-                fs,
-                max_seconds=PROBE_STORAGE_MAX_S,
-                root=settings["dataset_root"] or os.path.dirname(sample[0]),
-            )
-        )
-    return {"decode": decode, "storage": storage, "error": ""}
+    if not files:
+        return [], "your dataset does not list its files, so the storage under them could not be read alone"
+    if local_rank != 0:
+        return [], "the storage is read alone once per host, by local rank 0, for all its ranks"
+    readers = max(1, settings["num_workers"]) * local_world_size
+    count = min(len(files), max(PROBE_STORAGE_FILES, PROBE_STORAGE_FILES_PER_READER * readers))
+    sample = random.Random(0).sample(files, count)
+    root = settings["dataset_root"] or sample[0]
+    ceiling = probe_storage(
+        sample, readers, filesystem_of(sample[0]), max_seconds=PROBE_STORAGE_MAX_S, root=root
+    )
+    return [replace(ceiling, shared_by=local_world_size)], ""
 
 
 # -- observations → result ---------------------------------------------------------------------
@@ -145,58 +226,162 @@ def _key(obs: dict[str, Any], loader: dict[str, Any]) -> str:
     return f"rank {obs['rank']} · {base}" if obs.get("world_size", 1) > 1 else base
 
 
-def _cell(key: str, loader: dict[str, Any], config: Any) -> CellResult:
+def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
+    """Bytes fetched over the spans the counters covered, by the mount's method."""
     from ioprof.fetched import FetchSnapshot, decide
     from ioprof.pagecache import filesystem_of
+
+    root = loader["settings"]["dataset_root"]
+    mount = loader.get("mount") or {}
+    if not root or not mount.get("spans"):
+        return None
+    pid, name = mount.get("daemon_pid"), mount.get("daemon_name", "")
+    nfs, daemon = mount.get("nfs_bytes"), mount.get("daemon_bytes")
+    before = FetchSnapshot(0 if nfs is not None else None, pid, name, 0 if daemon is not None else None)
+    after = FetchSnapshot(nfs, pid, name, daemon)
+    cache = CacheInfo("as-is", 0.0, True, "", "the page cache as your script left it")
+    return decide(
+        filesystem_of(root),
+        cache,
+        read_bytes=io.read_bytes,
+        requested_bytes=io.read_chars,
+        before=before,
+        after=after,
+    )
+
+
+def _cell(key: str, loader: dict[str, Any], config: Any) -> CellResult:
     from ioprof.resultfile import from_jsonable
 
     s = loader["settings"]
     waits, steps, images = loader["waits"], loader["steps"], loader["images"]
     elapsed = sum(waits) + sum(steps)  # pauses left out (evaluation, checkpoints) are not in it
-    io = from_jsonable(IoCounts, loader["io"]) if loader.get("io") else IoCounts(0, 0, 0, elapsed)
-    cache = CacheInfo("as-is", 0.0, True, "", "the page cache as your script left it")
-    fetched = None
-    if s["dataset_root"] and loader.get("mount_before") and loader.get("mount_after"):
-        fetched = decide(filesystem_of(s["dataset_root"]), cache, read_bytes=io.read_bytes, requested_bytes=io.read_chars,
-                         before=from_jsonable(FetchSnapshot, loader["mount_before"]),
-                         after=from_jsonable(FetchSnapshot, loader["mount_after"]))  # fmt: skip
+    io = from_jsonable(IoCounts, loader["io"])
     setting = LoaderSetting.multiprocess(s["num_workers"]) if s["num_workers"] else LoaderSetting.serial()
-    gpu = (
-        from_jsonable(GpuTelemetry, loader["gpu"])
-        if loader.get("gpu")
-        else GpuTelemetry(False, loader.get("gpu_reason", ""))
-    )
+    gpu = from_jsonable(GpuTelemetry, loader["gpu"]) if loader.get("gpu") else GpuTelemetry(False, "")
     cell = CellResult(
-        dataset=key, loader=setting.kind, workers=setting.workers, batch_size=s["batch_size"] or 0,
-        warmup_steps=config.warmup_steps + setting.workers, steps=len(steps), images=sum(images), elapsed_s=elapsed,
-        img_per_s=sum(images) / elapsed if elapsed > 0 else 0.0, wait_s=tuple(waits), step_s=tuple(steps),
-        data_wait_share=data_wait_share(waits, steps), startup_s=0.0, io=io, cache=cache, gpu=gpu,
+        dataset=key,
+        loader=setting.kind,
+        workers=setting.workers,
+        batch_size=s["batch_size"] or (images[0] if images else 0),
+        warmup_steps=config.warmup_steps + setting.workers,
+        steps=len(steps),
+        images=sum(images),
+        elapsed_s=elapsed,
+        img_per_s=sum(images) / elapsed if elapsed > 0 else 0.0,
+        wait_s=tuple(waits),
+        step_s=tuple(steps),
+        data_wait_share=data_wait_share(waits, steps),
+        startup_s=0.0,
+        io=io,
+        cache=CacheInfo("as-is", 0.0, True, "", "the page cache as your script left it"),
+        gpu=gpu,
         stopped_by={"complete": "steps", "partial": "script"}.get(loader["window"], "script"),
-        images_per_step=tuple(images), start_method=s["start_method"] if setting.workers else "",
-    )  # fmt: skip
+        images_per_step=tuple(images),
+        start_method=s["start_method"] if setting.workers else "",
+        bytes_window_s=io.window_s,
+    )
+    fetched = _fetched(loader, io)
     return replace(cell, fetched=fetched) if fetched is not None else cell
 
 
-def _observed(key: str, obs: dict[str, Any], loader: dict[str, Any]) -> ObservedLoader:
+def _observed(key: str, obs: dict[str, Any], loader: dict[str, Any], config: Any) -> ObservedLoader:
     s = loader["settings"]
     return ObservedLoader(
-        key=key, rank=obs["rank"], role=loader["role"], dataset_class=s["dataset_class"], dataset_len=s["dataset_len"],
-        dataset_root=s["dataset_root"], num_workers=s["num_workers"], batch_size=s["batch_size"],
-        pin_memory=s["pin_memory"], prefetch_factor=s["prefetch_factor"], persistent_workers=s["persistent_workers"],
-        drop_last=s["drop_last"], sampler=s["sampler"], start_method=s["start_method"], batches=loader["batches"],
-        passes=loader["passes"], window=loader["window"], gaps_left_out=loader["gaps_left_out"],
-        optimizer_steps_in_window=loader["optimizer_steps_in_window"], files_known=loader["files_known"],
-    )  # fmt: skip
+        key=key,
+        rank=obs["rank"],
+        role=loader["role"],
+        dataset_class=s["dataset_class"],
+        dataset_len=s["dataset_len"],
+        dataset_root=s["dataset_root"],
+        num_workers=s["num_workers"],
+        batch_size=s["batch_size"],
+        pin_memory=s["pin_memory"],
+        prefetch_factor=s["prefetch_factor"],
+        persistent_workers=s["persistent_workers"],
+        drop_last=s["drop_last"],
+        sampler=s["sampler"],
+        start_method=s["start_method"],
+        batches=loader["batches"],
+        passes=loader["passes"],
+        window=loader["window"],
+        gaps_left_out=loader["gaps_left_out"],
+        files_known=loader["files_known"],
+        optimizer_steps_between_batches=loader.get("optimizer_steps_between_batches", 0),
+        clock=loader.get("clock", "host"),
+        off_thread=loader.get("off_thread", ""),
+        host=obs.get("host", ""),
+        measured_batches_needed=config.warmup_steps + s["num_workers"] + 2,
+    )
 
 
-def _step_ceiling(cell: CellResult, device: str) -> ComputeCeiling:
-    """The loader's own consumer: the user's step, timed between batches."""
+def _step_ceiling(cell: CellResult, device: str, clock: str) -> ComputeCeiling:
+    """The loader's own consumer: the user's step, timed between batches (on CUDA, by events)."""
     total = sum(cell.step_s)
+    label = "your training step (the time between batches" + (
+        ", on the GPU's clock)" if clock == "gpu-events" else ")"
+    )
     return ComputeCeiling(
-        img_per_s=cell.images / total if total > 0 else float("inf"), simulated=False, device=device,
-        model="your model", batch_size=cell.batch_size, step_s=cell.step_s,
-        label="your training step (the time between batches)",
-    )  # fmt: skip
+        img_per_s=cell.images / total if total > 0 else float("inf"),
+        simulated=False,
+        device=device,
+        model="your model",
+        batch_size=cell.batch_size,
+        step_s=cell.step_s,
+        label=label,
+    )
+
+
+def _host_storage(
+    observations: Sequence[dict[str, Any]],
+) -> dict[tuple[str, int], tuple[StorageCeiling, ...]]:
+    """(host, loader index) → the storage ceiling its local rank 0 measured for all its ranks."""
+    from ioprof.resultfile import from_jsonable
+
+    out: dict[tuple[str, int], tuple[StorageCeiling, ...]] = {}
+    for obs in observations:
+        storage = (obs.get("probes") or {}).get("storage") or []
+        if storage and obs.get("local_rank", 0) == 0:
+            key = (obs.get("host", ""), obs.get("probed_index", 0))
+            out[key] = tuple(from_jsonable(StorageCeiling, s) for s in storage)
+    return out
+
+
+def _ceilings(
+    key: str,
+    obs: dict[str, Any],
+    loader: dict[str, Any],
+    step: ComputeCeiling,
+    host_storage: dict[tuple[str, int], tuple[StorageCeiling, ...]],
+) -> DatasetCeilings:
+    from ioprof.resultfile import from_jsonable
+
+    probed = obs.get("probed_index") == loader["index"]
+    probes = (obs.get("probes") or {}) if probed else {}
+    decode = tuple(from_jsonable(DecodeCeiling, d) for d in probes.get("decode", []))
+    storage = host_storage.get((obs.get("host", ""), loader["index"]), ()) if probed else ()
+    return DatasetCeilings(key, decode, storage, compute=step)
+
+
+def _share_host_counters(cells: list[CellResult], hosts: dict[str, tuple[str, int]]) -> list[CellResult]:
+    """Machine-wide counters (the FUSE daemon's reads, NFS client statistics) count every rank on
+    a host: each rank is given the share of them its own reads make (bytes it read ÷ its host's)."""
+    groups: dict[tuple[str, int], list[int]] = {}
+    for i, c in enumerate(cells):
+        if c.fetched.method in MACHINE_WIDE_METHODS and c.fetched.bytes is not None:
+            groups.setdefault(hosts[c.dataset], []).append(i)
+    out = list(cells)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        total = sum(cells[i].requested_mb_per_s() for i in members)
+        for i in members:
+            c = cells[i]
+            share = c.requested_mb_per_s() / total if total > 0 else 1.0 / len(members)
+            source = f"{c.fetched.source}; counted for the whole host, this rank's share by its own reads ({share:.0%})"
+            fetched = Fetched(round((c.fetched.bytes or 0) * share), c.fetched.method, source)
+            out[i] = replace(c, fetched=fetched)
+    return out
 
 
 def build_result(
@@ -210,53 +395,101 @@ def build_result(
 ) -> SweepResult:
     """One result from every process's observations (ranks sorted, loaders in first-use order)."""
     from ioprof.machine import machine_info
-    from ioprof.resultfile import from_jsonable
 
-    cells, loaders, ceilings, datasets = [], [], [], []
+    ordered = sorted(observations, key=lambda o: o["rank"])
+    host_storage = _host_storage(ordered)
+    cells: list[CellResult] = []
+    loaders, ceilings, datasets = [], [], []
+    hosts: dict[str, tuple[str, int]] = {}
     compute: ComputeCeiling | None = None
-    device = next((o.get("device", "") for o in observations if o.get("device")), "")
-    for obs in sorted(observations, key=lambda o: o["rank"]):
+    device = next((o.get("device", "") for o in ordered if o.get("device")), "") or "unknown"
+    for obs in ordered:
         for loader in obs["loaders"]:
+            key = _key(obs, loader)
+            loaders.append(_observed(key, obs, loader, config))
             if loader["window"] == "none":
                 continue
-            key = _key(obs, loader)
             cell = _cell(key, loader, config)
             cells.append(cell)
-            loaders.append(_observed(key, obs, loader))
+            hosts[key] = (obs.get("host", ""), loader["index"])
             datasets.append(_dataset_info(key, loader))
-            step = _step_ceiling(cell, device or "unknown")
+            step = _step_ceiling(cell, device, loader.get("clock", "host"))
             if compute is None and loader["role"] == "training":
                 compute = step
-            probes = (obs.get("probes") or {}) if obs.get("probed_index") == loader["index"] else {}
-            decode = tuple(from_jsonable(DecodeCeiling, d) for d in probes.get("decode", []))
-            storage = tuple(from_jsonable(StorageCeiling, s) for s in probes.get("storage", []))
-            ceilings.append(DatasetCeilings(key, decode, storage, compute=step))
-    ranks = max((o.get("world_size", 1) for o in observations), default=1)
-    steps = next(
-        (o["optimizer_steps"] for o in sorted(observations, key=lambda o: o["rank"]) if o["loaders"]), 0
-    )
-    pause = max((o.get("probe_pause_s", 0.0) for o in observations), default=0.0)
-    started_at = datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds")
+            ceilings.append(_ceilings(key, obs, loader, step, host_storage))
+    cells = _share_host_counters(cells, hosts)
     return SweepResult(
         schema_version=SCHEMA_VERSION,
-        run=RunInfo(
-            command=command, started_at=started_at, finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            interrupted=ended == "interrupted", device=device or "unknown", device_reason="your script's choice",
-            batch_size=cells[0].batch_size if cells else 0, warmup_steps=config.warmup_steps, steps=config.steps,
-            seconds=config.seconds, start_method=cells[0].start_method if cells else "", ioprof_version=__version__,
-            min_steps=config.steps,
-        ),
+        run=_run_info(cells, config, command, started, ended, device),
         machine=machine_info(None, None, "ioprof run samples the GPU only inside your script's window"),
-        config={"stages": ["end-to-end"], "cache": "as-is", "warmup_steps": config.warmup_steps, "steps": config.steps,
-                "seconds": config.seconds, "probe": config.probe},
-        datasets=tuple(datasets), compute=compute, transfer=(), ceilings=tuple(ceilings), cells=tuple(cells),
-        kind="run", loaders=tuple(loaders),
-        script=ScriptInfo(
-            command=command, exit_code=exit_code, ended=ended, ranks=ranks, optimizer_steps=steps,
-            warmup_steps=config.warmup_steps, window_steps=config.steps, window_seconds=config.seconds,
-            stop_after=getattr(config, "stop_after", False), probed=any(c.decode for c in ceilings), probe_pause_s=pause,
-        ),
-    )  # fmt: skip
+        config={
+            "stages": ["end-to-end"],
+            "cache": "as-is",
+            "warmup_steps": config.warmup_steps,
+            "steps": config.steps,
+            "seconds": config.seconds,
+            "probe": config.probe,
+        },
+        datasets=tuple(datasets),
+        compute=compute,
+        transfer=(),
+        ceilings=tuple(ceilings),
+        cells=tuple(cells),
+        kind="run",
+        loaders=tuple(loaders),
+        script=_script(ordered, command, exit_code, ended, config, ceilings),
+    )
+
+
+def _run_info(
+    cells: Sequence[CellResult], config: Any, command: str, started: float, ended: str, device: str
+) -> RunInfo:
+    return RunInfo(
+        command=command,
+        started_at=datetime.fromtimestamp(started, timezone.utc).isoformat(timespec="seconds"),
+        finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        interrupted=ended == "interrupted",
+        device=device,
+        device_reason="your script's choice",
+        batch_size=cells[0].batch_size if cells else 0,
+        warmup_steps=config.warmup_steps,
+        steps=config.steps,
+        seconds=config.seconds,
+        start_method=cells[0].start_method if cells else "",
+        ioprof_version=__version__,
+        min_steps=config.steps,
+    )
+
+
+def _script(
+    ordered: Sequence[dict[str, Any]],
+    command: str,
+    exit_code: int | None,
+    ended: str,
+    config: Any,
+    ceilings: Sequence[DatasetCeilings],
+) -> ScriptInfo:
+    notes: list[str] = []
+    for obs in ordered:
+        probes = obs.get("probes") or {}
+        for key in ("decode_note", "storage_note", "error"):
+            note = probes.get(key) or ""
+            if note and note not in notes and not (key == "storage_note" and obs.get("local_rank", 0)):
+                notes.append(note)
+    return ScriptInfo(
+        command=command,
+        exit_code=exit_code,
+        ended=ended,
+        ranks=max((o.get("world_size", 1) for o in ordered), default=1),
+        optimizer_steps=next((o["optimizer_steps"] for o in ordered if o["loaders"]), 0),
+        warmup_steps=config.warmup_steps,
+        window_steps=config.steps,
+        window_seconds=config.seconds,
+        stop_after=getattr(config, "stop_after", False),
+        probed=any(c.decode or c.storage for c in ceilings),
+        probe_pause_s=max((o.get("probe_pause_s", 0.0) for o in ordered), default=0.0),
+        probe_notes=tuple(notes),
+    )
 
 
 def _dataset_info(key: str, loader: dict[str, Any]) -> DatasetInfo:
@@ -265,7 +498,17 @@ def _dataset_info(key: str, loader: dict[str, Any]) -> DatasetInfo:
         return DatasetInfo(**{**info, "label": key})
     s = loader["settings"]
     return DatasetInfo(
-        label=key, path=s["dataset_root"], generated=False, files=s["dataset_len"] or 0, total_bytes=0,
-        mean_file_bytes=0.0, mean_width_px=0.0, mean_height_px=0.0, bits_per_pixel=0.0, fs_type="", mount_source="",
-        classes=0, fs_kind="",
-    )  # fmt: skip
+        label=key,
+        path=s["dataset_root"],
+        generated=False,
+        files=s["dataset_len"] or 0,
+        total_bytes=0,
+        mean_file_bytes=0.0,
+        mean_width_px=0.0,
+        mean_height_px=0.0,
+        bits_per_pixel=0.0,
+        fs_type="",
+        mount_source="",
+        classes=0,
+        fs_kind="",
+    )

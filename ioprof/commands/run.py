@@ -95,7 +95,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         dest="probe",
         action="store_false",
         default=argparse.SUPPRESS,
-        help="do not measure your loader alone after the window (it pauses your training about 15 s)",
+        help="do not measure your loader alone after the window (it pauses your training about 15-30 s)",
+    )
+    p.add_argument(
+        "--probe-seconds",
+        type=args.typed(positive_float, "probe-seconds"),
+        default=argparse.SUPPRESS,
+        help=f"each measurement of your loader alone runs at least this long, at most 3x (default {d.probe_seconds:g})",
     )
     args.add_out(p)
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND",

@@ -6,7 +6,7 @@ Pure: the same analyzed result gives the same text. Sentences come from ``words`
 from __future__ import annotations
 
 from ioprof.analysis import is_sweep, speedup_over_serial
-from ioprof.findings import CpuIsTheDevice
+from ioprof.findings import CpuIsTheDevice, FetchedAboveStorage
 from ioprof.render import words
 from ioprof.render.fmt import mb, ms, pct, rate, rate_ci, share_ci
 from ioprof.render.mdtable import table
@@ -92,11 +92,20 @@ def _cache(c: CellResult) -> str:
     return f"{c.cache.regime}, {mark}"
 
 
-def _cell_row(c: CellResult, sim: bool) -> list[str]:
+def _fetched_above(result: SweepResult) -> set[tuple[str, str, int]]:
+    """Cells whose fetched figure exceeds what the storage delivers: a finding, not a figure."""
+    if result.analysis is None:
+        return set()
+    above = {(x.dataset, x.setting) for x in result.analysis.findings if isinstance(x, FetchedAboveStorage)}
+    return {c.key for c in result.cells if (c.dataset, c.setting.label) in above}
+
+
+def _cell_row(c: CellResult, sim: bool, impossible: bool = False) -> list[str]:
     if c.status != "ok":
         return [c.dataset, c.setting.label, "failed", "", "", "", "", "", "", "", c.error]
     v = c.verdict
     fetched = c.fetched_mb_per_s()
+    shown = "see warnings" if impossible else (rate(fetched) if fetched is not None else "?")
     predicted = "—"
     if v and v.predicted_img_per_s:
         low = v.predicted_low_img_per_s or v.predicted_img_per_s
@@ -113,7 +122,7 @@ def _cell_row(c: CellResult, sim: bool) -> list[str]:
     return [
         c.dataset, c.setting.label, rate_ci(c.throughput()), share_ci(c.wait_share()), klass,
         v.bottleneck if v else "—", predicted,
-        f"{rate(fetched) if fetched is not None else '?'} / {rate(c.requested_mb_per_s())} ({c.fetched.method})",
+        f"{shown} / {rate(c.requested_mb_per_s())} ({c.fetched.method})",
         _cache(c), f"{c.startup_s:.2f} s" if c.startup_s else "—", f"{c.steps} ({c.stopped_by}){gpu}",
     ]  # fmt: skip
 
@@ -127,7 +136,8 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
         "start-up", "steps (stopped by)",
     ]  # fmt: skip
     methods = sorted({c.fetched.method for c in result.cells if c.status == "ok"})
-    out = [title, "", *table(head, [_cell_row(c, sim) for c in result.cells]), ""]
+    above = _fetched_above(result)
+    out = [title, "", *table(head, [_cell_row(c, sim, c.key in above) for c in result.cells]), ""]
     out += [
         f"Data wait is the share of step time spent blocked waiting for the next batch: "
         f"≥ {HIGHLY_INPUT_BOUND_SHARE:.0%} highly input-bound, ≥ {MODERATELY_INPUT_BOUND_SHARE:.0%} moderately, "

@@ -4,9 +4,9 @@ them, each loader's measured window, and its pipeline measured alone. Pure."""
 from __future__ import annotations
 
 from ioprof.render import markdown, words
-from ioprof.render.fmt import duration, mb, pct, rate, rate_ci
+from ioprof.render.fmt import duration, mb, rate, rate_ci
 from ioprof.render.mdtable import table
-from ioprof.results import DatasetCeilings, SweepResult
+from ioprof.results import DatasetCeilings, ObservedLoader, SweepResult
 
 
 def render_run_markdown(result: SweepResult) -> str:
@@ -50,34 +50,68 @@ def _script(result: SweepResult) -> list[str]:
         f"{s.optimizer_steps} optimizer steps (rank 0).",
         f"- Each loader's window: after {s.warmup_steps} batches of warm-up (plus one per worker: their first batches "
         f"arrive together), {s.window_steps} batches"
-        + (f" or {s.window_seconds:g} s" if s.window_seconds else "")
-        + "; after it ioprof only counts batches, and the script goes on unchanged"
+        + (f" or {s.window_seconds:g} s of them" if s.window_seconds else "")
+        + "; pauses between batches (evaluation, checkpoints) are left out, and the batches queued during a pause "
+        "skipped; after the window ioprof only counts batches, and the script goes on unchanged"
         + (" — until ioprof stopped it (--stop-after)." if s.stop_after else "."),
     ]
     if s.probed:
         out.append(
-            f"- After the first training window your loader was measured alone (below); that paused your training for "
+            "- Your training loader's pipeline was then measured alone (below), in a pause of your training of "
             f"{duration(s.probe_pause_s)}."
         )
-    rows = [
-        [
-            lo.key, lo.role, f"{lo.dataset_class}" + (f" `{lo.dataset_root}`" if lo.dataset_root else "")
-            + (f", {lo.dataset_len:,} samples" if lo.dataset_len is not None else ""),
-            str(lo.num_workers), str(lo.batch_size), "yes" if lo.pin_memory else "no", str(lo.prefetch_factor or "—"),
-            "yes" if lo.persistent_workers else "no", lo.sampler, lo.start_method or "—", str(lo.batches), str(lo.passes),
-            lo.window, str(lo.gaps_left_out),
-        ]
-        for lo in result.loaders
-    ]  # fmt: skip
-    head = ["loader", "role", "dataset", "workers", "batch", "pin_memory", "prefetch", "persistent", "sampler",
-            "start method", "batches", "passes", "window", "pauses left out"]  # fmt: skip
+    out += [f"- Not measured: {note}." for note in s.probe_notes]
+    return [*out, "", *table(_LOADER_HEAD, [_loader_row(lo) for lo in result.loaders]), "", _ROLES, ""]
+
+
+_LOADER_HEAD = [
+    "loader",
+    "role",
+    "dataset",
+    "workers",
+    "batch",
+    "pin_memory",
+    "prefetch",
+    "persistent",
+    "sampler",
+    "start method",
+    "batches",
+    "passes",
+    "window",
+    "pauses left out",
+    "clock",
+]
+_ROLES = (
+    "A loader is *training* when optimizer steps ran between its batches within a pass (gradient accumulation "
+    "included), *evaluation* when none did; the verdict is the training loader's. *clock*: `host` times each "
+    "wait and step on the host; `gpu-events` on the GPU's own clock (CUDA events), where the data wait is the "
+    "time the GPU sat idle for want of a batch."
+)
+
+
+def _loader_row(lo: ObservedLoader) -> list[str]:
+    dataset = lo.dataset_class + (f" `{lo.dataset_root}`" if lo.dataset_root else "")
+    dataset += f", {lo.dataset_len:,} samples" if lo.dataset_len is not None else ""
+    role = lo.role + (f" (on {lo.off_thread})" if lo.off_thread else "")
+    window = (
+        lo.window if lo.window != "none" else f"none (needs {lo.measured_batches_needed} batches in a pass)"
+    )
     return [
-        *out,
-        "",
-        *table(head, rows),
-        "",
-        "A loader is *training* when optimizer steps ran during its window.",
-        "",
+        lo.key,
+        role,
+        dataset,
+        str(lo.num_workers),
+        str(lo.batch_size),
+        "yes" if lo.pin_memory else "no",
+        str(lo.prefetch_factor or "—"),
+        "yes" if lo.persistent_workers else "no",
+        lo.sampler,
+        lo.start_method or "—",
+        str(lo.batches),
+        str(lo.passes),
+        window,
+        str(lo.gaps_left_out),
+        lo.clock,
     ]
 
 
@@ -85,23 +119,31 @@ def _alone(dc: DatasetCeilings) -> list[str]:
     """The probed loader alone: its own dataset, transforms and collate, no model; and its storage."""
     out = [f"## {dc.dataset} alone (no model)", ""]
     if dc.decode:
-        resident = dc.decode[0].cache.resident_fraction
         rows = [
-            [d.setting.label, rate_ci(d.throughput()), rate(d.img_per_s / d.workers) if d.workers else rate(d.img_per_s),
-             str(d.images)]
+            [
+                d.setting.label,
+                rate_ci(d.throughput()),
+                rate(d.img_per_s / d.workers) if d.workers else rate(d.img_per_s),
+                str(d.images),
+            ]
             for d in dc.decode
-        ]  # fmt: skip
+        ]
         out += [
-            "Your dataset, transforms and collate in a DataLoader of ioprof's, at your worker count and at more, "
-            f"iterated with no model: the files as the page cache held them ({pct(resident, 0)} of a sample resident).",
+            "**Decode and augment**: your dataset, transforms and collate in a DataLoader of ioprof's, at your worker "
+            f"count and at more, with no model, {dc.decode[0].cache.note} — the storage is not in these figures.",
             "",
             *table(["loader", "img/s", "img/s per worker", "images timed"], rows),
             "",
         ]
     for s in dc.storage:
+        shared = (
+            f", for the {s.shared_by} ranks on this host together (each gets its share)"
+            if s.shared_by > 1
+            else ""
+        )
         out += [
-            f"The storage under the files it lists, a sample of {s.files} read cold at {s.concurrency} reader(s): "
-            f"{rate_ci(s.bandwidth())} MB/s, {rate(s.files_per_s)} files/s, latency p50 {s.latency_p50_s * 1e3:,.2f} ms; "
+            f"**Storage**: a sample of {s.files} of the files it lists, read cold at {s.concurrency} reader(s){shared}: "
+            f"{rate_ci(s.bandwidth())} MB/s, {rate_ci(s.file_rate())} files/s, latency p50 {s.latency_p50_s * 1e3:,.2f} ms; "
             f"fetched {mb(s.fetched.bytes) if s.fetched.bytes is not None else '?'} ({s.fetched.method}).",
             "",
         ]
@@ -117,10 +159,15 @@ def _how(result: SweepResult) -> list[str]:
         f"device: {result.run.device}; torch {m.torch}.",
         "- Nothing in your script changed: a `sitecustomize` on its `PYTHONPATH` wrapped the DataLoader iterator "
         "(the time blocked in `next()` is the data wait; the time until the next call on the same iterator, the "
-        "step) and counted optimizer steps through torch's global step hook.",
+        "step; on CUDA both on the GPU's clock, from events on the training stream) and counted optimizer steps "
+        "through torch's global step hook.",
+        "- Your step is the compute ceiling; decode and augment were measured over a sample copied into memory, "
+        "the storage by reading the same files cold (DS-Analyzer's split by difference).",
         f"- {markdown.INTERVALS}",
         "- Bytes fetched are counted by what the filesystem offers (block I/O of the loader's processes, NFS "
-        "client statistics, the FUSE daemon's reads); the cache regime is whatever your script left (as-is).",
+        "client statistics, the FUSE daemon's reads) over the same spans as the steps, pauses left out; a counter "
+        "of the whole host is shared among its ranks by their own reads. The cache regime is whatever your script "
+        "left (as-is).",
         "",
         f"Command: `{result.run.command}` — started {result.run.started_at}; ioprof {result.run.ioprof_version}. "
         "Raw samples: `results.json`.",

@@ -31,6 +31,8 @@ PLACE_HINT = "`ioprof place --data PATH --candidates /local/nvme,/dev/shm`"
 
 def verdict_line(a: f.Analysis | None) -> str:
     """The report's first sentence."""
+    if a is not None and a.overall_bottleneck == "unknown" and a.datasets:
+        return "**Verdict: none** — no training loader's window was measured (see the warnings)."
     if a is None or a.overall_bottleneck == "unknown":
         return "**Verdict: none** — no cell finished."
     if a.overall_bottleneck == "compute":
@@ -41,6 +43,11 @@ def verdict_line(a: f.Analysis | None) -> str:
     worst = next(v for v in a.datasets if v.dataset == a.overall_dataset)
     wait = pct(worst.data_wait_share, 0)
     where = f"{worst.dataset} waits for data {wait} of step time even at its best loader setting, {worst.best_setting}"
+    if a.overall_peers > 1 and a.overall_peers_median_share is not None:
+        where += (
+            f" (the worst of {a.overall_peers} ranks' training loaders; their median waits "
+            f"{pct(a.overall_peers_median_share, 0)})"
+        )
     if a.overall_input_bound == "borderline":
         low, high = worst.input_bound_range
         return (
@@ -270,6 +277,19 @@ def _borderline(x: f.BorderlineCells) -> str:
     )
 
 
+def _training_not_measured(x: f.TrainingNotMeasured) -> str:
+    rows = "; ".join(
+        f"{key} ({role}) delivered {batches} batch(es)"
+        + (f", a window needs {need}" if batches < need else "")
+        for key, role, batches, need in x.loaders
+    )
+    return (
+        f"Your script stepped an optimizer, but no training loader's window was measured: {rows}. A window "
+        f"skips {x.warmup_steps} batches of warm-up plus one per worker: run with --warmup-steps 0, or let the "
+        "script train longer (more epochs or batches)."
+    )
+
+
 FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     f.CpuIsTheDevice: _cpu,
     f.DatasetsFitInRam: _fit,
@@ -289,7 +309,28 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     ),
     f.StageUndetermined: lambda x: (
         f"{x.dataset} {x.setting}: waits {pct(x.data_wait_share, 0)} for data, but no input stage's ceiling was "
-        "measured for it, so which stage is to blame is not decided."
+        "measured for it, so which stage is to blame is not decided"
+        + (f" ({'; '.join(x.why)})." if x.why else ".")
+    ),
+    f.TrainingNotMeasured: _training_not_measured,
+    f.NoOptimizerSteps: lambda x: (
+        "No torch.optim step ran in your script (inference, or updates written by hand): ioprof cannot tell "
+        f"training from evaluation, so each loader ({', '.join(x.loaders)}) is judged as it is."
+    ),
+    f.IteratedOffThread: lambda x: (
+        f"{x.dataset} is iterated on {x.thread}, not on the thread that steps the optimizer (a prefetching "
+        "thread): its waits are that thread's, and the training loop's own wait for the batches it queues is "
+        "not seen. Watch the loader that thread feeds, or time the loop's wait on its queue."
+    ),
+    f.FetchedAboveStorage: lambda x: (
+        f"{x.dataset} {x.setting}: its counter ({x.method}: {x.source}) saw {rate(x.fetched_mb_per_s)} MB/s over "
+        f"the {duration(x.window_s)} it covered, more than the storage delivered read alone (at most "
+        f"{rate(x.storage_high_mb_per_s)} MB/s): it counted other reads than this loader's (another loader, "
+        "another process on the same mount), so it is not shown as this loader's figure."
+    ),
+    f.FetchedUnchecked: lambda x: (
+        f"MB/s fetched for {', '.join(x.cells)} could not be checked against what the storage delivers: the "
+        "storage was not read alone (--no-probe, or the probe could not run)."
     ),
     f.ProbeFailed: lambda x: (
         f"{x.dataset} {x.stage} ceiling{', ' + x.setting if x.setting else ''}: failed — {x.error}."

@@ -1,0 +1,271 @@
+"""One user DataLoader's measured window: what ``ioprof run`` and ``ioprof.watch()`` record per batch.
+
+Pure bookkeeping, driven by the patched iterator with times, images and counter readings it is
+handed (no torch, no psutil: the observer injects them), so that fake clocks and counters can
+test it exactly.
+
+- **Units.** A measured unit is one batch: the time blocked in ``next()`` (its wait) and the
+  time until the next call on the same iterator (its step: whatever the loop does between
+  batches). A unit is complete at the next call.
+- **Segments.** Units run in segments: consecutive batches of one pass with no pause between
+  them. A pause far longer than the usual step (an evaluation pass, a checkpoint) ends a
+  segment; so does the end of a pass. After a pause the loader's queue is full
+  (``prefetch_factor`` × workers batches ready), so that many batches are skipped before the
+  next segment opens; at a new pass, one per worker (they start together), and in the first
+  pass the warm-up before them.
+- **Counters.** Kernel I/O counters of the pass's own processes (workers come and go with each
+  pass unless persistent) and the mount's counters are read at a segment's opening and then at
+  unit boundaries; bytes and seconds are summed over the same spans, so every MB/s divides the
+  bytes of a span by that span's own seconds, gaps left out.
+- **Role evidence.** Optimizer steps that ran between two calls for batches of one pass
+  (gradient accumulation included), and the threads that called ``next()``.
+- **GPU timeline** (CUDA): an event on the training stream at each ``next()`` call and return.
+  The GPU waited for data from the moment it finished the work queued before the call until
+  the batch was handed back; the rest of the unit is the GPU's step (see ``gpu_units``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# A pause between batches longer than this many times the median step is not a step.
+GAP_FACTOR = 20.0
+GAP_MIN_STEPS = 5
+# While a segment is open the counters are read at a unit boundary at most this often.
+COUNTERS_EVERY_S = 0.5
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Every counter a rate needs, read at one instant."""
+
+    at_s: float
+    procs: dict[int, tuple[int, int]]  # pid → (read_bytes, read_chars)
+    nfs_bytes: int | None = None  # the mount's NFS client: bytes read from the server
+    daemon: tuple[int, str, int] | None = None  # the FUSE daemon: (pid, name, rchar)
+
+
+@dataclass
+class Totals:
+    """Counter deltas summed over the spans of closed segments, and the spans' seconds."""
+
+    seconds: float = 0.0
+    read_bytes: int = 0
+    read_chars: int = 0
+    processes: int = 0
+    nfs_bytes: int | None = None
+    daemon_bytes: int | None = None
+    daemon: tuple[int, str] | None = None
+    spans: int = 0
+
+    def add(self, a: Reading, b: Reading) -> None:
+        if b.at_s <= a.at_s:
+            return
+        common = a.procs.keys() & b.procs.keys()
+        self.seconds += b.at_s - a.at_s
+        self.read_bytes += sum(b.procs[p][0] - a.procs[p][0] for p in common)
+        self.read_chars += sum(b.procs[p][1] - a.procs[p][1] for p in common)
+        self.processes = max(self.processes, len(common))
+        self.spans += 1
+        if a.nfs_bytes is not None and b.nfs_bytes is not None:
+            self.nfs_bytes = (self.nfs_bytes or 0) + b.nfs_bytes - a.nfs_bytes
+        if a.daemon is not None and b.daemon is not None and a.daemon[0] == b.daemon[0]:
+            self.daemon_bytes = (self.daemon_bytes or 0) + b.daemon[2] - a.daemon[2]
+            self.daemon = (b.daemon[0], b.daemon[1])
+
+    def plus(self, a: Reading | None, b: Reading | None) -> Totals:
+        """These totals with one more span (an open segment's), without changing them."""
+        out = Totals(**self.__dict__)
+        if a is not None and b is not None:
+            out.add(a, b)
+        return out
+
+
+class GpuMarks(Protocol):
+    """Events on the training's GPU stream: ``mark()`` records one now; ``seconds(a, b)`` is the
+    GPU time between two recorded events, once ``settle(last)`` has waited for the last one."""
+
+    def mark(self) -> Any: ...
+
+    def settle(self, event: Any) -> None: ...
+
+    def seconds(self, start: Any, end: Any) -> float: ...
+
+
+def gpu_units(marks: GpuMarks, units: Sequence[tuple[Any, Any, Any]]) -> tuple[list[float], list[float]]:
+    """Per unit (event at the call, at the return, at the next call): the GPU's wait for data and its
+    step. Nothing is enqueued while the host is blocked in ``next()``, so the event at the return
+    completes when the host handed the batch back or when the GPU finished its queued work,
+    whichever came later: the span from the call's event is the GPU idle for want of data, zero
+    when the GPU was still busy. The step is the rest of the unit on the GPU's clock."""
+    if not units:
+        return [], []
+    marks.settle(units[-1][2])
+    stalls = [marks.seconds(a, b) for a, b, _ in units]
+    steps = [marks.seconds(b, c) for _, b, c in units]
+    return stalls, steps
+
+
+@dataclass
+class _Pending:
+    wait_s: float
+    images: int
+    call_mark: Any
+    return_mark: Any
+
+
+@dataclass
+class LoaderWindow:
+    """The recorder of one loader. ``read`` reads the counters of the given pids at a time."""
+
+    steps: int
+    seconds: float | None
+    warmup: int
+    workers: int
+    prefetch_depth: int  # batches ready in the queue after a pause: prefetch_factor × workers
+    read: Callable[[Sequence[int], float], Reading]
+    marks: GpuMarks | None = None
+    waits: list[float] = field(default_factory=list)
+    step_times: list[float] = field(default_factory=list)
+    images: list[int] = field(default_factory=list)
+    units: list[tuple[Any, Any, Any]] = field(default_factory=list)  # GPU events per unit
+    totals: Totals = field(default_factory=Totals)
+    passes: int = 0
+    batches: int = 0
+    gaps: int = 0
+    segments: int = 0
+    optimizer_between: int = 0  # optimizer steps that ran between two batches of one pass
+    intervals: int = 0  # between-batch intervals seen (all batches, not only the window's)
+    threads: set[int] = field(default_factory=set)
+    done: bool = False
+    started: bool = False
+    _pids: list[int] = field(default_factory=list)
+    _skip: int = 0
+    _last_return: float | None = None
+    _opt_at_call: int = 0
+    _open: bool = False  # a unit began at the last call
+    _call_mark: Any = None
+    _pending: _Pending | None = None
+    _seg_start: Reading | None = None
+    _seg_last: Reading | None = None
+
+    # -- events from the patched iterator ------------------------------------------------------
+
+    def pass_started(self, pids: Sequence[int]) -> None:
+        """A new iterator (an epoch): its own processes; its workers' first batches come together."""
+        self.close_segment()
+        self.passes += 1
+        self._pids = list(pids)
+        self._skip = (self.warmup if self.passes == 1 else 0) + self.workers
+        self._last_return = None
+        self._pending = None
+        self._open = False
+
+    def pass_ended(self) -> None:
+        """The iterator ran out: the segment ends at the last unit's end."""
+        self.close_segment()
+        self._last_return = None
+
+    def call(self, t_call: float, optimizer_steps: int, thread: int) -> bool:
+        """``next()`` was called. Returns True when this call completed the window."""
+        self.threads.add(thread)
+        if self._last_return is not None:  # from the previous call: a thread that only prefetches
+            self.intervals += 1  # sees the steps happen while it is blocked in next()
+            self.optimizer_between += max(0, optimizer_steps - self._opt_at_call)
+        self._opt_at_call = optimizer_steps
+        if self.done:
+            return False
+        completing = self._pending is not None and self._last_return is not None
+        mark = self.marks.mark() if self.marks is not None and (completing or self._skip == 0) else None
+        if completing:
+            if not self._complete(t_call, mark):
+                self._pause()
+                return False
+            if self._full():
+                self._read_now(t_call)
+                self.finish()
+                return True
+        if self._skip == 0:
+            self._begin(t_call, mark)
+        return False
+
+    def returned(self, t_call: float, t_return: float, images: int) -> None:
+        """``next()`` returned a batch of ``images`` samples."""
+        self.batches += 1
+        self._last_return = t_return
+        if self.done:
+            return
+        if self._skip > 0:
+            self._skip -= 1
+            self._open = False
+            return
+        if self._open:
+            ret = self.marks.mark() if self.marks is not None else None
+            self._pending = _Pending(t_return - t_call, images, self._call_mark, ret)
+        self._open = False
+
+    # -- the window ----------------------------------------------------------------------------
+
+    def _complete(self, t_call: float, mark: Any) -> bool:
+        """Record the pending unit; False when its step was a pause (it is left out)."""
+        p = self._pending
+        assert p is not None and self._last_return is not None
+        self._pending = None
+        step = t_call - self._last_return
+        if len(self.step_times) >= GAP_MIN_STEPS:
+            median = sorted(self.step_times)[len(self.step_times) // 2]
+            if step > GAP_FACTOR * median:
+                return False
+        self.waits.append(p.wait_s)
+        self.step_times.append(step)
+        self.images.append(p.images)
+        if self.marks is not None:
+            self.units.append((p.call_mark, p.return_mark, mark))
+        if self._seg_last is not None and t_call - self._seg_last.at_s >= COUNTERS_EVERY_S:
+            self._read_now(t_call)
+        return True
+
+    def _pause(self) -> None:
+        """A pause between batches: the segment ends; the batches queued meanwhile are skipped."""
+        self.gaps += 1
+        self.close_segment()
+        self._skip = self.prefetch_depth
+        self._open = False
+
+    def _begin(self, t_call: float, mark: Any) -> None:
+        if self._seg_start is None:
+            self._seg_start = self._seg_last = self.read(self._pids, t_call)
+            self.segments += 1
+            self.started = True
+        self._open = True
+        self._call_mark = mark
+
+    def _read_now(self, t: float) -> None:
+        if self._seg_start is not None:
+            self._seg_last = self.read(self._pids, t)
+
+    def _full(self) -> bool:
+        measured = sum(self.waits) + sum(self.step_times)
+        return len(self.step_times) >= self.steps or (self.seconds is not None and measured >= self.seconds)
+
+    def close_segment(self) -> None:
+        if self._seg_start is not None and self._seg_last is not None:
+            self.totals.add(self._seg_start, self._seg_last)
+        self._seg_start = self._seg_last = None
+        self._pending = None
+        self._open = False
+
+    def finish(self) -> None:
+        if not self.done:
+            self.close_segment()
+            self.done = True
+
+    def totals_now(self) -> Totals:
+        """The totals, with the open segment's span so far (a window the script cut short)."""
+        return self.totals.plus(self._seg_start, self._seg_last)
+
+    @property
+    def measured_s(self) -> float:
+        return sum(self.waits) + sum(self.step_times)

@@ -1,0 +1,188 @@
+"""A user's loader window, driven by hand: exact times, counters that count what a fake reader read.
+
+Each test replays what the patched iterator sees (calls, returns, passes) with a clock the test
+sets, so the arithmetic of units, segments, pauses and counters is checked exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from ioprof.loaderwindow import LoaderWindow, Reading, gpu_units
+
+
+class Counters:
+    """Per-process byte counters that grow as the test says its processes read."""
+
+    def __init__(self) -> None:
+        self.by_pid: dict[int, int] = {}
+        self.daemon = 0
+        self.reads: list[tuple[Sequence[int], float]] = []
+
+    def read(self, pids: Sequence[int], at: float) -> Reading:
+        self.reads.append((tuple(pids), at))
+        procs = {p: (self.by_pid.get(p, 0), self.by_pid.get(p, 0)) for p in pids}
+        return Reading(at, procs, None, (99, "sshfs", self.daemon))
+
+    def add(self, pid: int, n: int) -> None:
+        self.by_pid[pid] = self.by_pid.get(pid, 0) + n
+        self.daemon += n
+
+
+def window(counters: Counters, **kw: object) -> LoaderWindow:
+    args: dict[str, object] = {"steps": 100, "seconds": None, "warmup": 0, "workers": 1, "prefetch_depth": 2}
+    args.update(kw)
+    return LoaderWindow(read=counters.read, **args)  # type: ignore[arg-type]
+
+
+def batch(w: LoaderWindow, t: float, wait: float, images: int = 8, opt: int = 0) -> float:
+    """One batch: called at t, returned after ``wait``; returns the return time."""
+    w.call(t, opt, 1)
+    w.returned(t, t + wait, images)
+    return t + wait
+
+
+def test_units_are_wait_then_step_and_bytes_share_their_seconds() -> None:
+    c = Counters()
+    w = window(c)
+    w.pass_started([11])
+    t = batch(w, 0.0, 0.5)  # skipped: the worker's first batch (start-up)
+    for i in range(6):  # batches called at 1, 2, …: 0.25 s wait, 0.75 s step; 100 bytes read per second
+        start = 1.0 + i
+        c.add(11, 100)
+        t = batch(w, start, 0.25)
+    w.call(7.0, 0, 1)  # completes the sixth unit
+    w.pass_ended()
+    assert w.waits == pytest.approx([0.25] * 6) and w.step_times == pytest.approx([0.75] * 6)
+    assert w.totals.seconds == pytest.approx(6.0)  # the spans from the first call to the last
+    assert w.totals.read_bytes == 500  # read during those spans: the reads at 2, 3, 4, 5, 6
+    assert w.totals.daemon_bytes == 500
+    assert t == pytest.approx(6.25)
+
+
+def test_a_pause_is_left_out_of_steps_and_bytes_and_the_queued_batches_are_skipped() -> None:
+    c = Counters()
+    w = window(c, prefetch_depth=3)
+    w.pass_started([5])
+    batch(w, 0.0, 0.1)  # start-up
+    t = 1.0
+    for _ in range(6):
+        batch(w, t, 0.1)
+        c.add(5, 10)
+        t += 1.0
+    # an evaluation pass of 100 s while the workers fill the queue and another loader reads 1 MB
+    c.daemon += 1_000_000
+    t += 100.0
+    for _ in range(3):  # the queued batches come at once: skipped, not counted as zero waits
+        batch(w, t, 0.0)
+        t += 1.0
+    for _ in range(4):
+        batch(w, t, 0.4)
+        c.add(5, 10)
+        t += 1.0
+    w.call(t, 0, 1)
+    assert w.gaps == 1 and w.segments == 2
+    assert len(w.waits) == 5 + 4  # the unit whose step was the pause is dropped
+    assert min(w.waits) == pytest.approx(0.1)  # no queued batch's zero wait
+    assert w.totals_now().daemon_bytes is not None and w.totals_now().daemon_bytes < 100
+    assert w.totals_now().seconds == pytest.approx(5.0 + 4.0)
+
+
+def test_each_pass_reads_its_own_workers() -> None:
+    c = Counters()
+    w = window(c, workers=2, prefetch_depth=4)
+    for epoch, pids in enumerate(([1, 2], [3, 4])):  # non-persistent workers: new pids each epoch
+        w.pass_started(pids)
+        t = 100.0 * epoch
+        for _ in range(2):
+            batch(w, t, 0.1)
+        for _ in range(5):
+            t += 1.0
+            batch(w, t, 0.2)
+            c.add(pids[0], 7)
+            c.add(pids[1], 7)
+        w.call(t + 1.0, 0, 1)
+        w.pass_ended()
+    assert w.totals.read_bytes == 2 * 5 * 2 * 7  # every pass counted, none read as 0
+    assert {tuple(p) for p, _ in c.reads} == {(1, 2), (3, 4)}
+
+
+def test_optimizer_steps_between_batches_make_training_and_between_passes_do_not() -> None:
+    c = Counters()
+    val = window(c)
+    train = window(c)
+    steps = 0
+    for _ in range(2):
+        train.pass_started([1])
+        for i in range(6):
+            train.call(float(i), steps, 1)
+            train.returned(float(i), i + 0.1, 8)
+            if i % 3 == 2:  # gradient accumulation: one step every three batches
+                steps += 1
+        train.pass_ended()
+        val.pass_started([2])
+        for i in range(4):
+            val.call(float(i), steps, 1)
+            val.returned(float(i), i + 0.1, 8)
+        val.pass_ended()
+        steps += 1  # a scheduler step or a checkpoint between epochs: not between val's batches
+    assert train.optimizer_between > 0
+    assert val.optimizer_between == 0 and val.intervals == 6
+
+
+def test_the_window_ends_at_its_steps_and_the_counters_are_read_then() -> None:
+    c = Counters()
+    w = window(c, steps=3)
+    w.pass_started([1])
+    batch(w, 0.0, 0.1)
+    done = [w.call(t, 0, 1) or w.returned(t, t + 0.1, 8) for t in (1.0, 2.0, 3.0)]
+    assert not any(done)
+    assert w.call(4.0, 0, 1) is True and w.done
+    assert w.totals.seconds == pytest.approx(3.0) and c.reads[-1][1] == 4.0
+
+
+class Gpu:
+    """Events that complete on a fake GPU's clock: at the later of now and the end of queued work."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.free_at = 0.0
+
+    def mark(self) -> float:
+        return max(self.now, self.free_at)
+
+    def settle(self, event: float) -> None:
+        pass
+
+    def seconds(self, start: float, end: float) -> float:
+        return max(0.0, end - start)
+
+
+def test_gpu_units_charge_the_wait_only_while_the_gpu_is_idle() -> None:
+    gpu = Gpu()
+    gpu.free_at = 0.05  # busy with earlier work
+    units = []
+    # the host enqueues 50 ms of GPU work and goes back to next(), where it blocks 30 ms: no stall
+    for i in range(3):
+        gpu.now = i * 0.05
+        a = gpu.mark()
+        gpu.now += 0.03
+        b = gpu.mark()
+        gpu.free_at = max(gpu.now, gpu.free_at) + 0.05
+        units.append([a, b])
+    # then the loader falls behind: 80 ms in next() for 10 ms of GPU work
+    for _ in range(2):
+        gpu.now = gpu.free_at + 0.001
+        a = gpu.mark()
+        gpu.now += 0.08
+        b = gpu.mark()
+        gpu.free_at = gpu.now + 0.01
+        units.append([a, b])
+    gpu.now = gpu.free_at
+    ends = [u[0] for u in units[1:]] + [gpu.mark()]
+    stalls, steps = gpu_units(gpu, [(a, b, e) for (a, b), e in zip(units, ends, strict=True)])
+    assert stalls[:3] == pytest.approx([0.0, 0.0, 0.0])
+    assert stalls[3:] == pytest.approx([0.08, 0.08])
+    assert steps[3:] == pytest.approx([0.011, 0.010], abs=1e-9)  # up to the next call's event
