@@ -95,14 +95,20 @@ def fetched_unknown(result: SweepResult) -> list[Finding]:
     return out
 
 
+def _evaluation(result: SweepResult) -> set[str]:
+    """A user's evaluation loaders: timed, but not measured alone (only training's pipeline is)."""
+    return {lo.key for lo in result.loaders if lo.role == "evaluation"}
+
+
 def stages_undetermined(result: SweepResult) -> list[Finding]:
     why = result.script.probe_notes if result.script is not None else ()
     if result.script is not None and not result.config.get("probe", True):
         why = ("--no-probe: the pipeline was not measured alone", *why)
+    evaluation = _evaluation(result)
     return [
         StageUndetermined(c.dataset, c.setting.label, c.data_wait_share, why)
         for c in _ok(result)
-        if c.verdict is not None and c.verdict.bottleneck == "undetermined"
+        if c.verdict is not None and c.verdict.bottleneck == "undetermined" and c.dataset not in evaluation
     ]
 
 
@@ -129,9 +135,9 @@ def fetched_impossible(result: SweepResult) -> list[Finding]:
         if mb is None or c.fetched.method in ("emulated", "ram"):
             continue
         high = storage_high_mb_per_s(result, c.dataset)
-        if high is None:
+        if high is None and c.dataset not in _evaluation(result):
             unchecked.append(f"{c.dataset} {c.setting.label}")
-        elif mb > high:
+        elif high is not None and mb > high:
             out.append(
                 FetchedAboveStorage(
                     c.dataset, c.setting.label, mb, high, c.fetched.method, c.fetched.source, c.byte_window_s

@@ -115,9 +115,13 @@ class _Loader:
             read=lambda pids, at: watcher.read_counters(self, pids, at),
             marks=watcher.gpu_marks(),
         )
+        self.counters = watcher.mount_counters(self.settings["dataset_root"])
+        import psutil  # noqa: F401  (imported here, not in the first timed batch)
         self.gpu: Any = None  # the NVML sampler of the window (CUDA), or None
         self.telemetry: Any = None  # its GpuTelemetry once the window ended
         self.thread_names: dict[int, str] = {}  # the threads that called next(), by ident
+        self.own_s = 0.0  # time spent in ioprof's own code around next(), all batches
+        self.own_calls = 0
         self._iterator: Any = None
 
     @property
@@ -226,6 +230,7 @@ class _Loader:
             "host_waits": list(w.waits),
             "host_steps": list(w.step_times),
             "optimizer_steps_between_batches": w.optimizer_between,
+            "own_s_per_batch": self.own_s / self.own_calls if self.own_calls else 0.0,
             "off_thread": self.off_thread(),
             "io": {
                 "read_bytes": t.read_bytes,
@@ -331,12 +336,16 @@ class Watcher:
                 return original_next(it)
             t_call = time.perf_counter()
             watcher.guard(rec, rec.before_next, it, t_call)
+            t_in = time.perf_counter()
             try:
                 batch = original_next(it)
             except StopIteration:
                 watcher.guard(rec, rec.iterator_ended, it)
                 raise
-            watcher.guard(rec, rec.after_next, it, t_call, time.perf_counter(), batch)
+            t_return = time.perf_counter()
+            watcher.guard(rec, rec.after_next, it, t_call, t_return, batch)
+            rec.own_s += t_in - t_call + time.perf_counter() - t_return  # ioprof's own cost
+            rec.own_calls += 1
             return batch
 
         dl.DataLoader.__iter__ = __iter__
@@ -382,7 +391,8 @@ class Watcher:
     def device(self) -> str:
         """The device the script trains on, as far as torch says (CUDA once initialized)."""
         torch = sys.modules.get("torch")
-        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        # is_initialized first: is_available() probes the driver, tens of ms where there is no GPU
+        if torch is not None and torch.cuda.is_initialized() and torch.cuda.is_available():
             return f"cuda:{torch.cuda.current_device()}"
         return "cpu"
 
@@ -419,7 +429,7 @@ class Watcher:
                 self._procs.pop(pid, None)
                 continue
             procs[pid] = (int(io.read_bytes), int(io.read_chars))
-        snap = self._mount_snapshot(rec)
+        snap = rec.counters.snapshot() if rec.counters is not None else None
         if snap is None:
             return Reading(at_s, procs)
         daemon = None
@@ -427,8 +437,9 @@ class Watcher:
             daemon = (snap.daemon_pid, snap.daemon_name, snap.daemon_read_chars)
         return Reading(at_s, procs, snap.nfs_server_read_bytes, daemon)
 
-    def _mount_snapshot(self, rec: _Loader) -> Any:
-        root = rec.settings["dataset_root"]
+    def mount_counters(self, root: str) -> Any:
+        """The counters of the mount under ``root`` (made once per root, when a loader is first
+        iterated: their imports and the FUSE daemon's search stay out of the timed batches)."""
         if not root:
             return None
         from ioprof.fetched import MountCounters
@@ -437,7 +448,7 @@ class Watcher:
         counters = self._mounts.get(root)
         if counters is None:
             counters = self._mounts[root] = MountCounters(filesystem_of(root))
-        return counters.snapshot()
+        return counters
 
     # -- after a window or a pass --------------------------------------------------------------
 

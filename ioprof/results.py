@@ -242,6 +242,8 @@ class StorageCeiling:
     shared_by: int = 1  # processes (ranks on one host) whose readers it was measured for together
 
     def _spans(self) -> list[float]:
+        if not self.completed_s:  # a schema-1 file kept no completions: no interval
+            return []
         return [t - p for p, t in zip((0.0, *self.completed_s[:-1]), self.completed_s, strict=True)]
 
     def bandwidth(self) -> Interval:
@@ -482,6 +484,7 @@ class ObservedLoader:
     off_thread: str = ""  # a thread other than the optimizer's that iterated it (a prefetcher)
     host: str = ""  # the machine its process ran on
     measured_batches_needed: int = 0  # batches before a window can open (warm-up and start-up)
+    own_s_per_batch: float = 0.0  # ioprof's own code around each next(): what observing cost
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,45 @@ def t_975(df: int) -> float:
     return 1.959964 + 2.37 / df
 
 
+def _t_within(t: float, df: int) -> float:
+    """P(|T| ≤ t) for Student's t with integer ``df`` (Abramowitz & Stegun 26.7.3 and 26.7.4)."""
+    theta = math.atan(t / math.sqrt(df))
+    c2, sin = math.cos(theta) ** 2, math.sin(theta)
+    if df % 2:
+        term = total = math.cos(theta)
+        for k in range(1, (df - 1) // 2):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            total += term
+        return 2 / math.pi * (theta + (sin * total if df > 1 else 0.0))
+    term = total = 1.0
+    for k in range(1, df // 2):
+        term *= c2 * (2 * k - 1) / (2 * k)
+        total += term
+    return sin * total
+
+
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile (0.5 < p < 1) of Student's t with integer ``df``, by bisection."""
+    if df < 1 or not 0.5 < p < 1.0:
+        raise ValueError(f"t quantile needs df ≥ 1 and 0.5 < p < 1, got df={df}, p={p}")
+    if abs(p - 0.975) < 1e-12:
+        return t_975(df)
+    target = 2 * p - 1
+    low, high = 0.0, 1.0
+    while _t_within(high, df) < target:
+        high *= 2
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if _t_within(mid, df) < target else (low, mid)
+    return (low + high) / 2
+
+
+def looks_level(looks: int, level: float = 0.95) -> float:
+    """The two-sided level each of ``looks`` interim looks needs so that the one a stopping rule
+    stops at still covers with ``level`` (Bonferroni: the miss rates of the looks add up)."""
+    return 1 - (1 - level) / max(1, looks)
+
+
 @dataclass(frozen=True)
 class Interval:
     """A figure with its 95 % interval (``batches`` batch means; fewer than 2: no interval)."""
@@ -146,13 +185,14 @@ def groups(n: int, min_group: int = 1, max_groups: int = MAX_BATCHES) -> list[ra
 
 
 def ratio_interval(
-    numerators: Sequence[float], denominators: Sequence[float], min_group: int = 1
+    numerators: Sequence[float], denominators: Sequence[float], min_group: int = 1, looks: int = 1
 ) -> Interval:
     """Σnumerators / Σdenominators (a rate, a share) with a 95 % interval from batch means.
 
     Consecutive samples are grouped (``min_group`` at least, e.g. one per loader worker, so that
     a burst of batches falls inside one group); the spread of the group ratios gives the
-    interval around the ratio of the sums.
+    interval around the ratio of the sums. ``looks``: how many times a stopping rule could have
+    looked at this interval before it was reported; each look is held to 95 % / ``looks``.
     """
     if len(numerators) != len(denominators):
         raise ValueError(f"{len(numerators)} numerators but {len(denominators)} denominators")
@@ -169,7 +209,9 @@ def ratio_interval(
         return Interval.unknown(value)
     mean = sum(ratios) / len(ratios)
     sd = math.sqrt(sum((r - mean) ** 2 for r in ratios) / (len(ratios) - 1))
-    half = t_975(len(ratios) - 1) * sd / math.sqrt(len(ratios))
+    df = len(ratios) - 1
+    t = t_975(df) if looks <= 1 else t_quantile(1 - (1 - looks_level(looks)) / 2, df)
+    half = t * sd / math.sqrt(len(ratios))
     return Interval(value, value - half, value + half, len(ratios))
 
 
@@ -179,8 +221,10 @@ def data_wait_share(wait_s: Sequence[float], step_s: Sequence[float]) -> float:
     return sum(wait_s) / total if total > 0 else 0.0
 
 
-def wait_share_interval(wait_s: Sequence[float], step_s: Sequence[float], min_group: int = 1) -> Interval:
+def wait_share_interval(
+    wait_s: Sequence[float], step_s: Sequence[float], min_group: int = 1, looks: int = 1
+) -> Interval:
     """The data-wait share with its 95 % interval (batch means), clipped to [0, 1]."""
     totals = [w + s for w, s in zip(wait_s, step_s, strict=True)]
-    i = ratio_interval(wait_s, totals, min_group)
+    i = ratio_interval(wait_s, totals, min_group, looks)
     return Interval(i.value, max(0.0, i.low), min(1.0, i.high), i.batches)

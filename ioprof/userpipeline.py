@@ -312,6 +312,7 @@ def _observed(key: str, obs: dict[str, Any], loader: dict[str, Any], config: Any
         off_thread=loader.get("off_thread", ""),
         host=obs.get("host", ""),
         measured_batches_needed=config.warmup_steps + s["num_workers"] + 2,
+        own_s_per_batch=loader.get("own_s_per_batch", 0.0),
     )
 
 

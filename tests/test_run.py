@@ -98,6 +98,11 @@ def test_a_crash_passes_its_exit_code_and_keeps_what_was_observed(small_folder: 
     )
     r = json.loads((out / "results.json").read_text())
     assert r["script"]["ended"] == "failed" and r["script"]["exit_code"] == 1 and r["cells"]
+    # the same --out again: this run's observations only, none of the last one's
+    p = ioprof_run("--steps", "10", "--no-probe", "--out", str(out), "--", sys.executable, SCRIPT, str(small_folder),
+                   "--crop", "32", "-j", "1", "--fail-at", "20")  # fmt: skip
+    r = json.loads((out / "results.json").read_text())
+    assert [lo["batches"] for lo in r["loaders"]] == [20] and r["script"]["optimizer_steps"] == 20
 
 
 def test_a_script_without_a_dataloader_passes_its_code_and_says_so(tmp_path: Path) -> None:

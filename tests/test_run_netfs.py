@@ -21,12 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import netfs
 import pytest
 
 from ioprof.datasets.synth import DatasetSpec
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import netfs  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 IMAGENET_EXAMPLE = REPO / "tests" / "thirdparty" / "pytorch_examples_imagenet" / "main.py"

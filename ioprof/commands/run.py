@@ -143,6 +143,8 @@ def run(config: RunConfig, command_line: str, progress: Progress) -> int:
     out = prepare_out_dir(config.out_dir, NAME)
     observed = out / "observed"
     observed.mkdir(exist_ok=True)
+    for stale in observed.glob("observed-*.json"):  # an earlier run into the same --out: not this one's
+        stale.unlink()
     with tempfile.TemporaryDirectory(prefix="ioprof-attach-") as attach:
         parent = str(Path(ioprof.__file__).resolve().parent.parent)
         (Path(attach) / "sitecustomize.py").write_text(SITECUSTOMIZE.format(parent=parent))

@@ -63,7 +63,8 @@ def _answer(result: SweepResult, sweep: bool) -> list[str]:
     out = ["## The answer", ""]
     if a is None:
         return out
-    out += [f"- {line}" for line in words.headline(a, sweep, [d.label for d in result.datasets])] + [""]
+    roles = {lo.key: lo.role for lo in result.loaders}
+    out += [f"- {line}" for line in words.headline(a, sweep, [d.label for d in result.datasets], roles)] + [""]
     for adv in a.advice:
         text = words.advice(adv)
         if text:

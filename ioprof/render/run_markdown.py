@@ -4,7 +4,7 @@ them, each loader's measured window, and its pipeline measured alone. Pure."""
 from __future__ import annotations
 
 from ioprof.render import markdown, words
-from ioprof.render.fmt import duration, mb, rate, rate_ci
+from ioprof.render.fmt import duration, mb, pct, rate, rate_ci
 from ioprof.render.mdtable import table
 from ioprof.results import DatasetCeilings, ObservedLoader, SweepResult
 
@@ -150,6 +150,23 @@ def _alone(dc: DatasetCeilings) -> list[str]:
     return out
 
 
+def _own_cost(result: SweepResult) -> list[str]:
+    """What observing cost: ioprof's own code around each next(), against the loop's time per batch."""
+    out = []
+    for lo in result.loaders:
+        cell = next((c for c in result.cells if c.dataset == lo.key and c.steps), None)
+        if cell is None or not lo.own_s_per_batch:
+            continue
+        per_batch = cell.elapsed_s / cell.steps
+        out.append(f"{lo.key} {lo.own_s_per_batch * 1e6:,.0f} µs ({pct(lo.own_s_per_batch / per_batch, 2)})")
+    if not out:
+        return []
+    return [
+        "- What observing cost: ioprof's own code around each `next()`, per batch, and its share of your loop's "
+        "time per batch: " + "; ".join(out) + " (the pause for the probe is stated above, apart)."
+    ]
+
+
 def _how(result: SweepResult) -> list[str]:
     m = result.machine
     return [
@@ -163,6 +180,7 @@ def _how(result: SweepResult) -> list[str]:
         "through torch's global step hook.",
         "- Your step is the compute ceiling; decode and augment were measured over a sample copied into memory, "
         "the storage by reading the same files cold (DS-Analyzer's split by difference).",
+        *_own_cost(result),
         f"- {markdown.INTERVALS}",
         "- Bytes fetched are counted by what the filesystem offers (block I/O of the loader's processes, NFS "
         "client statistics, the FUSE daemon's reads) over the same spans as the steps, pauses left out; a counter "

@@ -62,7 +62,7 @@ def verdict_line(a: f.Analysis | None) -> str:
     return f"**Verdict: {a.overall_input_bound} input-bound — the bottleneck is {a.overall_bottleneck}**: {where}."
 
 
-def dataset_line(v: f.DatasetVerdict) -> str:
+def dataset_line(v: f.DatasetVerdict, role: str = "") -> str:
     """One dataset in the answer: its input-bound settings, and the multiprocess speed-up."""
     if v.input_bound_settings:
         parts = [
@@ -79,16 +79,22 @@ def dataset_line(v: f.DatasetVerdict) -> str:
             f"best multiprocess ({v.best_multiprocess_setting}, {rate(v.best_multiprocess_img_per_s)} img/s) is "
             f"{v.speedup_over_serial:.2f}× the serial loader ({rate(v.serial_img_per_s)} img/s)"
         )
-    return f"{v.dataset}: " + "; ".join(parts) + "."
+    name = v.dataset + (f" ({ROLES.get(role, role)})" if role and role != "training" else "")
+    return f"{name}: " + "; ".join(parts) + "."
 
 
-def headline(a: f.Analysis | None, end_to_end: bool, datasets: list[str]) -> list[str]:
+ROLES = {"evaluation": "evaluation: timed, not measured alone", "no-optimizer": "no optimizer step"}
+
+
+def headline(
+    a: f.Analysis | None, end_to_end: bool, datasets: list[str], roles: dict[str, str] | None = None
+) -> list[str]:
     """The answer's lines: the CPU note first where it applies, then one line per dataset."""
     if a is None:
         return []
     out = [finding(x) for x in a.findings if isinstance(x, f.CpuIsTheDevice)]
     seen = {v.dataset for v in a.datasets}
-    out += [dataset_line(v) for v in a.datasets]
+    out += [dataset_line(v, (roles or {}).get(v.dataset, "")) for v in a.datasets]
     if end_to_end:
         out += [f"{d}: no cell finished." for d in datasets if d not in seen]
     return out
