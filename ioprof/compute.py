@@ -15,7 +15,7 @@ from torchvision import models
 from ioprof.config import AUTO, PRECISIONS, TARGET_REL_HALF_WIDTH, ComputeSpec, PlaceConfig, SweepConfig
 from ioprof.errors import IoprofError
 from ioprof.results import ComputeCeiling, TransferCeiling
-from ioprof.stats import MIN_BATCHES, ratio_interval
+from ioprof.stats import LOOKS, MIN_BATCHES, is_look, ratio_interval
 from ioprof.steptiming import StepEvents, resolve
 
 IMAGENET_CLASSES = 1000
@@ -302,6 +302,7 @@ def probe_compute(
         step_s=tuple(times),
         label=step.label,
         source=spec.source or "",
+        looks=1 if step.simulated or events else LOOKS,
     )
 
 
@@ -315,9 +316,9 @@ def _compute_done(
         return n >= COMPUTE_CUDA_STEPS
     if spent_s >= max_seconds:
         return True
-    if n < min_steps:
+    if not is_look(n, min_steps):
         return False
-    interval = ratio_interval([float(batch_size)] * n, times)
+    interval = ratio_interval([float(batch_size)] * n, times, 1, LOOKS)
     return interval.batches >= MIN_BATCHES and interval.rel_half_width <= TARGET_REL_HALF_WIDTH
 
 

@@ -4,8 +4,8 @@ Decode + augment + collate only, at one loader setting. The files are a sample r
 process beforehand (``datasets.sample``), because the page cache cannot be trusted to hold them
 (FUSE drops pages at every open; a dataset larger than RAM is evicted). After the start-up burst
 (one batch per worker arriving together), each batch's arrival time is recorded; the rate and
-its 95 % interval rest on those samples, and the probe stops once the interval is within ±5 %
-or at its cap.
+its 95 % interval rest on those samples, and the probe stops once the interval is within ±5 % at
+one of its fixed looks (``stats.is_look``) or at its cap.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from ioprof.config import TARGET_REL_HALF_WIDTH, LoaderSetting
 from ioprof.datasets.sample import MemorySample
 from ioprof.loader import Batch, make_loader
 from ioprof.results import CacheInfo, DecodeCeiling
-from ioprof.stats import MIN_BATCHES, ratio_interval
+from ioprof.stats import LOOKS, MIN_BATCHES, is_look, ratio_interval
 
 # At least this long and this many batches per worker before the interval may stop the probe.
 DECODE_PROBE_MIN_S = 2.0
@@ -66,8 +66,8 @@ def probe_decode(
             last = now
             if now - started >= max_seconds:
                 break
-            if len(spans) >= min_batches and now - started >= min_seconds:
-                interval = ratio_interval([float(n) for n in images], spans, setting.concurrency)
+            if now - started >= min_seconds and is_look(len(spans), min_batches):
+                interval = ratio_interval([float(n) for n in images], spans, setting.concurrency, LOOKS)
                 if interval.batches >= MIN_BATCHES and interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
                     stopped_by = "interval"
                     break
@@ -86,4 +86,5 @@ def probe_decode(
         sample_files=sample.files,
         sample_bytes=sample.bytes,
         stopped_by=stopped_by,
+        looks=LOOKS,
     )

@@ -18,7 +18,7 @@ from ioprof.launch import launch
 from ioprof.resultfile import to_jsonable
 from ioprof.results import SCHEMA_VERSION, DeviceCell, DevicesResult
 from ioprof.session import Progress, Session
-from ioprof.stats import ratio_interval
+from ioprof.stats import LOOKS, is_look, ratio_interval
 
 WARMUP_STEPS = 2
 MIN_STEPS = 5
@@ -64,8 +64,8 @@ def measure_one(model_name: str, batch: int, device: torch.device, seconds: floa
         t0 = time.perf_counter()
         while len(steps) < MAX_STEPS:
             steps.append(trainer.step())
-            if len(steps) >= MIN_STEPS:
-                i = ratio_interval([float(batch)] * len(steps), steps)
+            if is_look(len(steps), MIN_STEPS) or time.perf_counter() - t0 > seconds:
+                i = ratio_interval([float(batch)] * len(steps), steps, 1, LOOKS)
                 took = time.perf_counter() - t0
                 if (
                     i.rel_half_width <= TARGET_REL_HALF_WIDTH and took >= min(MIN_WINDOW_S, seconds)
@@ -74,7 +74,7 @@ def measure_one(model_name: str, batch: int, device: torch.device, seconds: floa
     except torch.OutOfMemoryError:
         return DeviceCell(model_name, setup, 1, batch, False, f"out of device memory at batch {batch}",
                           params=params, gradient_bytes=grad)  # fmt: skip
-    return DeviceCell(model_name, setup, 1, batch, True, "", tuple(steps), batch, params, grad)
+    return DeviceCell(model_name, setup, 1, batch, True, "", tuple(steps), batch, params, grad, looks=LOOKS)
 
 
 def measure_ddp(model_name: str, batch: int, ranks: int, *, backend: str, steps: int, workdir: Path, seed: int,

@@ -169,12 +169,13 @@ class ComputeCeiling:
     step_s: tuple[float, ...]
     label: str  # "real resnet50 on cpu", "simulated 2800 img/s (h100)"
     source: str = ""
+    looks: int = 1  # how often a stopping rule looked at its interval (``stats.LOOKS``), or 1
 
     def throughput(self) -> Interval:
         """img/s with its 95 % interval (batch means over steps)."""
         if self.simulated:
             return Interval.exact(self.img_per_s)
-        return ratio_interval([float(self.batch_size)] * len(self.step_s), list(self.step_s))
+        return ratio_interval([float(self.batch_size)] * len(self.step_s), list(self.step_s), 1, self.looks)
 
     def derived(self) -> dict[str, Any]:
         return _interval_fields("img_per_s", self.throughput())
@@ -199,6 +200,7 @@ class DecodeCeiling:
     sample_files: int = 0  # the in-memory sample the loader decoded
     sample_bytes: int = 0
     stopped_by: str = ""  # interval | seconds | batches
+    looks: int = 1  # how often a stopping rule looked at its interval (``stats.LOOKS``), or 1
 
     @property
     def setting(self) -> LoaderSetting:
@@ -206,7 +208,7 @@ class DecodeCeiling:
 
     def throughput(self) -> Interval:
         return ratio_interval(
-            [float(n) for n in self.batch_images], list(self.batch_s), self.setting.concurrency
+            [float(n) for n in self.batch_images], list(self.batch_s), self.setting.concurrency, self.looks
         )
 
     def derived(self) -> dict[str, Any]:
@@ -240,6 +242,7 @@ class StorageCeiling:
     completed_bytes: tuple[int, ...] = ()
     stopped_by: str = ""  # files | interval | seconds
     shared_by: int = 1  # processes (ranks on one host) whose readers it was measured for together
+    looks: int = 1  # how often a stopping rule looked at its interval (``stats.LOOKS``), or 1
 
     def _spans(self) -> list[float]:
         if not self.completed_s:  # a schema-1 file kept no completions: no interval
@@ -248,11 +251,13 @@ class StorageCeiling:
 
     def bandwidth(self) -> Interval:
         """MB/s with its 95 % interval (batch means over consecutive completions)."""
-        return ratio_interval([b / 1e6 for b in self.completed_bytes], self._spans(), self.concurrency)
+        return ratio_interval(
+            [b / 1e6 for b in self.completed_bytes], self._spans(), self.concurrency, self.looks
+        )
 
     def file_rate(self) -> Interval:
         """files/s (= img/s it can feed) with its 95 % interval."""
-        return ratio_interval([1.0] * len(self.completed_s), self._spans(), self.concurrency)
+        return ratio_interval([1.0] * len(self.completed_s), self._spans(), self.concurrency, self.looks)
 
     def derived(self) -> dict[str, Any]:
         return {
@@ -348,6 +353,7 @@ class CellResult:
     fetched: Fetched = UNKNOWN_FETCH
     start_method: str = ""  # multiprocessing start method of the workers ("" for serial)
     bytes_window_s: float | None = None  # seconds the byte counters cover, when not elapsed_s
+    looks: int = 1  # how often the stopping rule looked at its interval (``stats.LOOKS``), or 1
 
     @property
     def setting(self) -> LoaderSetting:
@@ -371,12 +377,12 @@ class CellResult:
         group at least one step per worker long (their batches arrive in bursts)."""
         images = [float(n) for n in self.images_per_step] or [float(self.batch_size)] * self.steps
         # centred on img_per_s (images over the window's clock), the figure every table shows
-        return ratio_interval(images, self.step_durations_s(), self.setting.concurrency).centered_on(
+        return ratio_interval(images, self.step_durations_s(), self.setting.concurrency, self.looks).centered_on(
             self.img_per_s
         )
 
     def wait_share(self) -> Interval:
-        return wait_share_interval(list(self.wait_s), list(self.step_s), self.setting.concurrency)
+        return wait_share_interval(list(self.wait_s), list(self.step_s), self.setting.concurrency, self.looks)
 
     def miss_ratio(self) -> float | None:
         """Share of the bytes the loader read that were fetched from storage (None: unknown)."""
@@ -837,10 +843,13 @@ class DeviceCell:
     samples_per_step: int = 0
     params: int = 0
     gradient_bytes: int = 0  # what DDP all-reduces each step
+    looks: int = 1  # how often a stopping rule looked at its interval (``stats.LOOKS``), or 1
 
     def throughput(self) -> Interval:
         """samples/s with its 95 % interval (batch means over the steps)."""
-        return ratio_interval([float(self.samples_per_step)] * len(self.step_s), list(self.step_s))
+        return ratio_interval(
+            [float(self.samples_per_step)] * len(self.step_s), list(self.step_s), 1, self.looks
+        )
 
     def derived(self) -> dict[str, Any]:
         return _interval_fields("samples_per_s", self.throughput()) if self.measured else {}

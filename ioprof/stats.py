@@ -124,6 +124,22 @@ def t_quantile(p: float, df: int) -> float:
     return (low + high) / 2
 
 
+# A measurement that stops once its interval is narrow enough looks at the interval only at fixed
+# counts — the first, then each doubling, INTERIM_LOOKS times in all — and once more at its cap;
+# every interval it reports is held to 95 % / LOOKS, so that the look it stopped at still covers
+# with 95 % (Bonferroni: the looks' miss rates add up). Looking after every step would not.
+INTERIM_LOOKS = 5
+LOOKS = INTERIM_LOOKS + 1
+
+
+def is_look(n: int, first: int) -> bool:
+    """Whether a count of ``n`` samples is one of the fixed looks: first, 2×, 4×, 8×, 16× first."""
+    if first < 1 or n < first or n % first:
+        return False
+    q = n // first
+    return q & (q - 1) == 0 and q.bit_length() <= INTERIM_LOOKS
+
+
 def looks_level(looks: int, level: float = 0.95) -> float:
     """The two-sided level each of ``looks`` interim looks needs so that the one a stopping rule
     stops at still covers with ``level`` (Bonferroni: the miss rates of the looks add up)."""

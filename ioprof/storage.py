@@ -12,7 +12,8 @@ profile says it is serial (an HDD's seek).
 
 The storage probe reads files in shuffled order with N concurrent readers (threads: a read
 releases the GIL) and records each file's completion, so that MB/s, files/s and their 95 %
-intervals rest on raw samples; it stops when the interval is within ±5 % or at its cap.
+intervals rest on raw samples; it stops when the interval is within ±5 % at one of its fixed
+looks (after 100, 200, 400… files) or at its cap.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ioprof.fetched import MountCounters, decide
 from ioprof.pagecache import FilesystemInfo, drop_after_read, filesystem_of, prepare
 from ioprof.presets import StorageProfile
 from ioprof.results import CacheInfo, Fetched, StorageCeiling
-from ioprof.stats import percentile, ratio_interval
+from ioprof.stats import LOOKS, is_look, percentile, ratio_interval
 
 # A read failing with one of these means the storage itself may have stopped answering (a
 # dropped network or FUSE mount, a vanished device), not that one file is bad.
@@ -176,18 +177,21 @@ class _Readers:
         return stopped_by
 
     def _monitor(self, futures: list[Future[None]], concurrency: int, max_seconds: float | None) -> str:
+        look = STORAGE_PROBE_MIN_FILES  # the interval is looked at after 100, 200, 400… completions only
         while wait(futures, timeout=_MONITOR_S).not_done:
             if max_seconds is not None and self._clock() - self.started >= max_seconds:
                 self._stop.set()
                 return "seconds"
             with self._lock:
-                done_s, sizes = list(self.completed_s), list(self.completed_bytes)
-            if len(done_s) >= STORAGE_PROBE_MIN_FILES:
-                spans = [t - p for p, t in zip((0.0, *done_s[:-1]), done_s, strict=True)]
-                interval = ratio_interval([float(b) for b in sizes], spans, concurrency)
-                if interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
-                    self._stop.set()
-                    return "interval"
+                done_s, sizes = self.completed_s[:look], self.completed_bytes[:look]
+            if len(done_s) < look or not is_look(look, STORAGE_PROBE_MIN_FILES):
+                continue
+            spans = [t - p for p, t in zip((0.0, *done_s[:-1]), done_s, strict=True)]
+            interval = ratio_interval([float(b) for b in sizes], spans, concurrency, LOOKS)
+            if interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
+                self._stop.set()
+                return "interval"
+            look *= 2
         return "files"
 
 
@@ -268,4 +272,5 @@ def _ceiling(
         completed_s=tuple(readers.completed_s),
         completed_bytes=tuple(readers.completed_bytes),
         stopped_by=stopped_by,
+        looks=LOOKS,
     )

@@ -4,7 +4,8 @@ Per measured step: the time blocked in ``next()`` waiting for the batch (data wa
 the step, the batch's images and the bytes its samples read; on CUDA the step times come from
 CUDA events on the GPU's clock, with no synchronization inside the window (see ``steptiming``).
 Warm-up runs past the start-up burst (one ready batch per worker) and is excluded. The window
-then runs until the throughput's 95 % interval is within ±5 % or the run length's cap.
+then runs until the throughput's 95 % interval is within ±5 % — looked at only at fixed step
+counts, its intervals widened for those looks (``stats.LOOKS``) — or the run length's cap.
 
 Whatever the cache regime says is true of the measured window: cold cells evict each file after
 reading it, and the files read are checked for residency after the window. GPU telemetry, I/O
@@ -35,7 +36,7 @@ from ioprof.results import (
     IoCounts,
     Undecodable,
 )
-from ioprof.stats import MIN_BATCHES, data_wait_share, ratio_interval
+from ioprof.stats import LOOKS, MIN_BATCHES, data_wait_share, is_look, ratio_interval
 from ioprof.steptiming import StepEvents, TimingEvent
 from ioprof.storage import EmulatedStorage, check_storage
 from ioprof.telemetry import GpuSampler
@@ -148,10 +149,10 @@ class _Window:
             return "steps"
         if run.max_seconds is not None and elapsed_s >= run.max_seconds:
             return "seconds"
-        if run.fixed or n < run.min_steps or elapsed_s < run.min_seconds or n % max(1, n // 10) != 0:
+        if run.fixed or elapsed_s < run.min_seconds or not is_look(n, run.min_steps):
             return ""
         durations = [w + s for w, s in zip(self.waits, self.steps, strict=True)]
-        interval = ratio_interval([float(i) for i in self.images], durations, setting.concurrency)
+        interval = ratio_interval([float(i) for i in self.images], durations, setting.concurrency, LOOKS)
         if interval.batches >= MIN_BATCHES and interval.rel_half_width <= run.target_rel_half_width:
             return "interval"
         return ""
@@ -293,6 +294,7 @@ def _cell_result(
         bytes_per_step=tuple(window.nbytes),
         fetched=fetched,
         start_method=(plan.start_method or _default_start_method()) if plan.setting.workers else "",
+        looks=1 if plan.run.fixed else LOOKS,
     )
 
 

@@ -45,7 +45,7 @@ from ioprof.results import (
     StorageCeiling,
     SweepResult,
 )
-from ioprof.stats import data_wait_share
+from ioprof.stats import LOOKS, data_wait_share
 
 # The storage probe reads at least this many of the dataset's files cold (more at more readers).
 PROBE_STORAGE_FILES = 200
@@ -126,18 +126,21 @@ def _loader_alone(loader: Any, view: Any, workers: int, seconds: float, batch: i
         sample_files=view.files,
         sample_bytes=view.bytes,
         stopped_by=stopped_by,
+        looks=LOOKS,
     )
 
 
 def _time_batches(it: Any, workers: int, seconds: float, batch: int) -> tuple[list[int], list[float], str]:
-    """Batches after the start-up burst: at least ``seconds``, then until ±5 % or the stretch."""
+    """Batches after the start-up burst: at least ``seconds``, then until ±5 % at a fixed look
+    (``stats.is_look``), or the stretch."""
     from ioprof.observer import batch_images
-    from ioprof.stats import ratio_interval
+    from ioprof.stats import is_look, ratio_interval
 
     for _ in range(max(1, workers)):  # the start-up burst
         next(it)
     images: list[int] = []
     spans: list[float] = []
+    first_look = 4 * max(1, workers)
     started = last = time.perf_counter()
     for b in it:
         now = time.perf_counter()
@@ -146,8 +149,8 @@ def _time_batches(it: Any, workers: int, seconds: float, batch: int) -> tuple[li
         last = now
         if now - started >= seconds * PROBE_DECODE_STRETCH:
             return images, spans, "seconds"
-        if now - started >= seconds:
-            interval = ratio_interval([float(n) for n in images], spans, max(1, workers))
+        if now - started >= seconds and is_look(len(spans), first_look):
+            interval = ratio_interval([float(n) for n in images], spans, max(1, workers), LOOKS)
             if interval.known and interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
                 return images, spans, "interval"
     return images, spans, "batches"
@@ -422,7 +425,7 @@ def build_result(
     return SweepResult(
         schema_version=SCHEMA_VERSION,
         run=_run_info(cells, config, command, started, ended, device),
-        machine=machine_info(None, None, "ioprof run samples the GPU only inside your script's window"),
+        machine=machine_info(None, None, _gpu_reason(device)),
         config={
             "stages": ["end-to-end"],
             "cache": "as-is",
@@ -440,6 +443,12 @@ def build_result(
         loaders=tuple(loaders),
         script=_script(ordered, command, exit_code, ended, config, ceilings),
     )
+
+
+def _gpu_reason(device: str) -> str:
+    if device.startswith("cuda"):
+        return "ioprof run samples the GPU only inside each loader's window, and none had samples"
+    return f"your script trained on the {device.upper() if device == 'cpu' else device}, not on a GPU"
 
 
 def _run_info(

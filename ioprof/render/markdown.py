@@ -12,7 +12,7 @@ from ioprof.render.fmt import mb, ms, pct, rate, rate_ci, share_ci
 from ioprof.render.mdtable import table
 from ioprof.render.plots import GPU_UTIL_PNG, THROUGHPUT_PNG
 from ioprof.results import CellResult, DatasetCeilings, SweepResult
-from ioprof.stats import share_below, summarize
+from ioprof.stats import INTERIM_LOOKS, LOOKS, looks_level, share_below, summarize
 from ioprof.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
 
 NVML_NOTE = (
@@ -23,9 +23,13 @@ NVML_NOTE = (
 INTERVALS = (
     "`± x %` is the half-width of a 95 % interval relative to the figure, `[a–b]` a 95 % interval: "
     "batch means over up to 10 groups of consecutive measured steps (cells), batches (decode) or "
-    "file completions (storage), Student's t. `± ?`: too few samples for an interval. An interval "
-    "describes this run's window; a repeat on a shared machine can differ more (`ioprof compare` "
-    "measures that from repeats)."
+    "file completions (storage), Student's t. A measurement that stops once its interval is within "
+    f"±5 % looks at it only at fixed counts (the first, then each doubling: {INTERIM_LOOKS} looks) and "
+    f"at its cap, and each of its intervals is held to {looks_level(LOOKS):.1%} so that the one it "
+    f"stops at still covers 95 % (Bonferroni over {LOOKS} looks); a window of fixed length (`--steps`, "
+    "your script's) needs no such correction. `± ?`: too few samples for an interval. An interval "
+    "describes this run's window; a repeat on a shared machine can differ more (`ioprof compare "
+    "--repeat` measures that from repeats you declare)."
 )
 
 
@@ -394,8 +398,9 @@ def _run_length_lines(result: SweepResult) -> list[str]:
     out = [
         f"- Each cell: batch {r.batch_size}; warm-up of {r.warmup_steps} step(s) plus one per loader worker (their "
         "first batches arrive together after start-up), excluded; then measured until the throughput's interval "
-        f"is within ± {r.target_rel_half_width:.0%} (after at least {r.min_steps} steps), or {r.steps} steps, or "
-        f"{cap}. The serial loader is `DataLoader(num_workers=0)`, loading in the training process.",
+        f"is within ± {r.target_rel_half_width:.0%} at a look (after {r.min_steps}, {2 * r.min_steps}, "
+        f"{4 * r.min_steps}… steps), or {r.steps} steps, or {cap}. The serial loader is `DataLoader(num_workers=0)`, "
+        "loading in the training process.",
         f"- Cache regime of the end-to-end cells: **{cache}**{regime}. Storage ceilings are measured cold; decode "
         "ceilings from an in-memory sample.",
     ]
