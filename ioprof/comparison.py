@@ -67,9 +67,44 @@ def differences(a: dict[str, Any], b: dict[str, Any]) -> list[tuple[str, str, st
     return [(k, repr(a.get(k)), repr(b.get(k))) for k in keys if a.get(k) != b.get(k)]
 
 
-def _verdict(r: SweepResult) -> str:
+def _verdict(r: SweepResult) -> tuple[str, str, str]:
     a = r.analysis
-    return "unknown" if a is None else f"{a.overall_bottleneck}/{a.overall_input_bound}@{a.overall_dataset}"
+    return (
+        ("unknown", "unknown", "")
+        if a is None
+        else (a.overall_bottleneck, a.overall_input_bound, a.overall_dataset)
+    )
+
+
+def environment(a: SweepResult, b: SweepResult) -> list[tuple[str, str, str]]:
+    """What differs besides the options: machine, libraries, where the data sat. The reasons people
+    compare runs — a new library, another disk, another machine — leave the options unchanged."""
+    ma, mb = a.machine, b.machine
+    pairs = [
+        ("machine", ma.hostname, mb.hostname),
+        ("CPU", ma.cpu_model, mb.cpu_model),
+        ("usable cores", str(ma.cpu_cores_usable), str(mb.cpu_cores_usable)),
+        ("RAM", f"{ma.ram_bytes / 2**30:,.1f} GiB", f"{mb.ram_bytes / 2**30:,.1f} GiB"),
+        ("GPU", str(ma.gpu), str(mb.gpu)),
+        ("GPU driver", str(ma.gpu_driver), str(mb.gpu_driver)),
+        ("Python", ma.python, mb.python),
+        ("torch", ma.torch, mb.torch),
+        ("torchvision", ma.torchvision, mb.torchvision),
+        ("platform", ma.platform, mb.platform),
+        ("ioprof", a.run.ioprof_version, b.run.ioprof_version),
+    ]
+    data_a = {d.label: d for d in a.datasets}
+    for d in b.datasets:
+        other = data_a.get(d.label)
+        if other is not None:
+            pairs.append(
+                (
+                    f"{d.label}: filesystem",
+                    f"{other.fs_type} ({other.mount_source})",
+                    f"{d.fs_type} ({d.mount_source})",
+                )
+            )
+    return [(what, x, y) for what, x, y in pairs if x != y]
 
 
 def compare_runs(
@@ -83,35 +118,60 @@ def compare_runs(
         and reference.script.command != other.script.command
     ):
         settings.append(("command", reference.script.command, other.script.command))
-    ma = f"{reference.machine.cpu_model}, {reference.machine.cpu_cores_usable} cores, GPU {reference.machine.gpu}"
-    mb = f"{other.machine.cpu_model}, {other.machine.cpu_cores_usable} cores, GPU {other.machine.gpu}"
+    ma = f"{reference.machine.hostname}: {reference.machine.cpu_model}, GPU {reference.machine.gpu}"
+    mb = f"{other.machine.hostname}: {other.machine.cpu_model}, GPU {other.machine.gpu}"
     va, vb = reference.run.ioprof_version, other.run.ioprof_version
     verdicts = (_verdict(reference), _verdict(other))
     return RunComparison(
-        label=label, settings=tuple(settings), other_machine=ma != mb or reference.machine.hostname != other.machine.hostname,
-        other_version=va != vb, machines=(ma, mb), versions=(va, vb),
+        label=label,
+        settings=tuple(settings),
+        other_machine=ma != mb,
+        other_version=va != vb,
+        machines=(ma, mb),
+        versions=(va, vb),
         cells=tuple(compare_cells(x, y, min_effect) for x, y in pairs),
-        unmatched=tuple(unmatched), verdicts=verdicts, verdict_changed=verdicts[0] != verdicts[1],
-    )  # fmt: skip
+        unmatched=tuple(unmatched),
+        verdicts=verdicts,
+        verdict_changed=verdicts[0] != verdicts[1],
+        environment=tuple(environment(reference, other)),
+    )
 
 
-def noise_floor(reference: SweepResult, others: Sequence[SweepResult]) -> tuple[float, int]:
-    """The smallest change that counts: COMPARE_MIN_EFFECT, or more where repeats of the reference
-    (runs with no setting changed) differ more among themselves; and how many repeats there were."""
-    repeats = [r for r in others if not differences(reference.config, r.config)]
-    spread = [abs(b.img_per_s / a.img_per_s - 1) for r in repeats for a, b in match(reference.cells, r.cells)[0]
-              if a.img_per_s > 0]  # fmt: skip
-    return max([COMPARE_MIN_EFFECT, *spread]), len(repeats)
+def noise_floor(reference: SweepResult, repeats: Sequence[SweepResult]) -> tuple[float, float | None]:
+    """The smallest change that counts: COMPARE_MIN_EFFECT, or more where the runs the user
+    declared repeats of the reference differ more from it; and that spread."""
+    spread = [
+        abs(b.img_per_s / a.img_per_s - 1)
+        for r in repeats
+        for a, b in match(reference.cells, r.cells)[0]
+        if a.img_per_s > 0
+    ]
+    return max([COMPARE_MIN_EFFECT, *spread]), max(spread) if spread else None
 
 
-def compare(results: Sequence[tuple[str, SweepResult]]) -> Comparison:
-    """Every run against the first (the reference)."""
+def outcome(runs: Sequence[RunComparison]) -> str:
+    """``slower`` when any matched cell of any run is slower beyond the noise; ``inconclusive``
+    when no cell could be compared with intervals on both sides; else ``same``."""
+    if any(r.slower for r in runs):
+        return "slower"
+    if not any(r.conclusive for r in runs):
+        return "inconclusive"
+    return "same"
+
+
+def compare(
+    results: Sequence[tuple[str, SweepResult]], repeats: Sequence[tuple[str, SweepResult]] = ()
+) -> Comparison:
+    """Every run against the first (the reference); ``repeats``: runs the user declared repeats."""
     (ref_label, ref), *others = results
-    floor, repeats = noise_floor(ref, [r for _, r in others])
+    floor, spread = noise_floor(ref, [r for _, r in repeats])
+    runs = tuple(compare_runs(ref, r, label, floor) for label, r in others)
     return Comparison(
         reference=ref_label,
         kind=ref.kind,
-        runs=tuple(compare_runs(ref, r, label, floor) for label, r in others),
+        runs=runs,
         min_effect=floor,
-        repeats=repeats,
+        repeats=len(repeats),
+        repeat_spread=spread,
+        outcome=outcome(runs),
     )

@@ -441,17 +441,32 @@ class RunComparison:
     versions: tuple[str, str]
     cells: tuple[CellComparison, ...]
     unmatched: tuple[str, ...]  # cells in only one of the two
-    verdicts: tuple[str, str]  # (reference's, this run's): "bottleneck/class@dataset"
+    verdicts: tuple[tuple[str, str, str], tuple[str, str, str]]  # (bottleneck, class, dataset) before, after
     verdict_changed: bool
+    environment: tuple[tuple[str, str, str], ...] = ()  # (what, reference's, this run's): not options
+
+    @property
+    def slower(self) -> tuple[CellComparison, ...]:
+        return tuple(c for c in self.cells if c.change == "slower")
+
+    @property
+    def conclusive(self) -> bool:
+        """At least one matched cell with intervals on both sides: a change could have been seen."""
+        return any(c.ratio_low is not None for c in self.cells)
 
 
 @dataclass(frozen=True)
 class Comparison:
+    """Runs against a reference. ``repeats``: runs the user declared repeats of the reference
+    (``--repeat``); their spread raises the noise floor. Equal options never make a repeat."""
+
     reference: str
     kind: str
     runs: tuple[RunComparison, ...]
     min_effect: float  # the smallest change that counts (raised by the spread among repeats)
-    repeats: int = 0  # runs with no setting changed: their spread sets the floor where it is wider
+    repeats: int = 0
+    repeat_spread: float | None = None  # the largest move of a declared repeat from the reference
+    outcome: str = "same"  # slower | inconclusive | same (the exit code's meaning)
 
 
 # -- ioprof profile --------------------------------------------------------------------------------

@@ -1,4 +1,10 @@
-"""``ioprof compare A B [C…]``: runs of the same command side by side — what changed, beyond noise."""
+"""``ioprof compare A B [C…] [--repeat R…]``: runs of the same command side by side — what changed,
+beyond noise. Repeats of the reference are declared by the user, never inferred from equal options.
+
+Exit codes (for CI gates): 0 no matched cell slower beyond the noise; 4 at least one is (the lines
+printed name the runs and cells); 3 inconclusive — no cell could be compared with intervals on both
+sides; 1 an error; 2 bad usage.
+"""
 
 from __future__ import annotations
 
@@ -16,25 +22,38 @@ if TYPE_CHECKING:
     from ioprof.session import Progress
 
 NAME = "compare"
-HELP = "compare runs of the same command: the settings that differ, each cell's ratio, beyond noise or not"
+HELP = (
+    "compare runs of the same command: what differs, each cell's ratio, beyond noise or not "
+    "(exit 4: slower beyond the noise, 3: inconclusive)"
+)
+EXIT = {"same": 0, "inconclusive": 3, "slower": 4}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "runs", nargs="+", metavar="RUN", help="results.json files or run folders; the first is the reference"
     )
+    p.add_argument(
+        "--repeat",
+        nargs="+",
+        default=[],
+        metavar="RUN",
+        help="runs you made as repeats of the reference (same command, same machine and data): their spread "
+        "sets the noise floor; runs are never taken for repeats because their options are equal",
+    )
     args.add_out(p)
 
 
 def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
-    return compare(ns.runs, getattr(ns, "out_dir", None))
+    return compare(ns.runs, getattr(ns, "out_dir", None), ns.repeat)
 
 
-def _load(paths: list[str]) -> list[tuple[str, SweepResult]]:
+def _load(paths: list[str], repeats: list[str] | None = None) -> list[tuple[str, SweepResult]]:
     from ioprof.analysis import analyze
 
     if len(paths) < 2:
         raise IoprofError("compare needs at least two runs: ioprof compare RUN_A RUN_B")
+    paths = [*paths, *(repeats or [])]
     loaded = []
     for p in paths:
         r = resultfile.load(p)
@@ -48,12 +67,13 @@ def _load(paths: list[str]) -> list[tuple[str, SweepResult]]:
     return loaded
 
 
-def compare(paths: list[str], out_dir: str | None) -> int:
+def compare(paths: list[str], out_dir: str | None, repeats: list[str] | None = None) -> int:
     from ioprof.comparison import compare as compare_runs
-    from ioprof.render.compare_markdown import COMPARE_PNG, headline, render_compare_markdown
+    from ioprof.render.compare_markdown import COMPARE_PNG, headline, outcome_lines, render_compare_markdown
     from ioprof.render.plots import plot_comparison
 
-    result = compare_runs(_load(paths))
+    loaded = _load(paths, repeats)
+    result = compare_runs(loaded[: len(paths)], loaded[len(paths) :])
     out = prepare_out_dir(out_dir, NAME)
     with writing_into(out):
         plot_comparison(result, out / COMPARE_PNG)
@@ -63,5 +83,7 @@ def compare(paths: list[str], out_dir: str | None) -> int:
         )
     for run in result.runs:
         print(headline(run))
+    for line in outcome_lines(result):
+        print(line)
     print(f"report: {out / 'report.md'}")
-    return 0
+    return EXIT[result.outcome]
