@@ -26,6 +26,7 @@ from ioprof.findings import (
     NoOptimizerSteps,
     NotAsAsked,
     OffPrediction,
+    PagesNotKept,
     ProbeFailed,
     StageUndetermined,
     TrainingNotMeasured,
@@ -218,19 +219,27 @@ def workers_exceed_cores(result: SweepResult) -> list[Finding]:
 
 
 def datasets_fit_in_ram(result: SweepResult) -> list[Finding]:
-    ram = result.machine.ram_bytes
+    """Datasets the page cache could hold: later epochs come from RAM — where the filesystem keeps
+    read pages at all; on one that drops them (sshfs) every epoch reads the storage, said apart."""
+    ram = result.machine.ram_for_cache_bytes or result.machine.ram_bytes
     small = [i for i in result.datasets if i.total_bytes * DATASET_TO_RAM_FOR_COLD_EPOCHS <= ram]
-    if not small:
-        return []
-    return [
-        DatasetsFitInRam(
-            tuple(i.label for i in small),
-            tuple(i.total_bytes for i in small),
-            ram,
-            DATASET_TO_RAM_FOR_COLD_EPOCHS,
-            cold_cells=any(c.cache.regime == "cold" for c in result.cells),
+    kept = [i for i in small if i.keeps_pages is not False]
+    dropped = [i for i in small if i.keeps_pages is False]
+    out: list[Finding] = []
+    if kept:
+        out.append(
+            DatasetsFitInRam(
+                tuple(i.label for i in kept),
+                tuple(i.total_bytes for i in kept),
+                ram,
+                DATASET_TO_RAM_FOR_COLD_EPOCHS,
+                cold_cells=any(c.cache.regime == "cold" for c in result.cells),
+                ram_source=result.machine.ram_for_cache_source,
+            )
         )
-    ]
+    if dropped:
+        out.append(PagesNotKept(tuple(i.label for i in dropped), tuple(i.fs_type for i in dropped)))
+    return out
 
 
 def emulated_faster_than_real(result: SweepResult) -> list[Finding]:

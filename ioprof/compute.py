@@ -15,7 +15,7 @@ from torchvision import models
 from ioprof.config import AUTO, PRECISIONS, TARGET_REL_HALF_WIDTH, ComputeSpec, PlaceConfig, SweepConfig
 from ioprof.errors import IoprofError
 from ioprof.results import ComputeCeiling, TransferCeiling
-from ioprof.stats import LOOKS, MIN_BATCHES, is_look, ratio_interval
+from ioprof.stats import LOOKS, MIN_BATCHES, Looks, ratio_interval
 from ioprof.steptiming import StepEvents, resolve
 
 IMAGENET_CLASSES = 1000
@@ -235,6 +235,7 @@ def make_step(
 # The compute ceiling: at least this many measured steps, then until its interval is within ±5 %
 # or this long; on CUDA (steps only enqueued, timed afterwards by events) a fixed count.
 COMPUTE_MIN_STEPS = 5
+COMPUTE_MIN_S = 0.5  # the first look comes after this long (and COMPUTE_MIN_STEPS)
 COMPUTE_MAX_S = 20.0
 COMPUTE_CUDA_STEPS = 50
 
@@ -267,6 +268,7 @@ def probe_compute(
     labels = torch.randint(0, IMAGENET_CLASSES, (batch_size,), generator=gen).to(device)
     times: list[float] = []
     events: list[StepEvents] = []
+    looks = Looks(min_steps, COMPUTE_MIN_S)
     start = None
     try:
         for _ in range(warmup_steps):
@@ -280,7 +282,7 @@ def probe_compute(
             times.append(clock() - t0)
             if marks is not None:
                 events.append(marks)
-            if _compute_done(times, marks is not None, min_steps, clock() - began, max_seconds, batch_size):
+            if _compute_done(times, marks is not None, looks, clock() - began, max_seconds, batch_size):
                 break
         step.drain()
     except torch.cuda.OutOfMemoryError:
@@ -307,16 +309,16 @@ def probe_compute(
 
 
 def _compute_done(
-    times: list[float], queued: bool, min_steps: int, spent_s: float, max_seconds: float, batch_size: int
+    times: list[float], queued: bool, looks: Looks, spent_s: float, max_seconds: float, batch_size: int
 ) -> bool:
     """Whether the compute ceiling has steps enough: a fixed count when steps are only enqueued
-    (CUDA), else an interval within ±5 % after ``min_steps``, or the time cap."""
+    (CUDA), else an interval within ±5 % at one of its looks, or the time cap."""
     n = len(times)
     if queued:
         return n >= COMPUTE_CUDA_STEPS
     if spent_s >= max_seconds:
         return True
-    if not is_look(n, min_steps):
+    if not looks.due(n, spent_s):
         return False
     interval = ratio_interval([float(batch_size)] * n, times, 1, LOOKS)
     return interval.batches >= MIN_BATCHES and interval.rel_half_width <= TARGET_REL_HALF_WIDTH

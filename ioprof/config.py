@@ -402,6 +402,18 @@ class PlaceConfig:
     out_dir: str | None = None
     cache_dir: str | None = None
     start_method: str | None = None
+    ram_bytes: int | None = None  # RAM the page cache can use on the training machine (None: measured here)
+
+
+def gigabytes(text: str) -> int:
+    """A size in GB (10^9 bytes), as bytes: ``--ram 64``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"must be a size in GB such as 64 or 0.5; got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"must be a size in GB of at least 0; got {text!r}")
+    return round(value * 1e9)
 
 
 def parse_paths(text: str) -> tuple[str, ...]:

@@ -17,12 +17,12 @@ from ioprof.config import TARGET_REL_HALF_WIDTH, LoaderSetting
 from ioprof.datasets.sample import MemorySample
 from ioprof.loader import Batch, make_loader
 from ioprof.results import CacheInfo, DecodeCeiling
-from ioprof.stats import LOOKS, MIN_BATCHES, is_look, ratio_interval
+from ioprof.stats import LOOKS, MIN_BATCHES, Looks, ratio_interval
 
 # At least this long and this many batches per worker before the interval may stop the probe.
 DECODE_PROBE_MIN_S = 2.0
 DECODE_PROBE_MIN_BATCHES_PER_WORKER = 4
-DECODE_PROBE_MAX_S = 20.0
+DECODE_PROBE_MAX_S = 8.0  # looks at about 2, 4 and 8 s: a ceiling, not a cell, needs no longer
 
 
 def warmup_batches(setting: LoaderSetting) -> int:
@@ -52,7 +52,7 @@ def probe_decode(
     )  # fmt: skip
     images: list[int] = []
     spans: list[float] = []
-    min_batches = DECODE_PROBE_MIN_BATCHES_PER_WORKER * setting.concurrency
+    looks = Looks(DECODE_PROBE_MIN_BATCHES_PER_WORKER * setting.concurrency, min_seconds)
     stopped_by = "seconds"
     it: Iterator[Batch] = iter(dl)
     try:
@@ -66,7 +66,7 @@ def probe_decode(
             last = now
             if now - started >= max_seconds:
                 break
-            if now - started >= min_seconds and is_look(len(spans), min_batches):
+            if looks.due(len(spans), now - started):
                 interval = ratio_interval([float(n) for n in images], spans, setting.concurrency, LOOKS)
                 if interval.batches >= MIN_BATCHES and interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
                     stopped_by = "interval"

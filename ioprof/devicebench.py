@@ -18,7 +18,7 @@ from ioprof.launch import launch
 from ioprof.resultfile import to_jsonable
 from ioprof.results import SCHEMA_VERSION, DeviceCell, DevicesResult
 from ioprof.session import Progress, Session
-from ioprof.stats import LOOKS, is_look, ratio_interval
+from ioprof.stats import LOOKS, Looks, ratio_interval
 
 WARMUP_STEPS = 2
 MIN_STEPS = 5
@@ -62,9 +62,10 @@ def measure_one(model_name: str, batch: int, device: torch.device, seconds: floa
         trainer.steps(WARMUP_STEPS)
         steps: list[float] = []
         t0 = time.perf_counter()
+        looks = Looks(MIN_STEPS, min(MIN_WINDOW_S, seconds))
         while len(steps) < MAX_STEPS:
             steps.append(trainer.step())
-            if is_look(len(steps), MIN_STEPS) or time.perf_counter() - t0 > seconds:
+            if looks.due(len(steps), time.perf_counter() - t0) or time.perf_counter() - t0 > seconds:
                 i = ratio_interval([float(batch)] * len(steps), steps, 1, LOOKS)
                 took = time.perf_counter() - t0
                 if (

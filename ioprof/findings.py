@@ -142,6 +142,17 @@ class DatasetsFitInRam(Finding):
     ram_bytes: int
     ratio: float  # MLPerf Storage's dataset-to-RAM ratio for cold epochs
     cold_cells: bool = True  # the cells were measured cold (evicting after each read)
+    ram_source: str = ""  # where the RAM figure comes from (the host, a cgroup limit)
+
+
+@dataclass(frozen=True)
+class PagesNotKept(Finding):
+    """Datasets small enough for RAM on a filesystem that drops read pages (sshfs, other FUSE
+    mounts at their defaults): every epoch reads the storage anyway."""
+
+    kind: ClassVar[str] = "pages-not-kept"
+    datasets: tuple[str, ...]
+    fs_types: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -340,7 +351,14 @@ class Analysis:
 
 @dataclass(frozen=True)
 class PlaceDecision:
-    """What one candidate would give training, and whether copying the data there pays."""
+    """What one location would give training over the run's epochs, and whether copying there pays.
+
+    ``reading_epochs``: the epochs that read the storage there — the first only when the dataset
+    fits in the RAM the page cache can use *and* the filesystem keeps read pages (sshfs drops them
+    at every open), every epoch otherwise. Later epochs from the page cache run at ``warm_img_per_s``
+    (compute and decode only). ``total_s``: all the epochs; a candidate's saving is the current
+    location's total minus its own, and the copy pays when the saving exceeds the copy.
+    """
 
     label: str
     kind: str
@@ -351,18 +369,24 @@ class PlaceDecision:
     keeps_busy: bool
     storage_headroom: float  # storage img/s at best_workers / compute ceiling
     predicted_by_workers: dict[str, float]
-    epoch_s: float
+    epoch_s: float  # an epoch that reads the storage
     copy_s: float | None
-    saved_s: float | None  # over the epochs that read storage, vs the current location
+    saved_s: float | None  # over all the epochs, vs the current location
     copy_pays_off: bool | None
     fits: bool = True  # the whole dataset fits in the free space there
+    reading_epochs: int = 0
+    warm_img_per_s: float | None = None
+    total_s: float = 0.0
+    keeps_pages: bool | None = None
 
 
 @dataclass(frozen=True)
 class Recommendation:
-    """``ioprof place``'s answer: keep, move to a location, or none keeps the accelerator busy."""
+    """``ioprof place``'s one decision: keep, move, keep because the copy does not pay, or none
+    keeps the accelerator busy. ``alternative``: for keep-copy-does-not-pay, the faster location
+    not worth the copy (its label, img/s, copy and saving)."""
 
-    action: str  # keep | move | none-suffices | nothing-measured
+    action: str  # keep | move | keep-copy-does-not-pay | none-suffices | nothing-measured
     location: str
     predicted_img_per_s: float
     best_workers: int
@@ -376,6 +400,10 @@ class Recommendation:
     copy_pays_off: bool | None
     epochs: int
     threshold: float
+    reading_epochs: int = 0  # epochs that read the current location's storage
+    current_keeps_pages: bool | None = None
+    fits_in_ram: bool = False
+    alternative: tuple[str, float, float, float] | None = None
 
 
 # -- ioprof whatif -----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import os
 import platform
 import socket
 import sys
+from pathlib import Path
 
 import psutil
 import torch
@@ -50,7 +51,61 @@ def usable_cores() -> int:
     return n
 
 
+# A cgroup memory limit at or above this is "no limit" (cgroup v1 writes 2^63 rounded down to a page).
+_NO_LIMIT = 2**60
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    return None if text == "max" or not text.isdigit() else int(text)
+
+
+def cgroup_memory(cgroup_file: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> tuple[int, int] | None:
+    """(limit, usage) in bytes of the tightest memory limit on this process's cgroup and its
+    parents (cgroup v2 ``memory.max``/``memory.current``, v1 ``memory.limit_in_bytes``/
+    ``memory.usage_in_bytes``); None where no limit is set."""
+    try:
+        lines = Path(cgroup_file).read_text().splitlines()
+    except OSError:
+        return None
+    found: list[tuple[int, int]] = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, rel = parts
+        if controllers == "":
+            base, names = Path(root), ("memory.max", "memory.current")
+        elif "memory" in controllers.split(","):
+            base, names = Path(root) / "memory", ("memory.limit_in_bytes", "memory.usage_in_bytes")
+        else:
+            continue
+        folder = base / rel.strip("/")
+        while True:
+            limit, usage = _read_int(folder / names[0]), _read_int(folder / names[1])
+            if limit is not None and limit < _NO_LIMIT:
+                found.append((limit, usage or 0))
+            if folder == base or base not in folder.parents:
+                break
+            folder = folder.parent
+    return min(found, key=lambda lu: lu[0] - lu[1]) if found else None
+
+
+def memory_for_cache() -> tuple[int, str]:
+    """Bytes of RAM the page cache could give this process's data, and where the figure comes from:
+    the host's available memory, or less where a container's cgroup limit leaves less."""
+    available = psutil.virtual_memory().available
+    limited = cgroup_memory()
+    if limited is not None and limited[0] - limited[1] < available:
+        return max(0, limited[0] - limited[1]), f"cgroup memory limit {limited[0] / 2**30:,.1f} GiB"
+    return available, "the host's available memory"
+
+
 def machine_info(gpu: str | None, gpu_driver: str | None, gpu_unavailable_reason: str | None) -> MachineInfo:
+    cache_bytes, cache_source = memory_for_cache()
     return MachineInfo(
         cpu_model=cpu_model(),
         cpu_cores_logical=os.cpu_count() or 1,
@@ -65,4 +120,6 @@ def machine_info(gpu: str | None, gpu_driver: str | None, gpu_unavailable_reason
         platform=platform.platform(),
         hostname=socket.gethostname(),
         virtual_machine=is_virtual_machine(),
+        ram_for_cache_bytes=cache_bytes,
+        ram_for_cache_source=cache_source,
     )

@@ -197,6 +197,34 @@ def residency(paths: Iterable[str | os.PathLike[str]]) -> Residency:
     return Residency(resident_pages=resident, total_pages=total, method=method)
 
 
+# Files read to see whether the filesystem keeps their pages, and at most this many bytes of them.
+KEEPS_PAGES_FILES = 3
+KEEPS_PAGES_MAX_BYTES = 8 * 2**20
+
+
+def keeps_pages(paths: Sequence[str], fs: FilesystemInfo) -> bool | None:
+    """Whether this filesystem keeps a file's pages cached once it has been read and closed: read a
+    few files whole, close them, and look at their residency (opening a file again is what drops
+    them on a FUSE mount such as sshfs, and residency is read through a fresh open). True on a
+    RAM-backed filesystem; None when no file could be read."""
+    if fs.ram_backed:
+        return True
+    chosen: list[str] = []
+    read = 0
+    for p in paths:
+        if len(chosen) >= KEEPS_PAGES_FILES or read >= KEEPS_PAGES_MAX_BYTES:
+            break
+        try:
+            with open(p, "rb") as f:
+                read += _pages(len(f.read(KEEPS_PAGES_MAX_BYTES - read))) * _PAGE_SIZE
+        except OSError:
+            continue
+        chosen.append(p)
+    if not chosen or read == 0:
+        return None
+    return residency(chosen).resident_pages * _PAGE_SIZE >= 0.5 * read
+
+
 def evict(paths: Iterable[str | os.PathLike[str]]) -> None:
     """Ask the kernel to drop the files' clean pages (POSIX_FADV_DONTNEED). Never writes the files."""
     for p in paths:

@@ -20,14 +20,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-import psutil
-
 from ioprof.ceilings import compute_ceiling, decode_ceilings
 from ioprof.compute import make_step
 from ioprof.config import LoaderSetting, PlaceConfig
 from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.sample import load_sample
-from ioprof.pagecache import FilesystemInfo, filesystem_of
+from ioprof.machine import memory_for_cache
+from ioprof.pagecache import FilesystemInfo, filesystem_of, keeps_pages
 from ioprof.placement import SPACE_HEADROOM, decide
 from ioprof.presets import StorageProfile
 from ioprof.resultfile import to_jsonable
@@ -79,7 +78,7 @@ def measure_current(
     return CandidateResult(
         label="current location", path=root, kind="current", status="ok", reason="", fs_type=fs.fs_type,
         mount_source=fs.source, ram_backed=fs.ram_backed, sample_files=len(paths),
-        sample_bytes=sample_bytes, write_mb_per_s=None, storage=storage,
+        sample_bytes=sample_bytes, write_mb_per_s=None, storage=storage, keeps_pages=keeps_pages(paths, fs),
     )  # fmt: skip
 
 
@@ -133,6 +132,7 @@ def measure_candidate(
         write_s = max(clock() - t0, 1e-9)
         progress(f"{folder}: reading the sample back cold…")
         storage = tuple(probe_storage(copies, c, fs, seed=seed, root=str(tmp)) for c in concurrencies)
+        kept = keeps_pages(copies, fs)
         reasons = ["RAM-backed (tmpfs): fast, but it holds the data in memory"] if fs.ram_backed else []
         if free < dataset_bytes * SPACE_HEADROOM:
             reasons.append(
@@ -142,6 +142,7 @@ def measure_candidate(
             label=folder, path=folder, kind="candidate", status="ok", reason="; ".join(reasons),
             fs_type=fs.fs_type, mount_source=fs.source, ram_backed=fs.ram_backed, sample_files=len(copies),
             sample_bytes=sample_bytes, write_mb_per_s=sample_bytes / 1e6 / write_s, storage=storage, free_bytes=free,
+            keeps_pages=kept,
         )  # fmt: skip
     except OSError as e:
         status = "full" if e.errno == errno.ENOSPC else "failed"
@@ -184,6 +185,9 @@ def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress:
     for profile in config.storage_profiles:
         progress(f"{profile.name} (emulated): reading through the emulated device…")
         candidates.append(measure_emulated(dataset, profile, config.workers, config.seed))
+    ram, ram_source = (
+        (config.ram_bytes, "--ram") if config.ram_bytes is not None else memory_for_cache()
+    )
     return decide(
         PlaceResult(
             schema_version=SCHEMA_VERSION,
@@ -192,10 +196,11 @@ def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress:
             machine=session.machine,
             config=to_jsonable(asdict(config)),
             dataset=dataset.info,
-            ram_available_bytes=psutil.virtual_memory().available,
+            ram_available_bytes=ram,
             epochs=config.epochs,
             compute=compute,
             decode=decode,
             candidates=tuple(candidates),
+            ram_source=ram_source,
         )
     )

@@ -2,9 +2,13 @@
 
 For each usable location: the predicted training rate at each worker count (the slowest of
 compute, decode at that count and storage at that concurrency), the accelerator's busy share,
-the epoch time, and — for candidate folders — whether copying the whole dataset there pays off.
-A candidate without room for the whole dataset is measured for information only and never
-recommended.
+and the time of all the run's epochs. Which epochs read the storage decides it: a dataset that
+fits in the RAM the page cache can use, on a filesystem that keeps read pages, reads the storage
+in its first epoch only (later epochs run at the compute and decode rate); one that does not fit,
+or sits on a mount that drops cached pages at every open (sshfs and other FUSE mounts at their
+defaults), reads it every epoch. A candidate folder is worth moving to only when it keeps the
+accelerator busy, holds the whole dataset, and the time it saves over the epochs exceeds the copy.
+One decision comes out, consistent with every figure beside it.
 """
 
 from __future__ import annotations
@@ -27,29 +31,51 @@ def fits(c: CandidateResult, total_bytes: int) -> bool:
     return c.free_bytes is None or c.free_bytes >= total_bytes * SPACE_HEADROOM
 
 
+def fits_in_ram(result: PlaceResult) -> bool:
+    return result.dataset.total_bytes <= result.ram_available_bytes
+
+
+def reading_epochs(c: CandidateResult, result: PlaceResult) -> int:
+    """Epochs that read the storage at this location: the first only where the page cache can hold
+    the dataset and the filesystem keeps read pages; every epoch otherwise."""
+    return 1 if fits_in_ram(result) and c.keeps_pages is not False else result.epochs
+
+
+def _rates(result: PlaceResult, workers: int, storage: float | None) -> dict[str, float]:
+    decode = {d.workers: d.img_per_s for d in result.decode if d.loader == "multiprocess"}
+    rates = {"compute": result.compute.img_per_s}
+    if storage is not None:
+        rates["storage"] = storage
+    if workers in decode:
+        rates["decode"] = decode[workers]
+    return rates
+
+
+def _predicted(result: PlaceResult, workers: int, storage: float | None) -> tuple[float, str]:
+    p = predict(LoaderSetting.multiprocess(workers), _rates(result, workers, storage), compute_async=False)
+    return (p.high, p.by) if p else (0.0, "")
+
+
 def _decide(c: CandidateResult, result: PlaceResult, current: PlaceDecision | None) -> PlaceDecision:
     demand = result.compute.img_per_s
-    decode = {d.workers: d.img_per_s for d in result.decode if d.loader == "multiprocess"}
     by_workers: dict[str, float] = {}
     limits: dict[int, str] = {}
     for s in c.storage:
-        w = s.concurrency
-        rates = {"compute": demand, "storage": s.img_per_s}
-        if w in decode:
-            rates["decode"] = decode[w]
-        p = predict(LoaderSetting.multiprocess(w), rates, compute_async=False)
-        by_workers[str(w)], limits[w] = (p.high, p.by) if p else (0.0, "")
+        by_workers[str(s.concurrency)], limits[s.concurrency] = _predicted(result, s.concurrency, s.img_per_s)
     best_w = max(by_workers, key=lambda k: (by_workers[k], -int(k)))
     predicted = by_workers[best_w]
     storage_rate = next(s.img_per_s for s in c.storage if s.concurrency == int(best_w))
-    epoch_s = result.dataset.files / predicted if predicted > 0 else math.inf
+    files = result.dataset.files
+    epoch_s = files / predicted if predicted > 0 else math.inf
+    warm = max(_predicted(result, int(w), None)[0] for w in by_workers)
+    reading = reading_epochs(c, result)
+    later_s = files / warm if reading == 1 and warm > 0 else epoch_s
+    total_s = epoch_s * reading + later_s * (result.epochs - reading)
     copy_s = saved = pays = None
     if c.kind == "candidate" and c.write_mb_per_s:
         copy_s = result.dataset.total_bytes / 1e6 / c.write_mb_per_s
         if current is not None:
-            # a dataset that fits in RAM reads storage only in its first epoch
-            reading_epochs = 1 if result.dataset.total_bytes <= result.ram_available_bytes else result.epochs
-            saved = (current.epoch_s - epoch_s) * reading_epochs
+            saved = current.total_s - total_s
             pays = saved > copy_s
     return PlaceDecision(
         label=c.label,
@@ -66,38 +92,54 @@ def _decide(c: CandidateResult, result: PlaceResult, current: PlaceDecision | No
         saved_s=saved,
         copy_pays_off=pays,
         fits=c.kind != "candidate" or fits(c, result.dataset.total_bytes),
+        reading_epochs=reading,
+        warm_img_per_s=warm,
+        total_s=total_s,
+        keeps_pages=c.keeps_pages,
     )
 
 
-def recommend(result: PlaceResult, decisions: list[PlaceDecision]) -> Recommendation:
-    """Keep the data, move it to the fastest candidate that keeps the accelerator busy (and can
-    hold it all), or say that none does and what limits the best."""
+def _choose(decisions: list[PlaceDecision]) -> tuple[str, PlaceDecision | None, PlaceDecision | None]:
+    """(action, the location it names, a faster location not worth its copy)."""
     current = next((d for d in decisions if d.kind == "current"), None)
-    movable = [d for d in decisions if d.kind == "candidate" and d.keeps_busy and d.fits]
+    better = [d for d in decisions if d.kind == "candidate" and d.keeps_busy and d.fits]
+    paying = [d for d in better if d.copy_pays_off is not False]
     if current and current.keeps_busy:
-        action, chosen = "keep", current
-    elif movable:
-        action, chosen = "move", max(movable, key=lambda d: d.predicted_img_per_s)
-    elif decisions:
-        action, chosen = "none-suffices", max(decisions, key=lambda d: d.predicted_img_per_s)
-    else:
-        action, chosen = "nothing-measured", None
-    demand = result.compute.img_per_s
+        return "keep", current, None
+    if paying:
+        return "move", max(paying, key=lambda d: d.predicted_img_per_s), None
+    if better and current is not None:
+        return "keep-copy-does-not-pay", current, max(better, key=lambda d: d.predicted_img_per_s)
+    if decisions:
+        return "none-suffices", max(decisions, key=lambda d: d.predicted_img_per_s), None
+    return "nothing-measured", None, None
+
+
+def recommend(result: PlaceResult, decisions: list[PlaceDecision]) -> Recommendation:
+    """Keep the data, move it to the fastest candidate that keeps the accelerator busy, holds it
+    all and pays for its copy, keep it because no such copy pays, or say that none keeps up."""
+    action, chosen, alt = _choose(decisions)
+    current = next((d for d in decisions if d.kind == "current"), None)
+    shown = alt if alt is not None else chosen
     return Recommendation(
         action=action,
         location=chosen.label if chosen else "",
         predicted_img_per_s=chosen.predicted_img_per_s if chosen else 0.0,
         best_workers=chosen.best_workers if chosen else 0,
-        demand_img_per_s=demand,
+        demand_img_per_s=result.compute.img_per_s,
         simulated_demand=result.compute.simulated,
         busy_share=chosen.busy_share if chosen else 0.0,
         limited_by=chosen.limited_by if chosen else "",
         storage_headroom=chosen.storage_headroom if chosen else 0.0,
-        copy_s=chosen.copy_s if chosen else None,
-        saved_s=chosen.saved_s if chosen else None,
-        copy_pays_off=chosen.copy_pays_off if chosen else None,
+        copy_s=shown.copy_s if shown else None,
+        saved_s=shown.saved_s if shown else None,
+        copy_pays_off=shown.copy_pays_off if shown else None,
         epochs=result.epochs,
         threshold=MIN_BUSY_SHARE,
+        reading_epochs=current.reading_epochs if current else 0,
+        current_keeps_pages=current.keeps_pages if current else None,
+        fits_in_ram=fits_in_ram(result),
+        alternative=(alt.label, alt.predicted_img_per_s, alt.copy_s or 0.0, alt.saved_s or 0.0) if alt else None,
     )
 
 

@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
 import torch
 from torch import nn
 
@@ -20,6 +19,7 @@ from ioprof.config import LoaderSetting, ProfileConfig
 from ioprof.datasets.dataset import Dataset
 from ioprof.layerprofile import LayerHooks, StepRunner, phase_times, trace
 from ioprof.loader import make_loader
+from ioprof.machine import memory_for_cache
 from ioprof.pagecache import prepare
 from ioprof.resultfile import to_jsonable
 from ioprof.results import SCHEMA_VERSION, MeasuredEpoch, ProfileResult
@@ -118,7 +118,9 @@ def measure(
     cold, hooked = phase_times(plain), phase_times(timed)
     del it
     warm = None
-    if dataset.info.total_bytes <= WARM_RAM_SHARE * psutil.virtual_memory().available:
+    # later epochs come from RAM only where the page cache can hold the data and the filesystem keeps
+    # read pages (sshfs drops them at every open: every epoch reads the storage there)
+    if dataset.info.keeps_pages is not False and dataset.info.total_bytes <= WARM_RAM_SHARE * memory_for_cache()[0]:
         progress(f"profiling {steps} steps with the files in RAM (later epochs)…")
         it = iter(_loader(dataset, setting, crop_px, batch_size, big, "warm", seed, start_method))
         _steps(runner, it, max(2, setting.workers) + 1)

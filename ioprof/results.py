@@ -36,6 +36,8 @@ class MachineInfo:
     platform: str
     hostname: str
     virtual_machine: bool = False  # the CPU reports a hypervisor: the host may cache the disk
+    ram_for_cache_bytes: int = 0  # what the page cache could hold for this process (cgroup limit included)
+    ram_for_cache_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class DatasetInfo:
     mount_source: str
     classes: int
     fs_kind: str = ""  # block | network | fuse | ram | unknown (pagecache.FilesystemInfo.kind)
+    keeps_pages: bool | None = None  # its filesystem keeps read pages cached (sshfs drops them at each open)
 
 
 @dataclass(frozen=True)
@@ -547,6 +550,7 @@ class CandidateResult:
     write_mb_per_s: float | None  # copying the sample there: read + write + fsync
     storage: tuple[StorageCeiling, ...]
     free_bytes: int | None = None  # free space there before the sample was copied
+    keeps_pages: bool | None = None  # its filesystem keeps read pages cached (sshfs drops them at each open)
 
 
 @dataclass(frozen=True)
@@ -564,6 +568,7 @@ class PlaceResult:
     candidates: tuple[CandidateResult, ...]
     decisions: tuple[PlaceDecision, ...] = ()  # filled by placement, recomputed on load
     recommendation: Recommendation | None = None  # filled by placement, recomputed on load
+    ram_source: str = ""  # where ram_available_bytes comes from: the host, a cgroup limit, --ram
 
 
 def _interval_fields(name: str, interval: Interval) -> dict[str, float | int | None]:

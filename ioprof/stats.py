@@ -140,6 +140,25 @@ def is_look(n: int, first: int) -> bool:
     return q & (q - 1) == 0 and q.bit_length() <= INTERIM_LOOKS
 
 
+@dataclass
+class Looks:
+    """When a stopping rule may look at its interval: at the first count of at least ``first``
+    samples reached after ``min_seconds`` (its base), then at each doubling of the base, at most
+    INTERIM_LOOKS looks in all — so that the correction for LOOKS holds however fast samples come."""
+
+    first: int
+    min_seconds: float = 0.0
+    base: int = 0
+
+    def due(self, n: int, elapsed_s: float = 0.0) -> bool:
+        if not self.base:
+            if n >= self.first and elapsed_s >= self.min_seconds:
+                self.base = n
+                return True
+            return False
+        return is_look(n, self.base)
+
+
 def looks_level(looks: int, level: float = 0.95) -> float:
     """The two-sided level each of ``looks`` interim looks needs so that the one a stopping rule
     stops at still covers with ``level`` (Bonferroni: the miss rates of the looks add up)."""

@@ -36,7 +36,7 @@ from ioprof.results import (
     IoCounts,
     Undecodable,
 )
-from ioprof.stats import LOOKS, MIN_BATCHES, data_wait_share, is_look, ratio_interval
+from ioprof.stats import LOOKS, MIN_BATCHES, Looks, data_wait_share, ratio_interval
 from ioprof.steptiming import StepEvents, TimingEvent
 from ioprof.storage import EmulatedStorage, check_storage
 from ioprof.telemetry import GpuSampler
@@ -128,6 +128,7 @@ class _Window:
     events: list[StepEvents] = field(default_factory=list)
     event_waits: list[float] = field(default_factory=list)  # host waits aligned with events
     pending_wait: float = 0.0
+    looks: Looks | None = None  # when the stopping rule may look at the interval
 
     def add(self, wait: float, step: float, batch: Batch, marks: StepEvents | None) -> None:
         self.waits.append(wait)
@@ -149,7 +150,9 @@ class _Window:
             return "steps"
         if run.max_seconds is not None and elapsed_s >= run.max_seconds:
             return "seconds"
-        if run.fixed or elapsed_s < run.min_seconds or not is_look(n, run.min_steps):
+        if self.looks is None:
+            self.looks = Looks(run.min_steps, run.min_seconds)
+        if run.fixed or not self.looks.due(n, elapsed_s):
             return ""
         durations = [w + s for w, s in zip(self.waits, self.steps, strict=True)]
         interval = ratio_interval([float(i) for i in self.images], durations, setting.concurrency, LOOKS)

@@ -134,13 +134,13 @@ def _time_batches(it: Any, workers: int, seconds: float, batch: int) -> tuple[li
     """Batches after the start-up burst: at least ``seconds``, then until ±5 % at a fixed look
     (``stats.is_look``), or the stretch."""
     from ioprof.observer import batch_images
-    from ioprof.stats import is_look, ratio_interval
+    from ioprof.stats import Looks, ratio_interval
 
     for _ in range(max(1, workers)):  # the start-up burst
         next(it)
     images: list[int] = []
     spans: list[float] = []
-    first_look = 4 * max(1, workers)
+    looks = Looks(4 * max(1, workers), seconds)
     started = last = time.perf_counter()
     for b in it:
         now = time.perf_counter()
@@ -149,7 +149,7 @@ def _time_batches(it: Any, workers: int, seconds: float, batch: int) -> tuple[li
         last = now
         if now - started >= seconds * PROBE_DECODE_STRETCH:
             return images, spans, "seconds"
-        if now - started >= seconds and is_look(len(spans), first_look):
+        if looks.due(len(spans), now - started):
             interval = ratio_interval([float(n) for n in images], spans, max(1, workers), LOOKS)
             if interval.known and interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
                 return images, spans, "interval"

@@ -69,6 +69,42 @@ def test_decision_logic_on_hand_built_measurements() -> None:
     )
 
 
+def _two_places(ram: int, current_keeps_pages: bool | None = True) -> PlaceResult:
+    """1 GB on a storage-bound current location (500 img/s against 1,000 of compute), and a fast
+    candidate that copies at 20 MB/s (50 s for the whole dataset), over 10 epochs."""
+    from builders import MACHINE, RUN, decode
+
+    current = replace(_candidate("current location", "current", 500.0), keeps_pages=current_keeps_pages)
+    return PlaceResult(
+        schema_version=SCHEMA_VERSION, kind="place", run=RUN, machine=MACHINE, config={},
+        dataset=dataset_info(mean_bytes=100_000.0, files=10_000), ram_available_bytes=ram, epochs=10,
+        compute=compute(1000.0), decode=(decode("multiprocess", 4, 1200.0),),
+        candidates=(current, _candidate("/fast", "candidate", 5000.0, 20.0)),
+    )  # fmt: skip
+
+
+def test_one_decision_from_which_epochs_read_the_storage() -> None:
+    """The issue's case: a faster candidate whose copy does not pay must not be recommended."""
+    # fits in RAM, pages kept: only the first epoch reads the storage (20 s there, 10 s on /fast)
+    r = decide(_two_places(ram=10**12))
+    cur, fast = r.decisions
+    assert cur.reading_epochs == 1 and fast.saved_s == pytest.approx(10.0) and fast.copy_s == pytest.approx(50.0)
+    assert fast.copy_pays_off is False
+    assert r.recommendation is not None and r.recommendation.action == "keep-copy-does-not-pay"
+    text = words.recommendation(r.recommendation)
+    assert text.startswith("Keep the dataset where it is: /fast would feed 1,000 img/s, but copying it there")
+    assert "only the first of the 10 epochs reads the storage" in text and "warm the page cache" in text
+    # does not fit: every epoch reads it, the copy pays
+    r = decide(_two_places(ram=10**6))
+    assert r.decisions[0].reading_epochs == 10 and r.decisions[1].saved_s == pytest.approx(100.0)
+    assert r.recommendation is not None and r.recommendation.action == "move"
+    # fits, but the filesystem drops read pages (sshfs): every epoch reads it too
+    r = decide(_two_places(ram=10**12, current_keeps_pages=False))
+    assert r.decisions[0].reading_epochs == 10 and r.recommendation is not None
+    assert r.recommendation.action == "move"
+    assert "drops read pages at every open" in words.recommendation(r.recommendation)
+
+
 def test_a_candidate_that_cannot_hold_the_whole_dataset_is_never_recommended() -> None:
     from builders import MACHINE, RUN, decode
 
@@ -134,21 +170,33 @@ needs_root = pytest.mark.skipif(bool(slowdisk.unavailable()), reason=slowdisk.un
 
 @pytest.mark.root
 @needs_root
-def test_recommends_moving_off_real_slow_storage(small_set: Path, tmp_path: Path) -> None:
+def test_on_real_slow_storage_the_move_pays_only_where_every_epoch_reads_it(small_set: Path, tmp_path: Path) -> None:
+    """A throttled ext4 (0.5 MB/s) and a fast folder. The small set fits in RAM and ext4 keeps read
+    pages: only the first epoch reads the slow disk, the copy does not pay, keep it. With --ram 0
+    (a training machine whose page cache cannot hold it) every epoch does, and the move pays."""
     fast = tmp_path / "fast"
     fast.mkdir()
+    runs = {}
     with slowdisk.slow_disk(tmp_path, read_bytes_per_s=500_000) as disk:
         data_dir = disk.mountpoint / "data"
         shutil.copytree(small_set, data_dir)
         os.sync()
-        p = place("--data", str(data_dir), "--candidates", str(fast), "--compute", "sim:300", *SMALL,
-                  "--out", str(tmp_path / "o"), preexec=disk.join)  # fmt: skip
-    assert p.returncode == 0, p.stderr
-    data = json.loads((tmp_path / "o" / "results.json").read_text())
-    cur = next(d for d in data["decisions"] if d["kind"] == "current")
-    assert cur["keeps_busy"] is False and cur["limited_by"] == "storage"
-    assert (data["recommendation"]["action"], data["recommendation"]["location"]) == ("move", str(fast))
-    assert not leftovers(fast)
+        for name, ram in (("fits", []), ("not", ["--ram", "0"])):
+            p = place("--data", str(data_dir), "--candidates", str(fast), "--compute", "sim:300", *SMALL, *ram,
+                      "--out", str(tmp_path / name), preexec=disk.join)  # fmt: skip
+            assert p.returncode == 0, p.stderr
+            runs[name] = json.loads((tmp_path / name / "results.json").read_text())
+    fits, not_fit = runs["fits"], runs["not"]
+    cur = next(d for d in fits["decisions"] if d["kind"] == "current")
+    assert cur["keeps_busy"] is False and cur["limited_by"] == "storage" and cur["reading_epochs"] == 1
+    rec = fits["recommendation"]
+    assert rec["action"] == "keep-copy-does-not-pay" and rec["alternative"][0] == str(fast)
+    text = (tmp_path / "fits" / "report.md").read_text().splitlines()[2]
+    assert text.startswith(f"**Keep the dataset where it is: {fast} would feed")
+    assert "only the first of the 10 epochs reads the storage" in text
+    assert next(d for d in not_fit["decisions"] if d["kind"] == "current")["reading_epochs"] == 10
+    assert (not_fit["recommendation"]["action"], not_fit["recommendation"]["location"]) == ("move", str(fast))
+    assert not_fit["ram_source"] == "--ram" and not leftovers(fast)
 
 
 @pytest.mark.root

@@ -9,6 +9,7 @@ from ioprof import resultfile
 from ioprof.commands import args, prepare_out_dir, writing_into
 from ioprof.config import (
     PlaceConfig,
+    gigabytes,
     parse_compute,
     parse_paths,
     parse_storage_profiles,
@@ -49,8 +50,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=args.typed(positive_float, "target-rate"),
         help="img/s the training consumes (the same as --compute sim:IMG_PER_S)",
     )
-    p.add_argument("--epochs", type=args.typed(positive_int, "epochs"), default=argparse.SUPPRESS,
-                   help=f"epochs of training, for whether copying pays off (default {PlaceConfig().epochs})")  # fmt: skip
+    p.add_argument(
+        "--epochs",
+        type=args.typed(positive_int, "epochs"),
+        default=argparse.SUPPRESS,
+        help=f"epochs of training, for whether copying pays off (default {PlaceConfig().epochs})",
+    )
+    p.add_argument(
+        "--ram",
+        dest="ram_bytes",
+        type=args.typed(gigabytes, "ram"),
+        default=argparse.SUPPRESS,
+        metavar="GB",
+        help="RAM the page cache can use on the machine that will train (default: what this process may use "
+        "here, a container's memory limit included); decides whether later epochs read the storage",
+    )
     args.add_loader(p, loaders=False)
     args.add_device(p)
     args.add_batch(p)

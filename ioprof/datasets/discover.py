@@ -11,7 +11,7 @@ from PIL import Image
 from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, has_file_allowed_extension, make_dataset
 
 from ioprof.errors import IoprofError
-from ioprof.pagecache import filesystem_of
+from ioprof.pagecache import filesystem_of, keeps_pages
 from ioprof.results import DatasetInfo
 
 # Image dimensions are read from the headers of at most this many files (headers only: cheap).
@@ -73,7 +73,8 @@ def find_images(path: str | os.PathLike[str], flag: str = "--data") -> ImageList
 def describe(
     images: ImageList, label: str, generated: bool, seed: int = 0, stat_limit: int | None = None
 ) -> DatasetInfo:
-    """Size, mean resolution and storage facts of a dataset, reading only file headers.
+    """Size, mean resolution and storage facts of a dataset, reading file headers, and a few files
+    whole to see whether their filesystem keeps read pages cached (``pagecache.keeps_pages``).
 
     ``stat_limit``: stat at most this many files (shuffled) and scale their sizes to the whole set
     (for a user's dataset of a million files on network storage).
@@ -116,4 +117,5 @@ def describe(
         mount_source=fs.source,
         classes=len(images.classes),
         fs_kind=fs.kind,
+        keeps_pages=keeps_pages(sample, fs),
     )

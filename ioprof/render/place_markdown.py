@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ioprof.findings import PlaceDecision
 from ioprof.render import words
 from ioprof.render.fmt import duration, gb, ms, rate, rate_ci
 from ioprof.render.mdtable import table
@@ -10,39 +11,53 @@ from ioprof.results import PlaceResult
 from ioprof.thresholds import MIN_BUSY_SHARE
 
 
+def _decision_row(dec: PlaceDecision, epochs: int) -> list[str]:
+    by_workers = sorted(dec.predicted_by_workers.items(), key=lambda kv: int(kv[0]))
+    reads = "the first" if dec.reading_epochs == 1 else f"all {epochs}"
+    return [
+        dec.label,
+        rate(dec.predicted_img_per_s),
+        f"{dec.best_workers}",
+        " · ".join(f"{w}: {rate(v)}" for w, v in by_workers),
+        f"{dec.busy_share:.0%}",
+        "yes" if dec.keeps_busy else "**no**",
+        dec.limited_by,
+        f"{dec.storage_headroom:,.1f}×",
+        duration(dec.epoch_s),
+        reads + ("" if dec.keeps_pages is not False else " (drops read pages)"),
+        duration(dec.total_s),
+        duration(dec.copy_s),
+        "—" if dec.saved_s is None else duration(dec.saved_s) if dec.saved_s >= 0 else f"−{duration(-dec.saved_s)}",
+        "—" if dec.copy_pays_off is None else ("yes" if dec.copy_pays_off else "no"),
+        "yes" if dec.fits else "**no**",
+    ]
+
+
+_HEAD = [
+    "location",
+    "predicted img/s",
+    "workers",
+    "img/s by worker count",
+    "accelerator busy",
+    f"≥ {MIN_BUSY_SHARE:.0%} busy",
+    "limited by",
+    "storage headroom",
+    "epoch from storage",
+    "epochs reading storage",
+    "all epochs",
+    "copy whole dataset",
+    "saves",
+    "copy pays off",
+    "dataset fits",
+]
+
+
 def _decisions(result: PlaceResult) -> list[str]:
-    rows = []
-    for dec in result.decisions:
-        rows.append([
-            dec.label, rate(dec.predicted_img_per_s), f"{dec.best_workers}",
-            " · ".join(f"{w}: {rate(v)}" for w, v in sorted(dec.predicted_by_workers.items(), key=lambda kv: int(kv[0]))),
-            f"{dec.busy_share:.0%}", "yes" if dec.keeps_busy else "**no**", dec.limited_by,
-            f"{dec.storage_headroom:,.1f}×", duration(dec.epoch_s), duration(dec.copy_s),
-            "—" if dec.copy_pays_off is None else ("yes" if dec.copy_pays_off else "no"),
-            "yes" if dec.fits else "**no**",
-        ])  # fmt: skip
+    rows = [_decision_row(dec, result.epochs) for dec in result.decisions]
     for cand in result.candidates:
         if cand.status != "ok":
-            rows.append(
-                [
-                    cand.label,
-                    "—",
-                    "—",
-                    "—",
-                    "—",
-                    "—",
-                    f"{cand.status}: {cand.reason}",
-                    "—",
-                    "—",
-                    "—",
-                    "—",
-                    "—",
-                ]
-            )
-    head = ["location", "predicted img/s", "workers", "img/s by worker count", "accelerator busy",
-            f"≥ {MIN_BUSY_SHARE:.0%} busy", "limited by", "storage headroom", "epoch", "copy whole dataset",
-            "copy pays off", "dataset fits"]  # fmt: skip
-    return table(head, rows)
+            rows.append([cand.label, *["—"] * 5, f"{cand.status}: {cand.reason}", *["—"] * (len(_HEAD) - 7)])
+    return table(_HEAD, rows)
 
 
 def _locations(result: PlaceResult) -> list[str]:
@@ -72,6 +87,7 @@ def render_place_markdown(result: PlaceResult) -> str:
     d = result.dataset
     kind = "simulated" if c.simulated else "measured"
     fits = d.total_bytes <= result.ram_available_bytes
+    ram = f"{result.ram_available_bytes / 1e9:,.1f} GB" + (f" ({result.ram_source})" if result.ram_source else "")
     out = [
         f"# ioprof place — {result.run.started_at[:10]}",
         "",
@@ -82,14 +98,13 @@ def render_place_markdown(result: PlaceResult) -> str:
     out += [
         f"Demand: the {kind} compute ceiling, {rate_ci(c.throughput())} img/s ({c.label}). "
         f"Busy share = predicted ÷ demand; {MIN_BUSY_SHARE:.0%} is MLPerf Storage's bar for ResNet-50. "
-        f"Copy pays off when the time saved over {result.epochs} epoch(s) exceeds the copy time"
-        + (
-            f"; the dataset ({gb(d.total_bytes)}) fits in the {result.ram_available_bytes / 1e9:,.0f} GB "
-            "of free RAM, so only the first epoch reads storage and only it is counted."
-            if fits
-            else "."
-        )
-        + " A candidate must hold the whole dataset (with 5 % to spare) to be recommended.",
+        f"The dataset ({gb(d.total_bytes)}) {'fits' if fits else 'does not fit'} in the {ram} the page cache can "
+        "use: where it fits and the filesystem keeps read pages, only the first epoch reads the storage and "
+        "the others run at the compute and decode rate; where it does not fit, or the filesystem drops read "
+        "pages at every open (sshfs and other FUSE mounts by default — checked by reading files and looking "
+        f"at their residency), all {result.epochs} epochs read it. A copy pays off when the time it saves over "
+        "all the epochs exceeds the copy; a candidate is recommended only when it keeps the accelerator busy, "
+        "holds the whole dataset (with 5 % to spare) and its copy pays off.",
         "",
         f"![Predicted training rate per location]({PLACE_PNG})",
         "",

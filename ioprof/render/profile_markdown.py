@@ -56,6 +56,11 @@ def headline(r: ProfileResult) -> str:
     )
     if warm is not None:
         text += f", about {duration(warm.total_s)} once the files are in RAM"
+    elif r.dataset.keeps_pages is False:
+        text += (
+            f", every epoch: {r.dataset.fs_type} drops read pages at every open (checked), so no later epoch "
+            "reads from RAM"
+        )
     text += f"; the slowest layer is `{c.top_layer}`." if c.top_layer else "."
     m = r.measured_epoch
     if m is not None and c.check_error is not None:

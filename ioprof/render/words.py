@@ -227,10 +227,12 @@ def _fit(x: f.DatasetsFitInRam) -> str:
         if x.cold_cells
         else "what was measured here is whatever the page cache held"
     )
+    source = f", {x.ram_source}" if x.ram_source else ""
     return (
-        f"The dataset{'s' if many else ''} ({sizes}) fit{'' if many else 's'} in RAM ({x.ram_bytes / 1e9:,.0f} GB): "
-        f"in real training every epoch after the first would come from the page cache, not storage — {how} "
-        f"(MLPerf Storage asks for a dataset ≥ {x.ratio:g}× RAM)."
+        f"The dataset{'s' if many else ''} ({sizes}) fit{'' if many else 's'} in RAM ({x.ram_bytes / 1e9:,.0f} GB "
+        f"for the page cache{source}), on a filesystem that keeps read pages: in real training every epoch after "
+        f"the first would come from the page cache, not storage — {how} (MLPerf Storage asks for a dataset ≥ "
+        f"{x.ratio:g}× RAM)."
     )
 
 
@@ -299,6 +301,11 @@ def _training_not_measured(x: f.TrainingNotMeasured) -> str:
 FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     f.CpuIsTheDevice: _cpu,
     f.DatasetsFitInRam: _fit,
+    f.PagesNotKept: lambda x: (
+        f"{', '.join(x.datasets)} would fit in RAM, but {'/'.join(sorted(set(x.fs_types)))} drops read pages at "
+        "every open (checked: files read and closed were no longer resident): every epoch reads the storage, "
+        "as measured here."
+    ),
     f.WorkersExceedCores: lambda x: (
         f"{', '.join(map(str, x.workers))} worker(s) exceed the {x.cores} usable cores: those workers share "
         "cores with each other and with the training process."
@@ -463,8 +470,23 @@ def cell_line(cell: CellResult) -> str:
 # -- ioprof place ------------------------------------------------------------------------------
 
 
+def _epochs_read(r: f.Recommendation) -> str:
+    """Which epochs read the current location's storage, and why."""
+    if r.reading_epochs == 1:
+        return (
+            f"only the first of the {r.epochs} epochs reads the storage there: the dataset fits in the RAM the "
+            "page cache can use and the filesystem keeps read pages"
+        )
+    if r.fits_in_ram and r.current_keeps_pages is False:
+        return (
+            f"every one of the {r.epochs} epochs reads the storage there: the dataset would fit in RAM, but the "
+            "filesystem drops read pages at every open (checked)"
+        )
+    return f"every one of the {r.epochs} epochs reads the storage there: the dataset does not fit in the RAM the page cache can use"
+
+
 def recommendation(r: f.Recommendation | None) -> str:
-    """``ioprof place``'s answer in one sentence."""
+    """``ioprof place``'s one decision, in one sentence consistent with its figures."""
     if r is None or r.action == "nothing-measured":
         return "No location could be measured; see the table for why."
     kind = "simulated " if r.simulated_demand else ""
@@ -475,12 +497,19 @@ def recommendation(r: f.Recommendation | None) -> str:
     if r.action == "move":
         copy = ""
         if r.copy_s is not None and r.saved_s is not None:
-            pays = "pays for itself" if r.copy_pays_off else "does not pay for itself"
             copy = (
                 f"; copying the dataset there takes about {duration(r.copy_s)} and saves {duration(r.saved_s)} "
-                f"over {r.epochs} epoch(s), so it {pays}"
+                f"over the {r.epochs} epochs ({_epochs_read(r)})"
             )
         return f"Move the dataset to {r.location}: {feeds}, at least {need}{copy}."
+    if r.action == "keep-copy-does-not-pay" and r.alternative is not None:
+        where, img_s, copy_s, saved_s = r.alternative
+        warm = " — read the files once before training to warm the page cache" if r.reading_epochs == 1 else ""
+        return (
+            f"Keep the dataset where it is: {where} would feed {rate(img_s)} img/s, but copying it there takes "
+            f"about {duration(copy_s)} and saves only {duration(max(0.0, saved_s))} over the {r.epochs} epochs, "
+            f"because {_epochs_read(r)}{warm}."
+        )
     tail = " — a faster disk will not fix that." if r.limited_by != "storage" else "."
     return (
         f"No location measured keeps the accelerator {r.threshold:.0%} busy; the best, {r.location}, feeds "
