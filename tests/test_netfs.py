@@ -74,6 +74,33 @@ def test_data_on_a_slow_network_filesystem_is_storage_bound(mount: netfs.NetMoun
     assert "the bottleneck is storage" in report and "a local copy of the dataset" in report
     assert "ioprof place" in report and "packed shards" in report
     assert "takes about" not in report  # no worker-count advice for a storage-bound run
+    # sshfs drops read pages at every open: the dataset fits in RAM, yet every epoch reads the link
+    assert r["datasets"][0]["keeps_pages"] is False
+    assert "drops read pages at every open" in report and "would come from the page cache" not in report
+
+
+def test_place_moves_data_off_a_mount_that_drops_its_pages(mount: netfs.NetMount, tmp_path: Path) -> None:
+    """The dataset fits in RAM, but sshfs keeps no read pages: every epoch reads the link, so a
+    local copy pays for itself (it would not on a disk that keeps pages: see test_place)."""
+    local = tmp_path / "local"
+    local.mkdir()
+    out = tmp_path / "o"
+    p = subprocess.run(
+        [sys.executable, "-m", "ioprof", "place", "--data", str(mount.mountpoint / "data"), "--candidates",
+         str(local), "--workers", "2", "--compute", "sim:200", "--model", "tiny", "--crop-px", "32",
+         "--batch-size", "8", "--epochs", "10", "--out", str(out)],
+        capture_output=True, text=True, env=ENV, timeout=600,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    current = next(c for c in r["candidates"] if c["kind"] == "current")
+    assert current["keeps_pages"] is False and current["fs_type"].startswith("fuse")
+    decisions = {d["kind"]: d for d in r["decisions"]}
+    assert decisions["current"]["reading_epochs"] == 10 and decisions["candidate"]["reading_epochs"] == 1
+    assert r["dataset"]["total_bytes"] <= r["ram_available_bytes"]  # it would fit: the mount is the reason
+    assert (r["recommendation"]["action"], r["recommendation"]["location"]) == ("move", str(local))
+    assert decisions["candidate"]["copy_pays_off"] is True
+    assert "drops read pages at every open" in p.stdout
 
 
 def test_a_mount_that_vanishes_mid_run_is_one_line_and_keeps_finished_cells(tmp_path: Path) -> None:

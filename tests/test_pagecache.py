@@ -132,3 +132,18 @@ def test_a_window_whose_files_stayed_resident_loses_its_cold_verification(blob_f
 )
 def test_filesystem_kinds_decide_how_fetched_bytes_are_counted(fs_type: str, source: str, kind: str) -> None:
     assert pagecache.FilesystemInfo(fs_type, "/mnt", source).kind == kind
+
+
+def test_a_local_disk_and_tmpfs_keep_read_pages(tmp_path: Path) -> None:
+    from ioprof.pagecache import filesystem_of, keeps_pages
+
+    files = []
+    for i in range(3):
+        f = tmp_path / f"f{i}"
+        f.write_bytes(os.urandom(64 * 1024))
+        files.append(str(f))
+    pagecache.evict(files)
+    assert keeps_pages(files, filesystem_of(files[0])) is True  # read, closed, still resident
+    assert keeps_pages([], filesystem_of(files[0])) is None
+    shm = filesystem_of("/dev/shm")
+    assert shm.ram_backed and keeps_pages([], shm) is True
