@@ -623,6 +623,7 @@ class WhatifResult:
     scratch_bytes: int  # the most the scratch folder held
     alternatives: tuple[AlternativeResult, ...]
     ranking: Ranking | None = None  # filled by ranking.rank, recomputed on load
+    data_storage: StorageCeiling | None = None  # the data's own storage read alone, cold (copies' estimates)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.sample import MemorySample
 from ioprof.fetched import FetchSnapshot, MountCounters, decide
 from ioprof.loader import Batch, make_loader, worker_pids
-from ioprof.pagecache import prepare, verify_after
+from ioprof.pagecache import keep_warm, prepare, verify_after
 from ioprof.results import (
     UNKNOWN_FETCH,
     CacheInfo,
@@ -179,6 +179,8 @@ def run_cell(
     else:
         paths, labels, blobs = ds.images.paths, ds.images.labels, None
         cache = prepare(paths, plan.regime, ds.fs)
+        if plan.keep_warm:  # the share the page cache would hold: warmed after the rest was evicted
+            cache = keep_warm(cache, sorted(plan.keep_warm), len(paths))
     warmup = run.warmup_for(setting)
     if plan.loader is not None:
         dl = plan.loader(plan, paths, labels, blobs, cache)
@@ -266,7 +268,8 @@ def _cell_result(
         kept = [i for i, n in enumerate(window.images) if n]
         window.images = [window.images[i] for i in kept]
         window.nbytes = [window.nbytes[i] for i in kept]
-    cache = verify_after(cache, window.paths) if plan.sample is None else cache
+    read = [p for p in window.paths if p not in plan.keep_warm]  # the warm share is meant to stay resident
+    cache = verify_after(cache, read) if plan.sample is None else cache
     requested = sum(window.nbytes)
     fetched = (
         decide(plan.dataset.fs, cache, read_bytes=io.read_bytes, requested_bytes=requested,

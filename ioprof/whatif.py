@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
-import psutil
 import torch
 
 from ioprof import alternatives as alt
@@ -30,11 +29,12 @@ from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.discover import ImageList, describe
 from ioprof.datasets.sample import load_sample
 from ioprof.loader import make_loader
-from ioprof.pagecache import filesystem_of
+from ioprof.machine import memory_for_cache
+from ioprof.pagecache import filesystem_of, keeps_pages
 from ioprof.resultfile import to_jsonable
-from ioprof.results import SCHEMA_VERSION, AlternativeResult, CellResult, WhatifResult
+from ioprof.results import SCHEMA_VERSION, AlternativeResult, CellResult, StorageCeiling, WhatifResult
 from ioprof.session import Progress, Session
-from ioprof.storage import EmulatedStorage
+from ioprof.storage import EmulatedStorage, probe_storage
 from ioprof.telemetry import open_gpu_sampler
 from ioprof.training import CellPlan, Failures, run_cell
 
@@ -122,11 +122,12 @@ class Trial:
         return cell
 
     def where(self, dataset: Dataset) -> tuple[str, str]:
+        """Which storage an alternative reads: the data's own (the sample, or a copy on the same
+        mount), the scratch storage, or the emulated device."""
         if self.emulated is not None:
             return "emulated", self.emulated.profile.name
-        return (
-            "data" if dataset.fs == self.sample.fs and dataset is self.sample else "scratch"
-        ), dataset.fs.fs_type
+        same = dataset is self.sample or dataset.fs.mountpoint == self.sample.fs.mountpoint
+        return ("data" if same else "scratch"), dataset.fs.fs_type
 
 
 def _measured(
@@ -186,29 +187,37 @@ def resized(trial: Trial, short_side: int) -> AlternativeResult:
     )
 
 
-def shards(trial: Trial) -> list[AlternativeResult]:
-    """Packed shards, and — when they sit on other storage than the data — the loose files there too."""
+def shards(trial: Trial) -> AlternativeResult:
+    """Packed shards of the sample, in the scratch folder."""
     n = max(1, trial.workers) * SHARDS_PER_WORKER
     size = max(1, trial.sample.info.total_bytes // n)
-    paths, seconds, nbytes = alt.write_shards(trial.sample.images.paths, trial.sample.images.labels,
-                                              trial.scratch / "shards", size)  # fmt: skip
+    paths, seconds, nbytes = alt.write_shards(
+        trial.sample.images.paths, trial.sample.images.labels, trial.scratch / "shards", size
+    )
     trial.scratch_bytes += nbytes
     blobs = [Path(p).read_bytes() for p in paths] if trial.emulated is not None else None
     copy = _copy_dataset("shards", paths, [0] * len(paths), trial.sample)
     plan = trial.plan(copy, loader=alt.shard_loader(paths, blobs))
-    out = [_measured(trial, "shards", copy, plan, prep_s=seconds, prep_bytes=nbytes,
-                     sample_bytes=trial.sample.info.total_bytes)]  # fmt: skip
-    if trial.emulated is None and copy.fs != trial.sample.fs:
-        loose = trial.scratch / "loose"
-        loose.mkdir()
-        copies = [
-            str(shutil.copy(p, loose / f"{i:06d}{Path(p).suffix}"))
-            for i, p in enumerate(trial.sample.images.paths)
-        ]
-        trial.scratch_bytes += trial.sample.info.total_bytes
-        control = _copy_dataset("loose-on-scratch", copies, trial.sample.images.labels, trial.sample)
-        out.append(_measured(trial, "loose-on-scratch", control, trial.plan(control)))
-    return out
+    return _measured(
+        trial, "shards", copy, plan, prep_s=seconds, prep_bytes=nbytes, sample_bytes=trial.sample.info.total_bytes
+    )
+
+
+def control(trial: Trial) -> AlternativeResult | None:
+    """The control of every copy-based alternative: the same loose files, copied to the scratch
+    folder and read there in the same cache regime. Against it, a copy's gain is the fix's own; the
+    control against the baseline is the move to the scratch storage. Not needed where the copies
+    sit on the data's own storage or everything reads through an emulated device."""
+    if trial.emulated is not None or filesystem_of(trial.scratch).mountpoint == trial.sample.fs.mountpoint:
+        return None
+    loose = trial.scratch / "loose"
+    loose.mkdir()
+    copies = [
+        str(shutil.copy(p, loose / f"{i:06d}{Path(p).suffix}")) for i, p in enumerate(trial.sample.images.paths)
+    ]
+    trial.scratch_bytes += trial.sample.info.total_bytes
+    copy = _copy_dataset("loose-on-scratch", copies, trial.sample.images.labels, trial.sample)
+    return _measured(trial, "loose-on-scratch", copy, trial.plan(copy))
 
 
 def loader_knobs(trial: Trial) -> list[AlternativeResult]:
@@ -261,17 +270,27 @@ def persistent_workers(trial: Trial) -> AlternativeResult:
 
 
 def cache(trial: Trial, dataset_bytes: int) -> AlternativeResult:
-    """The share of the dataset free RAM could hold, warm; the rest read cold."""
-    share = min(1.0, RAM_FOR_CACHE * psutil.virtual_memory().available / max(1, dataset_bytes))
-    paths = trial.sample.images.paths
-    warm = frozenset(paths[: round(share * len(paths))])
+    """The share of the dataset the page cache could hold, warm; the rest read cold — where the
+    filesystem keeps read pages at all (sshfs drops them at every open: then nothing can be warm)."""
     if trial.emulated is not None:
         return _not("cache", "emulated")
-    from ioprof.pagecache import warm as warm_files
-
-    warm_files(sorted(warm))
+    paths = trial.sample.images.paths
+    if keeps_pages(paths, trial.sample.fs) is False:
+        return _not("cache", f"pages-not-kept:{trial.sample.fs.fs_type}")
+    share = min(1.0, RAM_FOR_CACHE * memory_for_cache()[0] / max(1, dataset_bytes))
+    warm = frozenset(paths[: round(share * len(paths))])
     plan = trial.plan(trial.sample, keep_warm=warm)
     return _measured(trial, "cache", trial.sample, plan, figures={"warm_share": share})
+
+
+def data_storage(trial: Trial) -> StorageCeiling | None:
+    """The data's own storage read alone, cold, at the loader's concurrency: what a copy's gain
+    there is estimated against when the copies sit on other storage."""
+    if trial.emulated is not None:
+        return None
+    paths = list(trial.sample.images.paths)
+    trial.progress("the data's own storage, read alone (cold)…")
+    return probe_storage(paths, max(1, trial.workers), trial.sample.fs, root=trial.sample.root)
 
 
 def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progress: Progress) -> WhatifResult:
@@ -292,6 +311,7 @@ def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progres
         compute = compute_ceiling(session, trial.step, config.compute, model=config.model, crop_px=config.crop_px,
                                   progress=progress)  # fmt: skip
         alts = _all(trial, dataset)
+        storage = data_storage(trial)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return WhatifResult(
@@ -299,17 +319,24 @@ def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progres
         config=to_jsonable(asdict(config)), dataset=dataset.info, sample_files=sample.info.files,
         sample_bytes=sample.info.total_bytes, compute=compute, setting=trial.setting.label, scratch=str(scratch_base),
         scratch_fs=filesystem_of(scratch_base).fs_type, scratch_bytes=trial.scratch_bytes, alternatives=tuple(alts),
+        data_storage=storage,
     )  # fmt: skip
 
 
 def _all(trial: Trial, dataset: Dataset) -> list[AlternativeResult]:
-    steps: list[Callable[[], AlternativeResult | list[AlternativeResult]]] = [
-        lambda: baseline(trial), lambda: threads(trial), lambda: decode_jpeg(trial), lambda: gpu_decode(trial),
-        *(lambda n=n: resized(trial, n) for n in RESIZE_SHORT_SIDES), lambda: shards(trial),
-        lambda: loader_knobs(trial), lambda: cache(trial, dataset.info.total_bytes),
-    ]  # fmt: skip
+    steps: list[Callable[[], AlternativeResult | list[AlternativeResult] | None]] = [
+        lambda: baseline(trial),
+        lambda: threads(trial),
+        lambda: decode_jpeg(trial),
+        lambda: gpu_decode(trial),
+        lambda: control(trial),
+        *(lambda n=n: resized(trial, n) for n in RESIZE_SHORT_SIDES),
+        lambda: shards(trial),
+        lambda: loader_knobs(trial),
+        lambda: cache(trial, dataset.info.total_bytes),
+    ]
     out: list[AlternativeResult] = []
     for step in steps:
         got = step()
-        out.extend(got if isinstance(got, list) else [got])
+        out.extend(got if isinstance(got, list) else [got] if got is not None else [])
     return out

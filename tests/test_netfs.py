@@ -134,3 +134,34 @@ def test_a_mount_that_vanishes_mid_run_is_one_line_and_keeps_finished_cells(tmp_
     assert "finished cells are kept in" in lines[-1] and str(m.mountpoint) in lines[-1]
     kept = json.loads((out / "results.json").read_text())
     assert [c["workers"] for c in kept["cells"] if c["status"] == "ok"] == [1]
+
+
+def test_whatif_credits_the_storage_move_to_the_storage(mount: netfs.NetMount, tmp_path: Path) -> None:
+    """Data on the link, copies on the local scratch disk: every copy is judged against the same
+    loose files there, the storage move is named as one, and the cache alternative says why it
+    cannot be warm on this mount."""
+    out = tmp_path / "o"
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    p = subprocess.run(
+        [sys.executable, "-m", "ioprof", "whatif", "--data", str(mount.mountpoint / "data"), "--workers", "2",
+         "--compute", "sim:h100", "--seconds", "2", "--sample-images", "60", "--scratch", str(scratch),
+         "--out", str(out)],
+        capture_output=True, text=True, env=ENV, timeout=600,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    ranked = {x["name"]: x for x in r["ranking"]["ranked"]}
+    alts = {a["name"]: a for a in r["alternatives"]}
+    assert r["ranking"]["storage_move"] == "loose-on-scratch" and ranked["loose-on-scratch"]["gain"] > 3
+    for name in ("shards", "resized-256", "resized-320"):
+        if name in ranked:  # copies on scratch: judged against the loose files there, not the baseline
+            assert ranked[name]["control"] == "loose-on-scratch" and alts[name]["where"] == "scratch"
+            assert ranked[name]["fix_gain"] < 0.5 * ranked[name]["gain"]
+            assert ranked[name]["data_gain_estimated"] is True
+    # the shards' cold regime holds: their members' residency is read from the shard files
+    assert alts["shards"]["cell"]["cache"]["verified"] is True
+    assert alts["cache"]["measured"] is False and alts["cache"]["why_not"].startswith("pages-not-kept:fuse")
+    assert "ioprof place" in p.stdout and r["data_storage"]["files"] > 0
+    report = (out / "report.md").read_text()
+    assert "read from; cache" in report and "cold, verified" in report and "(the storage move)" in report

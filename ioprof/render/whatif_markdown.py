@@ -3,11 +3,59 @@ not measured here, with why. Pure."""
 
 from __future__ import annotations
 
+from ioprof.findings import RankedAlternative
+from ioprof.ranking import CONTROL
 from ioprof.render import words
 from ioprof.render.fmt import duration, mb, pct, rate, share_ci, size
 from ioprof.render.mdtable import table
 from ioprof.results import AlternativeResult, WhatifResult
 from ioprof.thresholds import COMPARE_MIN_EFFECT
+
+WHERE = {"data": "your data's storage", "scratch": "scratch", "emulated": "emulated"}
+
+
+def _cache(a: AlternativeResult) -> str:
+    c = a.cell.cache if a.cell is not None else None
+    if c is None:
+        return "—"
+    return f"{c.regime}, {'verified' if c.verified else '**NOT verified**'}"
+
+
+def _vs_control(x: RankedAlternative) -> str:
+    if x.name == "baseline":
+        return "—"
+    if x.name == CONTROL:
+        return "(the storage move)"
+    if x.control == "baseline":
+        return "your pipeline is its control"
+    return f"{x.fix_gain or 0:.2f}× vs the loose files there"
+
+
+def _on_data(x: RankedAlternative) -> str:
+    if x.data_gain is None:
+        return "—" if x.control != "baseline" else f"{x.gain:.2f}×"
+    return f"{x.data_gain:.2f}×" + (" (estimate)" if x.data_gain_estimated else "")
+
+
+def _row(i: int, x: RankedAlternative, a: AlternativeResult) -> list[str]:
+    interval = f" [{rate(x.low)}–{rate(x.high)}]" if x.low is not None and x.high is not None else " [± ?]"
+    cost = "—"
+    if x.dataset_prep_s is not None and x.dataset_prep_bytes is not None:
+        cost = f"{duration(x.dataset_prep_s)}, {size(x.dataset_prep_bytes)}"
+    beyond = ("better" if (x.fix_gain or 0) > 1 else "worse") if x.beyond_noise else "no"
+    return [
+        str(i),
+        _label(a),
+        rate(x.img_per_s) + interval,
+        f"{x.gain:.2f}×",
+        _vs_control(x),
+        beyond,
+        _on_data(x),
+        pct(x.busy_share, 0),
+        share_ci(a.cell.wait_share()) if a.cell else "—",
+        f"{WHERE.get(a.where, a.where)} ({a.where_fs}); {_cache(a)}",
+        cost,
+    ]
 
 
 def _rows(result: WhatifResult) -> list[list[str]]:
@@ -15,26 +63,7 @@ def _rows(result: WhatifResult) -> list[list[str]]:
     if r is None:
         return []
     by = {a.name: a for a in result.alternatives}
-    rows = []
-    for i, x in enumerate(r.ranked, 1):
-        a = by[x.name]
-        interval = (
-            f" [{rate(x.low)}–{rate(x.high)}]" if x.low is not None and x.high is not None else " [± ?]"
-        )
-        cost = "—"
-        if x.dataset_prep_s is not None and x.dataset_prep_bytes is not None:
-            cost = f"{duration(x.dataset_prep_s)}, {size(x.dataset_prep_bytes)}"
-        where = {
-            "data": "where the data lives",
-            "scratch": f"scratch ({a.where_fs})",
-            "emulated": f"emulated {a.where_fs}",
-        }
-        rows.append([
-            str(i), _label(a), rate(x.img_per_s) + interval, f"{x.gain:.2f}×",
-            ("better" if x.gain > 1 else "worse") if x.beyond_noise else "no", pct(x.busy_share, 0), share_ci(a.cell.wait_share()) if a.cell else "—",
-            where.get(a.where, a.where), cost,
-        ])  # fmt: skip
-    return rows
+    return [_row(i, x, by[x.name]) for i, x in enumerate(r.ranked, 1)]
 
 
 def _label(a: AlternativeResult) -> str:
@@ -44,18 +73,42 @@ def _label(a: AlternativeResult) -> str:
     return text
 
 
+_HEAD = [
+    "rank",
+    "alternative",
+    "img/s [95 % interval]",
+    "vs current",
+    "vs its control",
+    "beyond its control's noise",
+    "vs current, on your data's storage",
+    "accelerator busy",
+    "data wait",
+    "read from; cache",
+    "one-off cost for the whole dataset",
+]
+
+
 def render_whatif_markdown(result: WhatifResult) -> str:
     r = result.ranking
     out = [f"# ioprof whatif — {result.run.started_at[:10]}", "", words.whatif_answer(r, result.setting), ""]
-    head = ["rank", "alternative", "img/s [95 % interval]", "vs current", "beyond the noise", "accelerator busy",
-            "data wait", "read from", "one-off cost for the whole dataset"]  # fmt: skip
-    out += ["## Ranked, each run end to end", "", *table(head, _rows(result)), ""]
+    out += ["## Ranked, each run end to end", "", *table(_HEAD, _rows(result)), ""]
+    storage = result.data_storage
+    estimate = (
+        f"estimated from the bytes per image each reads against the {rate(storage.read_mb_per_s)} MB/s your "
+        f"storage delivered read alone, cold, at {storage.concurrency} reader(s) (the lower of that and its own rate)"
+        if storage is not None and storage.files
+        else "not estimated: your storage was not read alone"
+    )
     out += [
         f'"Accelerator busy" = img/s ÷ the compute ceiling ({rate(result.compute.img_per_s)} img/s, '
-        f"{result.compute.label}). An alternative is better only when its interval lies above your current "
-        f"setting's and it is more than {pct(COMPARE_MIN_EFFECT, 0)} faster (a window cannot see how a shared machine "
-        "drifts between one alternative's run and the next). The one-off cost of a copy (pre-resized files, shards) is what making it took for the sample, "
-        "scaled to the whole dataset.",
+        f"{result.compute.label}). Each alternative is judged against its **control**, the measurement that shares "
+        "its storage and cache regime: your current pipeline for those that read your data where it lives, and "
+        "the same loose files copied to the scratch storage for copies made there (pre-resized files, shards) — "
+        "so the scratch storage's speed is never credited to a fix. An alternative is better only when its "
+        f"interval lies above its control's and it is more than {pct(COMPARE_MIN_EFFECT, 0)} faster (a window "
+        "cannot see how a shared machine drifts between one run and the next). On your data's own storage: "
+        f"measured where the alternative read it; for copies made on other storage, {estimate}. The one-off cost "
+        "of a copy (pre-resized files, shards) is what making it took for the sample, scaled to the whole dataset.",
         "",
     ]
     out += _changes(result) + _knobs(result) + _not_measured(result) + _how(result)
@@ -64,13 +117,15 @@ def render_whatif_markdown(result: WhatifResult) -> str:
 
 def _changes(result: WhatifResult) -> list[str]:
     r = result.ranking
-    better = [x for x in (r.ranked if r else ()) if x.beyond_noise and x.gain > 1 and x.name in words.CODE]
+    better = [
+        x for x in (r.ranked if r else ()) if x.beyond_noise and (x.fix_gain or 0) > 1 and x.name in words.CODE
+    ]
     if not better:
         return []
     out = ["## What to change", ""]
     for x in better:
         out += [
-            f"**{words.ALTERNATIVES[x.name]}** ({x.gain:.2f}×):",
+            f"**{words.ALTERNATIVES[x.name]}** ({x.fix_gain or 0:.2f}× over its control):",
             "",
             "```python",
             words.CODE[x.name],
@@ -85,12 +140,16 @@ def _knobs(result: WhatifResult) -> list[str]:
     if p is None:
         return []
     fresh, kept = p.figures.get("startup_fresh_s", 0.0), p.figures.get("startup_persistent_s", 0.0)
+    saved = (
+        f"{duration(fresh - kept)} saved per epoch (`{words.CODE['persistent_workers']}`)"
+        if fresh > kept
+        else "nothing saved here"
+    )
     return [
         "## persistent_workers",
         "",
         f"At the start of each epoch the first batch arrives after {duration(fresh)} with fresh workers and "
-        f"{duration(kept)} with persistent ones: {duration(fresh - kept)} saved per epoch "
-        f"(`{words.CODE['persistent_workers']}`).",
+        f"{duration(kept)} with persistent ones: {saved}.",
         "",
     ]
 
@@ -117,7 +176,8 @@ def _how(result: WhatifResult) -> list[str]:
         f"{result.config.get('cache')}, until its interval was within ± 5 % or {result.config.get('seconds')} s.",
         f"- Copies and shards were made in a scratch folder in `{result.scratch}` ({result.scratch_fs}; "
         f"{size(result.scratch_bytes)} at most) and removed afterwards. Alternatives read there are marked so; when "
-        "that is other storage than the data's, the loose files were measured there too, as the shards' control.",
+        "that is other storage than the data's, the same loose files were measured there too, as the control of "
+        "every copy made there.",
         f"- Machine: {m.cpu_model}, {m.cpu_cores_usable} usable cores; device {result.run.device}.",
         "",
         f"Command: `{result.run.command}`; ioprof {result.run.ioprof_version}.",

@@ -550,7 +550,7 @@ ALTERNATIVES = {
     "resized-256": "a copy pre-resized to a 256 px short side",
     "resized-320": "a copy pre-resized to a 320 px short side",
     "shards": "packed shards (tar, read sequentially)",
-    "loose-on-scratch": "the same loose files, on the scratch storage (the shards' control)",
+    "loose-on-scratch": "the same loose files, copied to the scratch storage (the copies' control)",
     "prefetch-1": "prefetch_factor=1",
     "prefetch-4": "prefetch_factor=4",
     "prefetch-8": "prefetch_factor=8",
@@ -597,28 +597,62 @@ def why_not(code: str) -> str:
     if code.startswith("missing:"):
         package = code.split(":", 1)[1]
         return f"{package} is not installed (pip install {package})"
+    if code.startswith("pages-not-kept:"):
+        fs = code.split(":", 1)[1]
+        return (
+            f"it cannot be warm here: {fs} drops read pages at every open (checked: files read and closed were no "
+            "longer resident), so every epoch reads the storage whatever RAM there is"
+        )
     return WHY_NOT.get(code, code)
 
 
+def _on_data(x: f.RankedAlternative) -> str:
+    if x.data_gain is None or x.control == "baseline":
+        return ""
+    how = (
+        "estimated from the bytes per image it reads against the bandwidth your storage delivered read alone"
+        if x.data_gain_estimated
+        else "measured"
+    )
+    return f" On your data's own storage it would give about {x.data_gain:.2f}× ({how})."
+
+
 def whatif_answer(r: f.Ranking | None, setting: str) -> str:
-    """``ioprof whatif``'s first sentence."""
+    """``ioprof whatif``'s first sentence: each fix credited with its gain over its control only,
+    the storage move named as what it is."""
     if r is None or not r.ranked:
         return "**No answer** — your current pipeline could not be measured."
     base = next(x for x in r.ranked if x.name == "baseline")
+    now = f"your current setting ({setting}, {rate(base.img_per_s)} img/s)"
+    move = next((x for x in r.ranked if x.name == r.storage_move), None)
+    move_text = (
+        f" The same loose files on the scratch storage run {move.gain:.2f}× faster than where they live: that "
+        f"part of any gain is moving the data, not changing how it is read — `ioprof place` measures where it "
+        "should live and whether the copy pays."
+        if move is not None
+        else ""
+    )
     if r.best:
         best = next(x for x in r.ranked if x.name == r.best)
+        against = "its control, the same loose files on the same scratch storage" if best.control != "baseline" else now
         return (
-            f"**{_first_up(ALTERNATIVES.get(best.name, best.name))} is the fastest: {rate(best.img_per_s)} img/s, "
-            f"{best.gain:.2f}× your current setting ({setting}, {rate(base.img_per_s)} img/s)** — beyond the noise of both."
+            f"**{_first_up(ALTERNATIVES.get(best.name, best.name))} is the best fix: {rate(best.img_per_s)} img/s, "
+            f"{best.fix_gain or 0:.2f}× {against}** — beyond the noise of both.{_on_data(best)}{move_text}"
+        )
+    if move is not None:
+        return (
+            f"**No fix beats its control beyond the noise; moving the data does**: the same loose files on the "
+            f"scratch storage run {move.gain:.2f}× {now} — that is where the data lives, not how it is read: "
+            "`ioprof place` measures where it should live and whether the copy pays."
         )
     if r.compute_bound:
         return (
-            f"**Nothing beats your current setting ({setting}, {rate(base.img_per_s)} img/s) beyond the noise: training "
-            "is compute-bound here, so a faster input pipeline cannot speed it up.**"
+            f"**Nothing beats {now} beyond the noise: training is compute-bound here, so a faster input pipeline "
+            "cannot speed it up.**"
         )
     return (
-        f"**Nothing measured beats your current setting ({setting}, {rate(base.img_per_s)} img/s) beyond the noise**, "
-        f"though it is {r.baseline_input_bound} input-bound: see what was not measured here."
+        f"**Nothing measured beats {now} beyond the noise**, though it is {r.baseline_input_bound} input-bound: "
+        "see what was not measured here."
     )
 
 
