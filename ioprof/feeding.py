@@ -1,13 +1,18 @@
 """``ioprof scale``'s conclusion: how many ranks this host and its storage keep at least 90 % busy,
 and the stage that stops the next one. Pure: measured rank counts in, a conclusion out.
 
-A rank count is *busy* when every rank's busy share (1 − data-wait share) is at least
-MIN_BUSY_SHARE beyond its 95 % interval, *starved* when one rank's is below it beyond the
-interval, *borderline* otherwise. What stops the first count that is not busy is read from that
-count's own figures: the storage (its ranks fetched at least SATURATED_SHARE of what the storage
-gave the same number of readers alone), the cores (the ranks and their workers used at least
-SATURATED_SHARE of the host's cores), one straggling rank, or — neither saturated — too few loader
-workers per rank. When every count measured is busy, the next one is projected from the largest:
+A rank count is *busy* when every rank's busy share is at least MIN_BUSY_SHARE beyond its 95 %
+interval, *starved* when one rank's is below it beyond the interval, *borderline* otherwise. A
+rank's busy share is its accelerator's compute time ÷ its wall time (MLPerf Storage's AU): time
+blocked waiting for data is not busy, and neither is time in the all-reduce waiting for a late
+rank — with stalls that move from rank to rank, every rank's own data wait stays small while
+every step stretches. It is checked against the scaling efficiency (per-rank img/s ÷ the smallest
+count's, times that count's busy share). What stops the first count that is not busy is read from
+that count's own figures: the storage (its ranks fetched at least SATURATED_SHARE of what the
+storage gave the same number of readers alone), the cores (the ranks and their workers used at
+least SATURATED_SHARE of the host's cores), one straggling rank, ranks waiting for each other
+(each rank's own data wait small, stalls moving from rank to rank), or — none of these — too few
+loader workers per rank. When every count measured is busy, the next one is projected from the largest:
 the ranks its cores, its storage and (real compute) its GPUs could feed at the per-rank demand
 measured there.
 """
@@ -38,13 +43,16 @@ class CountVerdict:
     host_cores: int
     storage_use: float | None  # fetched MB/s ÷ the storage's MB/s at the same readers (cold)
     reason: str = ""  # failed: why
+    busy_mean: float | None = None  # the ranks' mean busy share
+    busy_from_efficiency: float | None = None  # efficiency × the smallest count's mean busy share
+    own_wait_max: float | None = None  # the largest of the ranks' own data-wait shares
 
 
 @dataclass(frozen=True)
 class Limit:
     """What stops the next rank count."""
 
-    stage: str  # storage | cores | straggler | workers | failed | borderline | undetermined
+    stage: str  # storage | cores | straggler | lockstep | workers | failed | borderline | undetermined
     at_ranks: int  # the rank count it stops
     projected: bool  # from the largest busy count's demand, not measured at ``at_ranks``
     ranks_by_cores: float | None = None  # how many ranks the cores would feed (projection)
@@ -110,7 +118,8 @@ def _storage_use(count: RankCountResult) -> float | None:
     return got / top if top > 0 else None
 
 
-def judge(count: RankCountResult, base_per_rank: float | None) -> CountVerdict:
+def judge(count: RankCountResult, base: tuple[float, float] | None) -> CountVerdict:
+    """One count's verdict; ``base``: the smallest count's (img/s per rank, mean busy share)."""
     if count.status != "ok" or not count.per_rank:
         return CountVerdict(
             count.ranks, count.regime, "failed", None, None, (), None, 0.0, 0, None, count.reason
@@ -119,11 +128,26 @@ def judge(count: RankCountResult, base_per_rank: float | None) -> CountVerdict:
     least = worst.busy()
     used, cores, _ = _busiest_host(count)
     per_rank = count.aggregate().value / count.ranks
+    efficiency = per_rank / base[0] if base and base[0] else None
     return CountVerdict(
-        ranks=count.ranks, regime=count.regime, status=_status(least), least_busy=least, least_busy_rank=worst.rank,
-        stragglers=stragglers(count), efficiency=per_rank / base_per_rank if base_per_rank else None,
-        cores_used=used, host_cores=cores, storage_use=_storage_use(count),
-    )  # fmt: skip
+        ranks=count.ranks,
+        regime=count.regime,
+        status=_status(least),
+        least_busy=least,
+        least_busy_rank=worst.rank,
+        stragglers=stragglers(count),
+        efficiency=efficiency,
+        cores_used=used,
+        host_cores=cores,
+        storage_use=_storage_use(count),
+        busy_mean=_mean_busy(count),
+        busy_from_efficiency=efficiency * base[1] if efficiency is not None and base else None,
+        own_wait_max=max(r.cell.data_wait_share for r in count.per_rank),
+    )
+
+
+def _mean_busy(count: RankCountResult) -> float:
+    return statistics.fmean(r.busy().value for r in count.per_rank)
 
 
 def _diagnose(count: RankCountResult, verdict: CountVerdict) -> Limit:
@@ -138,6 +162,8 @@ def _diagnose(count: RankCountResult, verdict: CountVerdict) -> Limit:
         return Limit("cores", count.ranks, False)
     if verdict.stragglers:
         return Limit("straggler", count.ranks, False, stragglers=verdict.stragglers)
+    if count.ranks > 1 and verdict.own_wait_max is not None and verdict.own_wait_max < 1 - MIN_BUSY_SHARE:
+        return Limit("lockstep", count.ranks, False)  # no rank waits much itself: they wait for each other
     return Limit("workers", count.ranks, False)
 
 
@@ -161,7 +187,7 @@ def _project(count: RankCountResult, verdict: CountVerdict, gpus: int | None) ->
 def conclude_regime(regime: str, counts: list[RankCountResult], gpus: int | None) -> RegimeConclusion:
     counts = sorted((c for c in counts if c.regime == regime), key=lambda c: c.ranks)
     ok = [c for c in counts if c.status == "ok" and c.per_rank]
-    base = ok[0].aggregate().value / ok[0].ranks if ok else None
+    base = (ok[0].aggregate().value / ok[0].ranks, _mean_busy(ok[0])) if ok else None
     verdicts = [judge(c, base) for c in counts]
     if not counts:
         return RegimeConclusion(regime, 0, (), None)

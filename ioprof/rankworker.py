@@ -74,12 +74,33 @@ class AllReduceStep:
             self.sim(images, labels)
             dist.all_reduce(self.grad)
             return
+        self._train(images, labels)
+
+    def _train(self, images: torch.Tensor, labels: torch.Tensor) -> None:
         x, y = images.to(self.device, non_blocking=True), labels.to(self.device, non_blocking=True)
         self.opt.zero_grad(set_to_none=True)
         self.loss(self.model(x), y).backward()  # DDP all-reduces the gradients here
         self.opt.step()
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
+
+    def compute_s(self, batch_size: int, crop_px: int, steps: int = 3) -> float:
+        """The accelerator's work per step without waiting for another rank: the simulated step's
+        own time, or real steps on a batch already in memory under DDP's ``no_sync`` (no
+        all-reduce, so no wait for a late rank; NVML would count NCCL's spinning as busy)."""
+        if self.sim is not None:
+            return batch_size / float(self.sim.img_per_s)
+        images = torch.randn(batch_size, 3, crop_px, crop_px)
+        labels = torch.zeros(batch_size, dtype=torch.long)
+        with self.model.no_sync():
+            self._train(images, labels)  # warm-up
+            times = []
+            for _ in range(steps):
+                t0 = time.perf_counter()
+                self._train(images, labels)
+                times.append(time.perf_counter() - t0)
+        self.opt.zero_grad(set_to_none=True)  # the unsynchronized gradients are not applied further
+        return sorted(times)[len(times) // 2]
 
 
 def _batches(loader: DataLoader, sampler: DistributedSampler) -> Any:
@@ -149,6 +170,7 @@ def run_scale_rank(cfg: dict[str, Any], group: Any) -> dict[str, Any]:
     setting = LoaderSetting.multiprocess(cfg["workers"]) if cfg["workers"] else LoaderSetting.serial()
     loader = _loader(cfg, ds, sampler, setting, device)
     step = AllReduceStep(cfg, device, len(images.classes))
+    compute_s = step.compute_s(cfg["batch_size"], cfg["crop_px"])
     it = _batches(loader, sampler)
     warmup = cfg["warmup_steps"] + setting.workers
     waits: list[float] = []
@@ -202,7 +224,7 @@ def run_scale_rank(cfg: dict[str, Any], group: Any) -> dict[str, Any]:
         start_method=(cfg.get("start_method") or multiprocessing.get_start_method()) if setting.workers else "",
     )  # fmt: skip
     return {"rank": rank, "host": os.uname().nodename, "cell": to_jsonable(cell), "cpu_s": cpu, "wall_s": wall,
-            "host_cores": usable_cores()}  # fmt: skip
+            "host_cores": usable_cores(), "compute_s_per_step": compute_s}  # fmt: skip
 
 
 def run_devices_rank(cfg: dict[str, Any], group: Any) -> dict[str, Any]:

@@ -110,6 +110,8 @@ class Fetched:
 
 
 UNKNOWN_FETCH = Fetched(None, "unknown")
+# Methods whose count covers the whole host, not one process: every rank on a host sees them all.
+MACHINE_WIDE_FETCH_METHODS = ("nfs-mountstats", "fuse-daemon")
 
 
 @dataclass(frozen=True)
@@ -741,15 +743,22 @@ class RankResult:
     cpu_s: float  # CPU time (user + system) of the rank's process and its workers in the window
     wall_s: float  # the window's wall-clock length
     host_cores: int = 0  # CPU cores usable on the rank's host
+    compute_s_per_step: float = 0.0  # the accelerator's work per step, without waiting for other ranks
 
     @property
     def cores_used(self) -> float:
         return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
 
     def busy(self) -> Interval:
-        """Share of the rank's time its accelerator was busy (1 − data-wait share), with its interval."""
-        w = self.cell.wait_share()
-        return Interval(1.0 - w.value, 1.0 - w.high, 1.0 - w.low, w.batches)
+        """Share of the rank's wall time its accelerator computed (MLPerf Storage's AU: compute time ÷
+        total time), with its interval. Time in the all-reduce waiting for a late rank is not busy,
+        nor is the time blocked waiting for data. (Files without the compute time: 1 − wait share.)"""
+        c = self.cell
+        if self.compute_s_per_step <= 0:
+            w = c.wait_share()
+            return Interval(1.0 - w.value, 1.0 - w.high, 1.0 - w.low, w.batches)
+        durations = c.step_durations_s()
+        return ratio_interval([self.compute_s_per_step] * len(durations), durations, c.setting.concurrency)
 
 
 @dataclass(frozen=True)
@@ -777,13 +786,20 @@ class RankCountResult:
         return max((r.cell.elapsed_s for r in self.per_rank), default=0.0)
 
     def fetched_bytes(self) -> int | None:
-        """Bytes all ranks fetched from storage (None where any rank's count is unknown)."""
-        counts = [r.cell.fetched.bytes for r in self.per_rank]
-        if not counts or any(
-            c is None or not r.cell.fetched.known for c, r in zip(counts, self.per_rank, strict=True)
-        ):
+        """Bytes all ranks fetched from storage (None where any rank's count is unknown). A count of
+        the whole host (NFS client statistics, the FUSE daemon's reads) is taken once per host — every
+        rank on it recorded the same host-wide figure — never summed over its ranks."""
+        if not self.per_rank or any(r.cell.fetched.bytes is None for r in self.per_rank):
             return None
-        return sum(c for c in counts if c is not None)
+        per_host: dict[str, list[int]] = {}
+        own = 0
+        for r in self.per_rank:
+            b = r.cell.fetched.bytes or 0
+            if r.cell.fetched.method in MACHINE_WIDE_FETCH_METHODS:
+                per_host.setdefault(r.host, []).append(b)
+            else:
+                own += b
+        return own + sum(max(v) for v in per_host.values())
 
     def fetched_mb_per_s(self) -> float | None:
         b, w = self.fetched_bytes(), self.window_s()

@@ -124,6 +124,7 @@ def run_scale(
                     g["cpu_s"],
                     g["wall_s"],
                     g.get("host_cores", 0),
+                    g.get("compute_s_per_step", 0.0),
                 )
                 for g in launched.gathered
             )

@@ -29,6 +29,7 @@ from typing import Any
 from ioprof import __version__
 from ioprof.config import TARGET_REL_HALF_WIDTH, LoaderSetting
 from ioprof.results import (
+    MACHINE_WIDE_FETCH_METHODS,
     SCHEMA_VERSION,
     CacheInfo,
     CellResult,
@@ -54,7 +55,6 @@ PROBE_STORAGE_MAX_S = 10.0
 # The loader alone runs at least ``probe_seconds``, then until its interval is narrow or this
 # many times as long.
 PROBE_DECODE_STRETCH = 3.0
-MACHINE_WIDE_METHODS = ("nfs-mountstats", "fuse-daemon")
 
 
 def probe_workers(num_workers: int, cores: int) -> list[int]:
@@ -372,7 +372,7 @@ def _share_host_counters(cells: list[CellResult], hosts: dict[str, tuple[str, in
     a host: each rank is given the share of them its own reads make (bytes it read ÷ its host's)."""
     groups: dict[tuple[str, int], list[int]] = {}
     for i, c in enumerate(cells):
-        if c.fetched.method in MACHINE_WIDE_METHODS and c.fetched.bytes is not None:
+        if c.fetched.method in MACHINE_WIDE_FETCH_METHODS and c.fetched.bytes is not None:
             groups.setdefault(hosts[c.dataset], []).append(i)
     out = list(cells)
     for members in groups.values():

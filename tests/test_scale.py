@@ -36,7 +36,9 @@ def _rank(
     rank: int, wait: float, cores: float = 0.2, fetched_bytes: int = 1_000_000, host: str = "h"
 ) -> RankResult:
     cell = builders.cell(workers=1, wait=wait, step=0.1, steps=20, jitter=0.002, fetched=fetched_bytes)
-    return RankResult(rank, host, cell, cpu_s=cores * cell.elapsed_s, wall_s=cell.elapsed_s, host_cores=2)
+    # the simulated accelerator (80 img/s) computes a batch of 8 in 0.1 s: the whole step here
+    return RankResult(rank, host, cell, cpu_s=cores * cell.elapsed_s, wall_s=cell.elapsed_s, host_cores=2,
+                      compute_s_per_step=0.1)  # fmt: skip
 
 
 def _count(ranks: int, wait: float, *, cores: float = 0.2, storage_img_per_s: float | None = None,
@@ -76,6 +78,53 @@ def test_one_slow_rank_is_named_a_straggler() -> None:
     assert rc.counts[1].stragglers == (2,)
     assert rc.limit.stage == "straggler"
     assert "rank(s) 2 straggled" in render_scale_markdown(r)
+
+
+def _rotating(ranks: int, stall: float, steps: int = 30) -> RankCountResult:
+    """Each step one rank in turn waits ``stall`` for its batch; DDP holds the others at the
+    all-reduce that long. Compute is 0.1 s a step (batch 8 at the simulated 80 img/s)."""
+    from dataclasses import replace
+
+    per = []
+    for r in range(ranks):
+        waits = tuple(stall if k % ranks == r else 0.0 for k in range(steps))
+        held = tuple(0.1 + (0.0 if k % ranks == r else stall) for k in range(steps))  # in the all-reduce
+        c = replace(builders.cell(workers=1, steps=steps), wait_s=waits, step_s=held)
+        elapsed = sum(waits) + sum(held)
+        c = replace(c, elapsed_s=elapsed, img_per_s=c.images / elapsed, data_wait_share=sum(waits) / elapsed)
+        per.append(RankResult(r, "h", c, cpu_s=0.2 * elapsed, wall_s=elapsed, host_cores=2, compute_s_per_step=0.1))
+    return RankCountResult(ranks, "cold", "ok", "", 5.0, tuple(per), builders.storage(ranks, 10_000))
+
+
+def test_ranks_that_wait_for_each_other_are_not_busy() -> None:
+    """A planted rotating straggler: each rank in turn waits 30 ms for a batch. Every rank's own data
+    wait is under 8 %, so '1 − own wait' called each of them 92 % busy; the accelerators computed
+    0.1 s of every 0.13 s: 77 %, as the scaling efficiency says."""
+    r = conclude(_result(_count(1, 0.0, storage_img_per_s=10_000), _rotating(3, 0.03)))
+    one, three = r.conclusion.regimes[0].counts
+    assert one.status == "busy" and three.status == "starved"
+    assert all(x.cell.data_wait_share < 0.08 for x in _rotating(3, 0.03).per_rank)
+    assert three.busy_mean == pytest.approx(0.1 / 0.13, rel=0.01)
+    assert three.efficiency is not None and three.busy_mean == pytest.approx(three.busy_from_efficiency, rel=0.02)
+    limit = r.conclusion.regimes[0].limit
+    assert (limit.stage, limit.at_ranks) == ("lockstep", 3)
+    text = render_scale_markdown(r)
+    assert "ranks waiting for each other" in text and "efficiency says" in text
+
+
+def test_a_host_wide_counter_is_taken_once_per_host_not_once_per_rank() -> None:
+    from dataclasses import replace
+
+    from ioprof.results import Fetched
+
+    count = _count(2, 0.0)
+    host_wide = tuple(
+        replace(r, cell=replace(r.cell, fetched=Fetched(3_000_000, "nfs-mountstats"))) for r in count.per_rank
+    )
+    assert replace(count, per_rank=host_wide).fetched_bytes() == 3_000_000  # not 6 MB
+    two_hosts = (host_wide[0], replace(host_wide[1], host="other"))
+    assert replace(count, per_rank=two_hosts).fetched_bytes() == 6_000_000
+    assert count.fetched_bytes() == 2_000_000  # each rank's own reads still add up
 
 
 def test_when_every_count_is_busy_the_next_is_projected_and_said_to_be() -> None:

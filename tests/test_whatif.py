@@ -78,8 +78,9 @@ def test_a_copy_is_credited_only_with_its_gain_over_the_same_files_on_the_same_s
     is the storage move, which is named as such; on the data's own storage the copy is estimated."""
     from dataclasses import replace
 
-    from ioprof.render import words
     from builders import storage
+
+    from ioprof.render import words
 
     def alt(name: str, step: float, where: str, **kw: object) -> AlternativeResult:
         c = replace(cell(wait=0.0, step=step, jitter=0.001, steps=40), bytes_per_step=(40_000 * 8,) * 40)

@@ -18,6 +18,7 @@ STAGE_WORDS = {
     "storage": "the storage's bandwidth",
     "cores": "the CPU cores (decoding and augmenting)",
     "straggler": "a straggling rank",
+    "lockstep": "ranks waiting for each other (stalls moving from rank to rank)",
     "workers": "too few loader workers per rank",
     "devices": "the GPUs this host has",
     "failed": "a failure",
@@ -61,6 +62,13 @@ def _limit_sentence(limit: Limit, count: RankCountResult | None, verdict: CountV
     elif limit.stage == "straggler":
         text += (
             f": rank(s) {', '.join(map(str, limit.stragglers))} waited for data far longer than the others"
+        )
+    elif limit.stage == "lockstep":
+        text += (
+            f": no rank waited much for data itself (at most {pct(verdict.own_wait_max, 0)} of its time), yet the "
+            f"ranks computed only {pct(verdict.busy_mean, 0)} of their time on average — a stall on any rank holds "
+            "every rank at the all-reduce (tail latency on the storage, uneven batches); more workers per rank or "
+            "a deeper `prefetch_factor` absorb it, faster storage removes it"
         )
     elif limit.stage == "workers":
         storage = f"storage at {pct(verdict.storage_use, 0)}, " if verdict.storage_use is not None else ""
@@ -127,6 +135,7 @@ def _count_rows(result: ScaleResult, rc: RegimeConclusion) -> list[list[str]]:
                     "—",
                     "—",
                     "—",
+                    "—",
                     duration(count.launch_s),
                 ]
             )
@@ -138,10 +147,15 @@ def _count_rows(result: ScaleResult, rc: RegimeConclusion) -> list[list[str]]:
             if count.storage
             else (count.storage_error or "—")
         )
+        check = (
+            f"{pct(v.busy_mean, 0)} (efficiency says {pct(v.busy_from_efficiency, 0)})"
+            if v.busy_mean is not None and v.busy_from_efficiency is not None
+            else pct(v.busy_mean, 0)
+        )
         rows.append([
             str(v.ranks), rate_ci(count.aggregate()), rate(count.aggregate().value / v.ranks),
             "—" if v.efficiency is None else f"{v.efficiency:.2f}", f"{share_ci(v.least_busy, 0)} (rank {v.least_busy_rank})",
-            v.status, "—" if fetched is None else rate(fetched), storage,
+            check, v.status, "—" if fetched is None else rate(fetched), storage,
             f"{v.cores_used:.2f} of {v.host_cores}", duration(count.launch_s),
         ])  # fmt: skip
     return rows
@@ -177,7 +191,7 @@ def render_scale_markdown(result: ScaleResult) -> str:
     for rc in regimes:
         out += [f"## {REGIME_WORDS.get(rc.regime, rc.regime)}", ""]
         head = ["ranks", "img/s, all ranks", "img/s per rank", "scaling efficiency", "least busy rank: busy [95 %]",
-                f"≥ {pct(MIN_BUSY_SHARE, 0)} busy", "fetched MB/s, all ranks", "storage alone MB/s",
+                "mean busy", f"≥ {pct(MIN_BUSY_SHARE, 0)} busy", "fetched MB/s, all ranks", "storage alone MB/s",
                 "CPU cores used", "run took"]  # fmt: skip
         out += [*table(head, _count_rows(result, rc)), ""]
         if rc.limit is not None:
@@ -214,16 +228,23 @@ def _how(result: ScaleResult) -> list[str]:
             else "(the model wrapped in `DistributedDataParallel`)"
         )
         + "; every rank runs the same number of steps, as DDP requires.",
-        "- Busy = 1 − the rank's data-wait share (time blocked in `next()` on its loader ÷ its step time), with a 95 % "
-        f"interval from batch means. A count is ≥ {pct(MIN_BUSY_SHARE, 0)} busy only when its least busy rank's whole "
-        "interval is; a count whose interval straddles the line is borderline, not decided.",
+        "- Busy = the share of a rank's wall time its accelerator computes (MLPerf Storage's AU: compute time ÷ total "
+        "time), with a 95 % interval from batch means; the compute time per step is the simulated step's, or real "
+        "steps timed under DDP's `no_sync` (no all-reduce). Neither the time blocked in `next()` waiting for data nor "
+        "the time in the all-reduce waiting for a late rank is busy: with stalls that move from rank to rank, every "
+        "rank's own data wait stays small while every step stretches. The mean busy share is checked against the "
+        "scaling efficiency × the smallest count's busy share. A count is "
+        f"≥ {pct(MIN_BUSY_SHARE, 0)} busy only when its least busy rank's whole interval is; a count whose interval "
+        "straddles the line is borderline, not decided.",
         "- Scaling efficiency = img/s per rank ÷ img/s per rank at the smallest count measured in the same regime.",
         "- Cold: the dataset's pages are evicted before the ranks start and each file after it is read (verified by "
         "page residency); warm: read into the page cache first. Before each count, the storage is read alone, cold, "
         "by as many readers as the ranks' loaders run together: what it can give them.",
         f"- What stops the next count is read from the first count that is not busy: storage when the ranks fetched "
         f"at least {pct(SATURATED_SHARE, 0)} of what the storage gave alone; cores when the ranks and their workers used "
-        f"at least {pct(SATURATED_SHARE, 0)} of the host's; else a straggler, else too few workers per rank. When every "
+        f"at least {pct(SATURATED_SHARE, 0)} of the host's; else a straggler; else, where no rank waits much itself, ranks "
+        "waiting for each other; else too few workers per rank. Bytes counted for the whole host (NFS client "
+        "statistics, the FUSE daemon's reads) are taken once per host, not once per rank. When every "
         "count was busy, the next is projected from the largest one's per-rank demand, and said to be a projection.",
         "- Multi-node: run the same command on every node under torchrun, e.g. "
         "`torchrun --nnodes 2 --nproc-per-node 4 --rdzv-backend c10d --rdzv-endpoint HOST:29400 --rdzv-id JOB "
