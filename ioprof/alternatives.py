@@ -29,8 +29,8 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset, IterableDataset, RandomSampler, get_worker_info
 
+from ioprof.core.results import CacheInfo
 from ioprof.loader import IMAGENET_MEAN, IMAGENET_STD, Batch, ImageFiles, Sample, collate, train_transform
-from ioprof.results import CacheInfo
 from ioprof.storage import EmulatedStorage, read_blob, read_file
 from ioprof.training import CellPlan
 

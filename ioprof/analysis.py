@@ -14,16 +14,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ioprof.checks import findings
-from ioprof.config import LoaderSetting
-from ioprof.findings import (
+from ioprof.core.config import LoaderSetting
+from ioprof.core.findings import (
     Advice,
     Analysis,
     CellVerdict,
     ComputeReference,
     DatasetVerdict,
 )
-from ioprof.presets import published_preset
-from ioprof.results import (
+from ioprof.core.presets import published_preset
+from ioprof.core.results import (
     CellResult,
     ComputeCeiling,
     DatasetCeilings,
@@ -32,8 +32,8 @@ from ioprof.results import (
     SweepResult,
     TransferCeiling,
 )
-from ioprof.stats import Interval
-from ioprof.thresholds import (
+from ioprof.core.stats import Interval
+from ioprof.core.thresholds import (
     HIGHLY_INPUT_BOUND_SHARE,
     MODERATELY_INPUT_BOUND_SHARE,
     PUBLISHED_SHARE_TUNED,

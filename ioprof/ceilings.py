@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ioprof.compute import TrainStep, probe_compute
-from ioprof.config import ComputeSpec, LoaderSetting
+from ioprof.core.config import ComputeSpec, LoaderSetting
+from ioprof.core.results import ComputeCeiling, DecodeCeiling, ProbeFailure, StorageCeiling
 from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.sample import MemorySample
 from ioprof.decode import probe_decode
-from ioprof.results import ComputeCeiling, DecodeCeiling, ProbeFailure, StorageCeiling
 from ioprof.session import Progress, Session
 from ioprof.storage import EmulatedStorage, probe_storage
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ioprof.findings import (
+from ioprof.core.findings import (
     BorderlineCells,
     ComputeBelowPublished,
     ComputeReference,
@@ -33,8 +33,8 @@ from ioprof.findings import (
     UndecodableSamples,
     WorkersExceedCores,
 )
-from ioprof.results import CellResult, SweepResult
-from ioprof.thresholds import (
+from ioprof.core.results import CellResult, SweepResult
+from ioprof.core.thresholds import (
     CONTRADICTION_MIN_BYTES,
     CONTRADICTION_SHARE,
     DATASET_TO_RAM_FOR_COLD_EPOCHS,

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from ioprof import __version__
-from ioprof.errors import IoprofError
+from ioprof.core.errors import IoprofError
 
 # Subcommands in the order ``ioprof --help`` lists them; each is ioprof.commands.<name>.
 COMMANDS = (

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ioprof.findings import CellComparison, Comparison, RunComparison
-from ioprof.results import CellResult, SweepResult
-from ioprof.thresholds import COMPARE_MIN_EFFECT
+from ioprof.core.findings import CellComparison, Comparison, RunComparison
+from ioprof.core.results import CellResult, SweepResult
+from ioprof.core.thresholds import COMPARE_MIN_EFFECT
 
 # Settings that say where results went or how they were named, not what was measured.
 NOT_SETTINGS = frozenset({"out_dir", "cache_dir"})

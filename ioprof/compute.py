@@ -12,10 +12,10 @@ import torch
 from torch import nn
 from torchvision import models
 
-from ioprof.config import AUTO, PRECISIONS, TARGET_REL_HALF_WIDTH, ComputeSpec, PlaceConfig, SweepConfig
-from ioprof.errors import IoprofError
-from ioprof.results import ComputeCeiling, TransferCeiling
-from ioprof.stats import LOOKS, MIN_BATCHES, Looks, ratio_interval
+from ioprof.core.config import AUTO, PRECISIONS, TARGET_REL_HALF_WIDTH, ComputeSpec, PlaceConfig, SweepConfig
+from ioprof.core.errors import IoprofError
+from ioprof.core.results import ComputeCeiling, TransferCeiling
+from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, ratio_interval
 from ioprof.steptiming import StepEvents, resolve
 
 IMAGENET_CLASSES = 1000

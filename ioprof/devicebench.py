@@ -12,13 +12,13 @@ from pathlib import Path
 
 import torch
 
-from ioprof.config import TARGET_REL_HALF_WIDTH, DevicesConfig
+from ioprof.core.config import TARGET_REL_HALF_WIDTH, DevicesConfig
+from ioprof.core.resultfile import to_jsonable
+from ioprof.core.results import SCHEMA_VERSION, DeviceCell, DevicesResult
+from ioprof.core.stats import LOOKS, Looks, ratio_interval
 from ioprof.devicemodels import Trainer, device_model, gradient_bytes, parameter_count
 from ioprof.launch import launch
-from ioprof.resultfile import to_jsonable
-from ioprof.results import SCHEMA_VERSION, DeviceCell, DevicesResult
 from ioprof.session import Progress, Session
-from ioprof.stats import LOOKS, Looks, ratio_interval
 
 WARMUP_STEPS = 2
 MIN_STEPS = 5

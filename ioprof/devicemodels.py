@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torchvision import models
 
-from ioprof.errors import IoprofError
+from ioprof.core.errors import IoprofError
 
 
 @dataclass(frozen=True)

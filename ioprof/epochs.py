@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ioprof.findings import EpochPrediction, ProfileConclusions
-from ioprof.results import PhaseTimes, ProfileResult
-from ioprof.stats import ratio_interval
+from ioprof.core.findings import EpochPrediction, ProfileConclusions
+from ioprof.core.results import PhaseTimes, ProfileResult
+from ioprof.core.stats import ratio_interval
 
 COMPUTE_PHASES = ("copy", "forward", "backward", "update", "loss_read")
 

@@ -23,9 +23,9 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
-from ioprof.results import RankCountResult, ScaleResult
-from ioprof.stats import Interval
-from ioprof.thresholds import MIN_BUSY_SHARE, SATURATED_SHARE, STRAGGLER_GAP
+from ioprof.core.results import RankCountResult, ScaleResult
+from ioprof.core.stats import Interval
+from ioprof.core.thresholds import MIN_BUSY_SHARE, SATURATED_SHARE, STRAGGLER_GAP
 
 
 @dataclass(frozen=True)

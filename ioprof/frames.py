@@ -12,8 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from ioprof.resultfile import AnyResult
-from ioprof.results import (
+from ioprof.core.resultfile import AnyResult
+from ioprof.core.results import (
     CellResult,
     DevicesResult,
     PlaceResult,
@@ -22,7 +22,7 @@ from ioprof.results import (
     SweepResult,
     WhatifResult,
 )
-from ioprof.stats import Interval
+from ioprof.core.stats import Interval
 
 
 def _bounds(name: str, i: Interval | None) -> dict[str, Any]:
@@ -244,13 +244,13 @@ def conclude(result: AnyResult) -> AnyResult:
 
 def load(path: str | Path) -> Run:
     """A run's ``results.json`` (or its folder), with the conclusions recomputed."""
-    from ioprof import resultfile
+    from ioprof.core import resultfile
 
     return Run(str(path), conclude(resultfile.load(path)))
 
 
 def _empty_cell() -> CellResult:
-    from ioprof.results import CacheInfo, GpuTelemetry, IoCounts
+    from ioprof.core.results import CacheInfo, GpuTelemetry, IoCounts
 
     return CellResult("", "serial", 0, 0, 0, 0, 0, 0.0, 0.0, (), (), 0.0, 0.0, IoCounts(0, 0, 0, 0.0),
                       CacheInfo("", 0.0, False, "", ""), GpuTelemetry(False, ""), "", status="none")  # fmt: skip

@@ -410,7 +410,7 @@ class Watcher:
             return None
         import torch
 
-        from ioprof.telemetry import nvml_for_device, open_gpu_sampler
+        from ioprof.host.telemetry import nvml_for_device, open_gpu_sampler
 
         return open_gpu_sampler(nvml_for_device(torch.device(self.device()))[1])
 
@@ -442,8 +442,8 @@ class Watcher:
         iterated: their imports and the FUSE daemon's search stay out of the timed batches)."""
         if not root:
             return None
-        from ioprof.fetched import MountCounters
-        from ioprof.pagecache import filesystem_of
+        from ioprof.host.fetched import MountCounters
+        from ioprof.host.pagecache import filesystem_of
 
         counters = self._mounts.get(root)
         if counters is None:
@@ -485,7 +485,7 @@ class Watcher:
 
     def observation(self) -> dict[str, Any]:
         """Everything observed so far, as plain data (see ``userpipeline.build_result``)."""
-        from ioprof.resultfile import to_jsonable
+        from ioprof.core.resultfile import to_jsonable
 
         loaders = []
         for rec in sorted(self.loaders.values(), key=lambda r: r.index):
@@ -670,7 +670,7 @@ class Watch:
         """Write results.json, report.md and plots into ``out_dir``; returns report.md's path."""
         from pathlib import Path
 
-        from ioprof import resultfile
+        from ioprof.core import resultfile
         from ioprof.render import write_report
 
         out = Path(out_dir)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ioprof.results import DeviceCell, DevicesResult
-from ioprof.stats import Interval
-from ioprof.thresholds import MULTI_DEVICE_PAYS_EFFICIENCY
+from ioprof.core.results import DeviceCell, DevicesResult
+from ioprof.core.stats import Interval
+from ioprof.core.thresholds import MULTI_DEVICE_PAYS_EFFICIENCY
 
 
 @dataclass(frozen=True)

@@ -22,15 +22,15 @@ from pathlib import Path
 
 from ioprof.ceilings import compute_ceiling, decode_ceilings
 from ioprof.compute import make_step
-from ioprof.config import LoaderSetting, PlaceConfig
+from ioprof.core.config import LoaderSetting, PlaceConfig
+from ioprof.core.presets import StorageProfile
+from ioprof.core.resultfile import to_jsonable
+from ioprof.core.results import SCHEMA_VERSION, CandidateResult, PlaceResult
 from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.sample import load_sample
-from ioprof.machine import memory_for_cache
-from ioprof.pagecache import FilesystemInfo, filesystem_of, keeps_pages
+from ioprof.host.machine import memory_for_cache
+from ioprof.host.pagecache import FilesystemInfo, filesystem_of, keeps_pages
 from ioprof.placement import SPACE_HEADROOM, decide
-from ioprof.presets import StorageProfile
-from ioprof.resultfile import to_jsonable
-from ioprof.results import SCHEMA_VERSION, CandidateResult, PlaceResult
 from ioprof.session import Progress, Session
 from ioprof.storage import EmulatedStorage, probe_storage
 

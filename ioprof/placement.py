@@ -17,10 +17,10 @@ import math
 from dataclasses import replace
 
 from ioprof.analysis import predict
-from ioprof.config import LoaderSetting
-from ioprof.findings import PlaceDecision, Recommendation
-from ioprof.results import CandidateResult, PlaceResult
-from ioprof.thresholds import MIN_BUSY_SHARE
+from ioprof.core.config import LoaderSetting
+from ioprof.core.findings import PlaceDecision, Recommendation
+from ioprof.core.results import CandidateResult, PlaceResult
+from ioprof.core.thresholds import MIN_BUSY_SHARE
 
 # A candidate must hold the whole dataset with this much to spare.
 SPACE_HEADROOM = 1.05

@@ -15,14 +15,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from ioprof.config import LoaderSetting, ProfileConfig
+from ioprof.core.config import LoaderSetting, ProfileConfig
+from ioprof.core.resultfile import to_jsonable
+from ioprof.core.results import SCHEMA_VERSION, MeasuredEpoch, ProfileResult
 from ioprof.datasets.dataset import Dataset
+from ioprof.host.machine import memory_for_cache
+from ioprof.host.pagecache import prepare
 from ioprof.layerprofile import LayerHooks, StepRunner, phase_times, trace
 from ioprof.loader import make_loader
-from ioprof.machine import memory_for_cache
-from ioprof.pagecache import prepare
-from ioprof.resultfile import to_jsonable
-from ioprof.results import SCHEMA_VERSION, MeasuredEpoch, ProfileResult
 from ioprof.session import Progress, Session
 
 TRACE_FILE = "trace.json"

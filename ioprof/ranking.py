@@ -21,8 +21,8 @@ from dataclasses import replace
 
 from ioprof.analysis import classify_interval
 from ioprof.comparison import compare_cells
-from ioprof.findings import RankedAlternative, Ranking
-from ioprof.results import AlternativeResult, WhatifResult
+from ioprof.core.findings import RankedAlternative, Ranking
+from ioprof.core.results import AlternativeResult, WhatifResult
 
 CONTROL = "loose-on-scratch"
 

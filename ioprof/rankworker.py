@@ -32,16 +32,16 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
-from ioprof import iocounters
-from ioprof.config import ComputeSpec, LoaderSetting
+from ioprof.core.config import ComputeSpec, LoaderSetting
+from ioprof.core.resultfile import from_jsonable, to_jsonable
+from ioprof.core.results import CacheInfo, CellResult
+from ioprof.core.stats import data_wait_share
 from ioprof.datasets.discover import find_images
-from ioprof.fetched import MountCounters, decide
+from ioprof.host import iocounters
+from ioprof.host.fetched import MountCounters, decide
+from ioprof.host.machine import usable_cores
+from ioprof.host.pagecache import filesystem_of, prepare, verify_after
 from ioprof.loader import ImageFiles, collate, train_transform, worker_pids
-from ioprof.machine import usable_cores
-from ioprof.pagecache import filesystem_of, prepare, verify_after
-from ioprof.resultfile import from_jsonable, to_jsonable
-from ioprof.results import CacheInfo, CellResult
-from ioprof.stats import data_wait_share
 from ioprof.storage import check_storage
 
 RANK_ERROR_MARK = "ioprof-rank-error:"
@@ -124,7 +124,7 @@ def _tree_cpu_s(pids: list[int]) -> float:
 
 def _gpu_sampler(device: torch.device) -> Any:
     """NVML for this rank's own GPU (each rank samples its own), or the reason there is none."""
-    from ioprof.telemetry import UnavailableSampler, nvml_for_device, open_gpu_sampler
+    from ioprof.host.telemetry import UnavailableSampler, nvml_for_device, open_gpu_sampler
 
     if device.type != "cuda":
         return UnavailableSampler("this rank trains on the CPU")

@@ -14,11 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ioprof.ceilings import STORAGE_PROBE_MAX_FILES, first_line
-from ioprof.config import ScaleConfig
-from ioprof.datasets.dataset import Dataset
-from ioprof.launch import Launched, launch
-from ioprof.resultfile import from_jsonable, to_jsonable
-from ioprof.results import (
+from ioprof.core.config import ScaleConfig
+from ioprof.core.resultfile import from_jsonable, to_jsonable
+from ioprof.core.results import (
     SCHEMA_VERSION,
     CellResult,
     RankCountResult,
@@ -26,6 +24,8 @@ from ioprof.results import (
     ScaleResult,
     StorageCeiling,
 )
+from ioprof.datasets.dataset import Dataset
+from ioprof.launch import Launched, launch
 from ioprof.session import Progress, Session
 from ioprof.storage import StorageLost, probe_storage
 

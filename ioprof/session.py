@@ -15,10 +15,10 @@ from typing import Protocol
 import torch
 
 from ioprof import __version__
-from ioprof.config import RunLength
-from ioprof.machine import machine_info
-from ioprof.results import MachineInfo, RunInfo
-from ioprof.telemetry import NvmlStatus, nvml_for_device
+from ioprof.core.config import RunLength
+from ioprof.core.results import MachineInfo, RunInfo
+from ioprof.host.machine import machine_info
+from ioprof.host.telemetry import NvmlStatus, nvml_for_device
 
 
 class Progress(Protocol):

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ioprof.results import CudaStepTimes
+from ioprof.core.results import CudaStepTimes
 
 
 class TimingEvent(Protocol):

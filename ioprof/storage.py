@@ -29,13 +29,13 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import psutil
 
-from ioprof.config import TARGET_REL_HALF_WIDTH
-from ioprof.errors import IoprofError
-from ioprof.fetched import MountCounters, decide
-from ioprof.pagecache import FilesystemInfo, drop_after_read, filesystem_of, prepare
-from ioprof.presets import StorageProfile
-from ioprof.results import CacheInfo, Fetched, StorageCeiling
-from ioprof.stats import LOOKS, is_look, percentile, ratio_interval
+from ioprof.core.config import TARGET_REL_HALF_WIDTH
+from ioprof.core.errors import IoprofError
+from ioprof.core.presets import StorageProfile
+from ioprof.core.results import CacheInfo, Fetched, StorageCeiling
+from ioprof.core.stats import LOOKS, is_look, percentile, ratio_interval
+from ioprof.host.fetched import MountCounters, decide
+from ioprof.host.pagecache import FilesystemInfo, drop_after_read, filesystem_of, prepare
 
 # A read failing with one of these means the storage itself may have stopped answering (a
 # dropped network or FUSE mount, a vanished device), not that one file is bad.

@@ -16,12 +16,10 @@ import torch
 
 from ioprof.ceilings import compute_ceiling, decode_ceilings, first_line, storage_ceilings
 from ioprof.compute import IMAGENET_CLASSES, TrainStep, make_step, probe_transfer
-from ioprof.config import SweepConfig
-from ioprof.datasets.dataset import Dataset
-from ioprof.datasets.sample import MemorySample, load_sample
-from ioprof.errors import IoprofError
-from ioprof.resultfile import to_jsonable
-from ioprof.results import (
+from ioprof.core.config import SweepConfig
+from ioprof.core.errors import IoprofError
+from ioprof.core.resultfile import to_jsonable
+from ioprof.core.results import (
     SCHEMA_VERSION,
     CellResult,
     ComputeCeiling,
@@ -30,9 +28,11 @@ from ioprof.results import (
     SweepResult,
     TransferCeiling,
 )
+from ioprof.datasets.dataset import Dataset
+from ioprof.datasets.sample import MemorySample, load_sample
+from ioprof.host.telemetry import open_gpu_sampler
 from ioprof.session import Progress, Session
 from ioprof.storage import EmulatedStorage
-from ioprof.telemetry import open_gpu_sampler
 from ioprof.training import CellPlan, Failures, failed_cell, run_cell
 
 

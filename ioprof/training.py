@@ -20,15 +20,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ioprof import iocounters, steptiming
+from ioprof import steptiming
 from ioprof.compute import TrainStep
-from ioprof.config import PREFETCH_FACTOR, LoaderSetting, RunLength
-from ioprof.datasets.dataset import Dataset
-from ioprof.datasets.sample import MemorySample
-from ioprof.fetched import FetchSnapshot, MountCounters, decide
-from ioprof.loader import Batch, make_loader, worker_pids
-from ioprof.pagecache import keep_warm, prepare, verify_after
-from ioprof.results import (
+from ioprof.core.config import PREFETCH_FACTOR, LoaderSetting, RunLength
+from ioprof.core.results import (
     UNKNOWN_FETCH,
     CacheInfo,
     CellResult,
@@ -36,10 +31,16 @@ from ioprof.results import (
     IoCounts,
     Undecodable,
 )
-from ioprof.stats import LOOKS, MIN_BATCHES, Looks, data_wait_share, ratio_interval
+from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, data_wait_share, ratio_interval
+from ioprof.datasets.dataset import Dataset
+from ioprof.datasets.sample import MemorySample
+from ioprof.host import iocounters
+from ioprof.host.fetched import FetchSnapshot, MountCounters, decide
+from ioprof.host.pagecache import keep_warm, prepare, verify_after
+from ioprof.host.telemetry import GpuSampler
+from ioprof.loader import Batch, make_loader, worker_pids
 from ioprof.steptiming import StepEvents, TimingEvent
 from ioprof.storage import EmulatedStorage, check_storage
-from ioprof.telemetry import GpuSampler
 
 MAX_FAILURES_KEPT = 20
 

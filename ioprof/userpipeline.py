@@ -27,8 +27,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ioprof import __version__
-from ioprof.config import TARGET_REL_HALF_WIDTH, LoaderSetting
-from ioprof.results import (
+from ioprof.core.config import TARGET_REL_HALF_WIDTH, LoaderSetting
+from ioprof.core.results import (
     MACHINE_WIDE_FETCH_METHODS,
     SCHEMA_VERSION,
     CacheInfo,
@@ -46,7 +46,7 @@ from ioprof.results import (
     StorageCeiling,
     SweepResult,
 )
-from ioprof.stats import LOOKS, data_wait_share
+from ioprof.core.stats import LOOKS, data_wait_share
 
 # The storage probe reads at least this many of the dataset's files cold (more at more readers).
 PROBE_STORAGE_FILES = 200
@@ -133,8 +133,8 @@ def _loader_alone(loader: Any, view: Any, workers: int, seconds: float, batch: i
 def _time_batches(it: Any, workers: int, seconds: float, batch: int) -> tuple[list[int], list[float], str]:
     """Batches after the start-up burst: at least ``seconds``, then until ±5 % at a fixed look
     (``stats.is_look``), or the stretch."""
+    from ioprof.core.stats import Looks, ratio_interval
     from ioprof.observer import batch_images
-    from ioprof.stats import Looks, ratio_interval
 
     for _ in range(max(1, workers)):  # the start-up burst
         next(it)
@@ -180,8 +180,8 @@ def probe_pipeline(
 def _probe_decode(
     loader: Any, settings: dict[str, Any], seconds: float, batch: int
 ) -> tuple[list[DecodeCeiling], str, str]:
+    from ioprof.host.machine import usable_cores
     from ioprof.inmemory import memory_view
-    from ioprof.machine import usable_cores
 
     if getattr(loader, "batch_size", None) is None and not batch:
         return [], "your loader has no batch size ioprof could read (a batch sampler)", ""
@@ -203,7 +203,7 @@ def _probe_storage(
     settings: dict[str, Any], local_rank: int, local_world_size: int
 ) -> tuple[list[StorageCeiling], str]:
     """The files read cold, once per host, at every local rank's readers together."""
-    from ioprof.pagecache import filesystem_of
+    from ioprof.host.pagecache import filesystem_of
     from ioprof.storage import probe_storage
 
     files: list[str] = settings["files"]
@@ -231,8 +231,8 @@ def _key(obs: dict[str, Any], loader: dict[str, Any]) -> str:
 
 def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
     """Bytes fetched over the spans the counters covered, by the mount's method."""
-    from ioprof.fetched import FetchSnapshot, decide
-    from ioprof.pagecache import filesystem_of
+    from ioprof.host.fetched import FetchSnapshot, decide
+    from ioprof.host.pagecache import filesystem_of
 
     root = loader["settings"]["dataset_root"]
     mount = loader.get("mount") or {}
@@ -254,7 +254,7 @@ def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
 
 
 def _cell(key: str, loader: dict[str, Any], config: Any) -> CellResult:
-    from ioprof.resultfile import from_jsonable
+    from ioprof.core.resultfile import from_jsonable
 
     s = loader["settings"]
     waits, steps, images = loader["waits"], loader["steps"], loader["images"]
@@ -340,7 +340,7 @@ def _host_storage(
     observations: Sequence[dict[str, Any]],
 ) -> dict[tuple[str, int], tuple[StorageCeiling, ...]]:
     """(host, loader index) → the storage ceiling its local rank 0 measured for all its ranks."""
-    from ioprof.resultfile import from_jsonable
+    from ioprof.core.resultfile import from_jsonable
 
     out: dict[tuple[str, int], tuple[StorageCeiling, ...]] = {}
     for obs in observations:
@@ -358,7 +358,7 @@ def _ceilings(
     step: ComputeCeiling,
     host_storage: dict[tuple[str, int], tuple[StorageCeiling, ...]],
 ) -> DatasetCeilings:
-    from ioprof.resultfile import from_jsonable
+    from ioprof.core.resultfile import from_jsonable
 
     probed = obs.get("probed_index") == loader["index"]
     probes = (obs.get("probes") or {}) if probed else {}
@@ -398,7 +398,7 @@ def build_result(
     started: float,
 ) -> SweepResult:
     """One result from every process's observations (ranks sorted, loaders in first-use order)."""
-    from ioprof.machine import machine_info
+    from ioprof.host.machine import machine_info
 
     ordered = sorted(observations, key=lambda o: o["rank"])
     host_storage = _host_storage(ordered)

@@ -24,18 +24,18 @@ import torch
 from ioprof import alternatives as alt
 from ioprof.ceilings import compute_ceiling, first_line
 from ioprof.compute import TrainStep, make_step
-from ioprof.config import LoaderSetting, WhatifConfig
+from ioprof.core.config import LoaderSetting, WhatifConfig
+from ioprof.core.resultfile import to_jsonable
+from ioprof.core.results import SCHEMA_VERSION, AlternativeResult, CellResult, StorageCeiling, WhatifResult
 from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.discover import ImageList, describe
 from ioprof.datasets.sample import load_sample
+from ioprof.host.machine import memory_for_cache
+from ioprof.host.pagecache import filesystem_of, keeps_pages
+from ioprof.host.telemetry import open_gpu_sampler
 from ioprof.loader import make_loader
-from ioprof.machine import memory_for_cache
-from ioprof.pagecache import filesystem_of, keeps_pages
-from ioprof.resultfile import to_jsonable
-from ioprof.results import SCHEMA_VERSION, AlternativeResult, CellResult, StorageCeiling, WhatifResult
 from ioprof.session import Progress, Session
 from ioprof.storage import EmulatedStorage, probe_storage
-from ioprof.telemetry import open_gpu_sampler
 from ioprof.training import CellPlan, Failures, run_cell
 
 # Pre-resized copies: the short side the files are brought down to (torchvision's ImageNet recipe

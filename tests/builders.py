@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ioprof.results import (
+from ioprof.core.results import (
     SCHEMA_VERSION,
     CacheInfo,
     CellResult,

@@ -6,7 +6,6 @@ from dataclasses import replace
 import pytest
 from builders import cell, compute, dataset_info, decode, storage, sweep_result
 
-from ioprof import findings as f
 from ioprof.analysis import (
     advise,
     analyze,
@@ -17,10 +16,11 @@ from ioprof.analysis import (
     predict,
     stage_rates,
 )
-from ioprof.config import LoaderSetting
-from ioprof.results import DatasetCeilings
-from ioprof.stats import Interval
-from ioprof.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
+from ioprof.core import findings as f
+from ioprof.core.config import LoaderSetting
+from ioprof.core.results import DatasetCeilings
+from ioprof.core.stats import Interval
+from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
 
 MP4 = LoaderSetting.multiprocess(4)
 
@@ -89,7 +89,7 @@ def test_unknown_fetched_bytes_never_count_as_cache_hits() -> None:
 
 
 def f_unknown():  # type: ignore[no-untyped-def]
-    from ioprof.results import UNKNOWN_FETCH
+    from ioprof.core.results import UNKNOWN_FETCH
 
     return UNKNOWN_FETCH
 
@@ -221,7 +221,7 @@ def test_a_verified_cold_cell_that_fetched_nothing_is_a_contradiction() -> None:
 
 
 def test_findings_name_what_could_not_be_measured() -> None:
-    from ioprof.results import ProbeFailure
+    from ioprof.core.results import ProbeFailure
 
     unverified = replace(
         cell(), cache=replace(cell().cache, verified=False, note="not cold: tmpfs is RAM-backed")
@@ -264,7 +264,7 @@ def test_emulated_storage_faster_than_the_real_device_is_said() -> None:
 def test_gpu_names_match_only_the_parts_a_figure_was_published_for(
     name: str | None, preset: str | None
 ) -> None:
-    from ioprof.presets import published_preset
+    from ioprof.core.presets import published_preset
 
     p = published_preset(name)
     assert (p.name if p else None) == preset

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from ioprof.compute import RealTrainStep, SimulatedStep, build_model, probe_compute, resolve_device
-from ioprof.config import parse_compute
-from ioprof.errors import IoprofError
+from ioprof.core.config import parse_compute
+from ioprof.core.errors import IoprofError
 
 
 class FakeClock:

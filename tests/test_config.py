@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from ioprof.cli import main
-from ioprof.config import (
+from ioprof.core.config import (
     CPU_RUN_LENGTH,
     CPU_SIM_RUN_LENGTH,
     CUDA_RUN_LENGTH,
@@ -15,7 +15,7 @@ from ioprof.config import (
     parse_resolutions,
     parse_storage_profile,
 )
-from ioprof.presets import GPU_PRESETS, STORAGE_PROFILES
+from ioprof.core.presets import GPU_PRESETS, STORAGE_PROFILES
 
 
 def test_worker_lists() -> None:

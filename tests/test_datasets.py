@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ioprof.core.errors import IoprofError
 from ioprof.datasets.cache import cached_dataset_root, ensure_datasets
 from ioprof.datasets.discover import describe, find_images
 from ioprof.datasets.synth import DatasetSpec, encode_jpeg, generate, read_manifest, synth_image
-from ioprof.errors import IoprofError
 
 FIXTURES = Path(__file__).resolve().parent.parent / "datasets_fixtures" / "awkward"
 

@@ -12,12 +12,12 @@ import builders
 import pytest
 import torch
 
-from ioprof import resultfile
+from ioprof.core import resultfile
+from ioprof.core.results import SCHEMA_VERSION, DeviceCell, DevicesResult
 from ioprof.devicebench import measure_ddp, measure_one
 from ioprof.devicemodels import device_model
 from ioprof.payoff import payoff
 from ioprof.render.devices_markdown import render_devices_markdown
-from ioprof.results import SCHEMA_VERSION, DeviceCell, DevicesResult
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}

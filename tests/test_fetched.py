@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ioprof.fetched import FetchSnapshot, MountCounters, decide, fuse_daemon, nfs_server_read_bytes
-from ioprof.pagecache import FilesystemInfo
-from ioprof.results import CacheInfo
+from ioprof.core.results import CacheInfo
+from ioprof.host.fetched import FetchSnapshot, MountCounters, decide, fuse_daemon, nfs_server_read_bytes
+from ioprof.host.pagecache import FilesystemInfo
 
 MOUNTSTATS = """\
 device sysfs mounted on /sys with fstype sysfs

@@ -9,20 +9,10 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PURE = (
-    "analysis",
-    "checks",
-    "findings",
-    "placement",
-    "render",
-    "resultfile",
-    "results",
-    "stats",
-    "thresholds",
-)
+PURE = ("analysis", "checks", "core", "placement", "render")
 MEASURING = (
-    "ceilings", "compute", "decode", "fetched", "iocounters", "loader", "pagecache", "place", "session",
-    "steptiming", "storage", "sweep", "telemetry", "training", "machine", "datasets",
+    "ceilings", "compute", "decode", "host", "loader", "place", "session",
+    "steptiming", "storage", "sweep", "training", "datasets",
 )  # fmt: skip
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ioprof.machine import cgroup_memory
+from ioprof.host.machine import cgroup_memory
 
 
 def _tree(root: Path, files: dict[str, str]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from ioprof import pagecache
+from ioprof.host import pagecache
 
 
 def _read_all(paths: list[str]) -> None:
@@ -135,7 +135,7 @@ def test_filesystem_kinds_decide_how_fetched_bytes_are_counted(fs_type: str, sou
 
 
 def test_a_local_disk_and_tmpfs_keep_read_pages(tmp_path: Path) -> None:
-    from ioprof.pagecache import filesystem_of, keeps_pages
+    from ioprof.host.pagecache import filesystem_of, keeps_pages
 
     files = []
     for i in range(3):

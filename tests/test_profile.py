@@ -15,11 +15,11 @@ import pytest
 import torch
 from torch import nn
 
-from ioprof.config import LoaderSetting
+from ioprof.core.config import LoaderSetting
+from ioprof.core.results import PhaseTimes
 from ioprof.datasets.dataset import load_datasets
 from ioprof.epochs import predict
 from ioprof.profiling import measure
-from ioprof.results import PhaseTimes
 
 REPO = Path(__file__).resolve().parent.parent
 

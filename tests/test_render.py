@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from builders import cell, sweep_result
 
-from ioprof import resultfile
 from ioprof.analysis import analyze
-from ioprof.errors import IoprofError
+from ioprof.core import resultfile
+from ioprof.core.errors import IoprofError
+from ioprof.core.results import SweepResult
 from ioprof.render import write_report
 from ioprof.render.markdown import render_markdown
 from ioprof.render.results_csv import COLUMNS, render_csv
-from ioprof.results import SweepResult
 
 
 @pytest.fixture()

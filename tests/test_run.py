@@ -358,7 +358,7 @@ def test_a_script_without_an_optimizer_is_said_to_be_one() -> None:
     import torch
 
     import ioprof
-    from ioprof.findings import NoOptimizerSteps
+    from ioprof.core.findings import NoOptimizerSteps
 
     with ioprof.watch(steps=5, probe=False) as w:
         for _ in torch.utils.data.DataLoader(SlowItems(40, 0.005), batch_size=2):
@@ -376,7 +376,7 @@ def test_a_loader_iterated_on_a_prefetching_thread_is_said_to_be(small_set: Path
     import torch
 
     import ioprof
-    from ioprof.findings import IteratedOffThread
+    from ioprof.core.findings import IteratedOffThread
 
     loader = torch.utils.data.DataLoader(SlowItems(60, 0.001), batch_size=2)
     batches: queue.Queue = queue.Queue(maxsize=4)

@@ -19,11 +19,11 @@ import netfs
 import psutil
 import pytest
 
-from ioprof import resultfile
+from ioprof.core import resultfile
+from ioprof.core.results import SCHEMA_VERSION, RankCountResult, RankResult, ScaleResult
 from ioprof.feeding import conclude
 from ioprof.launch import failure_reason
 from ioprof.render.scale_markdown import headline, render_scale_markdown
-from ioprof.results import SCHEMA_VERSION, RankCountResult, RankResult, ScaleResult
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
@@ -115,7 +115,7 @@ def test_ranks_that_wait_for_each_other_are_not_busy() -> None:
 def test_a_host_wide_counter_is_taken_once_per_host_not_once_per_rank() -> None:
     from dataclasses import replace
 
-    from ioprof.results import Fetched
+    from ioprof.core.results import Fetched
 
     count = _count(2, 0.0)
     host_wide = tuple(

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from ioprof.stats import percentile, share_below, summarize
+from ioprof.core.stats import percentile, share_below, summarize
 
 
 def test_percentile_interpolates_like_numpy() -> None:
@@ -41,7 +41,7 @@ def test_share_below() -> None:
 
 
 def test_t_quantiles_come_from_the_table_and_approach_the_normal() -> None:
-    from ioprof.stats import t_975
+    from ioprof.core.stats import t_975
 
     assert t_975(1) == 12.706 and t_975(9) == 2.262 and t_975(30) == 2.042
     assert 1.96 < t_975(120) < t_975(31) < 2.042
@@ -50,7 +50,7 @@ def test_t_quantiles_come_from_the_table_and_approach_the_normal() -> None:
 
 
 def test_groups_are_contiguous_near_equal_and_respect_the_minimum_length() -> None:
-    from ioprof.stats import groups
+    from ioprof.core.stats import groups
 
     assert groups(10, 2) == [range(0, 2), range(2, 4), range(4, 6), range(6, 8), range(8, 10)]
     assert [len(g) for g in groups(100, 8)] == [10] * 10
@@ -61,7 +61,7 @@ def test_groups_are_contiguous_near_equal_and_respect_the_minimum_length() -> No
 
 
 def test_ratio_interval_from_batch_means_on_hand_built_numbers() -> None:
-    from ioprof.stats import ratio_interval
+    from ioprof.core.stats import ratio_interval
 
     # 4 groups of one step each: 8 images in 0.1, 0.1, 0.2, 0.2 s → group rates 80, 80, 40, 40
     i = ratio_interval([8.0] * 4, [0.1, 0.1, 0.2, 0.2])
@@ -85,14 +85,14 @@ def statistics_sd(xs: list[float]) -> float:
 
 
 def test_wait_share_interval_is_clipped_to_zero_and_one() -> None:
-    from ioprof.stats import wait_share_interval
+    from ioprof.core.stats import wait_share_interval
 
     i = wait_share_interval([0.0, 0.02, 0.0, 0.02], [0.1] * 4)
     assert i.low == 0.0 and 0.0 < i.value < i.high < 1.0
 
 
 def test_an_interval_recentred_keeps_its_relative_width() -> None:
-    from ioprof.stats import Interval
+    from ioprof.core.stats import Interval
 
     i = Interval(100.0, 90.0, 110.0, 10).centered_on(200.0)
     assert (i.value, i.low, i.high, i.rel_half_width) == (200.0, 180.0, 220.0, pytest.approx(0.1))
@@ -100,7 +100,7 @@ def test_an_interval_recentred_keeps_its_relative_width() -> None:
 
 
 def test_t_quantiles_at_any_level_match_the_tables() -> None:
-    from ioprof.stats import t_quantile
+    from ioprof.core.stats import t_quantile
 
     # two-sided 99 % (p = 0.995) and 99.9 % (p = 0.9995) from the standard tables
     for df, q995, q9995 in ((1, 63.657, 636.62), (4, 4.604, 8.610), (9, 3.250, 4.781), (30, 2.750, 3.646)):
@@ -109,7 +109,7 @@ def test_t_quantiles_at_any_level_match_the_tables() -> None:
 
 
 def test_looks_are_the_first_count_and_its_doublings_only() -> None:
-    from ioprof.stats import INTERIM_LOOKS, is_look
+    from ioprof.core.stats import INTERIM_LOOKS, is_look
 
     assert [n for n in range(1, 200) if is_look(n, 5)] == [5, 10, 20, 40, 80]
     assert INTERIM_LOOKS == 5 and not is_look(160, 5) and not is_look(4, 5)
@@ -121,8 +121,8 @@ def test_a_cell_that_stops_on_its_interval_still_covers_95_percent() -> None:
     rate less often (about 88 % here). Fixed looks with widened intervals keep the coverage."""
     import random
 
-    from ioprof.config import LoaderSetting, RunLength
-    from ioprof.stats import LOOKS, ratio_interval
+    from ioprof.core.config import LoaderSetting, RunLength
+    from ioprof.core.stats import LOOKS, ratio_interval
     from ioprof.training import _Window
 
     run = RunLength(batch_size=8, warmup_steps=0, min_steps=5, max_steps=100, max_seconds=None)

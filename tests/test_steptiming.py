@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from ioprof.config import LoaderSetting, RunLength
+from ioprof.core.config import LoaderSetting, RunLength
+from ioprof.core.results import CellResult
 from ioprof.datasets.dataset import Dataset, load_datasets
-from ioprof.results import CellResult
+from ioprof.host.telemetry import UnavailableSampler
 from ioprof.steptiming import StepEvents, resolve
-from ioprof.telemetry import UnavailableSampler
 from ioprof.training import CellPlan, Failures, run_cell
 
 
@@ -128,7 +128,7 @@ def test_a_starved_gpu_shows_the_stall(large_set: Path) -> None:
 
 def test_compute_ceiling_of_an_asynchronous_step_is_timed_on_the_gpu_clock() -> None:
     from ioprof.compute import probe_compute
-    from ioprof.config import parse_compute
+    from ioprof.core.config import parse_compute
 
     # the host enqueues in microseconds; the "GPU" takes 20 ms a step: 8 images / 20 ms = 400 img/s
     c = probe_compute(QueuedGpu(0.020), parse_compute("real"), "fake", torch.device("cpu"), batch_size=8, crop_px=8,
@@ -174,7 +174,7 @@ class _WindowSampler:
         self.calls.append(("start", self.step.steps))
 
     def stop(self):  # type: ignore[no-untyped-def]
-        from ioprof.results import GpuTelemetry
+        from ioprof.core.results import GpuTelemetry
 
         self.calls.append(("stop", self.step.steps))
         return GpuTelemetry(available=False, reason="test")

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from ioprof.config import parse_storage_profile
-from ioprof.errors import IoprofError
-from ioprof.pagecache import filesystem_of
+from ioprof.core.config import parse_storage_profile
+from ioprof.core.errors import IoprofError
+from ioprof.host.pagecache import filesystem_of
 from ioprof.storage import EmulatedStorage, StorageLost, check_storage, probe_storage, read_file
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from ioprof.telemetry import GpuSample, ThreadSampler, UnavailableSampler, nvml_status, open_gpu_sampler
+from ioprof.host.telemetry import GpuSample, ThreadSampler, UnavailableSampler, nvml_status, open_gpu_sampler
 
 RECORDED = [  # utilization as an input-starved GPU shows it: bursts of work between waits
     (0.0, 95.0),
@@ -96,7 +96,7 @@ def test_nvml_samples_the_cuda_device() -> None:
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    from ioprof.telemetry import nvml_for_device
+    from ioprof.host.telemetry import nvml_for_device
 
     name, status = nvml_for_device(torch.device("cuda:0"))
     assert status.reason == "", status.reason
@@ -137,7 +137,7 @@ def test_sampler_measures_its_own_cpu_cost() -> None:
 
 
 def test_the_driver_buffer_yields_only_samples_from_inside_the_window() -> None:
-    from ioprof.telemetry import new_samples
+    from ioprof.host.telemetry import new_samples
 
     buffered = [(1_000, 97.0), (2_000, 12.0), (3_000, 88.0), (4_000, 5.0)]
     assert new_samples(buffered, 2_500) == ([88.0, 5.0], 4_000)  # the cell opened at 2,500 µs
@@ -152,7 +152,7 @@ def test_the_driver_buffer_yields_only_samples_from_inside_the_window() -> None:
 def test_nvml_for_the_cpu_device_names_no_gpu_and_says_why() -> None:
     import torch
 
-    from ioprof.telemetry import nvml_for_device
+    from ioprof.host.telemetry import nvml_for_device
 
     name, status = nvml_for_device(torch.device("cpu"))
     assert name is None and status.handle is None and status.reason

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from builders import MACHINE, RUN, cell, compute, dataset_info
 
+from ioprof.core.results import SCHEMA_VERSION, AlternativeResult, WhatifResult
 from ioprof.ranking import rank
-from ioprof.results import SCHEMA_VERSION, AlternativeResult, WhatifResult
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}

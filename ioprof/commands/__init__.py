@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from ioprof.errors import IoprofError
+from ioprof.core.errors import IoprofError
 
 
 def prepare_out_dir(out: str | None, command: str) -> Path:

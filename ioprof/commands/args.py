@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ioprof.config import (
+from ioprof.core.config import (
     AUTO,
     CACHE_REGIMES,
     DEFAULT_RESOLUTIONS,
@@ -33,7 +33,7 @@ from ioprof.config import (
     positive_int,
     share,
 )
-from ioprof.presets import GPU_PRESETS, STORAGE_PROFILES
+from ioprof.core.presets import GPU_PRESETS, STORAGE_PROFILES
 
 T = TypeVar("T")
 S = argparse.SUPPRESS

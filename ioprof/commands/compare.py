@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ioprof import resultfile
 from ioprof.commands import args, prepare_out_dir, writing_into
-from ioprof.errors import IoprofError
-from ioprof.results import SweepResult
+from ioprof.core import resultfile
+from ioprof.core.errors import IoprofError
+from ioprof.core.results import SweepResult
 
 if TYPE_CHECKING:
     from ioprof.session import Progress

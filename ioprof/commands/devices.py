@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ioprof import resultfile
 from ioprof.commands import args, prepare_out_dir, writing_into
-from ioprof.config import (
+from ioprof.core import resultfile
+from ioprof.core.config import (
     DevicesConfig,
     non_negative_int,
     parse_device_models,
@@ -16,7 +16,7 @@ from ioprof.config import (
     positive_float,
     positive_int,
 )
-from ioprof.errors import IoprofError
+from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:
     from ioprof.session import Progress
@@ -55,7 +55,7 @@ def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress)
 def devices(config: DevicesConfig, command_line: str, progress: Progress) -> int:
     import torch
 
-    from ioprof.config import RunLength
+    from ioprof.core.config import RunLength
     from ioprof.devicebench import MAX_STEPS, MIN_STEPS, WARMUP_STEPS, run_devices
     from ioprof.render import write_devices_report
     from ioprof.render.devices_markdown import headline

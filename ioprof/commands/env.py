@@ -25,9 +25,9 @@ def env() -> int:
     import torch
 
     from ioprof.datasets.cache import default_cache_dir
-    from ioprof.machine import machine_info
-    from ioprof.pagecache import filesystem_of
-    from ioprof.telemetry import nvml_for_device
+    from ioprof.host.machine import machine_info
+    from ioprof.host.pagecache import filesystem_of
+    from ioprof.host.telemetry import nvml_for_device
 
     cuda = torch.cuda.is_available()
     gpu, nv = nvml_for_device(torch.device("cuda:0" if cuda else "cpu"))

@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ioprof.commands.args import typed
-from ioprof.config import (
+from ioprof.core.config import (
     DEFAULT_IMAGES_PER_DATASET,
     DEFAULT_RESOLUTIONS,
     non_negative_int,
     parse_resolutions,
     positive_int,
 )
+from ioprof.core.resultfile import atomic_write_text
 from ioprof.datasets.synth import DatasetSpec, generate_many
-from ioprof.resultfile import atomic_write_text
 
 if TYPE_CHECKING:
     from ioprof.session import Progress

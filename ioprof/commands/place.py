@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ioprof import resultfile
 from ioprof.commands import args, prepare_out_dir, writing_into
-from ioprof.config import (
+from ioprof.core import resultfile
+from ioprof.core.config import (
     PlaceConfig,
     gigabytes,
     parse_compute,
@@ -17,8 +17,8 @@ from ioprof.config import (
     positive_int,
     run_length_for,
 )
-from ioprof.errors import IoprofError
-from ioprof.presets import STORAGE_PROFILES
+from ioprof.core.errors import IoprofError
+from ioprof.core.presets import STORAGE_PROFILES
 
 if TYPE_CHECKING:
     from ioprof.session import Progress

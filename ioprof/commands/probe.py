@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ioprof.commands import args
 from ioprof.commands.sweep import measure
-from ioprof.config import SweepConfig, parse_storage_profile
+from ioprof.core.config import SweepConfig, parse_storage_profile
 
 if TYPE_CHECKING:
     from ioprof.session import Progress

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ioprof import resultfile
 from ioprof.commands import args, prepare_out_dir, writing_into
-from ioprof.config import MODELS, ProfileConfig, non_negative_int, positive_int, run_length_for
+from ioprof.core import resultfile
+from ioprof.core.config import MODELS, ProfileConfig, non_negative_int, positive_int, run_length_for
 
 if TYPE_CHECKING:
     from ioprof.session import Progress
@@ -60,7 +60,7 @@ def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress)
 def profile(config: ProfileConfig, command_line: str, progress: Progress) -> int:
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
     from ioprof.compute import resolve_device
-    from ioprof.config import ComputeSpec
+    from ioprof.core.config import ComputeSpec
     from ioprof.datasets.dataset import load_datasets
     from ioprof.epochs import conclude
     from ioprof.profiling import run_profile

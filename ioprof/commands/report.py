@@ -7,10 +7,10 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ioprof import resultfile
 from ioprof.analysis import analyze
+from ioprof.core import resultfile
+from ioprof.core.results import DevicesResult, PlaceResult, ProfileResult, ScaleResult, WhatifResult
 from ioprof.placement import decide
-from ioprof.results import DevicesResult, PlaceResult, ProfileResult, ScaleResult, WhatifResult
 
 if TYPE_CHECKING:
     from ioprof.session import Progress

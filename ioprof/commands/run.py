@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ioprof.commands import args, prepare_out_dir, writing_into
-from ioprof.config import RunConfig, non_negative_int, positive_float, positive_int
-from ioprof.errors import IoprofError
+from ioprof.core.config import RunConfig, non_negative_int, positive_float, positive_int
+from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:
-    from ioprof.results import SweepResult
+    from ioprof.core.results import SweepResult
     from ioprof.session import Progress
 
 NAME = "run"
@@ -217,8 +217,8 @@ def _windows_done(observed: Path) -> bool:
 def _write(
     config: RunConfig, observed: Path, out: Path, started: float, code: int | None, ended: str
 ) -> SweepResult:
-    from ioprof import resultfile
     from ioprof.analysis import analyze
+    from ioprof.core import resultfile
     from ioprof.render import write_report
     from ioprof.userpipeline import build_result
 

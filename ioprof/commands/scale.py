@@ -9,9 +9,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ioprof import resultfile
 from ioprof.commands import args, prepare_out_dir, writing_into
-from ioprof.config import (
+from ioprof.core import resultfile
+from ioprof.core.config import (
     ScaleConfig,
     non_negative_int,
     parse_positive_int_list,
@@ -20,14 +20,14 @@ from ioprof.config import (
     positive_int,
     run_length_for,
 )
-from ioprof.errors import IoprofError
+from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:
     import torch
 
+    from ioprof.core.results import ScaleResult
     from ioprof.datasets.dataset import Dataset
     from ioprof.launch import Launched
-    from ioprof.results import ScaleResult
     from ioprof.session import Progress
 
 NAME = "scale"

@@ -8,12 +8,12 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ioprof import resultfile
 from ioprof.analysis import analyze
 from ioprof.commands import args, prepare_out_dir
-from ioprof.config import RESUMABLE_DIFFERENCES, STAGES, SweepConfig
-from ioprof.errors import IoprofError
-from ioprof.results import SweepResult
+from ioprof.core import resultfile
+from ioprof.core.config import RESUMABLE_DIFFERENCES, STAGES, SweepConfig
+from ioprof.core.errors import IoprofError
+from ioprof.core.results import SweepResult
 
 if TYPE_CHECKING:
     from ioprof.session import Progress

@@ -7,9 +7,9 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ioprof import resultfile
 from ioprof.commands import args, prepare_out_dir, writing_into
-from ioprof.config import (
+from ioprof.core import resultfile
+from ioprof.core.config import (
     CACHE_REGIMES,
     WhatifConfig,
     non_negative_int,
@@ -18,7 +18,7 @@ from ioprof.config import (
     positive_int,
     run_length_for,
 )
-from ioprof.errors import IoprofError
+from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:
     from ioprof.session import Progress

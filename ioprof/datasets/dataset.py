@@ -6,11 +6,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ioprof.core.results import DatasetInfo
 from ioprof.datasets.cache import ensure_datasets
 from ioprof.datasets.discover import ImageList, describe, find_images
 from ioprof.datasets.synth import DatasetSpec
-from ioprof.pagecache import FilesystemInfo, filesystem_of
-from ioprof.results import DatasetInfo
+from ioprof.host.pagecache import FilesystemInfo, filesystem_of
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from pathlib import Path
 from PIL import Image
 from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, has_file_allowed_extension, make_dataset
 
-from ioprof.errors import IoprofError
-from ioprof.pagecache import filesystem_of, keeps_pages
-from ioprof.results import DatasetInfo
+from ioprof.core.errors import IoprofError
+from ioprof.core.results import DatasetInfo
+from ioprof.host.pagecache import filesystem_of, keeps_pages
 
 # Image dimensions are read from the headers of at most this many files (headers only: cheap).
 HEADER_SAMPLE_FILES = 256

@@ -12,9 +12,9 @@ import random
 import time
 from dataclasses import dataclass
 
+from ioprof.core.errors import IoprofError
 from ioprof.datasets.discover import ImageList
-from ioprof.errors import IoprofError
-from ioprof.pagecache import FilesystemInfo
+from ioprof.host.pagecache import FilesystemInfo
 from ioprof.storage import STORAGE_LOST_ERRNOS, check_storage, read_file
 
 # The sample: at most this many files and bytes (enough distinct images for a steady decode rate,

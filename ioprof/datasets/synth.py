@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from ioprof.errors import IoprofError
+from ioprof.core.errors import IoprofError
 
 GENERATOR_VERSION = 1
 JPEG_QUALITY = 92

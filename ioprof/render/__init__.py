@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ioprof.core.resultfile import atomic_write_text
+from ioprof.core.results import (
+    DevicesResult,
+    PlaceResult,
+    ProfileResult,
+    ScaleResult,
+    SweepResult,
+    WhatifResult,
+)
 from ioprof.render.markdown import render_markdown
 from ioprof.render.place_markdown import render_place_markdown
 from ioprof.render.plots import (
@@ -15,8 +24,6 @@ from ioprof.render.plots import (
     plot_throughput,
 )
 from ioprof.render.results_csv import render_csv
-from ioprof.resultfile import atomic_write_text
-from ioprof.results import DevicesResult, PlaceResult, ProfileResult, ScaleResult, SweepResult, WhatifResult
 
 
 def write_report(result: SweepResult, out_dir: Path) -> Path:

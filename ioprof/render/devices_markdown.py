@@ -3,11 +3,11 @@ second one gain, and what was not measured here, with why. Pure."""
 
 from __future__ import annotations
 
+from ioprof.core.results import DeviceCell, DevicesResult
+from ioprof.core.thresholds import MULTI_DEVICE_PAYS_EFFICIENCY
 from ioprof.payoff import payoffs
 from ioprof.render.fmt import pct, rate_ci, size
 from ioprof.render.mdtable import table
-from ioprof.results import DeviceCell, DevicesResult
-from ioprof.thresholds import MULTI_DEVICE_PAYS_EFFICIENCY
 
 PAYS = {
     "yes": "pays off",

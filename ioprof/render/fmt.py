@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ioprof.stats import Interval
+from ioprof.core.stats import Interval
 
 
 def rate(x: float | None) -> str:

@@ -6,14 +6,14 @@ Pure: the same analyzed result gives the same text. Sentences come from ``words`
 from __future__ import annotations
 
 from ioprof.analysis import is_sweep, speedup_over_serial
-from ioprof.findings import CpuIsTheDevice, FetchedAboveStorage
+from ioprof.core.findings import CpuIsTheDevice, FetchedAboveStorage
+from ioprof.core.results import CellResult, DatasetCeilings, SweepResult
+from ioprof.core.stats import INTERIM_LOOKS, LOOKS, looks_level, share_below, summarize
+from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
 from ioprof.render import words
 from ioprof.render.fmt import mb, ms, pct, rate, rate_ci, share_ci
 from ioprof.render.mdtable import table
 from ioprof.render.plots import GPU_UTIL_PNG, THROUGHPUT_PNG
-from ioprof.results import CellResult, DatasetCeilings, SweepResult
-from ioprof.stats import INTERIM_LOOKS, LOOKS, looks_level, share_below, summarize
-from ioprof.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
 
 NVML_NOTE = (
     "NVML's GPU utilization is the share of each sample period in which at least one kernel was "

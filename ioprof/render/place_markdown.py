@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ioprof.findings import PlaceDecision
+from ioprof.core.findings import PlaceDecision
+from ioprof.core.results import PlaceResult
+from ioprof.core.thresholds import MIN_BUSY_SHARE
 from ioprof.render import words
 from ioprof.render.fmt import duration, gb, ms, rate, rate_ci
 from ioprof.render.mdtable import table
 from ioprof.render.plots import PLACE_PNG
-from ioprof.results import PlaceResult
-from ioprof.thresholds import MIN_BUSY_SHARE
 
 
 def _decision_row(dec: PlaceDecision, epochs: int) -> list[str]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import csv
 import io
 
-from ioprof.findings import EpochPrediction, ProfileConclusions
+from ioprof.core.findings import EpochPrediction, ProfileConclusions
+from ioprof.core.results import PhaseTimes, ProfileResult
 from ioprof.render.fmt import duration, ms, pct, size
 from ioprof.render.mdtable import table
-from ioprof.results import PhaseTimes, ProfileResult
 
 PROFILE_PNG = "profile.png"
 PROFILE_CSV = "profile.csv"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ioprof.core.results import SweepResult
 from ioprof.frames import CELL_COLUMNS, cells_frame
-from ioprof.results import SweepResult
 
 COLUMNS = CELL_COLUMNS
 

@@ -3,10 +3,10 @@ them, each loader's measured window, and its pipeline measured alone. Pure."""
 
 from __future__ import annotations
 
+from ioprof.core.results import DatasetCeilings, ObservedLoader, SweepResult
 from ioprof.render import markdown, words
 from ioprof.render.fmt import duration, mb, pct, rate, rate_ci
 from ioprof.render.mdtable import table
-from ioprof.results import DatasetCeilings, ObservedLoader, SweepResult
 
 
 def render_run_markdown(result: SweepResult) -> str:

@@ -3,12 +3,12 @@ and every rank's figures. Pure."""
 
 from __future__ import annotations
 
-from ioprof.config import worker_count
+from ioprof.core.config import worker_count
+from ioprof.core.results import RankCountResult, ScaleResult
+from ioprof.core.thresholds import MIN_BUSY_SHARE, SATURATED_SHARE
 from ioprof.feeding import CountVerdict, Limit, RegimeConclusion
 from ioprof.render.fmt import duration, pct, rate, rate_ci, share_ci
 from ioprof.render.mdtable import table
-from ioprof.results import RankCountResult, ScaleResult
-from ioprof.thresholds import MIN_BUSY_SHARE, SATURATED_SHARE
 
 REGIME_WORDS = {
     "cold": "Cold (files from storage, as in a first epoch or a dataset larger than RAM)",

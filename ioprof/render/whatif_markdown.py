@@ -3,13 +3,13 @@ not measured here, with why. Pure."""
 
 from __future__ import annotations
 
-from ioprof.findings import RankedAlternative
+from ioprof.core.findings import RankedAlternative
+from ioprof.core.results import AlternativeResult, WhatifResult
+from ioprof.core.thresholds import COMPARE_MIN_EFFECT
 from ioprof.ranking import CONTROL
 from ioprof.render import words
 from ioprof.render.fmt import duration, mb, pct, rate, share_ci, size
 from ioprof.render.mdtable import table
-from ioprof.results import AlternativeResult, WhatifResult
-from ioprof.thresholds import COMPARE_MIN_EFFECT
 
 WHERE = {"data": "your data's storage", "scratch": "scratch", "emulated": "emulated"}
 

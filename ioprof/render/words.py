@@ -10,10 +10,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ioprof import findings as f
-from ioprof.config import worker_count
-from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, share_ci, size
-from ioprof.results import (
+from ioprof.core import findings as f
+from ioprof.core.config import worker_count
+from ioprof.core.results import (
     CellResult,
     ComputeCeiling,
     DecodeCeiling,
@@ -23,6 +22,7 @@ from ioprof.results import (
     RankCountResult,
     StorageCeiling,
 )
+from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, share_ci, size
 
 PLACE_HINT = "`ioprof place --data PATH --candidates /local/nvme,/dev/shm`"
 
@@ -530,7 +530,7 @@ ENDED = {
 
 def run_summary(result: object, code: int | None, ended: str) -> str:
     """``ioprof run``'s one line: how the script ended and what was observed."""
-    from ioprof.results import SweepResult
+    from ioprof.core.results import SweepResult
 
     assert isinstance(result, SweepResult)
     how = ENDED.get(ended, ended) + (f" (exit code {code})" if code not in (None, 0) else "")

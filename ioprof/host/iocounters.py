@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from ioprof.results import IoCounts
+from ioprof.core.results import IoCounts
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ioprof import findings
-from ioprof.errors import IoprofError
-from ioprof.results import (
+from ioprof.core import findings
+from ioprof.core.errors import IoprofError
+from ioprof.core.results import (
     SCHEMA_VERSION,
     DevicesResult,
     PlaceResult,

@@ -12,7 +12,7 @@ import psutil
 import torch
 import torchvision
 
-from ioprof.results import MachineInfo
+from ioprof.core.results import MachineInfo
 
 
 def cpu_model() -> str:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import psutil
 
-from ioprof.pagecache import FilesystemInfo
-from ioprof.results import CacheInfo, CrossCheck, Fetched
+from ioprof.core.results import CacheInfo, CrossCheck, Fetched
+from ioprof.host.pagecache import FilesystemInfo
 
 MOUNTSTATS = "/proc/self/mountstats"
 # In a mountstats "bytes:" line: normal read, normal write, direct read, direct write, server read, …

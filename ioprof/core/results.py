@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ioprof.config import LoaderSetting
-from ioprof.stats import Interval, ratio_interval, wait_share_interval
+from ioprof.core.config import LoaderSetting
+from ioprof.core.stats import Interval, ratio_interval, wait_share_interval
 
 if TYPE_CHECKING:
-    from ioprof.findings import Analysis, CellVerdict, PlaceDecision, Ranking, Recommendation
+    from ioprof.core.findings import Analysis, CellVerdict, PlaceDecision, Ranking, Recommendation
 
 SCHEMA_VERSION = 2
 

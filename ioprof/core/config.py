@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from ioprof.presets import GPU_PRESETS, STORAGE_PROFILES, StorageProfile
+from ioprof.core.presets import GPU_PRESETS, STORAGE_PROFILES, StorageProfile
 
 LOADERS = ("serial", "multiprocess")
 # Loader kinds a result may hold: the two above, and a thread pool (``ioprof whatif``'s alternative).

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import psutil
 
-from ioprof.results import CacheInfo
+from ioprof.core.results import CacheInfo
 
 # Filesystems where POSIX_FADV_DONTNEED cannot drop the data: the page cache *is* the storage.
 RAM_BACKED_FS_TYPES = frozenset({"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"})
