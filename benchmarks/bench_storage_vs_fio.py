@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO / "tests"))
 import figures  # noqa: E402
 
 from ioprof.host.pagecache import evict, filesystem_of  # noqa: E402
-from ioprof.storage import probe_storage  # noqa: E402
+from ioprof.measure.storage import probe_storage  # noqa: E402
 
 CONCURRENCY = (1, 4, 8)
 FILES = 400

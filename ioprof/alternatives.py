@@ -30,9 +30,17 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset, IterableDataset, RandomSampler, get_worker_info
 
 from ioprof.core.results import CacheInfo
-from ioprof.loader import IMAGENET_MEAN, IMAGENET_STD, Batch, ImageFiles, Sample, collate, train_transform
-from ioprof.storage import EmulatedStorage, read_blob, read_file
-from ioprof.training import CellPlan
+from ioprof.measure.cell import CellPlan
+from ioprof.measure.loader import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    Batch,
+    ImageFiles,
+    Sample,
+    collate,
+    train_transform,
+)
+from ioprof.measure.storage import EmulatedStorage, read_blob, read_file
 
 SHUFFLE_BUFFER = 256
 

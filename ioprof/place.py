@@ -20,8 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from ioprof.ceilings import compute_ceiling, decode_ceilings
-from ioprof.compute import make_step
 from ioprof.core.config import LoaderSetting, PlaceConfig
 from ioprof.core.presets import StorageProfile
 from ioprof.core.resultfile import to_jsonable
@@ -30,9 +28,11 @@ from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.sample import load_sample
 from ioprof.host.machine import memory_for_cache
 from ioprof.host.pagecache import FilesystemInfo, filesystem_of, keeps_pages
+from ioprof.measure.ceilings import compute_ceiling, decode_ceilings
+from ioprof.measure.compute import make_step
+from ioprof.measure.session import Progress, Session
+from ioprof.measure.storage import EmulatedStorage, probe_storage
 from ioprof.placement import SPACE_HEADROOM, decide
-from ioprof.session import Progress, Session
-from ioprof.storage import EmulatedStorage, probe_storage
 
 # The sample copied to each candidate: at least this many files and bytes (or the whole dataset).
 SAMPLE_MIN_FILES = 200

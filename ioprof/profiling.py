@@ -21,9 +21,9 @@ from ioprof.core.results import SCHEMA_VERSION, MeasuredEpoch, ProfileResult
 from ioprof.datasets.dataset import Dataset
 from ioprof.host.machine import memory_for_cache
 from ioprof.host.pagecache import prepare
-from ioprof.layerprofile import LayerHooks, StepRunner, phase_times, trace
-from ioprof.loader import make_loader
-from ioprof.session import Progress, Session
+from ioprof.measure.layers import LayerHooks, StepRunner, phase_times, trace
+from ioprof.measure.loader import make_loader
+from ioprof.measure.session import Progress, Session
 
 TRACE_FILE = "trace.json"
 # Plain and hooked steps alternate in blocks of this many.
@@ -144,7 +144,7 @@ def measure(
 def run_profile(
     config: ProfileConfig, session: Session, dataset: Dataset, out: Path, progress: Progress
 ) -> ProfileResult:
-    from ioprof.compute import build_model
+    from ioprof.measure.compute import build_model
 
     setting = LoaderSetting.multiprocess(config.workers) if config.workers else LoaderSetting.serial()
     model = build_model(config.model, max(len(dataset.images.classes), 2))

@@ -41,8 +41,8 @@ from ioprof.host import iocounters
 from ioprof.host.fetched import MountCounters, decide
 from ioprof.host.machine import usable_cores
 from ioprof.host.pagecache import filesystem_of, prepare, verify_after
-from ioprof.loader import ImageFiles, collate, train_transform, worker_pids
-from ioprof.storage import check_storage
+from ioprof.measure.loader import ImageFiles, collate, train_transform, worker_pids
+from ioprof.measure.storage import check_storage
 
 RANK_ERROR_MARK = "ioprof-rank-error:"
 
@@ -54,12 +54,12 @@ class AllReduceStep:
         self.device = device
         spec = ComputeSpec(**cfg["compute"])
         if spec.kind == "sim":
-            from ioprof.compute import SimulatedStep
+            from ioprof.measure.compute import SimulatedStep
 
             self.sim: Any = SimulatedStep(spec)
             self.grad = torch.zeros(cfg["allreduce_floats"], device=device)  # lockstep, as DDP's all-reduce
         else:
-            from ioprof.compute import build_model
+            from ioprof.measure.compute import build_model
 
             self.sim = None
             model = build_model(cfg["model"], max(classes, 1000)).to(device)
@@ -229,7 +229,7 @@ def run_scale_rank(cfg: dict[str, Any], group: Any) -> dict[str, Any]:
 
 def run_devices_rank(cfg: dict[str, Any], group: Any) -> dict[str, Any]:
     """The model on synthetic input under DDP: warm-up, then ``steps`` timed steps."""
-    from ioprof.devicemodels import Trainer, device_model
+    from ioprof.measure.models import Trainer, device_model
 
     rank, local = dist.get_rank(), int(os.environ.get("LOCAL_RANK", "0"))
     device = torch.device(f"cuda:{local}") if cfg["backend"] == "nccl" else torch.device("cpu")

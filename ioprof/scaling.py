@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ioprof.ceilings import STORAGE_PROBE_MAX_FILES, first_line
 from ioprof.core.config import ScaleConfig
 from ioprof.core.resultfile import from_jsonable, to_jsonable
 from ioprof.core.results import (
@@ -26,8 +25,9 @@ from ioprof.core.results import (
 )
 from ioprof.datasets.dataset import Dataset
 from ioprof.launch import Launched, launch
-from ioprof.session import Progress, Session
-from ioprof.storage import StorageLost, probe_storage
+from ioprof.measure.ceilings import STORAGE_PROBE_MAX_FILES, first_line
+from ioprof.measure.session import Progress, Session
+from ioprof.measure.storage import StorageLost, probe_storage
 
 # The storage read alone before each rank count: at most this long (it stops earlier once its
 # bandwidth's interval is within ±5 %).

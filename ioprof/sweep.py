@@ -14,8 +14,6 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from ioprof.ceilings import compute_ceiling, decode_ceilings, first_line, storage_ceilings
-from ioprof.compute import IMAGENET_CLASSES, TrainStep, make_step, probe_transfer
 from ioprof.core.config import SweepConfig
 from ioprof.core.errors import IoprofError
 from ioprof.core.resultfile import to_jsonable
@@ -31,9 +29,11 @@ from ioprof.core.results import (
 from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.sample import MemorySample, load_sample
 from ioprof.host.telemetry import open_gpu_sampler
-from ioprof.session import Progress, Session
-from ioprof.storage import EmulatedStorage
-from ioprof.training import CellPlan, Failures, failed_cell, run_cell
+from ioprof.measure.ceilings import compute_ceiling, decode_ceilings, first_line, storage_ceilings
+from ioprof.measure.cell import CellPlan, Failures, failed_cell, run_cell
+from ioprof.measure.compute import IMAGENET_CLASSES, TrainStep, make_step, probe_transfer
+from ioprof.measure.session import Progress, Session
+from ioprof.measure.storage import EmulatedStorage
 
 
 @dataclass

@@ -204,7 +204,7 @@ def _probe_storage(
 ) -> tuple[list[StorageCeiling], str]:
     """The files read cold, once per host, at every local rank's readers together."""
     from ioprof.host.pagecache import filesystem_of
-    from ioprof.storage import probe_storage
+    from ioprof.measure.storage import probe_storage
 
     files: list[str] = settings["files"]
     if not files:

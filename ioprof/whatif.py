@@ -22,8 +22,6 @@ from pathlib import Path
 import torch
 
 from ioprof import alternatives as alt
-from ioprof.ceilings import compute_ceiling, first_line
-from ioprof.compute import TrainStep, make_step
 from ioprof.core.config import LoaderSetting, WhatifConfig
 from ioprof.core.resultfile import to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, AlternativeResult, CellResult, StorageCeiling, WhatifResult
@@ -33,10 +31,12 @@ from ioprof.datasets.sample import load_sample
 from ioprof.host.machine import memory_for_cache
 from ioprof.host.pagecache import filesystem_of, keeps_pages
 from ioprof.host.telemetry import open_gpu_sampler
-from ioprof.loader import make_loader
-from ioprof.session import Progress, Session
-from ioprof.storage import EmulatedStorage, probe_storage
-from ioprof.training import CellPlan, Failures, run_cell
+from ioprof.measure.ceilings import compute_ceiling, first_line
+from ioprof.measure.cell import CellPlan, Failures, run_cell
+from ioprof.measure.compute import TrainStep, make_step
+from ioprof.measure.loader import make_loader
+from ioprof.measure.session import Progress, Session
+from ioprof.measure.storage import EmulatedStorage, probe_storage
 
 # Pre-resized copies: the short side the files are brought down to (torchvision's ImageNet recipe
 # resizes to 256 before cropping 224; 320 keeps more for RandomResizedCrop).

@@ -15,7 +15,7 @@ import slowdisk
 from ioprof.datasets.discover import find_images
 from ioprof.datasets.synth import DatasetSpec, generate
 from ioprof.host.pagecache import filesystem_of
-from ioprof.storage import probe_storage
+from ioprof.measure.storage import probe_storage
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL_STEPS = ["--batch-size", "4", "--steps", "6", "--warmup-steps", "1"]
@@ -82,7 +82,7 @@ def throttled_set(tmp_path: Path):  # type: ignore[no-untyped-def]
 def test_storage_probe_measures_a_real_throttle_within_15_percent(throttled_set, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     disk, root = throttled_set
     script = (
-        "import json,sys; from ioprof.storage import probe_storage; from ioprof.host.pagecache import filesystem_of;"
+        "import json,sys; from ioprof.measure.storage import probe_storage; from ioprof.host.pagecache import filesystem_of;"
         "from ioprof.datasets.discover import find_images; il=find_images(sys.argv[1]);"
         "print(json.dumps([probe_storage(il.paths, c, filesystem_of(sys.argv[1])).read_mb_per_s "
         "for c in (1, 4)]))"

@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ioprof.compute import RealTrainStep, SimulatedStep, build_model, probe_compute, resolve_device
 from ioprof.core.config import parse_compute
 from ioprof.core.errors import IoprofError
+from ioprof.measure.compute import RealTrainStep, SimulatedStep, build_model, probe_compute, resolve_device
 
 
 class FakeClock:
@@ -123,7 +123,7 @@ class _OomAbove:
 
 
 def test_out_of_memory_names_a_batch_size_that_fits() -> None:
-    from ioprof.compute import largest_fitting_batch
+    from ioprof.measure.compute import largest_fitting_batch
 
     assert largest_fitting_batch(_OomAbove(24), 100, 8, torch.device("cpu")) == 12
     assert largest_fitting_batch(_OomAbove(0), 100, 8, torch.device("cpu")) is None

@@ -126,7 +126,7 @@ def test_generated_sets_hold_about_what_a_cell_reads() -> None:
 def test_auto_tuning_is_a_tuned_trainer_on_cuda_and_plain_fp32_on_the_cpu() -> None:
     import torch
 
-    from ioprof.compute import resolve_tuning, tune
+    from ioprof.measure.compute import resolve_tuning, tune
 
     assert resolve_tuning("auto", None, torch.device("cpu")) == ("fp32", False)
     place = tune(PlaceConfig(), torch.device("cpu"))

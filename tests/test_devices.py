@@ -15,7 +15,7 @@ import torch
 from ioprof.core import resultfile
 from ioprof.core.results import SCHEMA_VERSION, DeviceCell, DevicesResult
 from ioprof.devicebench import measure_ddp, measure_one
-from ioprof.devicemodels import device_model
+from ioprof.measure.models import device_model
 from ioprof.payoff import payoff
 from ioprof.render.devices_markdown import render_devices_markdown
 

@@ -11,8 +11,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PURE = ("analysis", "checks", "core", "placement", "render")
 MEASURING = (
-    "ceilings", "compute", "decode", "host", "loader", "place", "session",
-    "steptiming", "storage", "sweep", "training", "datasets",
+    "measure", "host", "place", "sweep", "datasets",
 )  # fmt: skip
 
 

@@ -89,7 +89,7 @@ def test_eviction_never_changes_the_files(blob_files: list[str]) -> None:
 def test_a_file_read_twice_in_the_cold_regime_is_fetched_twice(blob_files: list[str]) -> None:
     """Cold means cold for the whole window: each read drops the file's pages, so a second pass
     over a small set fetches again (what a dataset larger than RAM gets), by read_bytes and residency."""
-    from ioprof.storage import read_file
+    from ioprof.measure.storage import read_file
 
     fs = pagecache.filesystem_of(blob_files[0])
     if fs.ram_backed:

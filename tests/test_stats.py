@@ -123,7 +123,7 @@ def test_a_cell_that_stops_on_its_interval_still_covers_95_percent() -> None:
 
     from ioprof.core.config import LoaderSetting, RunLength
     from ioprof.core.stats import LOOKS, ratio_interval
-    from ioprof.training import _Window
+    from ioprof.measure.cell import _Window
 
     run = RunLength(batch_size=8, warmup_steps=0, min_steps=5, max_steps=100, max_seconds=None)
     rng = random.Random(1)

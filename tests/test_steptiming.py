@@ -17,8 +17,8 @@ from ioprof.core.config import LoaderSetting, RunLength
 from ioprof.core.results import CellResult
 from ioprof.datasets.dataset import Dataset, load_datasets
 from ioprof.host.telemetry import UnavailableSampler
-from ioprof.steptiming import StepEvents, resolve
-from ioprof.training import CellPlan, Failures, run_cell
+from ioprof.measure.cell import CellPlan, Failures, run_cell
+from ioprof.measure.steptiming import StepEvents, resolve
 
 
 class Ev:
@@ -127,8 +127,8 @@ def test_a_starved_gpu_shows_the_stall(large_set: Path) -> None:
 
 
 def test_compute_ceiling_of_an_asynchronous_step_is_timed_on_the_gpu_clock() -> None:
-    from ioprof.compute import probe_compute
     from ioprof.core.config import parse_compute
+    from ioprof.measure.compute import probe_compute
 
     # the host enqueues in microseconds; the "GPU" takes 20 ms a step: 8 images / 20 ms = 400 img/s
     c = probe_compute(QueuedGpu(0.020), parse_compute("real"), "fake", torch.device("cpu"), batch_size=8, crop_px=8,
@@ -141,7 +141,7 @@ def test_compute_ceiling_of_an_asynchronous_step_is_timed_on_the_gpu_clock() -> 
 def test_real_cuda_steps_are_enqueued_and_timed_by_events(small_set: Path) -> None:
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    from ioprof.compute import RealTrainStep
+    from ioprof.measure.compute import RealTrainStep
 
     step = RealTrainStep("resnet18", torch.device("cuda:0"), 1000, non_blocking=True, precision="bf16")
     plan = CellPlan(

@@ -8,7 +8,7 @@ import pytest
 from ioprof.core.config import parse_storage_profile
 from ioprof.core.errors import IoprofError
 from ioprof.host.pagecache import filesystem_of
-from ioprof.storage import EmulatedStorage, StorageLost, check_storage, probe_storage, read_file
+from ioprof.measure.storage import EmulatedStorage, StorageLost, check_storage, probe_storage, read_file
 
 
 def test_probe_reads_every_byte_and_counts_fetches(blob_files: list[str]) -> None:

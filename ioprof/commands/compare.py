@@ -19,7 +19,7 @@ from ioprof.core.errors import IoprofError
 from ioprof.core.results import SweepResult
 
 if TYPE_CHECKING:
-    from ioprof.session import Progress
+    from ioprof.measure.session import Progress
 
 NAME = "compare"
 HELP = (

@@ -19,7 +19,7 @@ from ioprof.core.config import (
 from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:
-    from ioprof.session import Progress
+    from ioprof.measure.session import Progress
 
 NAME = "devices"
 HELP = "CPU vs one GPU vs N GPUs (DDP) for MLP, LeNet-5, LSTM, ResNet-50, ResNet-152: does another device pay off"
@@ -57,9 +57,9 @@ def devices(config: DevicesConfig, command_line: str, progress: Progress) -> int
 
     from ioprof.core.config import RunLength
     from ioprof.devicebench import MAX_STEPS, MIN_STEPS, WARMUP_STEPS, run_devices
+    from ioprof.measure.session import open_session
     from ioprof.render import write_devices_report
     from ioprof.render.devices_markdown import headline
-    from ioprof.session import open_session
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if config.gpus is not None and config.gpus > gpus:

@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ioprof.session import Progress
+    from ioprof.measure.session import Progress
 
 NAME = "env"
 HELP = "what ioprof sees on this machine (CPU, RAM, GPU, NVML)"

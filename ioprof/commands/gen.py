@@ -19,7 +19,7 @@ from ioprof.core.resultfile import atomic_write_text
 from ioprof.datasets.synth import DatasetSpec, generate_many
 
 if TYPE_CHECKING:
-    from ioprof.session import Progress
+    from ioprof.measure.session import Progress
 
 NAME = "gen"
 HELP = "write synthetic ImageFolder datasets that compress like photographs"

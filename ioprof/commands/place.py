@@ -21,7 +21,7 @@ from ioprof.core.errors import IoprofError
 from ioprof.core.presets import STORAGE_PROFILES
 
 if TYPE_CHECKING:
-    from ioprof.session import Progress
+    from ioprof.measure.session import Progress
 
 NAME = "place"
 HELP = "which storage location keeps training fed, and does copying the dataset there pay"
@@ -83,11 +83,11 @@ def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress)
 
 def place(config: PlaceConfig, command_line: str, progress: Progress) -> int:
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
-    from ioprof.compute import check_precision, resolve_device, tune
     from ioprof.datasets.dataset import load_datasets
+    from ioprof.measure.compute import check_precision, resolve_device, tune
+    from ioprof.measure.session import open_session
     from ioprof.place import run_place
     from ioprof.render import words, write_place_report
-    from ioprof.session import open_session
 
     if not config.candidates and not config.storage_profiles:
         raise IoprofError("--candidates: name at least one folder to compare with (or --storage-profile)")

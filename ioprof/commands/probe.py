@@ -13,7 +13,7 @@ from ioprof.commands.sweep import measure
 from ioprof.core.config import SweepConfig, parse_storage_profile
 
 if TYPE_CHECKING:
-    from ioprof.session import Progress
+    from ioprof.measure.session import Progress
 
 NAME = "probe"
 HELP = "measure one stage ceiling alone: storage, decode, compute or transfer (CUDA)"

@@ -10,7 +10,7 @@ from ioprof.core import resultfile
 from ioprof.core.config import MODELS, ProfileConfig, non_negative_int, positive_int, run_length_for
 
 if TYPE_CHECKING:
-    from ioprof.session import Progress
+    from ioprof.measure.session import Progress
 
 NAME = "profile"
 HELP = "per phase and per layer: where a training step's time goes, and the epoch time it predicts"
@@ -59,13 +59,13 @@ def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress)
 
 def profile(config: ProfileConfig, command_line: str, progress: Progress) -> int:
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
-    from ioprof.compute import resolve_device
     from ioprof.core.config import ComputeSpec
     from ioprof.datasets.dataset import load_datasets
     from ioprof.epochs import conclude
+    from ioprof.measure.compute import resolve_device
+    from ioprof.measure.session import open_session
     from ioprof.profiling import run_profile
     from ioprof.render import write_profile_report
-    from ioprof.session import open_session
 
     device, reason = resolve_device(config.device)
     (dataset,) = load_datasets(config.data_path, [DEFAULT_RESOLUTION], DEFAULT_IMAGES, seed=config.seed,

@@ -13,7 +13,7 @@ from ioprof.core.results import DevicesResult, PlaceResult, ProfileResult, Scale
 from ioprof.placement import decide
 
 if TYPE_CHECKING:
-    from ioprof.session import Progress
+    from ioprof.measure.session import Progress
 
 NAME = "report"
 HELP = "re-render report.md from a results.json (or its folder) without measuring"

@@ -29,7 +29,7 @@ from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:
     from ioprof.core.results import SweepResult
-    from ioprof.session import Progress
+    from ioprof.measure.session import Progress
 
 NAME = "run"
 HELP = "run your own training command with ioprof attached: data wait, ceilings and verdict of its loaders"

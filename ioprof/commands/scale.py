@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ioprof.core.results import ScaleResult
     from ioprof.datasets.dataset import Dataset
     from ioprof.launch import Launched
-    from ioprof.session import Progress
+    from ioprof.measure.session import Progress
 
 NAME = "scale"
 HELP = "how many accelerators can this host and storage feed: N torchrun ranks on one storage, cold and warm"
@@ -90,13 +90,13 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
     import torch
 
-    from ioprof.compute import resolve_device
     from ioprof.datasets.dataset import load_datasets
     from ioprof.feeding import conclude
+    from ioprof.measure.compute import resolve_device
+    from ioprof.measure.session import open_session
     from ioprof.render import write_scale_report
     from ioprof.render.scale_markdown import headline
     from ioprof.scaling import run_scale
-    from ioprof.session import open_session
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if config.compute.kind == "real":
@@ -196,8 +196,8 @@ def _follow(
     import torch.distributed as dist
 
     from ioprof import rankworker
+    from ioprof.measure.session import open_session
     from ioprof.scaling import rank_config
-    from ioprof.session import open_session
 
     run = run_length_for(device.type, config.compute, batch_size=config.batch_size,
                          warmup_steps=config.warmup_steps, steps=config.steps)  # fmt: skip

@@ -16,7 +16,7 @@ from ioprof.core.errors import IoprofError
 from ioprof.core.results import SweepResult
 
 if TYPE_CHECKING:
-    from ioprof.session import Progress
+    from ioprof.measure.session import Progress
 
 NAME = "sweep"
 HELP = "serial vs multiprocess loader across resolutions and worker counts: verdict and report"
@@ -89,9 +89,9 @@ def measure(
 ) -> int:
     """Measure what ``config`` asks for; write results.json (after every step), report.md, CSV, plots."""
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
-    from ioprof.compute import check_precision, resolve_device, tune
     from ioprof.datasets.dataset import load_datasets
-    from ioprof.session import open_session
+    from ioprof.measure.compute import check_precision, resolve_device, tune
+    from ioprof.measure.session import open_session
     from ioprof.sweep import run_sweep
 
     # torch and the measuring rooms load only when something is measured: usage errors stay instant

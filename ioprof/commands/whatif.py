@@ -21,7 +21,7 @@ from ioprof.core.config import (
 from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:
-    from ioprof.session import Progress
+    from ioprof.measure.session import Progress
 
 NAME = "whatif"
 HELP = "what would make it faster: threads, decode_jpeg, pre-resized copies, shards, loader knobs — measured"
@@ -84,11 +84,11 @@ def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress)
 
 def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
-    from ioprof.compute import check_precision, resolve_device, resolve_tuning
     from ioprof.datasets.dataset import load_datasets
+    from ioprof.measure.compute import check_precision, resolve_device, resolve_tuning
+    from ioprof.measure.session import open_session
     from ioprof.ranking import rank
     from ioprof.render import words, write_whatif_report
-    from ioprof.session import open_session
     from ioprof.whatif import run_whatif
 
     device, reason = resolve_device(config.device)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from ioprof.core.errors import IoprofError
 from ioprof.datasets.discover import ImageList
 from ioprof.host.pagecache import FilesystemInfo
-from ioprof.storage import STORAGE_LOST_ERRNOS, check_storage, read_file
+from ioprof.measure.storage import STORAGE_LOST_ERRNOS, check_storage, read_file
 
 # The sample: at most this many files and bytes (enough distinct images for a steady decode rate,
 # little enough to read once even from slow network storage).

@@ -16,7 +16,7 @@ from ioprof.core.config import AUTO, PRECISIONS, TARGET_REL_HALF_WIDTH, ComputeS
 from ioprof.core.errors import IoprofError
 from ioprof.core.results import ComputeCeiling, TransferCeiling
 from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, ratio_interval
-from ioprof.steptiming import StepEvents, resolve
+from ioprof.measure.steptiming import StepEvents, resolve
 
 IMAGENET_CLASSES = 1000
 OVERSHOOT_LEARNING_RATE = 0.2

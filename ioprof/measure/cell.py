@@ -20,8 +20,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ioprof import steptiming
-from ioprof.compute import TrainStep
 from ioprof.core.config import PREFETCH_FACTOR, LoaderSetting, RunLength
 from ioprof.core.results import (
     UNKNOWN_FETCH,
@@ -38,9 +36,11 @@ from ioprof.host import iocounters
 from ioprof.host.fetched import FetchSnapshot, MountCounters, decide
 from ioprof.host.pagecache import keep_warm, prepare, verify_after
 from ioprof.host.telemetry import GpuSampler
-from ioprof.loader import Batch, make_loader, worker_pids
-from ioprof.steptiming import StepEvents, TimingEvent
-from ioprof.storage import EmulatedStorage, check_storage
+from ioprof.measure import steptiming
+from ioprof.measure.compute import TrainStep
+from ioprof.measure.loader import Batch, make_loader, worker_pids
+from ioprof.measure.steptiming import StepEvents, TimingEvent
+from ioprof.measure.storage import EmulatedStorage, check_storage
 
 MAX_FAILURES_KEPT = 20
 

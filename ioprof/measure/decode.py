@@ -17,7 +17,7 @@ from ioprof.core.config import TARGET_REL_HALF_WIDTH, LoaderSetting
 from ioprof.core.results import CacheInfo, DecodeCeiling
 from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, ratio_interval
 from ioprof.datasets.sample import MemorySample
-from ioprof.loader import Batch, make_loader
+from ioprof.measure.loader import Batch, make_loader
 
 # At least this long and this many batches per worker before the interval may stop the probe.
 DECODE_PROBE_MIN_S = 2.0

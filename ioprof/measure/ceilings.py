@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ioprof.compute import TrainStep, probe_compute
 from ioprof.core.config import ComputeSpec, LoaderSetting
 from ioprof.core.results import ComputeCeiling, DecodeCeiling, ProbeFailure, StorageCeiling
 from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.sample import MemorySample
-from ioprof.decode import probe_decode
-from ioprof.session import Progress, Session
-from ioprof.storage import EmulatedStorage, probe_storage
+from ioprof.measure.compute import TrainStep, probe_compute
+from ioprof.measure.decode import probe_decode
+from ioprof.measure.session import Progress, Session
+from ioprof.measure.storage import EmulatedStorage, probe_storage
 
 # Storage probe: at most this many files per concurrency level (a shuffled sample of the dataset).
 STORAGE_PROBE_MAX_FILES = 2000

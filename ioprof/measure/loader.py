@@ -22,7 +22,7 @@ from torch.utils.data._utils.collate import default_collate
 from torchvision import transforms
 
 from ioprof.core.config import LoaderSetting
-from ioprof.storage import STORAGE_LOST_ERRNOS, EmulatedStorage, read_blob, read_file
+from ioprof.measure.storage import STORAGE_LOST_ERRNOS, EmulatedStorage, read_blob, read_file
 
 # torch warns when num_workers exceeds the cores; a sweep asks for that on purpose, and the
 # report says so itself (analysis: "more workers than usable cores").
