@@ -14,10 +14,10 @@ import torch
 
 from ioprof.core import resultfile
 from ioprof.core.results import SCHEMA_VERSION, DeviceCell, DevicesResult
-from ioprof.devicebench import measure_ddp, measure_one
 from ioprof.measure.models import device_model
 from ioprof.payoff import payoff
 from ioprof.render.devices_markdown import render_devices_markdown
+from ioprof.runners.devices import measure_ddp, measure_one
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}

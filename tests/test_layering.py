@@ -11,7 +11,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PURE = ("analysis", "checks", "core", "placement", "render")
 MEASURING = (
-    "measure", "host", "place", "sweep", "datasets",
+    "measure", "host", "runners", "datasets",
 )  # fmt: skip
 
 

@@ -16,9 +16,9 @@ import slowdisk
 from builders import compute, dataset_info, storage
 
 from ioprof.core.results import SCHEMA_VERSION, CandidateResult, PlaceResult
-from ioprof.place import TEMP_PREFIX, measure_candidate, pick_sample
 from ioprof.placement import decide
 from ioprof.render import words
+from ioprof.runners.place import TEMP_PREFIX, measure_candidate, pick_sample
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}

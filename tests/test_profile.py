@@ -19,7 +19,7 @@ from ioprof.core.config import LoaderSetting
 from ioprof.core.results import PhaseTimes
 from ioprof.datasets.dataset import load_datasets
 from ioprof.epochs import predict
-from ioprof.profiling import measure
+from ioprof.runners.profile import measure
 
 REPO = Path(__file__).resolve().parent.parent
 

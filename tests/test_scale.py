@@ -22,8 +22,8 @@ import pytest
 from ioprof.core import resultfile
 from ioprof.core.results import SCHEMA_VERSION, RankCountResult, RankResult, ScaleResult
 from ioprof.feeding import conclude
-from ioprof.launch import failure_reason
 from ioprof.render.scale_markdown import headline, render_scale_markdown
+from ioprof.runners.torchrun import failure_reason
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
@@ -217,7 +217,7 @@ def _kill_rank_when_running(rank: int, deadline_s: float) -> int | None:
     while time.monotonic() < end:
         for proc in psutil.process_iter(["cmdline"]):
             cmd = proc.info["cmdline"] or []
-            if "ioprof.rankworker" not in cmd or "torch.distributed.run" in cmd:
+            if "ioprof.runners.rank" not in cmd or "torch.distributed.run" in cmd:
                 continue
             try:
                 if (

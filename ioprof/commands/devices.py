@@ -56,10 +56,10 @@ def devices(config: DevicesConfig, command_line: str, progress: Progress) -> int
     import torch
 
     from ioprof.core.config import RunLength
-    from ioprof.devicebench import MAX_STEPS, MIN_STEPS, WARMUP_STEPS, run_devices
     from ioprof.measure.session import open_session
     from ioprof.render import write_devices_report
     from ioprof.render.devices_markdown import headline
+    from ioprof.runners.devices import MAX_STEPS, MIN_STEPS, WARMUP_STEPS, run_devices
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if config.gpus is not None and config.gpus > gpus:

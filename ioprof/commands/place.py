@@ -86,8 +86,8 @@ def place(config: PlaceConfig, command_line: str, progress: Progress) -> int:
     from ioprof.datasets.dataset import load_datasets
     from ioprof.measure.compute import check_precision, resolve_device, tune
     from ioprof.measure.session import open_session
-    from ioprof.place import run_place
     from ioprof.render import words, write_place_report
+    from ioprof.runners.place import run_place
 
     if not config.candidates and not config.storage_profiles:
         raise IoprofError("--candidates: name at least one folder to compare with (or --storage-profile)")

@@ -64,8 +64,8 @@ def profile(config: ProfileConfig, command_line: str, progress: Progress) -> int
     from ioprof.epochs import conclude
     from ioprof.measure.compute import resolve_device
     from ioprof.measure.session import open_session
-    from ioprof.profiling import run_profile
     from ioprof.render import write_profile_report
+    from ioprof.runners.profile import run_profile
 
     device, reason = resolve_device(config.device)
     (dataset,) = load_datasets(config.data_path, [DEFAULT_RESOLUTION], DEFAULT_IMAGES, seed=config.seed,

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
     from ioprof.core.results import ScaleResult
     from ioprof.datasets.dataset import Dataset
-    from ioprof.launch import Launched
     from ioprof.measure.session import Progress
+    from ioprof.runners.torchrun import Launched
 
 NAME = "scale"
 HELP = "how many accelerators can this host and storage feed: N torchrun ranks on one storage, cold and warm"
@@ -96,7 +96,7 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
     from ioprof.measure.session import open_session
     from ioprof.render import write_scale_report
     from ioprof.render.scale_markdown import headline
-    from ioprof.scaling import run_scale
+    from ioprof.runners.scale import run_scale
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if config.compute.kind == "real":
@@ -173,8 +173,8 @@ def _in_this_job() -> Callable[[int, dict[str, Any], str], Launched]:
 
     import torch.distributed as dist
 
-    from ioprof import rankworker
-    from ioprof.launch import Launched
+    from ioprof.runners import rank as rankworker
+    from ioprof.runners.torchrun import Launched
 
     group: list[Any] = []
 
@@ -195,9 +195,9 @@ def _follow(
     """A rank other than 0: run each regime's count with rank 0, which keeps the results."""
     import torch.distributed as dist
 
-    from ioprof import rankworker
     from ioprof.measure.session import open_session
-    from ioprof.scaling import rank_config
+    from ioprof.runners import rank as rankworker
+    from ioprof.runners.scale import rank_config
 
     run = run_length_for(device.type, config.compute, batch_size=config.batch_size,
                          warmup_steps=config.warmup_steps, steps=config.steps)  # fmt: skip

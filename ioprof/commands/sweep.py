@@ -92,7 +92,7 @@ def measure(
     from ioprof.datasets.dataset import load_datasets
     from ioprof.measure.compute import check_precision, resolve_device, tune
     from ioprof.measure.session import open_session
-    from ioprof.sweep import run_sweep
+    from ioprof.runners.sweep import run_sweep
 
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
 

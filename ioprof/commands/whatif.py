@@ -89,7 +89,7 @@ def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
     from ioprof.measure.session import open_session
     from ioprof.ranking import rank
     from ioprof.render import words, write_whatif_report
-    from ioprof.whatif import run_whatif
+    from ioprof.runners.whatif import run_whatif
 
     device, reason = resolve_device(config.device)
     precision, channels_last = resolve_tuning(config.precision, config.channels_last, device)

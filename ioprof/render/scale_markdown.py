@@ -218,7 +218,7 @@ def _how(result: ScaleResult) -> list[str]:
     return [
         "## How this was measured",
         "",
-        "- Each rank count ran as `python -m torch.distributed.run --standalone --nproc-per-node N -m ioprof.rankworker` "
+        "- Each rank count ran as `python -m torch.distributed.run --standalone --nproc-per-node N -m ioprof.runners.rank` "
         "(torchrun's logs are under `logs/`). Every rank builds its own DataLoader over the whole dataset with a "
         "`DistributedSampler`, its own workers, and its own step followed by DDP's all-reduce "
         + (

@@ -3,7 +3,7 @@ workers and (simulated or real) DDP step, all reading one storage — cold and w
 
 Config, session and dataset in, result out. For each rank count the storage is first read alone
 by as many readers as the ranks' loaders will run together (what it can give them), then the
-ranks run (``ioprof.rankworker``) and rank 0 gathers every rank's record. A rank count whose
+ranks run (``ioprof.runners.rank``) and rank 0 gathers every rank's record. A rank count whose
 ranks do not finish is kept as failed, with the first failure's reason, and the run goes on.
 """
 
@@ -24,10 +24,10 @@ from ioprof.core.results import (
     StorageCeiling,
 )
 from ioprof.datasets.dataset import Dataset
-from ioprof.launch import Launched, launch
 from ioprof.measure.ceilings import STORAGE_PROBE_MAX_FILES, first_line
 from ioprof.measure.session import Progress, Session
 from ioprof.measure.storage import StorageLost, probe_storage
+from ioprof.runners.torchrun import Launched, launch
 
 # The storage read alone before each rank count: at most this long (it stops earlier once its
 # bandwidth's interval is within ±5 %).

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import ioprof
-from ioprof.rankworker import RANK_ERROR_MARK
+from ioprof.runners.rank import RANK_ERROR_MARK
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Launched:
 def torchrun_command(ranks: int, config_file: Path) -> list[str]:
     return [
         sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}",
-        "--max-restarts=0", "-m", "ioprof.rankworker", str(config_file),
+        "--max-restarts=0", "-m", "ioprof.runners.rank", str(config_file),
     ]  # fmt: skip
 
 

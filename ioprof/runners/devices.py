@@ -16,9 +16,9 @@ from ioprof.core.config import TARGET_REL_HALF_WIDTH, DevicesConfig
 from ioprof.core.resultfile import to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, DeviceCell, DevicesResult
 from ioprof.core.stats import LOOKS, Looks, ratio_interval
-from ioprof.launch import launch
 from ioprof.measure.models import Trainer, device_model, gradient_bytes, parameter_count
 from ioprof.measure.session import Progress, Session
+from ioprof.runners.torchrun import launch
 
 WARMUP_STEPS = 2
 MIN_STEPS = 5

@@ -10,7 +10,7 @@ its data wait — and counts the bytes its loader read and the CPU its process a
 The ranks' records are gathered on rank 0 (over gloo, which also works across nodes), which
 writes them where the command looks:
 
-    python -m torch.distributed.run --nproc-per-node N -m ioprof.rankworker CONFIG.json
+    python -m torch.distributed.run --nproc-per-node N -m ioprof.runners.rank CONFIG.json
 
 A rank that fails prints one ``RANK_ERROR_MARK`` line with its reason before it exits.
 """

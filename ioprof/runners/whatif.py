@@ -21,7 +21,6 @@ from pathlib import Path
 
 import torch
 
-from ioprof import alternatives as alt
 from ioprof.core.config import LoaderSetting, WhatifConfig
 from ioprof.core.resultfile import to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, AlternativeResult, CellResult, StorageCeiling, WhatifResult
@@ -37,6 +36,7 @@ from ioprof.measure.compute import TrainStep, make_step
 from ioprof.measure.loader import make_loader
 from ioprof.measure.session import Progress, Session
 from ioprof.measure.storage import EmulatedStorage, probe_storage
+from ioprof.runners import pipelines as alt
 
 # Pre-resized copies: the short side the files are brought down to (torchvision's ImageNet recipe
 # resizes to 256 before cropping 224; 320 keeps more for RandomResizedCrop).
