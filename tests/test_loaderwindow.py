@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from ioprof.loaderwindow import LoaderWindow, Reading, gpu_units
+from ioprof.observe.window import LoaderWindow, Reading, gpu_units
 
 
 class Counters:

@@ -288,7 +288,7 @@ def test_on_a_queued_gpu_the_wait_is_the_gpus_whether_or_not_the_loop_synchroniz
 ) -> None:
     import torch
 
-    from ioprof.observer import Watch, WatchConfig
+    from ioprof.observe.observer import Watch, WatchConfig
 
     figures = {}
     for sync in (False, True):

@@ -39,6 +39,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ioprof.observe.userdata import batch_images, dataset_files
+
 ENV = "IOPROF_WATCH"
 # A training loader whose pass ended with at least this many measured batches is probed then,
 # if its window has not completed before (a script shorter than the window).
@@ -57,48 +59,12 @@ class WatchConfig:
     probe_seconds: float = 5.0
 
 
-def batch_images(batch: Any, default: int) -> int:
-    """Samples in a batch: the leading dimension of its first tensor (however nested)."""
-    x = batch
-    for _ in range(4):
-        shape = getattr(x, "shape", None)
-        if shape is not None and len(shape) > 0:
-            return int(shape[0])
-        if isinstance(x, dict) and x:
-            x = next(iter(x.values()))
-        elif isinstance(x, (list, tuple)) and x:
-            x = x[0]
-        else:
-            break
-    return default
-
-
-def dataset_files(dataset: Any, limit: int = 100_000) -> list[str]:
-    """The files a dataset reads, where it names them (ImageFolder's ``samples``, ``imgs``,
-    lists of paths; through ``Subset`` and ``ConcatDataset``); [] where it does not."""
-    inner = getattr(dataset, "dataset", None)
-    if inner is not None and hasattr(dataset, "indices"):  # Subset
-        files = dataset_files(inner, limit)
-        return [files[i] for i in list(dataset.indices)[:limit] if i < len(files)] if files else []
-    parts = getattr(dataset, "datasets", None)
-    if isinstance(parts, (list, tuple)):  # ConcatDataset
-        return [f for d in parts for f in dataset_files(d, limit)][:limit]
-    for name in ("samples", "imgs", "files", "paths", "image_paths", "img_paths"):
-        items = getattr(dataset, name, None)
-        if isinstance(items, (list, tuple)) and items:
-            first = items[0]
-            path = first[0] if isinstance(first, (list, tuple)) else first
-            if isinstance(path, (str, os.PathLike)):
-                return [str(i[0] if isinstance(i, (list, tuple)) else i) for i in items[:limit]]
-    return []
-
-
 class _Loader:
     """The recorder of one DataLoader: its window (``loaderwindow``), and what it needs from the
     process around it (the loader's processes, the mount's counters, the GPU's stream)."""
 
     def __init__(self, watcher: Watcher, loader: Any, index: int) -> None:
-        from ioprof.loaderwindow import LoaderWindow
+        from ioprof.observe.window import LoaderWindow
 
         self.watcher = watcher
         self.index = index
@@ -208,7 +174,7 @@ class _Loader:
         w = self.window
         waits, steps, clock = list(w.waits), list(w.step_times), "host"
         if w.marks is not None and w.units and len(w.units) == len(w.waits):
-            from ioprof.loaderwindow import gpu_units
+            from ioprof.observe.window import gpu_units
 
             waits, steps = gpu_units(w.marks, w.units)
             clock = "gpu-events"
@@ -416,7 +382,7 @@ class Watcher:
 
     def read_counters(self, rec: _Loader, pids: Sequence[int], at_s: float) -> Any:
         """The I/O counters of a loader's processes and of its mount, now."""
-        from ioprof.loaderwindow import Reading
+        from ioprof.observe.window import Reading
 
         procs = {}
         for pid in pids:
@@ -469,7 +435,7 @@ class Watcher:
         t0 = time.perf_counter()
         loader = rec.loader()
         if loader is not None:
-            from ioprof.userpipeline import probe_pipeline
+            from ioprof.observe.probe import probe_pipeline
 
             self.probes = probe_pipeline(
                 loader,
@@ -653,7 +619,7 @@ class Watch:
     def result(self) -> Any:
         """The observed run as a result (like ``ioprof run``'s results.json), analyzed."""
         from ioprof.analysis import analyze
-        from ioprof.userpipeline import build_result
+        from ioprof.observe.result import build_result
 
         observations = [self.watcher.observation()]
         result = build_result(

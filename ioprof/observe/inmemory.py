@@ -24,24 +24,10 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-FILE_LIST_ATTRIBUTES = ("samples", "imgs", "files", "paths", "image_paths", "img_paths")
+from ioprof.observe.userdata import FILE_LIST_ATTRIBUTES, file_list, path_of
+
 MEMORY_SAMPLE_FILES = 64  # enough to vary sizes; over a slow link each one costs a read
 MEMORY_SAMPLE_BYTES = 64 * 2**20
-
-
-def _path_of(item: Any) -> str | None:
-    path = item[0] if isinstance(item, (list, tuple)) and item else item
-    return os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
-
-
-def file_list(dataset: Any) -> tuple[str, list[Any]] | None:
-    """(attribute, entries) of the list naming the dataset's files, entries being paths or
-    (path, …) tuples; None when it has none."""
-    for name in FILE_LIST_ATTRIBUTES:
-        items = getattr(dataset, name, None)
-        if isinstance(items, (list, tuple)) and items and _path_of(items[0]) is not None:
-            return name, list(items)
-    return None
 
 
 @dataclass
@@ -91,7 +77,7 @@ def memory_view(
             index = int(outer.indices[pos]) if outer is not None else pos
             if view.files >= max_files or view.bytes >= max_bytes or index >= len(items):
                 break
-            entries[index] = _pointed(items[index], _in_memory(_path_of(items[index]) or "", view))
+            entries[index] = _pointed(items[index], _in_memory(path_of(items[index]) or "", view))
             view.positions.append(pos)
     except OSError as e:
         view.close()
