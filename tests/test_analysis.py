@@ -6,12 +6,12 @@ from dataclasses import replace
 import pytest
 from builders import cell, compute, dataset_info, decode, storage, sweep_result
 
-from ioprof.analysis import (
+from ioprof.conclude.sweep import (
     advise,
-    analyze,
     cell_verdict,
     classify_input_bound,
     classify_interval,
+    conclude,
     overall,
     predict,
     stage_rates,
@@ -197,7 +197,7 @@ def test_analyze_whole_run() -> None:
         cell("multiprocess", 1, wait=0.02, step=0.01),
         cell("multiprocess", 4, wait=0.0, step=0.01),  # 800 img/s, not input-bound
     )
-    r = analyze(sweep_result(cells, compute_rate=1000.0))
+    r = conclude(sweep_result(cells, compute_rate=1000.0))
     a = r.analysis
     assert a is not None
     serial, _one, four = r.cells
@@ -211,12 +211,12 @@ def test_analyze_whole_run() -> None:
 
 def test_a_verified_cold_cell_that_fetched_nothing_is_a_contradiction() -> None:
     c = cell(read_chars=20_000_000, fetched=0)  # block-io counter saw nothing of 20 MB read cold
-    a = analyze(sweep_result((c,))).analysis
+    a = conclude(sweep_result((c,))).analysis
     assert a is not None
     (x,) = [x for x in a.findings if isinstance(x, f.FetchContradiction)]
     assert (x.requested_bytes, x.fetched_bytes, x.method) == (20_000_000, 0, "block-io")
     warm = replace(c, cache=replace(c.cache, regime="warm"))
-    a = analyze(sweep_result((warm,))).analysis
+    a = conclude(sweep_result((warm,))).analysis
     assert a is not None and not [x for x in a.findings if isinstance(x, f.FetchContradiction)]
 
 
@@ -230,7 +230,7 @@ def test_findings_name_what_could_not_be_measured() -> None:
         sweep_result((unverified, replace(cell(workers=1), fetched=f_unknown()))),
         probe_failures=(ProbeFailure("500x375", "decode", "2w", "worker killed"),),
     )
-    a = analyze(result).analysis
+    a = conclude(result).analysis
     assert a is not None
     kinds = {type(x) for x in a.findings}
     assert {f.NotAsAsked, f.FetchedUnknown, f.ProbeFailed} <= kinds
@@ -241,7 +241,7 @@ def test_emulated_storage_faster_than_the_real_device_is_said() -> None:
     real = replace(storage(1, 50.0), read_mb_per_s=5.0)
     ceilings = (replace(base.ceilings[0], real_storage=real),)
     config = {**base.config, "storage_profile": {"name": "nvme", "read_mb_per_s": 3000.0}}
-    a = analyze(replace(base, ceilings=ceilings, config=config)).analysis
+    a = conclude(replace(base, ceilings=ceilings, config=config)).analysis
     assert a is not None
     (x,) = [x for x in a.findings if isinstance(x, f.EmulatedFasterThanReal)]
     assert (x.profile, x.profile_mb_per_s, x.real_mb_per_s) == ("nvme", 3000.0, 5.0)
@@ -274,25 +274,25 @@ def test_compute_ceiling_is_held_against_the_published_figure() -> None:
     from builders import cuda_result
 
     cells = (cell("multiprocess", 8, wait=0.0, step=0.1),)
-    tuned = analyze(cuda_result(cells, 2650.0, "NVIDIA H100 80GB HBM3")).analysis
+    tuned = conclude(cuda_result(cells, 2650.0, "NVIDIA H100 80GB HBM3")).analysis
     assert tuned is not None and tuned.compute_reference is not None
     assert tuned.compute_reference.share == pytest.approx(2650 / 2800)
     assert not any(isinstance(x, f.ComputeBelowPublished) for x in tuned.findings)
 
-    slow = analyze(cuda_result(cells, 1400.0, "NVIDIA H100 80GB HBM3")).analysis
+    slow = conclude(cuda_result(cells, 1400.0, "NVIDIA H100 80GB HBM3")).analysis
     assert slow is not None
     (below,) = [x for x in slow.findings if isinstance(x, f.ComputeBelowPublished)]
     assert below.reference.share == pytest.approx(0.5)
 
-    fp32 = analyze(cuda_result(cells, 900.0, "NVIDIA H100 80GB HBM3", precision="fp32")).analysis
+    fp32 = conclude(cuda_result(cells, 900.0, "NVIDIA H100 80GB HBM3", precision="fp32")).analysis
     assert fp32 is not None and fp32.compute_reference is not None and not fp32.compute_reference.comparable
     assert not any(isinstance(x, f.ComputeBelowPublished) for x in fp32.findings)
 
-    other = analyze(cuda_result(cells, 900.0, "NVIDIA GeForce RTX 4090")).analysis
+    other = conclude(cuda_result(cells, 900.0, "NVIDIA GeForce RTX 4090")).analysis
     assert other is not None and other.compute_reference is not None
     assert other.compute_reference.published_img_per_s is None
 
-    cpu = analyze(sweep_result(cells)).analysis
+    cpu = conclude(sweep_result(cells)).analysis
     assert cpu is not None and cpu.compute_reference is None
 
 
@@ -300,14 +300,14 @@ def test_serial_on_cuda_is_predicted_with_overlap_in_the_analysis() -> None:
     from builders import cuda_result
 
     # GPU step 2650 img/s, serial loading 300 img/s (decode): on CUDA the host loads while the GPU computes
-    r = analyze(cuda_result((cell("serial", 0, wait=0.02, step=0.0067),), 2650.0, "NVIDIA H100 80GB HBM3"))
+    r = conclude(cuda_result((cell("serial", 0, wait=0.02, step=0.0067),), 2650.0, "NVIDIA H100 80GB HBM3"))
     v = r.cells[0].verdict
     assert v is not None and v.predicted_img_per_s == pytest.approx(1 / (1 / 300 + 1 / 2000))
 
 
 def test_cells_without_input_ceilings_say_undetermined_and_raise_no_prediction_warning() -> None:
     # sweep --no-probe: only the compute ceiling; the cell waits 80 % of its steps for data
-    result = analyze(replace(sweep_result((cell(wait=0.08, step=0.02),)), ceilings=()))
+    result = conclude(replace(sweep_result((cell(wait=0.08, step=0.02),)), ceilings=()))
     assert result.analysis is not None
     kinds = [type(x) for x in result.analysis.findings]
     assert f.StageUndetermined in kinds

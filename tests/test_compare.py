@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from builders import cell, sweep_result
 
-from ioprof.comparison import compare, compare_cells, match
+from ioprof.conclude.compare import compare, compare_cells, match
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}

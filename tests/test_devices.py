@@ -12,11 +12,11 @@ import builders
 import pytest
 import torch
 
+from ioprof.conclude.devices import payoff
 from ioprof.core import resultfile
 from ioprof.core.results import SCHEMA_VERSION, DeviceCell, DevicesResult
 from ioprof.measure.models import device_model
-from ioprof.payoff import payoff
-from ioprof.render.devices_markdown import render_devices_markdown
+from ioprof.render.devices import render_devices_markdown
 from ioprof.runners.devices import measure_ddp, measure_one
 
 REPO = Path(__file__).resolve().parent.parent

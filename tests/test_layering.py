@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-PURE = ("analysis", "checks", "core", "placement", "render")
+PURE = ("conclude", "core", "render")
 MEASURING = (
     "measure", "host", "runners", "datasets",
 )  # fmt: skip

@@ -15,8 +15,8 @@ import pytest
 import slowdisk
 from builders import compute, dataset_info, storage
 
+from ioprof.conclude.place import conclude
 from ioprof.core.results import SCHEMA_VERSION, CandidateResult, PlaceResult
-from ioprof.placement import decide
 from ioprof.render import words
 from ioprof.runners.place import TEMP_PREFIX, measure_candidate, pick_sample
 
@@ -48,7 +48,7 @@ def test_decision_logic_on_hand_built_measurements() -> None:
         compute=compute(1000.0), decode=(decode("multiprocess", 1, 300.0), decode("multiprocess", 4, 1200.0)),
         candidates=(_candidate("current location", "current", 500.0), _candidate("/fast", "candidate", 5000.0, 100.0)),
     )  # fmt: skip
-    r = decide(result)
+    r = conclude(result)
     cur, fast = r.decisions
     assert (cur.predicted_img_per_s, cur.limited_by, cur.keeps_busy) == (500.0, "storage", False)
     assert (fast.predicted_img_per_s, fast.limited_by, fast.keeps_busy, fast.best_workers) == (
@@ -86,7 +86,7 @@ def _two_places(ram: int, current_keeps_pages: bool | None = True) -> PlaceResul
 def test_one_decision_from_which_epochs_read_the_storage() -> None:
     """The issue's case: a faster candidate whose copy does not pay must not be recommended."""
     # fits in RAM, pages kept: only the first epoch reads the storage (20 s there, 10 s on /fast)
-    r = decide(_two_places(ram=10**12))
+    r = conclude(_two_places(ram=10**12))
     cur, fast = r.decisions
     assert cur.reading_epochs == 1 and fast.saved_s == pytest.approx(10.0) and fast.copy_s == pytest.approx(50.0)
     assert fast.copy_pays_off is False
@@ -95,11 +95,11 @@ def test_one_decision_from_which_epochs_read_the_storage() -> None:
     assert text.startswith("Keep the dataset where it is: /fast would feed 1,000 img/s, but copying it there")
     assert "only the first of the 10 epochs reads the storage" in text and "warm the page cache" in text
     # does not fit: every epoch reads it, the copy pays
-    r = decide(_two_places(ram=10**6))
+    r = conclude(_two_places(ram=10**6))
     assert r.decisions[0].reading_epochs == 10 and r.decisions[1].saved_s == pytest.approx(100.0)
     assert r.recommendation is not None and r.recommendation.action == "move"
     # fits, but the filesystem drops read pages (sshfs): every epoch reads it too
-    r = decide(_two_places(ram=10**12, current_keeps_pages=False))
+    r = conclude(_two_places(ram=10**12, current_keeps_pages=False))
     assert r.decisions[0].reading_epochs == 10 and r.recommendation is not None
     assert r.recommendation.action == "move"
     assert "drops read pages at every open" in words.recommendation(r.recommendation)
@@ -117,7 +117,7 @@ def test_a_candidate_that_cannot_hold_the_whole_dataset_is_never_recommended() -
         compute=compute(1000.0), decode=(decode("multiprocess", 4, 1200.0),),
         candidates=(_candidate("current location", "current", 500.0), small, roomy),
     )  # fmt: skip
-    r = decide(result)
+    r = conclude(result)
     by = {d.label: d for d in r.decisions}
     assert by["/dev/shm"].fits is False and by["/nvme"].fits is True
     assert r.recommendation is not None and r.recommendation.location == "/nvme"

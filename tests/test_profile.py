@@ -15,10 +15,10 @@ import pytest
 import torch
 from torch import nn
 
+from ioprof.conclude.profile import predict
 from ioprof.core.config import LoaderSetting
 from ioprof.core.results import PhaseTimes
 from ioprof.datasets.dataset import load_datasets
-from ioprof.epochs import predict
 from ioprof.runners.profile import measure
 
 REPO = Path(__file__).resolve().parent.parent

@@ -11,18 +11,18 @@ from pathlib import Path
 import pytest
 from builders import cell, sweep_result
 
-from ioprof.analysis import analyze
+from ioprof.conclude.sweep import conclude
 from ioprof.core import resultfile
 from ioprof.core.errors import IoprofError
 from ioprof.core.results import SweepResult
-from ioprof.render import write_report
-from ioprof.render.markdown import render_markdown
+from ioprof.render.kinds import write as write_report
 from ioprof.render.results_csv import COLUMNS, render_csv
+from ioprof.render.sweep import render_markdown
 
 
 @pytest.fixture()
 def analyzed() -> SweepResult:
-    return analyze(
+    return conclude(
         sweep_result(
             (
                 cell("serial", 0, wait=0.03, step=0.01),
@@ -48,7 +48,7 @@ def test_results_json_round_trip_recomputes_the_conclusions(tmp_path: Path, anal
     assert data["analysis"]["findings"][0]["kind"] == "datasets-fit-in-ram"
     loaded = resultfile.load(path)
     assert loaded.analysis is None and all(c.verdict is None for c in loaded.cells)  # measurements only
-    assert analyze(loaded) == analyzed  # the conclusions are recomputed, identically
+    assert conclude(loaded) == analyzed  # the conclusions are recomputed, identically
 
 
 def test_results_json_is_readable_by_the_group_as_the_umask_allows(
@@ -83,7 +83,7 @@ def test_a_schema_1_example_report_loads_through_the_migration() -> None:
     assert isinstance(loaded, SweepResult) and loaded.schema_version == 2
     cell0 = loaded.cells[0]
     assert cell0.fetched.method == "block-io" and len(cell0.images_per_step) == cell0.steps
-    assert analyze(loaded).analysis is not None
+    assert conclude(loaded).analysis is not None
 
 
 def test_markdown_opens_with_the_answer_and_has_the_exact_tables(analyzed: SweepResult) -> None:
@@ -119,7 +119,7 @@ def test_a_storage_bound_report_says_what_to_do_about_storage() -> None:
     slow = cell("multiprocess", 4, wait=0.09, step=0.01)  # 80 img/s, 90 % waiting
     base = sweep_result((slow,), compute_rate=2800.0)
     ceilings = (replace(base.ceilings[0], storage=(storage(1, 80.0), storage(4, 82.0))),)
-    md = render_markdown(analyze(replace(base, ceilings=ceilings)))
+    md = render_markdown(conclude(replace(base, ceilings=ceilings)))
     assert (
         "**Verdict: highly input-bound — the bottleneck is storage**: 500x375 waits for data 90 % of step time"
         in md
@@ -165,7 +165,7 @@ def test_a_cuda_run_shows_where_each_steps_gpu_time_went() -> None:
         with_cuda_steps(cell("serial", 0, wait=0.06, step=0.1), 0.060, 0.002, 0.008, 0.090),
         with_cuda_steps(cell("multiprocess", 8, wait=0.0, step=0.1), 0.0, 0.002, 0.008, 0.090),
     )
-    result = analyze(cuda_result(cells, 2650.0, "NVIDIA H100 80GB HBM3"))
+    result = conclude(cuda_result(cells, 2650.0, "NVIDIA H100 80GB HBM3"))
     text = render_markdown(result)
     assert "## Where each step's GPU time went (CUDA events)" in text
     # serial: 60 ms of its 160 ms step the GPU starved for data
@@ -178,4 +178,4 @@ def test_a_cuda_run_shows_where_each_steps_gpu_time_went() -> None:
     assert float(rows[0]["gpu_data_stall_s_mean"]) == pytest.approx(0.060)
     assert float(rows[1]["gpu_compute_s_mean"]) == pytest.approx(0.090)
     # and none of it on the CPU
-    assert "CUDA events" not in render_markdown(analyze(sweep_result((cell("serial", 0),))))
+    assert "CUDA events" not in render_markdown(conclude(sweep_result((cell("serial", 0),))))

@@ -19,10 +19,11 @@ import netfs
 import psutil
 import pytest
 
+from ioprof.conclude.scale import conclude
 from ioprof.core import resultfile
 from ioprof.core.results import SCHEMA_VERSION, RankCountResult, RankResult, ScaleResult
-from ioprof.feeding import conclude
-from ioprof.render.scale_markdown import headline, render_scale_markdown
+from ioprof.render.scale import headlines as headline
+from ioprof.render.scale import render_scale_markdown
 from ioprof.runners.torchrun import failure_reason
 
 REPO = Path(__file__).resolve().parent.parent

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from builders import MACHINE, RUN, cell, compute, dataset_info
 
+from ioprof.conclude.whatif import conclude
 from ioprof.core.results import SCHEMA_VERSION, AlternativeResult, WhatifResult
-from ioprof.ranking import rank
 
 REPO = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
@@ -50,7 +50,7 @@ def test_an_alternative_wins_only_beyond_the_noise_of_both() -> None:
     close = AlternativeResult(
         "prefetch-4", True, "", cell(wait=0.049, step=0.05, jitter=0.01), "data", "ext4"
     )
-    r = rank(_result(base, fast, close)).ranking
+    r = conclude(_result(base, fast, close)).ranking
     assert r is not None and r.best == "resized-256" and not r.compute_bound
     by = {x.name: x for x in r.ranked}
     assert by["resized-256"].gain == pytest.approx(2.0, rel=0.05) and by["resized-256"].beyond_noise
@@ -58,7 +58,7 @@ def test_an_alternative_wins_only_beyond_the_noise_of_both() -> None:
     assert by["resized-256"].dataset_prep_s == pytest.approx(
         2.0 * 20_000_000 / 10**7
     )  # scaled to the dataset
-    nothing = rank(
+    nothing = conclude(
         _result(AlternativeResult("baseline", True, "", cell(wait=0.0, step=0.1), "data", "ext4"), close)
     )
     assert nothing.ranking is not None and nothing.ranking.best == "" and nothing.ranking.compute_bound
@@ -67,7 +67,7 @@ def test_an_alternative_wins_only_beyond_the_noise_of_both() -> None:
     slightly = AlternativeResult(
         "prefetch-8", True, "", cell(wait=0.0, step=0.05, jitter=0.0), "data", "ext4"
     )
-    drift = rank(_result(steady, slightly)).ranking
+    drift = conclude(_result(steady, slightly)).ranking
     assert drift is not None and drift.best == "" and not drift.ranked[0].beyond_noise
     assert drift.ranked[0].name == "prefetch-8" and drift.ranked[0].gain > 1.01
 
@@ -91,7 +91,7 @@ def test_a_copy_is_credited_only_with_its_gain_over_the_same_files_on_the_same_s
     shards = alt("shards", 0.010, "scratch", prep_s=1.0, prep_bytes=10**7, sample_bytes=10**7)
     resized = alt("resized-256", 0.0155, "scratch", prep_s=1.0, prep_bytes=5 * 10**6, sample_bytes=10**7)
     result = replace(_result(base, control, shards, resized), data_storage=storage(2, 25.0, mean_bytes=40_000.0))
-    r = rank(result).ranking
+    r = conclude(result).ranking
     assert r is not None and r.best == "shards" and r.storage_move == "loose-on-scratch"
     by = {x.name: x for x in r.ranked}
     assert by["shards"].gain == pytest.approx(30.0, rel=0.05)  # against the baseline: mostly the move

@@ -49,7 +49,7 @@ def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress)
 
 
 def _load(paths: list[str], repeats: list[str] | None = None) -> list[tuple[str, SweepResult]]:
-    from ioprof.analysis import analyze
+    from ioprof.conclude.sweep import conclude
 
     if len(paths) < 2:
         raise IoprofError("compare needs at least two runs: ioprof compare RUN_A RUN_B")
@@ -59,7 +59,7 @@ def _load(paths: list[str], repeats: list[str] | None = None) -> list[tuple[str,
         r = resultfile.load(p)
         if not isinstance(r, SweepResult):
             raise IoprofError(f"{p}: a {r.kind} result; compare works on sweep, probe and run results")
-        loaded.append((str(Path(p)), analyze(r)))
+        loaded.append((str(Path(p)), conclude(r)))
     kinds = {(r.kind, tuple(r.config.get("stages", ()))) for _, r in loaded}
     if len(kinds) > 1:
         what = ", ".join(f"{label}: {r.kind} ({'/'.join(r.config.get('stages', ()))})" for label, r in loaded)
@@ -68,8 +68,8 @@ def _load(paths: list[str], repeats: list[str] | None = None) -> list[tuple[str,
 
 
 def compare(paths: list[str], out_dir: str | None, repeats: list[str] | None = None) -> int:
-    from ioprof.comparison import compare as compare_runs
-    from ioprof.render.compare_markdown import COMPARE_PNG, headline, outcome_lines, render_compare_markdown
+    from ioprof.conclude.compare import compare as compare_runs
+    from ioprof.render.compare import COMPARE_PNG, headline, outcome_lines, render_compare_markdown
     from ioprof.render.plots import plot_comparison
 
     loaded = _load(paths, repeats)

@@ -57,8 +57,7 @@ def devices(config: DevicesConfig, command_line: str, progress: Progress) -> int
 
     from ioprof.core.config import RunLength
     from ioprof.measure.session import open_session
-    from ioprof.render import write_devices_report
-    from ioprof.render.devices_markdown import headline
+    from ioprof.render import kinds
     from ioprof.runners.devices import MAX_STEPS, MIN_STEPS, WARMUP_STEPS, run_devices
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -77,7 +76,7 @@ def devices(config: DevicesConfig, command_line: str, progress: Progress) -> int
     result = run_devices(config, session, out, progress)
     with writing_into(out):
         resultfile.save(result, out / "results.json")
-        report = write_devices_report(result, out)
-    print(headline(result).replace("**", ""))
+        report = kinds.write(result, out)
+    print(kinds.headline(result))
     print(f"report: {report}")
     return 0

@@ -86,7 +86,7 @@ def place(config: PlaceConfig, command_line: str, progress: Progress) -> int:
     from ioprof.datasets.dataset import load_datasets
     from ioprof.measure.compute import check_precision, resolve_device, tune
     from ioprof.measure.session import open_session
-    from ioprof.render import words, write_place_report
+    from ioprof.render import kinds
     from ioprof.runners.place import run_place
 
     if not config.candidates and not config.storage_profiles:
@@ -103,10 +103,10 @@ def place(config: PlaceConfig, command_line: str, progress: Progress) -> int:
     progress(f"compute device: {device} ({device_reason}); writing results to {out}/")
     run = run_length_for(device.type, config.compute, batch_size=config.batch_size)
     session = open_session(command_line, device, device_reason, run, config.start_method)
-    result = run_place(config, session, dataset, progress)
+    result = kinds.conclude(run_place(config, session, dataset, progress))
     with writing_into(out):
         resultfile.save(result, out / "results.json")
-        report = write_place_report(result, out)
-    print(words.recommendation(result.recommendation))
+        report = kinds.write(result, out)
+    print(kinds.headline(result))
     print(f"report: {report}")
     return 0

@@ -61,10 +61,9 @@ def profile(config: ProfileConfig, command_line: str, progress: Progress) -> int
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
     from ioprof.core.config import ComputeSpec
     from ioprof.datasets.dataset import load_datasets
-    from ioprof.epochs import conclude
     from ioprof.measure.compute import resolve_device
     from ioprof.measure.session import open_session
-    from ioprof.render import write_profile_report
+    from ioprof.render import kinds
     from ioprof.runners.profile import run_profile
 
     device, reason = resolve_device(config.device)
@@ -74,12 +73,10 @@ def profile(config: ProfileConfig, command_line: str, progress: Progress) -> int
     run = run_length_for(device.type, ComputeSpec("real"), batch_size=config.batch_size)
     session = open_session(command_line, device, reason, run, config.start_method)
     progress(f"compute device: {device} ({reason}); writing results to {out}/")
-    result = conclude(run_profile(config, session, dataset, out, progress))
+    result = kinds.conclude(run_profile(config, session, dataset, out, progress))
     with writing_into(out):
         resultfile.save(result, out / "results.json")
-        report = write_profile_report(result, out)
-    from ioprof.render.profile_markdown import headline
-
-    print(headline(result).replace("**", ""))
+        report = kinds.write(result, out)
+    print(kinds.headline(result))
     print(f"report: {report}")
     return 0

@@ -86,20 +86,19 @@ def _check_command(command: tuple[str, ...]) -> None:
 
 def run(config: RunConfig, command_line: str, progress: Progress) -> int:
     """Run the user's command, watched; write the report; return the command's exit code."""
-    from ioprof.analysis import analyze
     from ioprof.core import resultfile
     from ioprof.observe.run import watch_command
-    from ioprof.render import write_report
+    from ioprof.render import kinds
 
     _check_command(config.command)
     out = prepare_out_dir(config.out_dir, NAME)
     last: list[SweepResult] = []
 
     def report(result: SweepResult) -> None:
-        result = analyze(result)
+        result = kinds.conclude(result)
         with writing_into(out):
             resultfile.save(result, out / "results.json")
-            write_report(result, out)
+            kinds.write(result, out)
         last[:] = [result]
 
     code, ended = watch_command(config, out, report, progress)

@@ -91,11 +91,10 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
     import torch
 
     from ioprof.datasets.dataset import load_datasets
-    from ioprof.feeding import conclude
     from ioprof.measure.compute import resolve_device
     from ioprof.measure.session import open_session
-    from ioprof.render import write_scale_report
-    from ioprof.render.scale_markdown import headline
+    from ioprof.render import kinds
+    from ioprof.render.scale import headlines
     from ioprof.runners.scale import run_scale
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -136,12 +135,12 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
             resultfile.save(result, out / "results.json")
 
     start = _in_this_job() if world is not None else None
-    result = conclude(run_scale(config, session, dataset, out, progress, backend=backend, gpus=gpus, keep=keep,
+    result = kinds.conclude(run_scale(config, session, dataset, out, progress, backend=backend, gpus=gpus, keep=keep,
                                 start=start))  # fmt: skip
     keep(result)
     with writing_into(out):
-        report = write_scale_report(result, out)
-    for line in headline(result):
+        report = kinds.write(result, out)
+    for line in headlines(result):
         print(line.replace("**", ""))
     print(f"report: {report}")
     return 0

@@ -8,8 +8,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ioprof.analysis import analyze
 from ioprof.commands import args, prepare_out_dir
+from ioprof.conclude.sweep import conclude
 from ioprof.core import resultfile
 from ioprof.core.config import RESUMABLE_DIFFERENCES, STAGES, SweepConfig
 from ioprof.core.errors import IoprofError
@@ -121,10 +121,10 @@ def measure(
         progress(f"GPU telemetry unavailable: {session.nvml.reason}")
 
     def checkpoint(partial: SweepResult) -> None:
-        _save(analyze(partial), results_path)
+        _save(conclude(partial), results_path)
 
     try:
-        result = analyze(
+        result = conclude(
             run_sweep(config, session, datasets, progress=progress, checkpoint=checkpoint, previous=previous)
         )
     except IoprofError as e:
@@ -146,10 +146,10 @@ def _save(result: SweepResult, path: Path) -> None:
 
 
 def _render(result: SweepResult, out: Path, results_path: Path, progress: Progress) -> int:
-    from ioprof.render import words, write_report
+    from ioprof.render import kinds, words
 
     try:
-        report = write_report(result, out)
+        report = kinds.write(result, out)
     except OSError as e:
         raise IoprofError(
             f"cannot write the report into {out} ({e.strerror}); results.json is complete — free space and run "
@@ -158,7 +158,7 @@ def _render(result: SweepResult, out: Path, results_path: Path, progress: Progre
     progress(f"report: {report}")
     a = result.analysis
     if a is not None and "end-to-end" in result.config.get("stages", ()):
-        print(words.verdict_line(a).replace("**", ""))
+        print(kinds.headline(result))
         for line in words.headline(a, True, [d.label for d in result.datasets]):
             print(f"- {line}")
     print(f"report: {report}")

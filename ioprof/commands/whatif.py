@@ -87,8 +87,7 @@ def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
     from ioprof.datasets.dataset import load_datasets
     from ioprof.measure.compute import check_precision, resolve_device, resolve_tuning
     from ioprof.measure.session import open_session
-    from ioprof.ranking import rank
-    from ioprof.render import words, write_whatif_report
+    from ioprof.render import kinds
     from ioprof.runners.whatif import run_whatif
 
     device, reason = resolve_device(config.device)
@@ -106,10 +105,10 @@ def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
     run = run_length_for(device.type, config.compute, batch_size=config.batch_size, seconds=config.seconds)
     session = open_session(command_line, device, reason, run, config.start_method)
     progress(f"compute device: {device} ({reason}); writing results to {out}/")
-    result = rank(run_whatif(config, session, dataset, progress))
+    result = kinds.conclude(run_whatif(config, session, dataset, progress))
     with writing_into(out):
         resultfile.save(result, out / "results.json")
-        report = write_whatif_report(result, out)
-    print(words.whatif_answer(result.ranking, result.setting).replace("**", ""))
+        report = kinds.write(result, out)
+    print(kinds.headline(result))
     print(f"report: {report}")
     return 0

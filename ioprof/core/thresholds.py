@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+# ioprof place: a candidate must hold the whole dataset with this much to spare.
+SPACE_HEADROOM = 1.05
+
 # TensorFlow's input-pipeline analyzer: share of step time waiting for input.
 HIGHLY_INPUT_BOUND_SHARE = 0.20
 MODERATELY_INPUT_BOUND_SHARE = 0.05

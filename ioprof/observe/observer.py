@@ -618,8 +618,8 @@ class Watch:
 
     def result(self) -> Any:
         """The observed run as a result (like ``ioprof run``'s results.json), analyzed."""
-        from ioprof.analysis import analyze
         from ioprof.observe.result import build_result
+        from ioprof.render import kinds
 
         observations = [self.watcher.observation()]
         result = build_result(
@@ -630,26 +630,26 @@ class Watch:
             config=self.config,
             started=self._started,
         )
-        return analyze(result)
+        return kinds.conclude(result)
 
     def write_report(self, out_dir: str) -> str:
         """Write results.json, report.md and plots into ``out_dir``; returns report.md's path."""
         from pathlib import Path
 
         from ioprof.core import resultfile
-        from ioprof.render import write_report
+        from ioprof.render import kinds
 
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         result = self.result()
         resultfile.save(result, out / "results.json")
-        return str(write_report(result, out))
+        return str(kinds.write(result, out))
 
     def verdict(self) -> str:
         """The verdict in one line."""
-        from ioprof.render.words import verdict_line
+        from ioprof.render import kinds
 
-        return verdict_line(self.result().analysis).replace("**", "")
+        return kinds.headline(self.result())
 
 
 def watch(loader: Any = None, *, steps: int = 100, seconds: float | None = 60.0, probe: bool = True) -> Watch:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ioprof.core.results import SweepResult
-from ioprof.frames import CELL_COLUMNS, cells_frame
+from ioprof.render.frames import CELL_COLUMNS, cells_frame
 
 COLUMNS = CELL_COLUMNS
 

@@ -24,6 +24,7 @@ from ioprof.core.config import LoaderSetting, PlaceConfig
 from ioprof.core.presets import StorageProfile
 from ioprof.core.resultfile import to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, CandidateResult, PlaceResult
+from ioprof.core.thresholds import SPACE_HEADROOM
 from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.sample import load_sample
 from ioprof.host.machine import memory_for_cache
@@ -32,7 +33,6 @@ from ioprof.measure.ceilings import compute_ceiling, decode_ceilings
 from ioprof.measure.compute import make_step
 from ioprof.measure.session import Progress, Session
 from ioprof.measure.storage import EmulatedStorage, probe_storage
-from ioprof.placement import SPACE_HEADROOM, decide
 
 # The sample copied to each candidate: at least this many files and bytes (or the whole dataset).
 SAMPLE_MIN_FILES = 200
@@ -188,19 +188,17 @@ def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress:
     ram, ram_source = (
         (config.ram_bytes, "--ram") if config.ram_bytes is not None else memory_for_cache()
     )
-    return decide(
-        PlaceResult(
-            schema_version=SCHEMA_VERSION,
-            kind="place",
-            run=session.run_info(),
-            machine=session.machine,
-            config=to_jsonable(asdict(config)),
-            dataset=dataset.info,
-            ram_available_bytes=ram,
-            epochs=config.epochs,
-            compute=compute,
-            decode=decode,
-            candidates=tuple(candidates),
-            ram_source=ram_source,
-        )
+    return PlaceResult(
+        schema_version=SCHEMA_VERSION,
+        kind="place",
+        run=session.run_info(),
+        machine=session.machine,
+        config=to_jsonable(asdict(config)),
+        dataset=dataset.info,
+        ram_available_bytes=ram,
+        epochs=config.epochs,
+        compute=compute,
+        decode=decode,
+        candidates=tuple(candidates),
+        ram_source=ram_source,
     )

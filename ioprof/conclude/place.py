@@ -16,14 +16,11 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from ioprof.analysis import predict
+from ioprof.conclude.sweep import predict
 from ioprof.core.config import LoaderSetting
 from ioprof.core.findings import PlaceDecision, Recommendation
 from ioprof.core.results import CandidateResult, PlaceResult
-from ioprof.core.thresholds import MIN_BUSY_SHARE
-
-# A candidate must hold the whole dataset with this much to spare.
-SPACE_HEADROOM = 1.05
+from ioprof.core.thresholds import MIN_BUSY_SHARE, SPACE_HEADROOM
 
 
 def fits(c: CandidateResult, total_bytes: int) -> bool:
@@ -143,7 +140,7 @@ def recommend(result: PlaceResult, decisions: list[PlaceDecision]) -> Recommenda
     )
 
 
-def decide(result: PlaceResult) -> PlaceResult:
+def conclude(result: PlaceResult) -> PlaceResult:
     """Predictions per measured location, and the recommendation."""
     usable = [c for c in result.candidates if c.status == "ok" and c.storage]
     cur_c = next((c for c in usable if c.kind == "current"), None)

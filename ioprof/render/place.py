@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ioprof.core.findings import PlaceDecision
+from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import PlaceResult
 from ioprof.core.thresholds import MIN_BUSY_SHARE
 from ioprof.render import words
 from ioprof.render.fmt import duration, gb, ms, rate, rate_ci
 from ioprof.render.mdtable import table
-from ioprof.render.plots import PLACE_PNG
+from ioprof.render.plots import PLACE_PNG, plot_placement
 
 
 def _decision_row(dec: PlaceDecision, epochs: int) -> list[str]:
@@ -142,3 +145,17 @@ def render_place_markdown(result: PlaceResult) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def write(result: PlaceResult, out_dir: Path) -> Path:
+    """Write report.md and placement.png for ``ioprof place``; returns report.md."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if result.decisions:
+        plot_placement(result, out_dir / PLACE_PNG)
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_place_markdown(result))
+    return report
+
+
+def headline(result: PlaceResult) -> str:
+    return words.recommendation(result.recommendation)

@@ -3,11 +3,15 @@ second one gain, and what was not measured here, with why. Pure."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ioprof.conclude.devices import payoffs
+from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import DeviceCell, DevicesResult
 from ioprof.core.thresholds import MULTI_DEVICE_PAYS_EFFICIENCY
-from ioprof.payoff import payoffs
 from ioprof.render.fmt import pct, rate_ci, size
 from ioprof.render.mdtable import table
+from ioprof.render.plots import DEVICES_PNG, plot_devices
 
 PAYS = {
     "yes": "pays off",
@@ -26,7 +30,7 @@ def _cell(c: DeviceCell | None, notes: dict[str, int]) -> str:
     return f"not measured [{mark}]"
 
 
-def headline(result: DevicesResult) -> str:
+def _headline(result: DevicesResult) -> str:
     ps = payoffs(result)
     measured = sorted({c.setup for c in result.cells if c.measured})
     if not measured:
@@ -67,7 +71,7 @@ def render_devices_markdown(result: DevicesResult) -> str:
             pct(p.communication_share, 0), PAYS[p.pays],
         ])  # fmt: skip
     m = result.machine
-    out = [f"# ioprof devices — {result.run.started_at[:10]}", "", headline(result), ""]
+    out = [f"# ioprof devices — {result.run.started_at[:10]}", "", _headline(result), ""]
     out += [
         f"Machine: {m.cpu_model}, {m.cpu_cores_usable} usable cores; {result.gpus} GPU(s)"
         + (f" ({m.gpu})" if m.gpu else "")
@@ -98,3 +102,17 @@ def render_devices_markdown(result: DevicesResult) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def write(result: DevicesResult, out_dir: Path) -> Path:
+    """Write report.md and devices.png for ``ioprof devices``; returns report.md."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if any(c.measured for c in result.cells):
+        plot_devices(result, out_dir / DEVICES_PNG)
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_devices_markdown(result))
+    return report
+
+
+def headline(result: DevicesResult) -> str:
+    return _headline(result).replace("**", "")

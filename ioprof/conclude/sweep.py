@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ioprof.checks import findings
+from ioprof.conclude.checks import findings
 from ioprof.core.config import LoaderSetting
 from ioprof.core.findings import (
     Advice,
@@ -382,7 +382,7 @@ def compute_reference(result: SweepResult) -> ComputeReference | None:
     )
 
 
-def analyze(result: SweepResult) -> SweepResult:
+def conclude(result: SweepResult) -> SweepResult:
     """Verdicts for every cell, every dataset and the run, advice and findings, filled in."""
     cells = cell_verdicts(result)
     verdicts = [v for info in result.datasets if (v := dataset_verdict(info.label, _of(cells, info.label)))]

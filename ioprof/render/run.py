@@ -3,10 +3,16 @@ them, each loader's measured window, and its pipeline measured alone. Pure."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import DatasetCeilings, ObservedLoader, SweepResult
-from ioprof.render import markdown, words
+from ioprof.render import sweep as markdown
+from ioprof.render import words
 from ioprof.render.fmt import duration, mb, pct, rate, rate_ci
 from ioprof.render.mdtable import table
+from ioprof.render.plots import GPU_UTIL_PNG, plot_gpu_utilization
+from ioprof.render.results_csv import render_csv
 
 
 def render_run_markdown(result: SweepResult) -> str:
@@ -191,3 +197,18 @@ def _how(result: SweepResult) -> list[str]:
         "Raw samples: `results.json`.",
         "",
     ]
+
+
+def write(result: SweepResult, out_dir: Path) -> Path:
+    """Write report.md, results.csv and the GPU plot for ``ioprof run`` / ``watch()``; returns report.md.
+    (No throughput plot: one point per loader, a table says it better.)"""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plot_gpu_utilization(result, out_dir / GPU_UTIL_PNG)
+    atomic_write_text(out_dir / "results.csv", render_csv(result))
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_run_markdown(result))
+    return report
+
+
+def headline(result: SweepResult) -> str:
+    return words.verdict_line(result.analysis).replace("**", "")

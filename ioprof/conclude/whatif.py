@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ioprof.analysis import classify_interval
-from ioprof.comparison import compare_cells
+from ioprof.conclude.compare import compare_cells
+from ioprof.conclude.sweep import classify_interval
 from ioprof.core.findings import RankedAlternative, Ranking
 from ioprof.core.results import AlternativeResult, WhatifResult
 
@@ -84,7 +84,7 @@ def _ranked(
     )
 
 
-def rank(result: WhatifResult) -> WhatifResult:
+def conclude(result: WhatifResult) -> WhatifResult:
     """The measured alternatives, fastest first; the best fix beyond the noise of its control (if
     any); and the storage move (the control against the baseline) when it is beyond the noise."""
     measured = [a for a in result.alternatives if a.measured and a.cell is not None and a.cell.steps]

@@ -198,55 +198,17 @@ class Run:
 
     @property
     def verdict(self) -> str:
-        from ioprof.render import words
+        from ioprof.render import kinds
 
-        if isinstance(self.result, ScaleResult):
-            from ioprof.render.scale_markdown import headline as scale_headline
-
-            return " ".join(scale_headline(self.result)).replace("**", "")
-        if isinstance(self.result, DevicesResult):
-            from ioprof.render.devices_markdown import headline as devices_headline
-
-            return devices_headline(self.result).replace("**", "")
-
-        if isinstance(self.result, SweepResult):
-            return words.verdict_line(self.result.analysis).replace("**", "")
-        if isinstance(self.result, WhatifResult):
-            return words.whatif_answer(self.result.ranking, self.result.setting).replace("**", "")
-        if isinstance(self.result, ProfileResult):
-            from ioprof.render.profile_markdown import headline
-
-            return headline(self.result).replace("**", "")
-        return words.recommendation(self.result.recommendation)
-
-
-def conclude(result: AnyResult) -> AnyResult:
-    """The result with its verdicts, decisions, ranking or prediction recomputed from its measurements."""
-    from ioprof.analysis import analyze
-    from ioprof.epochs import conclude as predict
-    from ioprof.placement import decide
-    from ioprof.ranking import rank
-
-    if isinstance(result, ScaleResult):
-        from ioprof.feeding import conclude as feed
-
-        return feed(result)
-    if isinstance(result, DevicesResult):
-        return result  # its figures are derived when rendered (payoff)
-    if isinstance(result, ProfileResult):
-        return predict(result)
-    if isinstance(result, PlaceResult):
-        return decide(result)
-    if isinstance(result, WhatifResult):
-        return rank(result)
-    return analyze(result)
+        return kinds.headline(self.result)
 
 
 def load(path: str | Path) -> Run:
     """A run's ``results.json`` (or its folder), with the conclusions recomputed."""
     from ioprof.core import resultfile
+    from ioprof.render import kinds
 
-    return Run(str(path), conclude(resultfile.load(path)))
+    return Run(str(path), kinds.conclude(resultfile.load(path)))
 
 
 def _empty_cell() -> CellResult:

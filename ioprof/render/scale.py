@@ -3,12 +3,16 @@ and every rank's figures. Pure."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ioprof.conclude.scale import CountVerdict, Limit, RegimeConclusion
 from ioprof.core.config import worker_count
+from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import RankCountResult, ScaleResult
 from ioprof.core.thresholds import MIN_BUSY_SHARE, SATURATED_SHARE
-from ioprof.feeding import CountVerdict, Limit, RegimeConclusion
 from ioprof.render.fmt import duration, pct, rate, rate_ci, share_ci
 from ioprof.render.mdtable import table
+from ioprof.render.plots import SCALE_PNG, plot_scale
 
 REGIME_WORDS = {
     "cold": "Cold (files from storage, as in a first epoch or a dataset larger than RAM)",
@@ -113,7 +117,7 @@ def regime_headline(result: ScaleResult, rc: RegimeConclusion) -> str:
     return f"**{name}: {lead}; at {_ranks(rc.limit.at_ranks)}, {stage} stopped it.**"
 
 
-def headline(result: ScaleResult) -> list[str]:
+def headlines(result: ScaleResult) -> list[str]:
     c = result.conclusion
     return [regime_headline(result, rc) for rc in (c.regimes if c else ())]
 
@@ -179,7 +183,7 @@ def render_scale_markdown(result: ScaleResult) -> str:
     regimes = conclusion.regimes if conclusion else ()
     ds = result.dataset
     out = [f"# ioprof scale — {result.run.started_at[:10]}", ""]
-    out += [*(f"- {line}" for line in headline(result)), ""]
+    out += [*(f"- {line}" for line in headlines(result)), ""]
     step = result.compute if result.sim_img_per_s else f"real training of {result.config.get('model')}"
     loader = worker_count(result.workers_per_rank) if result.workers_per_rank else "no workers (serial)"
     out += [
@@ -253,3 +257,17 @@ def _how(result: ScaleResult) -> list[str]:
         f"- Settings: {', '.join(f'{k}={v}' for k, v in cfg.items() if k not in ('out_dir', 'cache_dir', 'compute') and v is not None)}.",
         "",
     ]
+
+
+def write(result: ScaleResult, out_dir: Path) -> Path:
+    """Write report.md and scale.png for ``ioprof scale``; returns report.md."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if any(c.status == "ok" for c in result.counts):
+        plot_scale(result, out_dir / SCALE_PNG)
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_scale_markdown(result))
+    return report
+
+
+def headline(result: ScaleResult) -> str:
+    return " ".join(headlines(result)).replace("**", "")

@@ -5,15 +5,19 @@ Pure: the same analyzed result gives the same text. Sentences come from ``words`
 
 from __future__ import annotations
 
-from ioprof.analysis import is_sweep, speedup_over_serial
+from pathlib import Path
+
+from ioprof.conclude.sweep import is_sweep, speedup_over_serial
 from ioprof.core.findings import CpuIsTheDevice, FetchedAboveStorage
+from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import CellResult, DatasetCeilings, SweepResult
 from ioprof.core.stats import INTERIM_LOOKS, LOOKS, looks_level, share_below, summarize
 from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
 from ioprof.render import words
 from ioprof.render.fmt import mb, ms, pct, rate, rate_ci, share_ci
 from ioprof.render.mdtable import table
-from ioprof.render.plots import GPU_UTIL_PNG, THROUGHPUT_PNG
+from ioprof.render.plots import GPU_UTIL_PNG, THROUGHPUT_PNG, plot_gpu_utilization, plot_throughput
+from ioprof.render.results_csv import render_csv
 
 NVML_NOTE = (
     "NVML's GPU utilization is the share of each sample period in which at least one kernel was "
@@ -34,11 +38,7 @@ INTERVALS = (
 
 
 def render_markdown(result: SweepResult) -> str:
-    """The whole report as markdown (a user's own run has its own shape: ``run_markdown``)."""
-    if result.kind == "run":
-        from ioprof.render.run_markdown import render_run_markdown
-
-        return render_run_markdown(result)
+    """The whole report as markdown (a user's own run has its own shape: ``render.run``)."""
     sweep = is_sweep(result)
     stages = ", ".join(result.config.get("stages", ()))
     out = [f"# ioprof {'sweep' if sweep else 'probe ' + stages} — {result.run.started_at[:10]}", ""]
@@ -430,3 +430,20 @@ def _what_if_lines(result: SweepResult) -> list[str]:
             "in-memory sample of the dataset, so the real device adds nothing to the emulated figures."
         )
     return out
+
+
+def write(result: SweepResult, out_dir: Path) -> Path:
+    """Write report.md, results.csv and the plots for a sweep or a probe; returns report.md."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if result.cells:
+        plot_throughput(result, out_dir / THROUGHPUT_PNG)
+    plot_gpu_utilization(result, out_dir / GPU_UTIL_PNG)
+    atomic_write_text(out_dir / "results.csv", render_csv(result))
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_markdown(result))
+    return report
+
+
+def headline(result: SweepResult) -> str:
+    """The verdict in one line."""
+    return words.verdict_line(result.analysis).replace("**", "")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
 from ioprof.core.findings import EpochPrediction, ProfileConclusions
+from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import PhaseTimes, ProfileResult
 from ioprof.render.fmt import duration, ms, pct, size
 from ioprof.render.mdtable import table
+from ioprof.render.plots import plot_layers
 
 PROFILE_PNG = "profile.png"
 PROFILE_CSV = "profile.csv"
@@ -44,7 +47,7 @@ def _epoch(p: EpochPrediction) -> list[str]:
     ]
 
 
-def headline(r: ProfileResult) -> str:
+def _headline(r: ProfileResult) -> str:
     """The profile's first sentence: the epoch, and the slowest layer."""
     c = r.prediction
     assert isinstance(c, ProfileConclusions)
@@ -71,7 +74,7 @@ def headline(r: ProfileResult) -> str:
 def render_profile_markdown(r: ProfileResult) -> str:
     c = r.prediction
     assert isinstance(c, ProfileConclusions)
-    out = [f"# ioprof profile — {r.run.started_at[:10]}", "", headline(r), ""]
+    out = [f"# ioprof profile — {r.run.started_at[:10]}", "", _headline(r), ""]
     rows = [[PHASE_LABELS[n], _phase(r.cold, n), _phase(r.warm, n)] for n in PHASE_LABELS]
     step = sum(r.cold.step_s()) / max(1, len(r.cold.step_s()))
     out += ["## Each minibatch, phase by phase", "", *table(["phase", "from storage (ms)", "files in RAM (ms)"], rows), "",
@@ -158,3 +161,18 @@ def render_profile_csv(r: ProfileResult) -> str:
             w.writerow([layer.name, layer.kind, phase, mean * 1e3, min(xs, default=0) * 1e3, max(xs, default=0) * 1e3,
                         mean / step if step else "", layer.params, layer.activation_bytes, layer.calls_per_step])  # fmt: skip
     return buf.getvalue()
+
+
+def write(result: ProfileResult, out_dir: Path) -> Path:
+    """Write report.md, profile.csv and profile.png for ``ioprof profile``; returns report.md."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if result.layers:
+        plot_layers(result, out_dir / PROFILE_PNG)
+    atomic_write_text(out_dir / PROFILE_CSV, render_profile_csv(result))
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_profile_markdown(result))
+    return report
+
+
+def headline(result: ProfileResult) -> str:
+    return _headline(result).replace("**", "")

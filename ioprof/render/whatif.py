@@ -3,10 +3,13 @@ not measured here, with why. Pure."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ioprof.conclude.whatif import CONTROL
 from ioprof.core.findings import RankedAlternative
+from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import AlternativeResult, WhatifResult
 from ioprof.core.thresholds import COMPARE_MIN_EFFECT
-from ioprof.ranking import CONTROL
 from ioprof.render import words
 from ioprof.render.fmt import duration, mb, pct, rate, share_ci, size
 from ioprof.render.mdtable import table
@@ -183,3 +186,15 @@ def _how(result: WhatifResult) -> list[str]:
         f"Command: `{result.run.command}`; ioprof {result.run.ioprof_version}.",
         "",
     ]
+
+
+def write(result: WhatifResult, out_dir: Path) -> Path:
+    """Write report.md for ``ioprof whatif``; returns its path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = out_dir / "report.md"
+    atomic_write_text(report, render_whatif_markdown(result))
+    return report
+
+
+def headline(result: WhatifResult) -> str:
+    return words.whatif_answer(result.ranking, result.setting).replace("**", "")
