@@ -15,6 +15,6 @@ def watch(loader=None, *, steps: int = 100, seconds: float | None = 60.0, probe:
 def load(path):  # type: ignore[no-untyped-def]
     """A finished run for a notebook: ``run = ioprof.load("reports/sweep-…")``; then ``run.cells``,
     ``run.ceilings`` (and ``run.loaders``, ``run.alternatives``, ``run.decisions``) as pandas DataFrames."""
-    from ioprof.render.frames import load as _load
+    from ioprof.notebook import load as _load
 
     return _load(path)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ioprof.core.config import parse_compute
+from ioprof.commands.values import parse_compute
 from ioprof.core.errors import IoprofError
 from ioprof.measure.compute import RealTrainStep, SimulatedStep, build_model, probe_compute, resolve_device
 

@@ -3,6 +3,12 @@ from __future__ import annotations
 import pytest
 
 from ioprof.cli import main
+from ioprof.commands.values import (
+    parse_compute,
+    parse_positive_int_list,
+    parse_resolutions,
+    parse_storage_profile,
+)
 from ioprof.core.config import (
     CPU_RUN_LENGTH,
     CPU_SIM_RUN_LENGTH,
@@ -10,10 +16,6 @@ from ioprof.core.config import (
     LoaderSetting,
     PlaceConfig,
     SweepConfig,
-    parse_compute,
-    parse_positive_int_list,
-    parse_resolutions,
-    parse_storage_profile,
 )
 from ioprof.core.presets import GPU_PRESETS, STORAGE_PROFILES
 

@@ -127,7 +127,7 @@ def test_a_starved_gpu_shows_the_stall(large_set: Path) -> None:
 
 
 def test_compute_ceiling_of_an_asynchronous_step_is_timed_on_the_gpu_clock() -> None:
-    from ioprof.core.config import parse_compute
+    from ioprof.commands.values import parse_compute
     from ioprof.measure.compute import probe_compute
 
     # the host enqueues in microseconds; the "GPU" takes 20 ms a step: 8 images / 20 ms = 400 img/s

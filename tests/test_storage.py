@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ioprof.core.config import parse_storage_profile
+from ioprof.commands.values import parse_storage_profile
 from ioprof.core.errors import IoprofError
 from ioprof.host.pagecache import filesystem_of
 from ioprof.measure.storage import EmulatedStorage, StorageLost, check_storage, probe_storage, read_file

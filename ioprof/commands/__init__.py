@@ -1,5 +1,9 @@
-"""One module per subcommand. Each declares its own options (from ``args``), turns them into its
-config in one place, and runs with named parameters — never an argparse Namespace beyond that."""
+"""One module per subcommand, argparse only: each declares its own options (from ``args``, values
+checked by ``values``), turns them into its config in one place, runs its runner with named
+parameters — never an argparse Namespace beyond that — and writes through ``render.kinds``.
+
+An entry point: it may import every layer.
+"""
 
 from __future__ import annotations
 

@@ -13,15 +13,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ioprof.core.config import (
-    AUTO,
-    CACHE_REGIMES,
-    DEFAULT_RESOLUTIONS,
-    MAX_DEFAULT_IMAGES_PER_DATASET,
-    MODELS,
-    PRECISIONS,
-    START_METHODS,
-    SweepConfig,
+from ioprof.commands.values import (
     non_negative_int,
     parse_compute,
     parse_device,
@@ -32,6 +24,16 @@ from ioprof.core.config import (
     positive_float,
     positive_int,
     share,
+)
+from ioprof.core.config import (
+    AUTO,
+    CACHE_REGIMES,
+    DEFAULT_RESOLUTIONS,
+    MAX_DEFAULT_IMAGES_PER_DATASET,
+    MODELS,
+    PRECISIONS,
+    START_METHODS,
+    SweepConfig,
 )
 from ioprof.core.presets import GPU_PRESETS, STORAGE_PROFILES
 

@@ -7,15 +7,15 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ioprof.commands import args, prepare_out_dir, writing_into
-from ioprof.core import resultfile
-from ioprof.core.config import (
-    DevicesConfig,
+from ioprof.commands.values import (
     non_negative_int,
     parse_device_models,
     parse_positive_int_list,
     positive_float,
     positive_int,
 )
+from ioprof.core import resultfile
+from ioprof.core.config import DevicesConfig
 from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:

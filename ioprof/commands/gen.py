@@ -8,13 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ioprof.commands.args import typed
-from ioprof.core.config import (
-    DEFAULT_IMAGES_PER_DATASET,
-    DEFAULT_RESOLUTIONS,
-    non_negative_int,
-    parse_resolutions,
-    positive_int,
-)
+from ioprof.commands.values import non_negative_int, parse_resolutions, positive_int
+from ioprof.core.config import DEFAULT_IMAGES_PER_DATASET, DEFAULT_RESOLUTIONS
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.datasets.synth import DatasetSpec, generate_many
 

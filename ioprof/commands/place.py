@@ -6,17 +6,16 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ioprof.commands import args, prepare_out_dir, writing_into
-from ioprof.core import resultfile
-from ioprof.core.config import (
-    PlaceConfig,
+from ioprof.commands.values import (
     gigabytes,
     parse_compute,
     parse_paths,
     parse_storage_profiles,
     positive_float,
     positive_int,
-    run_length_for,
 )
+from ioprof.core import resultfile
+from ioprof.core.config import PlaceConfig, run_length_for
 from ioprof.core.errors import IoprofError
 from ioprof.core.presets import STORAGE_PROFILES
 

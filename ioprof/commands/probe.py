@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from ioprof.commands import args
 from ioprof.commands.sweep import measure
-from ioprof.core.config import SweepConfig, parse_storage_profile
+from ioprof.commands.values import parse_storage_profile
+from ioprof.core.config import SweepConfig
 
 if TYPE_CHECKING:
     from ioprof.measure.session import Progress

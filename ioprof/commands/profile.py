@@ -6,8 +6,9 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ioprof.commands import args, prepare_out_dir, writing_into
+from ioprof.commands.values import non_negative_int, positive_int
 from ioprof.core import resultfile
-from ioprof.core.config import MODELS, ProfileConfig, non_negative_int, positive_int, run_length_for
+from ioprof.core.config import MODELS, ProfileConfig, run_length_for
 
 if TYPE_CHECKING:
     from ioprof.measure.session import Progress

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ioprof.commands import args, prepare_out_dir, writing_into
-from ioprof.core.config import RunConfig, non_negative_int, positive_float, positive_int
+from ioprof.commands.values import non_negative_int, positive_float, positive_int
+from ioprof.core.config import RunConfig
 from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:

@@ -4,31 +4,25 @@ N ranks under torchrun, each with its own loader, all reading one storage."""
 from __future__ import annotations
 
 import argparse
-import os
-from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ioprof.commands import args, prepare_out_dir, writing_into
-from ioprof.core import resultfile
-from ioprof.core.config import (
-    ScaleConfig,
+from ioprof.commands.values import (
     non_negative_int,
     parse_positive_int_list,
     parse_regimes,
     positive_float,
     positive_int,
-    run_length_for,
 )
+from ioprof.core import resultfile
+from ioprof.core.config import ScaleConfig, run_length_for
 from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:
-    import torch
 
     from ioprof.core.results import ScaleResult
-    from ioprof.datasets.dataset import Dataset
     from ioprof.measure.session import Progress
-    from ioprof.runners.torchrun import Launched
 
 NAME = "scale"
 HELP = "how many accelerators can this host and storage feed: N torchrun ranks on one storage, cold and warm"
@@ -96,6 +90,7 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
     from ioprof.render import kinds
     from ioprof.render.scale import headlines
     from ioprof.runners.scale import run_scale
+    from ioprof.runners.torchrun import Silent, follow, in_this_job, torchrun_world
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if config.compute.kind == "real":
@@ -116,11 +111,11 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
     if world is not None:  # started by torchrun (one node of several, or this one): one count, these ranks
         config = replace(config, ranks=(world[1],))
         if world[0] != 0:
-            progress = _Silent()
+            progress = Silent()
     (dataset,) = load_datasets(config.data_path, [DEFAULT_RESOLUTION], DEFAULT_IMAGES, seed=config.seed,
                                cache_dir=config.cache_dir, progress=progress)  # fmt: skip
     if world is not None and world[0] != 0:
-        return _follow(config, dataset, backend, device, reason, command_line)
+        return follow(config, dataset, backend, device, reason, command_line)
     out = prepare_out_dir(config.out_dir, NAME)
     run = run_length_for(device.type, config.compute, batch_size=config.batch_size,
                          warmup_steps=config.warmup_steps, steps=config.steps)  # fmt: skip
@@ -134,7 +129,7 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
         with writing_into(out):
             resultfile.save(result, out / "results.json")
 
-    start = _in_this_job() if world is not None else None
+    start = in_this_job() if world is not None else None
     result = kinds.conclude(run_scale(config, session, dataset, out, progress, backend=backend, gpus=gpus, keep=keep,
                                 start=start))  # fmt: skip
     keep(result)
@@ -143,69 +138,4 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
     for line in headlines(result):
         print(line.replace("**", ""))
     print(f"report: {report}")
-    return 0
-
-
-# -- under torchrun: every rank runs this command; rank 0 measures the storage and writes the report --
-
-
-def torchrun_world() -> tuple[int, int] | None:
-    """(rank, world size) when torchrun started this process, else None."""
-    if "TORCHELASTIC_RUN_ID" not in os.environ or "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-        return None
-    return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-
-
-class _Silent:
-    """Progress of the ranks other than 0: rank 0 speaks for the job."""
-
-    def __call__(self, text: str) -> None:
-        return None
-
-    def measured(self, result: object, *, dataset: str = "", position: str = "", took_s: float = 0.0) -> None:
-        return None
-
-
-def _in_this_job() -> Callable[[int, dict[str, Any], str], Launched]:
-    """Rank 0's ``start``: after its storage probe, the ranks of this very job run the count."""
-    import time
-
-    import torch.distributed as dist
-
-    from ioprof.runners import rank as rankworker
-    from ioprof.runners.torchrun import Launched
-
-    group: list[Any] = []
-
-    def start(n: int, cfg: dict[str, Any], name: str) -> Launched:
-        if not group:
-            group.append(rankworker.init_group(cfg))
-        dist.barrier(group=group[0])  # the others wait here while rank 0 read the storage alone
-        t0 = time.perf_counter()
-        gathered = rankworker.run_job(cfg, group[0]) or []
-        return Launched(True, "", sorted(gathered, key=lambda r: r["rank"]), time.perf_counter() - t0, None)
-
-    return start
-
-
-def _follow(
-    config: ScaleConfig, dataset: Dataset, backend: str, device: torch.device, reason: str, command_line: str
-) -> int:
-    """A rank other than 0: run each regime's count with rank 0, which keeps the results."""
-    import torch.distributed as dist
-
-    from ioprof.measure.session import open_session
-    from ioprof.runners import rank as rankworker
-    from ioprof.runners.scale import rank_config
-
-    run = run_length_for(device.type, config.compute, batch_size=config.batch_size,
-                         warmup_steps=config.warmup_steps, steps=config.steps)  # fmt: skip
-    session = open_session(command_line, device, reason, run, config.start_method)
-    group = None
-    for regime in config.cache:
-        cfg = rank_config(config, session, dataset, config.ranks[0], regime, backend)
-        if group is None:
-            group = rankworker.init_group(cfg)
-        dist.barrier(group=group)
-        rankworker.run_job(cfg, group)
     return 0

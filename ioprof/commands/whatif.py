@@ -8,16 +8,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ioprof.commands import args, prepare_out_dir, writing_into
+from ioprof.commands.values import non_negative_int, parse_storage_profile, positive_float, positive_int
 from ioprof.core import resultfile
-from ioprof.core.config import (
-    CACHE_REGIMES,
-    WhatifConfig,
-    non_negative_int,
-    parse_storage_profile,
-    positive_float,
-    positive_int,
-    run_length_for,
-)
+from ioprof.core.config import CACHE_REGIMES, WhatifConfig, run_length_for
 from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:

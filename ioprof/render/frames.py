@@ -6,13 +6,10 @@ in the column name, every figure's 95 % interval beside it. No torch: pandas and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ioprof.core.resultfile import AnyResult
 from ioprof.core.results import (
     CellResult,
     DevicesResult,
@@ -146,69 +143,22 @@ def devices_frame(result: DevicesResult) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@dataclass(frozen=True)
-class Run:
-    """A finished run loaded for a notebook: the result (conclusions recomputed) and its tables."""
-
-    path: str
-    result: AnyResult
-
-    @property
-    def kind(self) -> str:
-        return self.result.kind
-
-    @property
-    def cells(self) -> pd.DataFrame:
-        return cells_frame(self.result) if isinstance(self.result, SweepResult) else pd.DataFrame()
-
-    @property
-    def ceilings(self) -> pd.DataFrame:
-        r = self.result
-        return ceilings_frame(r) if isinstance(r, (SweepResult, PlaceResult)) else pd.DataFrame()
-
-    @property
-    def layers(self) -> pd.DataFrame:
-        """``ioprof profile``: one row per layer, ms per minibatch forward and backward."""
-        if not isinstance(self.result, ProfileResult):
-            return pd.DataFrame()
-        n = max(1, len(self.result.hooked.forward_s))
-        return pd.DataFrame([{"layer": x.name, "kind": x.kind, "forward_ms": sum(x.forward_s) / n * 1e3,
-                              "backward_ms": sum(x.backward_s) / n * 1e3, "share_of_step": x.share_of_step,
-                              "params": x.params, "output_bytes": x.activation_bytes} for x in self.result.layers])  # fmt: skip
-
-    @property
-    def loaders(self) -> pd.DataFrame:
-        return loaders_frame(self.result) if isinstance(self.result, SweepResult) else pd.DataFrame()
-
-    @property
-    def alternatives(self) -> pd.DataFrame:
-        return alternatives_frame(self.result) if isinstance(self.result, WhatifResult) else pd.DataFrame()
-
-    @property
-    def decisions(self) -> pd.DataFrame:
-        return decisions_frame(self.result) if isinstance(self.result, PlaceResult) else pd.DataFrame()
-
-    @property
-    def ranks(self) -> pd.DataFrame:
-        return ranks_frame(self.result) if isinstance(self.result, ScaleResult) else pd.DataFrame()
-
-    @property
-    def devices(self) -> pd.DataFrame:
-        return devices_frame(self.result) if isinstance(self.result, DevicesResult) else pd.DataFrame()
-
-    @property
-    def verdict(self) -> str:
-        from ioprof.render import kinds
-
-        return kinds.headline(self.result)
-
-
-def load(path: str | Path) -> Run:
-    """A run's ``results.json`` (or its folder), with the conclusions recomputed."""
-    from ioprof.core import resultfile
-    from ioprof.render import kinds
-
-    return Run(str(path), kinds.conclude(resultfile.load(path)))
+def layers_frame(result: ProfileResult) -> pd.DataFrame:
+    """``ioprof profile``: one row per layer, ms per minibatch forward and backward."""
+    n = max(1, len(result.hooked.forward_s))
+    rows = [
+        {
+            "layer": x.name,
+            "kind": x.kind,
+            "forward_ms": sum(x.forward_s) / n * 1e3,
+            "backward_ms": sum(x.backward_s) / n * 1e3,
+            "share_of_step": x.share_of_step,
+            "params": x.params,
+            "output_bytes": x.activation_bytes,
+        }
+        for x in result.layers
+    ]
+    return pd.DataFrame(rows)
 
 
 def _empty_cell() -> CellResult:

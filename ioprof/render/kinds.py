@@ -5,7 +5,7 @@ result type is written once."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,7 +23,7 @@ from ioprof.core.results import (
     SweepResult,
     WhatifResult,
 )
-from ioprof.render import devices, place, profile, run, scale, sweep, whatif
+from ioprof.render import devices, frames, place, profile, run, scale, sweep, whatif
 
 
 @dataclass(frozen=True)
@@ -31,20 +31,31 @@ class Kind:
     conclude: Callable[[Any], Any]  # conclusions recomputed from the measurements
     write: Callable[[Any, Path], Path]  # report.md (and CSV, plots) into a folder; returns report.md
     headline: Callable[[Any], str]  # the answer in one plain line
+    frames: dict[str, Callable[[Any], Any]] = field(default_factory=dict)  # pandas tables, by name
 
 
 def _unchanged(result: Any) -> Any:
     return result  # ``devices``: its figures are derived when rendered
 
 
+_SWEEP_FRAMES: dict[str, Callable[[Any], Any]] = {"cells": frames.cells_frame, "ceilings": frames.ceilings_frame}
 KINDS: dict[str, Kind] = {
-    "sweep": Kind(sweep_conclusion.conclude, sweep.write, sweep.headline),
-    "run": Kind(sweep_conclusion.conclude, run.write, run.headline),
-    "place": Kind(place_conclusion.conclude, place.write, place.headline),
-    "whatif": Kind(whatif_conclusion.conclude, whatif.write, whatif.headline),
-    "profile": Kind(profile_conclusion.conclude, profile.write, profile.headline),
-    "scale": Kind(scale_conclusion.conclude, scale.write, scale.headline),
-    "devices": Kind(_unchanged, devices.write, devices.headline),
+    "sweep": Kind(sweep_conclusion.conclude, sweep.write, sweep.headline, _SWEEP_FRAMES),
+    "run": Kind(
+        sweep_conclusion.conclude, run.write, run.headline, {**_SWEEP_FRAMES, "loaders": frames.loaders_frame}
+    ),
+    "place": Kind(
+        place_conclusion.conclude,
+        place.write,
+        place.headline,
+        {"ceilings": frames.ceilings_frame, "decisions": frames.decisions_frame},
+    ),
+    "whatif": Kind(
+        whatif_conclusion.conclude, whatif.write, whatif.headline, {"alternatives": frames.alternatives_frame}
+    ),
+    "profile": Kind(profile_conclusion.conclude, profile.write, profile.headline, {"layers": frames.layers_frame}),
+    "scale": Kind(scale_conclusion.conclude, scale.write, scale.headline, {"ranks": frames.ranks_frame}),
+    "devices": Kind(_unchanged, devices.write, devices.headline, {"devices": frames.devices_frame}),
 }
 
 
@@ -67,3 +78,13 @@ def write(result: AnyResult, out_dir: Path) -> Path:
 
 def headline(result: AnyResult) -> str:
     return kind_of(result).headline(result)
+
+
+def frame(result: AnyResult, name: str) -> Any:
+    """One of the result's pandas tables (an empty one where its kind has no such table)."""
+    build = kind_of(result).frames.get(name)
+    if build is None:
+        import pandas as pd
+
+        return pd.DataFrame()
+    return build(result)
