@@ -29,11 +29,11 @@ from torchvision.datasets import ImageFolder  # noqa: E402
 
 from ioprof.core.config import LoaderSetting  # noqa: E402
 from ioprof.datasets.discover import find_images  # noqa: E402
-from ioprof.datasets.sample import load_sample  # noqa: E402
 from ioprof.datasets.synth import DatasetSpec, generate  # noqa: E402
 from ioprof.host.pagecache import filesystem_of, prepare  # noqa: E402
 from ioprof.measure.decode import probe_decode  # noqa: E402
 from ioprof.measure.loader import train_transform  # noqa: E402
+from ioprof.measure.sample import load_sample  # noqa: E402
 
 BATCH = 8
 CROP = 224

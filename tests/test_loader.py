@@ -8,10 +8,10 @@ import torch
 
 from ioprof.core.config import LoaderSetting
 from ioprof.datasets.discover import find_images
-from ioprof.datasets.sample import load_sample
 from ioprof.host.pagecache import filesystem_of
 from ioprof.measure.decode import probe_decode
 from ioprof.measure.loader import ImageFiles, Sample, collate, make_loader, train_transform, worker_pids
+from ioprof.measure.sample import load_sample
 
 FIXTURES = Path(__file__).resolve().parent.parent / "datasets_fixtures" / "awkward"
 

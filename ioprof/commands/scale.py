@@ -89,8 +89,8 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
     from ioprof.measure.session import open_session
     from ioprof.render import kinds
     from ioprof.render.scale import headlines
-    from ioprof.runners.scale import run_scale
-    from ioprof.runners.torchrun import Silent, follow, in_this_job, torchrun_world
+    from ioprof.runners.scale import Silent, follow, in_this_job, run_scale
+    from ioprof.runners.torchrun import torchrun_world
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if config.compute.kind == "real":

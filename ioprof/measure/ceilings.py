@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from ioprof.core.config import ComputeSpec, LoaderSetting
 from ioprof.core.results import ComputeCeiling, DecodeCeiling, ProbeFailure, StorageCeiling
 from ioprof.datasets.dataset import Dataset
-from ioprof.datasets.sample import MemorySample
 from ioprof.measure.compute import TrainStep, probe_compute
 from ioprof.measure.decode import probe_decode
+from ioprof.measure.sample import MemorySample
 from ioprof.measure.session import Progress, Session
 from ioprof.measure.storage import EmulatedStorage, probe_storage
 

@@ -31,7 +31,6 @@ from ioprof.core.results import (
 )
 from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, data_wait_share, ratio_interval
 from ioprof.datasets.dataset import Dataset
-from ioprof.datasets.sample import MemorySample
 from ioprof.host import iocounters
 from ioprof.host.fetched import FetchSnapshot, MountCounters, decide
 from ioprof.host.pagecache import keep_warm, prepare, verify_after
@@ -39,6 +38,7 @@ from ioprof.host.telemetry import GpuSampler
 from ioprof.measure import steptiming
 from ioprof.measure.compute import TrainStep
 from ioprof.measure.loader import Batch, make_loader, worker_pids
+from ioprof.measure.sample import MemorySample
 from ioprof.measure.steptiming import StepEvents, TimingEvent
 from ioprof.measure.storage import EmulatedStorage, check_storage
 

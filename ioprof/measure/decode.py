@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from ioprof.core.config import TARGET_REL_HALF_WIDTH, LoaderSetting
 from ioprof.core.results import CacheInfo, DecodeCeiling
 from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, ratio_interval
-from ioprof.datasets.sample import MemorySample
 from ioprof.measure.loader import Batch, make_loader
+from ioprof.measure.sample import MemorySample
 
 # At least this long and this many batches per worker before the interval may stop the probe.
 DECODE_PROBE_MIN_S = 2.0

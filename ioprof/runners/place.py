@@ -26,11 +26,11 @@ from ioprof.core.resultfile import to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, CandidateResult, PlaceResult
 from ioprof.core.thresholds import SPACE_HEADROOM
 from ioprof.datasets.dataset import Dataset
-from ioprof.datasets.sample import load_sample
 from ioprof.host.machine import memory_for_cache
 from ioprof.host.pagecache import FilesystemInfo, filesystem_of, keeps_pages
 from ioprof.measure.ceilings import compute_ceiling, decode_ceilings
 from ioprof.measure.compute import make_step
+from ioprof.measure.sample import load_sample
 from ioprof.measure.session import Progress, Session
 from ioprof.measure.storage import EmulatedStorage, probe_storage
 

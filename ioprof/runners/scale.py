@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ioprof.core.config import ScaleConfig
+from ioprof.core.config import ScaleConfig, run_length_for
 from ioprof.core.resultfile import from_jsonable, to_jsonable
 from ioprof.core.results import (
     SCHEMA_VERSION,
@@ -28,6 +28,9 @@ from ioprof.measure.ceilings import STORAGE_PROBE_MAX_FILES, first_line
 from ioprof.measure.session import Progress, Session
 from ioprof.measure.storage import StorageLost, probe_storage
 from ioprof.runners.torchrun import Launched, launch
+
+if TYPE_CHECKING:
+    import torch
 
 # The storage read alone before each rank count: at most this long (it stops earlier once its
 # bandwidth's interval is within ±5 %).
@@ -137,3 +140,59 @@ def run_scale(
             progress.measured(count)
             keep(result())
     return result()
+
+
+# -- under torchrun: every rank runs `ioprof scale`; rank 0 measures the storage and writes the report --
+
+
+class Silent:
+    """Progress of the ranks other than 0: rank 0 speaks for the job."""
+
+    def __call__(self, text: str) -> None:
+        return None
+
+    def measured(self, result: object, *, dataset: str = "", position: str = "", took_s: float = 0.0) -> None:
+        return None
+
+
+def in_this_job() -> Callable[[int, dict[str, Any], str], Launched]:
+    """Rank 0's ``start``: after its storage probe, the ranks of this very job run the count."""
+    import time
+
+    import torch.distributed as dist
+
+    from ioprof.runners import rank as rankworker
+
+    group: list[Any] = []
+
+    def start(n: int, cfg: dict[str, Any], name: str) -> Launched:
+        if not group:
+            group.append(rankworker.init_group(cfg))
+        dist.barrier(group=group[0])  # the others wait here while rank 0 read the storage alone
+        t0 = time.perf_counter()
+        gathered = rankworker.run_job(cfg, group[0]) or []
+        return Launched(True, "", sorted(gathered, key=lambda r: r["rank"]), time.perf_counter() - t0, None)
+
+    return start
+
+
+def follow(
+    config: ScaleConfig, dataset: Dataset, backend: str, device: torch.device, reason: str, command_line: str
+) -> int:
+    """A rank other than 0: run each regime's count with rank 0, which keeps the results."""
+    import torch.distributed as dist
+
+    from ioprof.measure.session import open_session
+    from ioprof.runners import rank as rankworker
+
+    run = run_length_for(device.type, config.compute, batch_size=config.batch_size,
+                         warmup_steps=config.warmup_steps, steps=config.steps)  # fmt: skip
+    session = open_session(command_line, device, reason, run, config.start_method)
+    group = None
+    for regime in config.cache:
+        cfg = rank_config(config, session, dataset, config.ranks[0], regime, backend)
+        if group is None:
+            group = rankworker.init_group(cfg)
+        dist.barrier(group=group)
+        rankworker.run_job(cfg, group)
+    return 0

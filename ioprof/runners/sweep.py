@@ -27,11 +27,11 @@ from ioprof.core.results import (
     TransferCeiling,
 )
 from ioprof.datasets.dataset import Dataset
-from ioprof.datasets.sample import MemorySample, load_sample
 from ioprof.host.telemetry import open_gpu_sampler
 from ioprof.measure.ceilings import compute_ceiling, decode_ceilings, first_line, storage_ceilings
 from ioprof.measure.cell import CellPlan, Failures, failed_cell, run_cell
 from ioprof.measure.compute import IMAGENET_CLASSES, TrainStep, make_step, probe_transfer
+from ioprof.measure.sample import MemorySample, load_sample
 from ioprof.measure.session import Progress, Session
 from ioprof.measure.storage import EmulatedStorage
 

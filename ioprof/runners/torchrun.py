@@ -1,6 +1,5 @@
 """Start N ranks under torchrun (``torch.distributed.run``) on this host and collect what rank 0
-gathered, or say why the ranks did not finish; and run ``ioprof scale`` itself as the ranks of a
-job torchrun started (``in_this_job``, ``follow``: one node of several, or this one).
+gathered, or say why the ranks did not finish; and tell whether torchrun started this process.
 
 torchrun is what users already run; its elastic agent watches the ranks and, when one dies,
 stops the others and prints a summary naming the first failure. That summary (or the rank's own
@@ -16,19 +15,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ioprof
-from ioprof.core.config import ScaleConfig, run_length_for
 from ioprof.runners.rank import RANK_ERROR_MARK
-
-if TYPE_CHECKING:
-    import torch
-
-    from ioprof.datasets.dataset import Dataset
 
 
 @dataclass(frozen=True)
@@ -132,57 +124,3 @@ def torchrun_world() -> tuple[int, int] | None:
     if "TORCHELASTIC_RUN_ID" not in os.environ or "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
         return None
     return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-
-
-class Silent:
-    """Progress of the ranks other than 0: rank 0 speaks for the job."""
-
-    def __call__(self, text: str) -> None:
-        return None
-
-    def measured(self, result: object, *, dataset: str = "", position: str = "", took_s: float = 0.0) -> None:
-        return None
-
-
-def in_this_job() -> Callable[[int, dict[str, Any], str], Launched]:
-    """Rank 0's ``start``: after its storage probe, the ranks of this very job run the count."""
-    import time
-
-    import torch.distributed as dist
-
-    from ioprof.runners import rank as rankworker
-
-    group: list[Any] = []
-
-    def start(n: int, cfg: dict[str, Any], name: str) -> Launched:
-        if not group:
-            group.append(rankworker.init_group(cfg))
-        dist.barrier(group=group[0])  # the others wait here while rank 0 read the storage alone
-        t0 = time.perf_counter()
-        gathered = rankworker.run_job(cfg, group[0]) or []
-        return Launched(True, "", sorted(gathered, key=lambda r: r["rank"]), time.perf_counter() - t0, None)
-
-    return start
-
-
-def follow(
-    config: ScaleConfig, dataset: Dataset, backend: str, device: torch.device, reason: str, command_line: str
-) -> int:
-    """A rank other than 0: run each regime's count with rank 0, which keeps the results."""
-    import torch.distributed as dist
-
-    from ioprof.measure.session import open_session
-    from ioprof.runners import rank as rankworker
-    from ioprof.runners.scale import rank_config
-
-    run = run_length_for(device.type, config.compute, batch_size=config.batch_size,
-                         warmup_steps=config.warmup_steps, steps=config.steps)  # fmt: skip
-    session = open_session(command_line, device, reason, run, config.start_method)
-    group = None
-    for regime in config.cache:
-        cfg = rank_config(config, session, dataset, config.ranks[0], regime, backend)
-        if group is None:
-            group = rankworker.init_group(cfg)
-        dist.barrier(group=group)
-        rankworker.run_job(cfg, group)
-    return 0

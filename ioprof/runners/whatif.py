@@ -26,7 +26,6 @@ from ioprof.core.resultfile import to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, AlternativeResult, CellResult, StorageCeiling, WhatifResult
 from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.discover import ImageList, describe
-from ioprof.datasets.sample import load_sample
 from ioprof.host.machine import memory_for_cache
 from ioprof.host.pagecache import filesystem_of, keeps_pages
 from ioprof.host.telemetry import open_gpu_sampler
@@ -34,6 +33,7 @@ from ioprof.measure.ceilings import compute_ceiling, first_line
 from ioprof.measure.cell import CellPlan, Failures, run_cell
 from ioprof.measure.compute import TrainStep, make_step
 from ioprof.measure.loader import make_loader
+from ioprof.measure.sample import load_sample
 from ioprof.measure.session import Progress, Session
 from ioprof.measure.storage import EmulatedStorage, probe_storage
 from ioprof.runners import pipelines as alt
