@@ -78,9 +78,18 @@ def compare(root: Path, name: str) -> list[dict]:
             ours.append(ioprof_img_per_s(root, workers, seed=r))
             theirs.append(plain_loop_img_per_s(root, workers, seed=r))
         o, t = sorted(ours)[1], sorted(theirs)[1]
-        rows.append({"data": name, "workers": workers, "ioprof_img_per_s": round(o, 1), "torchvision_img_per_s": round(t, 1),
-                     "ratio": round(o / t, 3), "within_goal": GOAL[0] <= o / t <= GOAL[1],
-                     "ioprof_runs": [round(x, 1) for x in ours], "torchvision_runs": [round(x, 1) for x in theirs]})  # fmt: skip
+        rows.append(
+            {
+                "data": name,
+                "workers": workers,
+                "ioprof_img_per_s": round(o, 1),
+                "torchvision_img_per_s": round(t, 1),
+                "ratio": round(o / t, 3),
+                "within_goal": GOAL[0] <= o / t <= GOAL[1],
+                "ioprof_runs": [round(x, 1) for x in ours],
+                "torchvision_runs": [round(x, 1) for x in theirs],
+            }
+        )
         print(
             f"{name:24s} workers={workers}: ioprof {o:7.1f} img/s   torchvision {t:7.1f} img/s   ratio {o / t:.3f}"
         )

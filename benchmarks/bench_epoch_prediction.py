@@ -50,8 +50,23 @@ def main() -> int:
                 generate(DatasetSpec(w, h, n), data)
             out = Path(tmp) / f"out-{w}x{h}"
             t0 = time.perf_counter()
-            p = subprocess.run([sys.executable, "-m", "ioprof", "profile", "--data", str(data), *extra, "--check-epoch",
-                                "--out", str(out)], env=env, capture_output=True, text=True)  # fmt: skip
+            p = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "ioprof",
+                    "profile",
+                    "--data",
+                    str(data),
+                    *extra,
+                    "--check-epoch",
+                    "--out",
+                    str(out),
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
             if p.returncode != 0:
                 print(p.stderr, file=sys.stderr)
                 return p.returncode
@@ -59,11 +74,21 @@ def main() -> int:
             cold = next(x for x in r["prediction"]["predictions"] if x["regime"] == "cold")
             m = r["measured_epoch"]
             error = r["prediction"]["check_error"]
-            rows.append({"config": name, "predicted_s": round(cold["total_s"], 2), "measured_s": round(m["seconds"], 2),
-                         "input_s": round(cold["input_s"], 2), "compute_s": round(cold["compute_s"], 2),
-                         "startup_s": round(cold["startup_s"], 3), "error": round(error, 4),
-                         "within_goal": abs(error) <= GOAL, "hooks_cost": round(r["prediction"]["hooks_cost"], 4),
-                         "top_layer": r["prediction"]["top_layer"], "wall_s": round(time.perf_counter() - t0, 1)})  # fmt: skip
+            rows.append(
+                {
+                    "config": name,
+                    "predicted_s": round(cold["total_s"], 2),
+                    "measured_s": round(m["seconds"], 2),
+                    "input_s": round(cold["input_s"], 2),
+                    "compute_s": round(cold["compute_s"], 2),
+                    "startup_s": round(cold["startup_s"], 3),
+                    "error": round(error, 4),
+                    "within_goal": abs(error) <= GOAL,
+                    "hooks_cost": round(r["prediction"]["hooks_cost"], 4),
+                    "top_layer": r["prediction"]["top_layer"],
+                    "wall_s": round(time.perf_counter() - t0, 1),
+                }
+            )
             print(
                 f"{name}: predicted {cold['total_s']:.1f} s, measured {m['seconds']:.1f} s, error {error:+.1%}",
                 flush=True,

@@ -43,8 +43,20 @@ def main() -> int:
         data = m.serve(DatasetSpec(500, 375, 400), "imagenet-like")
         plain = netfs.plain_read(data).bytes_per_s / 1e6
         shutil.rmtree(EXAMPLE, ignore_errors=True)
-        cmd = [sys.executable, "-m", "ioprof", "sweep", "--data", str(data), "--workers", "1,2,4",
-               "--compute", "sim:h100", "--out", str(EXAMPLE)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "ioprof",
+            "sweep",
+            "--data",
+            str(data),
+            "--workers",
+            "1,2,4",
+            "--compute",
+            "sim:h100",
+            "--out",
+            str(EXAMPLE),
+        ]
         t0 = time.perf_counter()
         p = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
         wall = time.perf_counter() - t0

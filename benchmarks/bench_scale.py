@@ -50,9 +50,28 @@ def main() -> int:
         link = plain.bytes_per_s
         rate = SHARE_PER_RANK * link / plain.mean_file_bytes
         shutil.rmtree(EXAMPLE, ignore_errors=True)
-        cmd = [sys.executable, "-m", "ioprof", "scale", "--data", str(data), "--compute", f"sim:{rate:.1f}",
-               "--ranks", "1,2,3", "--workers", "2", "--batch-size", "4", "--steps", "30", "--cache", "cold",
-               "--out", str(EXAMPLE)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "ioprof",
+            "scale",
+            "--data",
+            str(data),
+            "--compute",
+            f"sim:{rate:.1f}",
+            "--ranks",
+            "1,2,3",
+            "--workers",
+            "2",
+            "--batch-size",
+            "4",
+            "--steps",
+            "30",
+            "--cache",
+            "cold",
+            "--out",
+            str(EXAMPLE),
+        ]
         t0 = time.perf_counter()
         p = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True)
         wall = time.perf_counter() - t0

@@ -39,8 +39,16 @@ TARGET = 0.15
 def fio_read_mb_per_s(paths: list[str], jobs: int) -> float:
     """fio, buffered psync reads of whole files (64 KiB blocks: fio needs bs ≤ file size), split across ``jobs`` jobs."""
     evict(paths)
-    lines = ["[global]", "rw=read", "bs=64k", "ioengine=psync", "direct=0", "invalidate=1",
-             "file_service_type=sequential", "group_reporting=1"]  # fmt: skip
+    lines = [
+        "[global]",
+        "rw=read",
+        "bs=64k",
+        "ioengine=psync",
+        "direct=0",
+        "invalidate=1",
+        "file_service_type=sequential",
+        "group_reporting=1",
+    ]
     lines.append(f"directory={Path(paths[0]).parent}")  # fio caps an option at 4096 characters
     for j in range(jobs):
         mine = paths[j::jobs]
@@ -66,9 +74,16 @@ def compare(paths: list[str], where: str) -> list[dict]:
         ours = [probe_storage(paths, c, fs, "cold", seed=i).read_mb_per_s for i in range(3)]
         theirs = [fio_read_mb_per_s(paths, c) for _ in range(3)]
         o, t = sorted(ours)[1], sorted(theirs)[1]  # medians of three, taken side by side
-        rows.append({"where": where, "concurrency": c, "ioprof_mb_per_s": round(o, 2),
-                     "fio_mb_per_s": round(t, 2), "ratio": round(o / t, 3),
-                     "within_target": abs(o / t - 1) <= TARGET})  # fmt: skip
+        rows.append(
+            {
+                "where": where,
+                "concurrency": c,
+                "ioprof_mb_per_s": round(o, 2),
+                "fio_mb_per_s": round(t, 2),
+                "ratio": round(o / t, 3),
+                "within_target": abs(o / t - 1) <= TARGET,
+            }
+        )
         print(f"{where:28s} readers={c}: ioprof {o:8.1f} MB/s   fio {t:8.1f} MB/s   ratio {o / t:.3f}")
     return rows
 

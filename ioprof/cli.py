@@ -18,8 +18,19 @@ from ioprof.core.errors import IoprofError
 
 # Subcommands in the order ``ioprof --help`` lists them; each is ioprof.commands.<name>.
 COMMANDS = (
-    "sweep", "run", "whatif", "profile", "scale", "devices", "probe", "place", "compare", "gen", "report", "env",
-)  # fmt: skip
+    "sweep",
+    "run",
+    "whatif",
+    "profile",
+    "scale",
+    "devices",
+    "probe",
+    "place",
+    "compare",
+    "gen",
+    "report",
+    "env",
+)
 
 
 def _module(name: str) -> ModuleType:

@@ -100,10 +100,18 @@ def decode(loader: str, workers: int, img_per_s: float, batches: int = 40, batch
     span = batch / img_per_s
     memory = CacheInfo("memory", 1.0, True, "in-process", "")
     return DecodeCeiling(
-        loader, workers, img_per_s, batch * batches, span * batches, memory,
-        batch_images=(batch,) * batches, batch_s=(span,) * batches, sample_files=100, sample_bytes=10**7,
+        loader,
+        workers,
+        img_per_s,
+        batch * batches,
+        span * batches,
+        memory,
+        batch_images=(batch,) * batches,
+        batch_s=(span,) * batches,
+        sample_files=100,
+        sample_bytes=10**7,
         stopped_by="interval",
-    )  # fmt: skip
+    )
 
 
 def compute(img_per_s: float, simulated: bool = True) -> ComputeCeiling:

@@ -72,8 +72,25 @@ class NetMount:
         self.sshfs.wait(timeout=10)
 
     def set_rate(self, rate_mbit: float) -> None:
-        _run("ip", "netns", "exec", self.netns, "tc", "qdisc", "change", "dev", "lo", "root", "tbf",
-             "rate", f"{rate_mbit}mbit", "burst", BURST, "latency", "400ms")  # fmt: skip
+        _run(
+            "ip",
+            "netns",
+            "exec",
+            self.netns,
+            "tc",
+            "qdisc",
+            "change",
+            "dev",
+            "lo",
+            "root",
+            "tbf",
+            "rate",
+            f"{rate_mbit}mbit",
+            "burst",
+            BURST,
+            "latency",
+            "400ms",
+        )
         self.rate_mbit = rate_mbit
 
 
@@ -129,8 +146,25 @@ def net_mount(workdir: Path, rate_mbit: float) -> Iterator[NetMount]:
         _run("ip", "netns", "add", netns)
         made_ns = True
         _run("ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up")
-        _run("ip", "netns", "exec", netns, "tc", "qdisc", "add", "dev", "lo", "root", "tbf",
-             "rate", f"{rate_mbit}mbit", "burst", BURST, "latency", "400ms")  # fmt: skip
+        _run(
+            "ip",
+            "netns",
+            "exec",
+            netns,
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            "lo",
+            "root",
+            "tbf",
+            "rate",
+            f"{rate_mbit}mbit",
+            "burst",
+            BURST,
+            "latency",
+            "400ms",
+        )
         sshd_bin = shutil.which("sshd") or "/usr/sbin/sshd"
         sshd = subprocess.Popen(
             ["ip", "netns", "exec", netns, sshd_bin, "-D", "-e", "-f", str(config)],

@@ -42,9 +42,20 @@ def verdicts(data: dict) -> set[tuple[str, str]]:
 @pytest.mark.slow
 def test_slow_emulated_storage_with_fast_compute_is_storage(small_set: Path, tmp_path: Path) -> None:
     data = sweep(
-        "--data", str(small_set), "--loaders", "multiprocess", "--workers", "2", "--compute", "sim:5000",
-        "--storage-profile", "custom:0.3", *SMALL_STEPS, "--out", str(tmp_path / "o"),
-    )  # fmt: skip
+        "--data",
+        str(small_set),
+        "--loaders",
+        "multiprocess",
+        "--workers",
+        "2",
+        "--compute",
+        "sim:5000",
+        "--storage-profile",
+        "custom:0.3",
+        *SMALL_STEPS,
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert verdicts(data) == {("storage", "highly")}
     cell = data["cells"][0]
     assert data["ceilings"][0]["storage"][0]["emulated"] == "custom:0.3:0"
@@ -56,9 +67,18 @@ def test_slow_emulated_storage_with_fast_compute_is_storage(small_set: Path, tmp
 @pytest.mark.slow
 def test_one_worker_on_large_images_with_fast_compute_is_decode(large_set: Path, tmp_path: Path) -> None:
     data = sweep(
-        "--data", str(large_set), "--loaders", "multiprocess", "--workers", "1", "--compute", "sim:5000",
-        *SMALL_STEPS, "--out", str(tmp_path / "o"),
-    )  # fmt: skip
+        "--data",
+        str(large_set),
+        "--loaders",
+        "multiprocess",
+        "--workers",
+        "1",
+        "--compute",
+        "sim:5000",
+        *SMALL_STEPS,
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert verdicts(data) == {("decode", "highly")}
     adv = data["analysis"]["advice"][0]
     assert adv["workers_needed"] is None and adv["workers_estimated"] > 1
@@ -88,9 +108,13 @@ def test_storage_probe_measures_a_real_throttle_within_15_percent(throttled_set,
         "for c in (1, 4)]))"
     )
     p = subprocess.run(
-        [sys.executable, "-c", script, str(root)], capture_output=True, text=True, preexec_fn=disk.join,
-        env={**os.environ, "PYTHONPATH": str(REPO)}, check=True,
-    )  # fmt: skip
+        [sys.executable, "-c", script, str(root)],
+        capture_output=True,
+        text=True,
+        preexec_fn=disk.join,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+    )
     for mb_per_s in json.loads(p.stdout):
         assert mb_per_s == pytest.approx(4.0, rel=0.15)
 
@@ -100,9 +124,19 @@ def test_storage_probe_measures_a_real_throttle_within_15_percent(throttled_set,
 def test_sweep_on_real_slow_storage_blames_storage(throttled_set, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     disk, root = throttled_set
     data = sweep(
-        "--data", str(root), "--loaders", "multiprocess", "--workers", "2", "--compute", "sim:2000",
-        *SMALL_STEPS, "--out", str(tmp_path / "o"), preexec=disk.join,
-    )  # fmt: skip
+        "--data",
+        str(root),
+        "--loaders",
+        "multiprocess",
+        "--workers",
+        "2",
+        "--compute",
+        "sim:2000",
+        *SMALL_STEPS,
+        "--out",
+        str(tmp_path / "o"),
+        preexec=disk.join,
+    )
     assert verdicts(data) == {("storage", "highly")}
     cell = data["cells"][0]
     assert cell["cache"]["verified"] and cell["fetched"]["method"] == "block-io"
@@ -122,9 +156,25 @@ def test_probe_counts_fetched_bytes_unthrottled(small_set: Path) -> None:
 @pytest.mark.parametrize("regime", ["cold", "warm"])
 def test_cells_count_bytes_from_storage_per_regime(large_set: Path, tmp_path: Path, regime: str) -> None:
     data = sweep(
-        "--data", str(large_set), "--loaders", "serial,multiprocess", "--workers", "2", "--compute", "sim:2000",
-        "--cache", regime, "--batch-size", "4", "--steps", "3", "--warmup-steps", "0", "--out", str(tmp_path / "o"),
-    )  # fmt: skip
+        "--data",
+        str(large_set),
+        "--loaders",
+        "serial,multiprocess",
+        "--workers",
+        "2",
+        "--compute",
+        "sim:2000",
+        "--cache",
+        regime,
+        "--batch-size",
+        "4",
+        "--steps",
+        "3",
+        "--warmup-steps",
+        "0",
+        "--out",
+        str(tmp_path / "o"),
+    )
     for c in data["cells"]:
         cache, fetched, read = c["cache"], c["fetched"]["bytes"], c["requested_bytes"]
         assert cache["regime"] == regime and cache["verified"], cache
@@ -145,9 +195,21 @@ def test_an_emulated_profile_faster_than_the_real_device_is_said(throttled_set, 
     memory), and the report says the real device is slower than the profile."""
     disk, root = throttled_set
     data = sweep(
-        "--data", str(root), "--loaders", "multiprocess", "--workers", "2", "--compute", "sim:2000",
-        "--storage-profile", "nvme", *SMALL_STEPS, "--out", str(tmp_path / "o"), preexec=disk.join,
-    )  # fmt: skip
+        "--data",
+        str(root),
+        "--loaders",
+        "multiprocess",
+        "--workers",
+        "2",
+        "--compute",
+        "sim:2000",
+        "--storage-profile",
+        "nvme",
+        *SMALL_STEPS,
+        "--out",
+        str(tmp_path / "o"),
+        preexec=disk.join,
+    )
     cell = data["cells"][0]
     assert cell["fetched"]["method"] == "emulated" and cell["cache"]["regime"] == "memory"
     assert (

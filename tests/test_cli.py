@@ -35,8 +35,18 @@ def ioprof(
 def test_sweep_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "run"
     # a step far slower than any loader here (sim:10, 0.4 s a batch of 4): every cell must be compute-bound
-    p = ioprof("sweep", "--workers", "2", "--resolutions", "64x48,256x192", *TINY, "--compute", "sim:10",
-               "--out", str(out))  # fmt: skip
+    p = ioprof(
+        "sweep",
+        "--workers",
+        "2",
+        "--resolutions",
+        "64x48,256x192",
+        *TINY,
+        "--compute",
+        "sim:10",
+        "--out",
+        str(out),
+    )
     assert p.returncode == 0, p.stderr
     data = json.loads((out / "results.json").read_text())
     cells = {(c["dataset"], c["loader"], c["workers"]) for c in data["cells"]}

@@ -19,7 +19,17 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 # 2 workers on 2 cores decode the 1024x768 set at about 200 img/s, on one core at about 100: a
 # simulated step of 140 img/s keeps the two-core runs compute-bound (steady: a repeat stays within
 # the noise) and makes the one-core run wait for data.
-SIM = ["--no-probe", "--loaders", "multiprocess", "--compute", "sim:140", "--seconds", "3", "--batch-size", "4"]
+SIM = [
+    "--no-probe",
+    "--loaders",
+    "multiprocess",
+    "--compute",
+    "sim:140",
+    "--seconds",
+    "3",
+    "--batch-size",
+    "4",
+]
 
 
 def ioprof(*args: str) -> subprocess.CompletedProcess[str]:
@@ -33,8 +43,9 @@ def test_cells_are_matched_exactly_then_by_loader_in_worker_order() -> None:
     b = [cell("serial", 0), cell("multiprocess", 2)]
     pairs, unmatched = match(a, b)
     assert [(x.setting.label, y.setting.label) for x, y in pairs] == [
-        ("serial (in-process)", "serial (in-process)"), ("1 worker", "2 workers"),
-    ]  # fmt: skip
+        ("serial (in-process)", "serial (in-process)"),
+        ("1 worker", "2 workers"),
+    ]
     assert unmatched == []
 
 
@@ -50,8 +61,19 @@ def test_a_change_counts_only_beyond_both_intervals_and_the_minimum_effect() -> 
 
 
 def _sweep(data: Path, out: Path, workers: str, *, cores: str | None = None) -> None:
-    cmd = [sys.executable, "-m", "ioprof", "sweep", "--data", str(data), "--workers", workers, *SIM,
-           "--out", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "ioprof",
+        "sweep",
+        "--data",
+        str(data),
+        "--workers",
+        workers,
+        *SIM,
+        "--out",
+        str(out),
+    ]
     if cores is not None:  # the same command on fewer cores: only the environment changed
         cmd = ["taskset", "-c", cores, *cmd]
     p = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
@@ -59,7 +81,9 @@ def _sweep(data: Path, out: Path, workers: str, *, cores: str | None = None) -> 
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("taskset") is None or len(os.sched_getaffinity(0)) < 2, reason="needs taskset, 2 cores")
+@pytest.mark.skipif(
+    shutil.which("taskset") is None or len(os.sched_getaffinity(0)) < 2, reason="needs taskset, 2 cores"
+)
 def test_one_core_instead_of_two_is_slower_and_a_repeat_is_not(large_set: Path, tmp_path: Path) -> None:
     """The same sweep (2 workers, sim:600) three times: again, and under ``taskset -c 0``. The
     options are equal in all three; only a declared repeat may set the noise floor."""
@@ -67,8 +91,12 @@ def test_one_core_instead_of_two_is_slower_and_a_repeat_is_not(large_set: Path, 
     _sweep(large_set, tmp_path / "again", "2")
     _sweep(large_set, tmp_path / "onecore", "2", cores="0")
     _sweep(large_set, tmp_path / "one", "1")
-    p = ioprof("compare", *(str(tmp_path / n) for n in ("two", "again", "onecore", "one")), "--out",
-               str(tmp_path / "c"))  # fmt: skip
+    p = ioprof(
+        "compare",
+        *(str(tmp_path / n) for n in ("two", "again", "onecore", "one")),
+        "--out",
+        str(tmp_path / "c"),
+    )
     assert p.returncode == 4, p.stdout + p.stderr  # slower beyond the noise: the CI gate
     data = json.loads((tmp_path / "c" / "comparison.json").read_text())
     again, onecore, one = data["runs"]
@@ -87,8 +115,15 @@ def test_one_core_instead_of_two_is_slower_and_a_repeat_is_not(large_set: Path, 
     assert "Outcome (exit code 4)" in report and "@" not in report.split("Verdict:")[1].splitlines()[0]
     assert (tmp_path / "c" / "compare.png").stat().st_size > 5_000
     # the repeat declared: it sets the floor where it spread wider than 10 %, and is not compared as a run
-    p = ioprof("compare", str(tmp_path / "two"), str(tmp_path / "onecore"), "--repeat", str(tmp_path / "again"),
-               "--out", str(tmp_path / "c2"))  # fmt: skip
+    p = ioprof(
+        "compare",
+        str(tmp_path / "two"),
+        str(tmp_path / "onecore"),
+        "--repeat",
+        str(tmp_path / "again"),
+        "--out",
+        str(tmp_path / "c2"),
+    )
     data = json.loads((tmp_path / "c2" / "comparison.json").read_text())
     assert data["repeats"] == 1 and len(data["runs"]) == 1 and p.returncode == 4
     # the repeat alone against the reference: nothing slower, exit 0

@@ -27,16 +27,32 @@ def test_simulated_step_waits_batch_over_rate_exactly() -> None:
     before = clock.now
     step(torch.zeros(8, 3, 4, 4), torch.zeros(8))
     assert clock.now - before == pytest.approx(8 / 400)
-    ceiling = probe_compute(step, parse_compute("sim:400"), "x", torch.device("cpu"), batch_size=8, crop_px=4,
-                            warmup_steps=1, clock=clock)  # fmt: skip
+    ceiling = probe_compute(
+        step,
+        parse_compute("sim:400"),
+        "x",
+        torch.device("cpu"),
+        batch_size=8,
+        crop_px=4,
+        warmup_steps=1,
+        clock=clock,
+    )
     assert ceiling.img_per_s == pytest.approx(400.0)
     assert ceiling.simulated and ceiling.model == "simulated"
 
 
 def test_simulated_compute_holds_its_rate_within_5_percent() -> None:
     spec = parse_compute("sim:400")
-    ceiling = probe_compute(SimulatedStep(spec), spec, "x", torch.device("cpu"), batch_size=8, crop_px=8,
-                            warmup_steps=1, min_steps=20)  # fmt: skip
+    ceiling = probe_compute(
+        SimulatedStep(spec),
+        spec,
+        "x",
+        torch.device("cpu"),
+        batch_size=8,
+        crop_px=8,
+        warmup_steps=1,
+        min_steps=20,
+    )
     assert ceiling.img_per_s == pytest.approx(400.0, rel=0.05)
 
 
@@ -82,8 +98,17 @@ def test_simulated_step_learns_to_cancel_a_late_wakeup() -> None:
     spec = parse_compute("sim:2800")
     step = SimulatedStep(spec, clock=clock, sleep=clock.sleep)
     assert step._overshoot_s == pytest.approx(0.0, abs=1e-9)  # calibrated on punctual sleeps
-    ceiling = probe_compute(step, spec, "x", torch.device("cpu"), batch_size=8, crop_px=4, warmup_steps=30,
-                            min_steps=100, clock=clock)  # fmt: skip
+    ceiling = probe_compute(
+        step,
+        spec,
+        "x",
+        torch.device("cpu"),
+        batch_size=8,
+        crop_px=4,
+        warmup_steps=30,
+        min_steps=100,
+        clock=clock,
+    )
     assert ceiling.img_per_s == pytest.approx(2800.0, rel=0.005)  # without learning: 2800 → 2712
 
 
@@ -128,5 +153,12 @@ def test_out_of_memory_names_a_batch_size_that_fits() -> None:
     assert largest_fitting_batch(_OomAbove(24), 100, 8, torch.device("cpu")) == 12
     assert largest_fitting_batch(_OomAbove(0), 100, 8, torch.device("cpu")) is None
     with pytest.raises(IoprofError, match=r"--batch-size 100: CUDA out of memory .* use --batch-size 12"):
-        probe_compute(_OomAbove(24), parse_compute("real"), "x", torch.device("cpu"), batch_size=100, crop_px=8,
-                      warmup_steps=1)  # fmt: skip
+        probe_compute(
+            _OomAbove(24),
+            parse_compute("real"),
+            "x",
+            torch.device("cpu"),
+            batch_size=100,
+            crop_px=8,
+            warmup_steps=1,
+        )

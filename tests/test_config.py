@@ -68,9 +68,21 @@ def test_run_length_defaults_by_device() -> None:
     assert cfg.run_length("cuda") == CUDA_RUN_LENGTH
     assert SweepConfig(compute=parse_compute("sim:h100")).run_length("cpu") == CPU_SIM_RUN_LENGTH
     mine = SweepConfig(batch_size=3, steps=7, warmup_steps=0, seconds=2.5).run_length("cpu")
-    assert (mine.batch_size, mine.min_steps, mine.max_steps, mine.warmup_steps, mine.max_seconds, mine.fixed) == (
-        3, 7, 7, 0, 2.5, True,
-    )  # fmt: skip
+    assert (
+        mine.batch_size,
+        mine.min_steps,
+        mine.max_steps,
+        mine.warmup_steps,
+        mine.max_seconds,
+        mine.fixed,
+    ) == (
+        3,
+        7,
+        7,
+        0,
+        2.5,
+        True,
+    )
     # --steps alone: exactly that many steps, no time cap; the default: until the interval or the cap
     assert SweepConfig(steps=4).run_length("cpu").max_seconds is None
     assert not cfg.run_length("cpu").fixed and cfg.run_length("cpu").target_rel_half_width == 0.05
@@ -91,8 +103,10 @@ def test_a_loader_setting_has_one_key_and_one_label() -> None:
         with pytest.raises(ValueError):
             LoaderSetting(*bad)
     assert SweepConfig(loaders=("multiprocess", "serial"), workers=(2, 1)).settings() == (
-        LoaderSetting.serial(), LoaderSetting.multiprocess(2), LoaderSetting.multiprocess(1),
-    )  # fmt: skip
+        LoaderSetting.serial(),
+        LoaderSetting.multiprocess(2),
+        LoaderSetting.multiprocess(1),
+    )
 
 
 @pytest.mark.parametrize(

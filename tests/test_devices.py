@@ -63,8 +63,9 @@ def test_a_cell_too_slow_for_the_time_allowed_is_skipped_with_what_it_needs() ->
 
 
 def test_ddp_over_two_gloo_ranks_times_every_step(tmp_path: Path) -> None:
-    c = measure_ddp("lenet5", 16, 2, backend="gloo", steps=8, workdir=tmp_path, seed=0, timeout_s=180,
-                    threads_per_rank=1)  # fmt: skip
+    c = measure_ddp(
+        "lenet5", 16, 2, backend="gloo", steps=8, workdir=tmp_path, seed=0, timeout_s=180, threads_per_rank=1
+    )
     assert c.measured, c.why_not
     assert (c.devices, c.samples_per_step, len(c.step_s)) == (2, 32, 8)
     assert all(s > 0 for s in c.step_s)
@@ -74,9 +75,26 @@ def test_ddp_over_two_gloo_ranks_times_every_step(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_the_command_measures_the_cpu_rows_and_reports_the_rest(tmp_path: Path) -> None:
     out = tmp_path / "o"
-    p = subprocess.run([sys.executable, "-m", "ioprof", "devices", "--models", "mlp,lenet5,lstm", "--batch-sizes",
-                        "8,32", "--seconds", "3", "--out", str(out)], capture_output=True, text=True, env=ENV,
-                       timeout=300)  # fmt: skip
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ioprof",
+            "devices",
+            "--models",
+            "mlp,lenet5,lstm",
+            "--batch-sizes",
+            "8,32",
+            "--seconds",
+            "3",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     r = resultfile.load(out)
     assert isinstance(r, DevicesResult)

@@ -66,8 +66,15 @@ def test_collate_carries_failures_bytes_and_lost_storage_back() -> None:
 
 def test_multiprocess_loader_survives_bad_files() -> None:
     images = find_images(FIXTURES)
-    dl = make_loader(images.paths, images.labels, setting=LoaderSetting.multiprocess(2), crop_px=32, batch_size=5,
-                     num_samples=30, seed=0)  # fmt: skip
+    dl = make_loader(
+        images.paths,
+        images.labels,
+        setting=LoaderSetting.multiprocess(2),
+        crop_px=32,
+        batch_size=5,
+        num_samples=30,
+        seed=0,
+    )
     n_ok = n_bad = 0
     for batch in dl:
         n_ok += 0 if batch.images is None else batch.images.shape[0]
@@ -78,8 +85,16 @@ def test_multiprocess_loader_survives_bad_files() -> None:
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_the_workers_are_found_whatever_their_start_method(small_set: Path, method: str) -> None:
     images = find_images(small_set)
-    dl = make_loader(images.paths, images.labels, setting=LoaderSetting.multiprocess(2), crop_px=32,
-                     batch_size=4, num_samples=16, seed=0, start_method=method)  # fmt: skip
+    dl = make_loader(
+        images.paths,
+        images.labels,
+        setting=LoaderSetting.multiprocess(2),
+        crop_px=32,
+        batch_size=4,
+        num_samples=16,
+        seed=0,
+        start_method=method,
+    )
     it = iter(dl)
     next(it)
     pids = worker_pids(it)

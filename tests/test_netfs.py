@@ -46,10 +46,27 @@ def test_data_on_a_slow_network_filesystem_is_storage_bound(mount: netfs.NetMoun
     assert 0.5 * RATE_MBIT / 8 < plain < 1.1 * RATE_MBIT / 8  # the link is what limits a plain reader
     out = tmp_path / "o"
     p = subprocess.run(
-        [sys.executable, "-m", "ioprof", "sweep", "--data", str(data), "--workers", "2", "--loaders", "multiprocess",
-         "--compute", "sim:h100", "--out", str(out)],
-        capture_output=True, text=True, env=ENV, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ioprof",
+            "sweep",
+            "--data",
+            str(data),
+            "--workers",
+            "2",
+            "--loaders",
+            "multiprocess",
+            "--compute",
+            "sim:h100",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads((out / "results.json").read_text())
     (cell,) = r["cells"]
@@ -86,11 +103,35 @@ def test_place_moves_data_off_a_mount_that_drops_its_pages(mount: netfs.NetMount
     local.mkdir()
     out = tmp_path / "o"
     p = subprocess.run(
-        [sys.executable, "-m", "ioprof", "place", "--data", str(mount.mountpoint / "data"), "--candidates",
-         str(local), "--workers", "2", "--compute", "sim:200", "--model", "tiny", "--crop-px", "32",
-         "--batch-size", "8", "--epochs", "10", "--out", str(out)],
-        capture_output=True, text=True, env=ENV, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ioprof",
+            "place",
+            "--data",
+            str(mount.mountpoint / "data"),
+            "--candidates",
+            str(local),
+            "--workers",
+            "2",
+            "--compute",
+            "sim:200",
+            "--model",
+            "tiny",
+            "--crop-px",
+            "32",
+            "--batch-size",
+            "8",
+            "--epochs",
+            "10",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads((out / "results.json").read_text())
     current = next(c for c in r["candidates"] if c["kind"] == "current")
@@ -110,10 +151,29 @@ def test_a_mount_that_vanishes_mid_run_is_one_line_and_keeps_finished_cells(tmp_
         os.sync()
         out = tmp_path / "o"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "ioprof", "sweep", "--data", str(m.mountpoint / "data"), "--workers", "1,2",
-             "--loaders", "multiprocess", "--compute", "sim:h100", "--seconds", "4", "--out", str(out)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "ioprof",
+                "sweep",
+                "--data",
+                str(m.mountpoint / "data"),
+                "--workers",
+                "1,2",
+                "--loaders",
+                "multiprocess",
+                "--compute",
+                "sim:h100",
+                "--seconds",
+                "4",
+                "--out",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
         assert proc.stderr is not None
         seen = []
         for line in proc.stderr:
@@ -144,11 +204,31 @@ def test_whatif_credits_the_storage_move_to_the_storage(mount: netfs.NetMount, t
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     p = subprocess.run(
-        [sys.executable, "-m", "ioprof", "whatif", "--data", str(mount.mountpoint / "data"), "--workers", "2",
-         "--compute", "sim:h100", "--seconds", "2", "--sample-images", "60", "--scratch", str(scratch),
-         "--out", str(out)],
-        capture_output=True, text=True, env=ENV, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ioprof",
+            "whatif",
+            "--data",
+            str(mount.mountpoint / "data"),
+            "--workers",
+            "2",
+            "--compute",
+            "sim:h100",
+            "--seconds",
+            "2",
+            "--sample-images",
+            "60",
+            "--scratch",
+            str(scratch),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads((out / "results.json").read_text())
     ranked = {x["name"]: x for x in r["ranking"]["ranked"]}

@@ -26,8 +26,14 @@ SMALL = ["--workers", "1,2", "--batch-size", "4", "--model", "tiny", "--crop-px"
 
 
 def place(*args: str, preexec=None) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
-    return subprocess.run([sys.executable, "-m", "ioprof", "place", *args], capture_output=True, text=True,
-                          env=ENV, timeout=600, preexec_fn=preexec)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "ioprof", "place", *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+        preexec_fn=preexec,
+    )
 
 
 def leftovers(*folders: Path) -> list[Path]:
@@ -35,19 +41,41 @@ def leftovers(*folders: Path) -> list[Path]:
 
 
 def _candidate(label: str, kind: str, img_per_s: float, write: float | None = None) -> CandidateResult:
-    return CandidateResult(label, label, kind, "ok", "", "ext4", "/dev/x", False, 100, 10**7, write,
-                           (storage(1, img_per_s / 4), storage(4, img_per_s)))  # fmt: skip
+    return CandidateResult(
+        label,
+        label,
+        kind,
+        "ok",
+        "",
+        "ext4",
+        "/dev/x",
+        False,
+        100,
+        10**7,
+        write,
+        (storage(1, img_per_s / 4), storage(4, img_per_s)),
+    )
 
 
 def test_decision_logic_on_hand_built_measurements() -> None:
     from builders import MACHINE, RUN, decode
 
     result = PlaceResult(
-        schema_version=SCHEMA_VERSION, kind="place", run=RUN, machine=MACHINE, config={},
-        dataset=dataset_info(mean_bytes=100_000.0, files=10_000), ram_available_bytes=10**6, epochs=10,
-        compute=compute(1000.0), decode=(decode("multiprocess", 1, 300.0), decode("multiprocess", 4, 1200.0)),
-        candidates=(_candidate("current location", "current", 500.0), _candidate("/fast", "candidate", 5000.0, 100.0)),
-    )  # fmt: skip
+        schema_version=SCHEMA_VERSION,
+        kind="place",
+        run=RUN,
+        machine=MACHINE,
+        config={},
+        dataset=dataset_info(mean_bytes=100_000.0, files=10_000),
+        ram_available_bytes=10**6,
+        epochs=10,
+        compute=compute(1000.0),
+        decode=(decode("multiprocess", 1, 300.0), decode("multiprocess", 4, 1200.0)),
+        candidates=(
+            _candidate("current location", "current", 500.0),
+            _candidate("/fast", "candidate", 5000.0, 100.0),
+        ),
+    )
     r = conclude(result)
     cur, fast = r.decisions
     assert (cur.predicted_img_per_s, cur.limited_by, cur.keeps_busy) == (500.0, "storage", False)
@@ -76,11 +104,18 @@ def _two_places(ram: int, current_keeps_pages: bool | None = True) -> PlaceResul
 
     current = replace(_candidate("current location", "current", 500.0), keeps_pages=current_keeps_pages)
     return PlaceResult(
-        schema_version=SCHEMA_VERSION, kind="place", run=RUN, machine=MACHINE, config={},
-        dataset=dataset_info(mean_bytes=100_000.0, files=10_000), ram_available_bytes=ram, epochs=10,
-        compute=compute(1000.0), decode=(decode("multiprocess", 4, 1200.0),),
+        schema_version=SCHEMA_VERSION,
+        kind="place",
+        run=RUN,
+        machine=MACHINE,
+        config={},
+        dataset=dataset_info(mean_bytes=100_000.0, files=10_000),
+        ram_available_bytes=ram,
+        epochs=10,
+        compute=compute(1000.0),
+        decode=(decode("multiprocess", 4, 1200.0),),
         candidates=(current, _candidate("/fast", "candidate", 5000.0, 20.0)),
-    )  # fmt: skip
+    )
 
 
 def test_one_decision_from_which_epochs_read_the_storage() -> None:
@@ -88,7 +123,9 @@ def test_one_decision_from_which_epochs_read_the_storage() -> None:
     # fits in RAM, pages kept: only the first epoch reads the storage (20 s there, 10 s on /fast)
     r = conclude(_two_places(ram=10**12))
     cur, fast = r.decisions
-    assert cur.reading_epochs == 1 and fast.saved_s == pytest.approx(10.0) and fast.copy_s == pytest.approx(50.0)
+    assert (
+        cur.reading_epochs == 1 and fast.saved_s == pytest.approx(10.0) and fast.copy_s == pytest.approx(50.0)
+    )
     assert fast.copy_pays_off is False
     assert r.recommendation is not None and r.recommendation.action == "keep-copy-does-not-pay"
     text = words.recommendation(r.recommendation)
@@ -112,11 +149,18 @@ def test_a_candidate_that_cannot_hold_the_whole_dataset_is_never_recommended() -
     small = replace(_candidate("/dev/shm", "candidate", 5000.0, 100.0), free_bytes=200_000_000)
     roomy = replace(_candidate("/nvme", "candidate", 2000.0, 100.0), free_bytes=50 * 10**9)
     result = PlaceResult(
-        schema_version=SCHEMA_VERSION, kind="place", run=RUN, machine=MACHINE, config={},
-        dataset=dataset_info(mean_bytes=100_000.0, files=10_000), ram_available_bytes=10**6, epochs=10,
-        compute=compute(1000.0), decode=(decode("multiprocess", 4, 1200.0),),
+        schema_version=SCHEMA_VERSION,
+        kind="place",
+        run=RUN,
+        machine=MACHINE,
+        config={},
+        dataset=dataset_info(mean_bytes=100_000.0, files=10_000),
+        ram_available_bytes=10**6,
+        epochs=10,
+        compute=compute(1000.0),
+        decode=(decode("multiprocess", 4, 1200.0),),
         candidates=(_candidate("current location", "current", 500.0), small, roomy),
-    )  # fmt: skip
+    )
     r = conclude(result)
     by = {d.label: d for d in r.decisions}
     assert by["/dev/shm"].fits is False and by["/nvme"].fits is True
@@ -147,8 +191,19 @@ def test_unusable_candidates_are_reported_not_fatal(small_set: Path, tmp_path: P
 def test_fast_and_slow_candidates(small_set: Path, tmp_path: Path) -> None:
     fast = tmp_path / "fast"
     fast.mkdir()
-    p = place("--data", str(small_set), "--candidates", f"{fast},{tmp_path / 'missing'}",
-              "--storage-profile", "custom:0.05", "--compute", "sim:200", *SMALL, "--out", str(tmp_path / "o"))  # fmt: skip
+    p = place(
+        "--data",
+        str(small_set),
+        "--candidates",
+        f"{fast},{tmp_path / 'missing'}",
+        "--storage-profile",
+        "custom:0.05",
+        "--compute",
+        "sim:200",
+        *SMALL,
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert p.returncode == 0, p.stderr
     data = json.loads((tmp_path / "o" / "results.json").read_text())
     by = {d["label"]: d for d in data["decisions"]}
@@ -170,7 +225,9 @@ needs_root = pytest.mark.skipif(bool(slowdisk.unavailable()), reason=slowdisk.un
 
 @pytest.mark.root
 @needs_root
-def test_on_real_slow_storage_the_move_pays_only_where_every_epoch_reads_it(small_set: Path, tmp_path: Path) -> None:
+def test_on_real_slow_storage_the_move_pays_only_where_every_epoch_reads_it(
+    small_set: Path, tmp_path: Path
+) -> None:
     """A throttled ext4 (0.5 MB/s) and a fast folder. The small set fits in RAM and ext4 keeps read
     pages: only the first epoch reads the slow disk, the copy does not pay, keep it. With --ram 0
     (a training machine whose page cache cannot hold it) every epoch does, and the move pays."""
@@ -182,8 +239,19 @@ def test_on_real_slow_storage_the_move_pays_only_where_every_epoch_reads_it(smal
         shutil.copytree(small_set, data_dir)
         os.sync()
         for name, ram in (("fits", []), ("not", ["--ram", "0"])):
-            p = place("--data", str(data_dir), "--candidates", str(fast), "--compute", "sim:300", *SMALL, *ram,
-                      "--out", str(tmp_path / name), preexec=disk.join)  # fmt: skip
+            p = place(
+                "--data",
+                str(data_dir),
+                "--candidates",
+                str(fast),
+                "--compute",
+                "sim:300",
+                *SMALL,
+                *ram,
+                "--out",
+                str(tmp_path / name),
+                preexec=disk.join,
+            )
             assert p.returncode == 0, p.stderr
             runs[name] = json.loads((tmp_path / name / "results.json").read_text())
     fits, not_fit = runs["fits"], runs["not"]
@@ -204,10 +272,26 @@ def test_on_real_slow_storage_the_move_pays_only_where_every_epoch_reads_it(smal
 def test_sigint_mid_measurement_removes_the_temporary_folder(small_set: Path, tmp_path: Path) -> None:
     with slowdisk.slow_disk(tmp_path, read_bytes_per_s=50_000) as disk:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "ioprof", "place", "--data", str(small_set), "--candidates", str(disk.mountpoint),
-             "--compute", "sim:300", *SMALL, "--out", str(tmp_path / "o")],
-            stderr=subprocess.PIPE, text=True, env=ENV, preexec_fn=disk.join,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "ioprof",
+                "place",
+                "--data",
+                str(small_set),
+                "--candidates",
+                str(disk.mountpoint),
+                "--compute",
+                "sim:300",
+                *SMALL,
+                "--out",
+                str(tmp_path / "o"),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+            preexec_fn=disk.join,
+        )
         assert proc.stderr is not None
         for line in proc.stderr:
             if "reading the sample back cold" in line:

@@ -43,11 +43,24 @@ class PlantedSlowBackward(nn.Module):
 def test_a_planted_slow_layer_is_named_first_and_the_layers_add_up(small_set: Path, tmp_path: Path) -> None:
     (ds,) = load_datasets(str(small_set), (), 0, seed=0, cache_dir=None, progress=print)
     model = nn.Sequential(
-        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(inplace=True), PlantedSlowBackward(), nn.Conv2d(8, 8, 3, padding=1),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4),
-    )  # fmt: skip
-    m = measure(model, ds, device=torch.device("cpu"), setting=LoaderSetting.multiprocess(1), batch_size=4,
-                crop_px=32, steps=6, trace_path=tmp_path / "trace.json")  # fmt: skip
+        nn.Conv2d(3, 8, 3, padding=1),
+        nn.ReLU(inplace=True),
+        PlantedSlowBackward(),
+        nn.Conv2d(8, 8, 3, padding=1),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(8, 4),
+    )
+    m = measure(
+        model,
+        ds,
+        device=torch.device("cpu"),
+        setting=LoaderSetting.multiprocess(1),
+        batch_size=4,
+        crop_px=32,
+        steps=6,
+        trace_path=tmp_path / "trace.json",
+    )
     ranked = sorted(m.layers, key=lambda layer: layer.mean_s(), reverse=True)
     assert ranked[0].name == "2" and ranked[0].kind == "PlantedSlowBackward"
     n = len(m.hooked.backward_s)
@@ -74,10 +87,30 @@ def test_the_profile_command_writes_the_report_the_csv_the_trace_and_the_plot(
 ) -> None:
     out = tmp_path / "o"
     p = subprocess.run(
-        [sys.executable, "-m", "ioprof", "profile", "--data", str(small_set), "--model", "tiny", "--crop-px", "32",
-         "--steps", "4", "--workers", "1", "--check-epoch", "--out", str(out)],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ioprof",
+            "profile",
+            "--data",
+            str(small_set),
+            "--model",
+            "tiny",
+            "--crop-px",
+            "32",
+            "--steps",
+            "4",
+            "--workers",
+            "1",
+            "--check-epoch",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr
     assert (
         "USDT" not in p.stderr and "gpuGetDeviceCount" not in p.stderr
@@ -103,6 +136,12 @@ def test_the_profile_command_writes_the_report_the_csv_the_trace_and_the_plot(
         "traceEvents"
     ]
     (out / "report.md").unlink()
-    assert subprocess.run([sys.executable, "-m", "ioprof", "report", str(out)], capture_output=True,
-                          env={**os.environ, "PYTHONPATH": str(REPO)}).returncode == 0  # fmt: skip
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "ioprof", "report", str(out)],
+            capture_output=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        ).returncode
+        == 0
+    )
     assert (out / "report.md").read_text() == report

@@ -20,8 +20,25 @@ REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "datasets_fixtures" / "awkward"
 # slow emulated storage makes each cell last a few seconds, long enough to interfere with
 # end-to-end cells only (--no-probe): these tests are about what survives a failure, not ceilings
-SLOW = ["--no-probe", "--loaders", "multiprocess", "--compute", "sim:5000", "--storage-profile", "custom:0.15",
-        "--batch-size", "4", "--steps", "12", "--warmup-steps", "1", "--model", "tiny", "--crop-px", "32"]  # fmt: skip
+SLOW = [
+    "--no-probe",
+    "--loaders",
+    "multiprocess",
+    "--compute",
+    "sim:5000",
+    "--storage-profile",
+    "custom:0.15",
+    "--batch-size",
+    "4",
+    "--steps",
+    "12",
+    "--warmup-steps",
+    "1",
+    "--model",
+    "tiny",
+    "--crop-px",
+    "32",
+]
 
 
 def start(*args: str) -> subprocess.Popen[str]:
@@ -75,8 +92,10 @@ def test_ctrl_c_keeps_finished_cells_and_resume_completes(small_set: Path, tmp_p
 
     refused = subprocess.run(
         [sys.executable, "-m", "ioprof", "sweep", *args[:3], "1", *SLOW, "--resume", str(out)],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert refused.returncode == 1
     assert "configuration differs" in refused.stderr and "workers" in refused.stderr
     assert "Traceback" not in refused.stderr
@@ -124,10 +143,28 @@ def test_full_disk_is_a_clear_error(small_set: Path, tmp_path: Path) -> None:
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40k", "tmpfs", str(full)], check=True)
     try:
         p = subprocess.run(
-            [sys.executable, "-m", "ioprof", "sweep", "--data", str(small_set), "--workers", "1,2",
-             "--compute", "sim:2000", "--batch-size", "4", "--steps", "3", "--out", str(full / "o")],
-            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "ioprof",
+                "sweep",
+                "--data",
+                str(small_set),
+                "--workers",
+                "1,2",
+                "--compute",
+                "sim:2000",
+                "--batch-size",
+                "4",
+                "--steps",
+                "3",
+                "--out",
+                str(full / "o"),
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
     finally:
         subprocess.run(["umount", str(full)], check=False)
     assert p.returncode == 1, p.stderr
@@ -146,19 +183,49 @@ def test_unwritable_out_is_found_before_measuring(small_set: Path, tmp_path: Pat
 
 @pytest.mark.slow
 def test_bad_files_are_counted_listed_and_bounded(tmp_path: Path) -> None:
-    common = ["--data", str(FIXTURES), "--workers", "2", "--compute", "sim:2000", "--batch-size", "4",
-              "--steps", "4", "--model", "tiny", "--crop-px", "32"]  # fmt: skip
+    common = [
+        "--data",
+        str(FIXTURES),
+        "--workers",
+        "2",
+        "--compute",
+        "sim:2000",
+        "--batch-size",
+        "4",
+        "--steps",
+        "4",
+        "--model",
+        "tiny",
+        "--crop-px",
+        "32",
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    p = subprocess.run([sys.executable, "-m", "ioprof", "sweep", *common, "--out", str(tmp_path / "a")],
-                       capture_output=True, text=True, env=env)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "ioprof", "sweep", *common, "--out", str(tmp_path / "a")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert p.returncode == 1
     assert "could not be decoded, more than --max-failed-share 0.05" in p.stderr
     assert "finished cells are kept" in p.stderr and "Traceback" not in p.stderr
 
     p = subprocess.run(
-        [sys.executable, "-m", "ioprof", "sweep", *common, "--max-failed-share", "1", "--out", str(tmp_path / "b")],
-        capture_output=True, text=True, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ioprof",
+            "sweep",
+            *common,
+            "--max-failed-share",
+            "1",
+            "--out",
+            str(tmp_path / "b"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert p.returncode == 0, p.stderr
     report = (tmp_path / "b" / "report.md").read_text()
     assert "could not be read or decoded and were skipped" in report
@@ -176,19 +243,50 @@ def test_read_only_dataset_is_unchanged_by_sweep_probe_and_place(small_set: Path
         f.chmod(f.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     before = tree_digest(data)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    small = ["--workers", "2", "--compute", "sim:2000", "--batch-size", "4", "--steps", "3", "--model", "tiny",
-             "--crop-px", "32"]  # fmt: skip
+    small = [
+        "--workers",
+        "2",
+        "--compute",
+        "sim:2000",
+        "--batch-size",
+        "4",
+        "--steps",
+        "3",
+        "--model",
+        "tiny",
+        "--crop-px",
+        "32",
+    ]
     cand = tmp_path / "cand"
     cand.mkdir()
-    place = ["place", "--data", str(data), "--candidates", str(cand), "--workers", "2", "--compute", "sim:2000",
-             "--batch-size", "4", "--model", "tiny", "--crop-px", "32"]  # fmt: skip
+    place = [
+        "place",
+        "--data",
+        str(data),
+        "--candidates",
+        str(cand),
+        "--workers",
+        "2",
+        "--compute",
+        "sim:2000",
+        "--batch-size",
+        "4",
+        "--model",
+        "tiny",
+        "--crop-px",
+        "32",
+    ]
     for cmd in (
         ["sweep", "--data", str(data), *small],
         ["probe", "storage", "--data", str(data), "--workers", "2"],
         place,
     ):
-        p = subprocess.run([sys.executable, "-m", "ioprof", *cmd, "--out", str(tmp_path / cmd[0])],
-                           capture_output=True, text=True, env=env)  # fmt: skip
+        p = subprocess.run(
+            [sys.executable, "-m", "ioprof", *cmd, "--out", str(tmp_path / cmd[0])],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         assert p.returncode == 0, p.stderr
     assert tree_digest(data) == before
     swept = json.loads((tmp_path / "sweep" / "results.json").read_text())["datasets"][0]
@@ -203,8 +301,13 @@ def test_unreadable_folder_is_a_clear_error(tmp_path: Path) -> None:
     locked.mkdir()
     locked.chmod(0)
     try:
-        p = subprocess.run([sys.executable, "-m", "ioprof", "sweep", "--data", str(locked)],
-                           capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})  # fmt: skip
+        p = subprocess.run(
+            [sys.executable, "-m", "ioprof", "sweep", "--data", str(locked)],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
     finally:
         locked.chmod(0o755)
     assert p.returncode == 1 and "permission denied" in p.stderr and "Traceback" not in p.stderr

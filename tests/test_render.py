@@ -39,8 +39,18 @@ def test_results_json_round_trip_recomputes_the_conclusions(tmp_path: Path, anal
     data = json.loads(path.read_text())
     assert data["schema_version"] == 2
     first = data["cells"][0]
-    for key in ("loader", "workers", "img_per_s", "img_per_s_low", "data_wait_share", "data_wait_share_high",
-                "io", "gpu", "verdict", "fetched"):  # fmt: skip
+    for key in (
+        "loader",
+        "workers",
+        "img_per_s",
+        "img_per_s_low",
+        "data_wait_share",
+        "data_wait_share_high",
+        "io",
+        "gpu",
+        "verdict",
+        "fetched",
+    ):
         assert key in first
     assert first["verdict"]["bottleneck"] == "decode" and first["verdict"]["input_bound"] == "highly"
     assert first["fetched"] == {"bytes": 1_000_000, "method": "block-io", "source": "", "cross_checks": []}

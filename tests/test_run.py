@@ -32,8 +32,14 @@ def small_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def ioprof_run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ioprof", "run", *args], capture_output=True, text=True, env=ENV,
-                          cwd=cwd, timeout=600)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "ioprof", "run", *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=cwd,
+        timeout=600,
+    )
 
 
 @pytest.mark.slow
@@ -41,8 +47,24 @@ def test_an_unchanged_imagenet_style_script_is_observed(small_folder: Path, tmp_
     """On local disk with the files cached and a model far slower than two workers decode (resnet50):
     compute-bound, said as such; train and val reported apart; the pipeline measured alone."""
     out = tmp_path / "o"
-    p = ioprof_run("--steps", "30", "--probe-seconds", "2", "--out", str(out), "--", sys.executable, SCRIPT,
-                   str(small_folder), "--crop", "64", "-j", "2", "-a", "resnet50")  # fmt: skip
+    p = ioprof_run(
+        "--steps",
+        "30",
+        "--probe-seconds",
+        "2",
+        "--out",
+        str(out),
+        "--",
+        sys.executable,
+        SCRIPT,
+        str(small_folder),
+        "--crop",
+        "64",
+        "-j",
+        "2",
+        "-a",
+        "resnet50",
+    )
     assert p.returncode == 0, p.stderr
     assert "epoch 0: 40 steps" in p.stdout  # the script's own output, untouched
     r = json.loads((out / "results.json").read_text())
@@ -55,7 +77,10 @@ def test_an_unchanged_imagenet_style_script_is_observed(small_folder: Path, tmp_
     assert settings == (2, 8, True, "RandomSampler")
     assert train["batches"] == 40 and val["batches"] == 10 and train["window"] == "complete"
     cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
-    assert cell["steps"] == 30 and (cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]) == ("compute", "not")
+    assert cell["steps"] == 30 and (cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]) == (
+        "compute",
+        "not",
+    )
     assert r["analysis"]["overall_bottleneck"] == "compute"
     assert cell["data_wait_share_low"] is not None and cell["io"]["read_chars"] > 0
     # the user's own pipeline, measured alone at their worker count and at more, from memory
@@ -75,8 +100,26 @@ def test_a_starved_training_loop_is_input_bound_by_decode(tmp_path: Path) -> Non
     data = imagefolder(tmp_path / "big", 1024, 768, 96, 16)
     out = tmp_path / "o"
     # about 100 ms to decode a batch of 8 such images in-process, about 15 ms for squeezenet's step at 32 px
-    p = ioprof_run("--steps", "8", "--warmup-steps", "1", "--out", str(out), "--", sys.executable, SCRIPT, str(data),
-                   "--crop", "32", "-j", "0", "-b", "8", "-a", "squeezenet1_1")  # fmt: skip
+    p = ioprof_run(
+        "--steps",
+        "8",
+        "--warmup-steps",
+        "1",
+        "--out",
+        str(out),
+        "--",
+        sys.executable,
+        SCRIPT,
+        str(data),
+        "--crop",
+        "32",
+        "-j",
+        "0",
+        "-b",
+        "8",
+        "-a",
+        "squeezenet1_1",
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads((out / "results.json").read_text())
     cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
@@ -88,8 +131,23 @@ def test_a_starved_training_loop_is_input_bound_by_decode(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_a_crash_passes_its_exit_code_and_keeps_what_was_observed(small_folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
-    p = ioprof_run("--steps", "10", "--no-probe", "--out", str(out), "--", sys.executable, SCRIPT, str(small_folder),
-                   "--crop", "32", "-j", "1", "--fail-at", "25")  # fmt: skip
+    p = ioprof_run(
+        "--steps",
+        "10",
+        "--no-probe",
+        "--out",
+        str(out),
+        "--",
+        sys.executable,
+        SCRIPT,
+        str(small_folder),
+        "--crop",
+        "32",
+        "-j",
+        "1",
+        "--fail-at",
+        "25",
+    )
     assert p.returncode == 1
     assert "planted failure after 25 steps" in p.stderr  # the script's own traceback, untouched
     last = p.stderr.strip().splitlines()[-1]
@@ -99,8 +157,23 @@ def test_a_crash_passes_its_exit_code_and_keeps_what_was_observed(small_folder: 
     r = json.loads((out / "results.json").read_text())
     assert r["script"]["ended"] == "failed" and r["script"]["exit_code"] == 1 and r["cells"]
     # the same --out again: this run's observations only, none of the last one's
-    p = ioprof_run("--steps", "10", "--no-probe", "--out", str(out), "--", sys.executable, SCRIPT, str(small_folder),
-                   "--crop", "32", "-j", "1", "--fail-at", "20")  # fmt: skip
+    p = ioprof_run(
+        "--steps",
+        "10",
+        "--no-probe",
+        "--out",
+        str(out),
+        "--",
+        sys.executable,
+        SCRIPT,
+        str(small_folder),
+        "--crop",
+        "32",
+        "-j",
+        "1",
+        "--fail-at",
+        "20",
+    )
     r = json.loads((out / "results.json").read_text())
     assert [lo["batches"] for lo in r["loaders"]] == [20] and r["script"]["optimizer_steps"] == 20
 
@@ -124,8 +197,24 @@ def test_a_script_without_a_dataloader_passes_its_code_and_says_so(tmp_path: Pat
 @pytest.mark.slow
 def test_stop_after_ends_the_script_once_the_window_is_measured(small_folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
-    p = ioprof_run("--steps", "10", "--no-probe", "--stop-after", "--out", str(out), "--", sys.executable, SCRIPT,
-                   str(small_folder), "--crop", "32", "-j", "1", "--epochs", "50")  # fmt: skip
+    p = ioprof_run(
+        "--steps",
+        "10",
+        "--no-probe",
+        "--stop-after",
+        "--out",
+        str(out),
+        "--",
+        sys.executable,
+        SCRIPT,
+        str(small_folder),
+        "--crop",
+        "32",
+        "-j",
+        "1",
+        "--epochs",
+        "50",
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads((out / "results.json").read_text())
     assert r["script"]["ended"] == "stopped-by-ioprof" and r["script"]["optimizer_steps"] < 50 * 40
@@ -135,8 +224,26 @@ def test_stop_after_ends_the_script_once_the_window_is_measured(small_folder: Pa
 @pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is not on PATH")
 def test_torchrun_ranks_are_each_observed_in_one_report(small_folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
-    p = ioprof_run("--steps", "6", "--warmup-steps", "1", "--no-probe", "--out", str(out), "--", "torchrun",
-                   "--standalone", "--nproc-per-node", "2", SCRIPT, str(small_folder), "--crop", "32", "-j", "1")  # fmt: skip
+    p = ioprof_run(
+        "--steps",
+        "6",
+        "--warmup-steps",
+        "1",
+        "--no-probe",
+        "--out",
+        str(out),
+        "--",
+        "torchrun",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        SCRIPT,
+        str(small_folder),
+        "--crop",
+        "32",
+        "-j",
+        "1",
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads((out / "results.json").read_text())
     assert r["script"]["ranks"] == 2

@@ -61,13 +61,43 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Any:
         plain = netfs.plain_read(data / "train", 120)
         cwd = work / "cwd"  # the example writes its checkpoints into the current folder
         cwd.mkdir()
-        example = _run(work / "example", cwd, sys.executable, str(IMAGENET_EXAMPLE), str(data),
-                       "-a", "mobilenet_v3_small", "-b", "16", "-j", "2", "--epochs", "2", "--no-accel")  # fmt: skip
+        example = _run(
+            work / "example",
+            cwd,
+            sys.executable,
+            str(IMAGENET_EXAMPLE),
+            str(data),
+            "-a",
+            "mobilenet_v3_small",
+            "-b",
+            "16",
+            "-j",
+            "2",
+            "--epochs",
+            "2",
+            "--no-accel",
+        )
         torchrun = shutil.which("torchrun")
         ddp = None
         if torchrun is not None:
-            ddp = _run(work / "ddp", cwd, torchrun, "--standalone", "--nproc-per-node", "2", str(OWN_SCRIPT),
-                       str(data), "--crop", "64", "-b", "8", "-j", "1", "--epochs", "2")  # fmt: skip
+            ddp = _run(
+                work / "ddp",
+                cwd,
+                torchrun,
+                "--standalone",
+                "--nproc-per-node",
+                "2",
+                str(OWN_SCRIPT),
+                str(data),
+                "--crop",
+                "64",
+                "-b",
+                "8",
+                "-j",
+                "1",
+                "--epochs",
+                "2",
+            )
         yield {"plain_mb_per_s": plain.bytes_per_s / 1e6, "example": example, "ddp": ddp}
 
 

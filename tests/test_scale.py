@@ -38,12 +38,27 @@ def _rank(
 ) -> RankResult:
     cell = builders.cell(workers=1, wait=wait, step=0.1, steps=20, jitter=0.002, fetched=fetched_bytes)
     # the simulated accelerator (80 img/s) computes a batch of 8 in 0.1 s: the whole step here
-    return RankResult(rank, host, cell, cpu_s=cores * cell.elapsed_s, wall_s=cell.elapsed_s, host_cores=2,
-                      compute_s_per_step=0.1)  # fmt: skip
+    return RankResult(
+        rank,
+        host,
+        cell,
+        cpu_s=cores * cell.elapsed_s,
+        wall_s=cell.elapsed_s,
+        host_cores=2,
+        compute_s_per_step=0.1,
+    )
 
 
-def _count(ranks: int, wait: float, *, cores: float = 0.2, storage_img_per_s: float | None = None,
-           fetched_bytes: int = 1_000_000, regime: str = "cold", waits: list[float] | None = None) -> RankCountResult:  # fmt: skip
+def _count(
+    ranks: int,
+    wait: float,
+    *,
+    cores: float = 0.2,
+    storage_img_per_s: float | None = None,
+    fetched_bytes: int = 1_000_000,
+    regime: str = "cold",
+    waits: list[float] | None = None,
+) -> RankCountResult:
     waits = waits or [wait] * ranks
     per = tuple(_rank(i, w, cores, fetched_bytes) for i, w in enumerate(waits))
     storage = builders.storage(ranks, storage_img_per_s) if storage_img_per_s else None
@@ -51,8 +66,20 @@ def _count(ranks: int, wait: float, *, cores: float = 0.2, storage_img_per_s: fl
 
 
 def _result(*counts: RankCountResult) -> ScaleResult:
-    return ScaleResult(SCHEMA_VERSION, "scale", builders.RUN, builders.MACHINE, {}, builders.dataset_info(),
-                       "simulated 80 img/s", 80.0, "gloo", 1, 0, counts)  # fmt: skip
+    return ScaleResult(
+        SCHEMA_VERSION,
+        "scale",
+        builders.RUN,
+        builders.MACHINE,
+        {},
+        builders.dataset_info(),
+        "simulated 80 img/s",
+        80.0,
+        "gloo",
+        1,
+        0,
+        counts,
+    )
 
 
 def test_the_stage_that_stops_the_next_rank_is_read_from_that_count() -> None:
@@ -93,7 +120,9 @@ def _rotating(ranks: int, stall: float, steps: int = 30) -> RankCountResult:
         c = replace(builders.cell(workers=1, steps=steps), wait_s=waits, step_s=held)
         elapsed = sum(waits) + sum(held)
         c = replace(c, elapsed_s=elapsed, img_per_s=c.images / elapsed, data_wait_share=sum(waits) / elapsed)
-        per.append(RankResult(r, "h", c, cpu_s=0.2 * elapsed, wall_s=elapsed, host_cores=2, compute_s_per_step=0.1))
+        per.append(
+            RankResult(r, "h", c, cpu_s=0.2 * elapsed, wall_s=elapsed, host_cores=2, compute_s_per_step=0.1)
+        )
     return RankCountResult(ranks, "cold", "ok", "", 5.0, tuple(per), builders.storage(ranks, 10_000))
 
 
@@ -106,7 +135,9 @@ def test_ranks_that_wait_for_each_other_are_not_busy() -> None:
     assert one.status == "busy" and three.status == "starved"
     assert all(x.cell.data_wait_share < 0.08 for x in _rotating(3, 0.03).per_rank)
     assert three.busy_mean == pytest.approx(0.1 / 0.13, rel=0.01)
-    assert three.efficiency is not None and three.busy_mean == pytest.approx(three.busy_from_efficiency, rel=0.02)
+    assert three.efficiency is not None and three.busy_mean == pytest.approx(
+        three.busy_from_efficiency, rel=0.02
+    )
     limit = r.conclusion.regimes[0].limit
     assert (limit.stage, limit.at_ranks) == ("lockstep", 3)
     text = render_scale_markdown(r)
@@ -186,15 +217,34 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _scale(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ioprof", "scale", *args], capture_output=True, text=True,
-                          env=ENV, timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "ioprof", "scale", *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=timeout,
+    )
 
 
 @pytest.mark.slow
 def test_one_and_two_gloo_ranks_each_measured_and_gathered(tiny: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
-    p = _scale("--data", str(tiny), "--compute", "sim:40", "--ranks", "1,2", "--steps", "15", "--crop-px", "64",
-               "--cache", "warm", "--out", str(out))  # fmt: skip
+    p = _scale(
+        "--data",
+        str(tiny),
+        "--compute",
+        "sim:40",
+        "--ranks",
+        "1,2",
+        "--steps",
+        "15",
+        "--crop-px",
+        "64",
+        "--cache",
+        "warm",
+        "--out",
+        str(out),
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     r = resultfile.load(out)
     assert isinstance(r, ScaleResult)
@@ -240,10 +290,31 @@ def test_a_killed_rank_fails_its_count_with_the_reason_and_the_run_goes_on(
 ) -> None:
     out = tmp_path / "o"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ioprof", "scale", "--data", str(tiny), "--compute", "sim:40", "--ranks", "2,1",
-         "--steps", "40", "--crop-px", "64", "--cache", "warm", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ioprof",
+            "scale",
+            "--data",
+            str(tiny),
+            "--compute",
+            "sim:40",
+            "--ranks",
+            "2,1",
+            "--steps",
+            "40",
+            "--crop-px",
+            "64",
+            "--cache",
+            "warm",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
     killed = _kill_rank_when_running(1, 120)
     _, stderr = proc.communicate(timeout=400)
     assert killed is not None
@@ -262,9 +333,34 @@ def test_a_killed_rank_fails_its_count_with_the_reason_and_the_run_goes_on(
 def test_under_torchrun_two_nodes_rendezvous_and_rank_0_writes_one_report(tiny: Path, tmp_path: Path) -> None:
     out = tmp_path / "o"
     port = 29400 + os.getpid() % 500
-    command = ["torchrun", "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
-               "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "t", "-m", "ioprof", "scale", "--data", str(tiny),
-               "--compute", "sim:40", "--steps", "10", "--crop-px", "64", "--cache", "warm", "--out", str(out)]  # fmt: skip
+    command = [
+        "torchrun",
+        "--nnodes",
+        "2",
+        "--nproc-per-node",
+        "1",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{port}",
+        "--rdzv-id",
+        "t",
+        "-m",
+        "ioprof",
+        "scale",
+        "--data",
+        str(tiny),
+        "--compute",
+        "sim:40",
+        "--steps",
+        "10",
+        "--crop-px",
+        "64",
+        "--cache",
+        "warm",
+        "--out",
+        str(out),
+    ]
     nodes = [
         subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
         for _ in range(2)
@@ -295,8 +391,25 @@ def test_on_slow_network_storage_the_second_rank_is_stopped_by_the_storage(tmp_p
         # each rank consumes 70 % of what the link carries: one rank is fed, two are not
         rate = 0.7 * link_b_per_s / plain.mean_file_bytes
         out = tmp_path / "o"
-        p = _scale("--data", str(data), "--compute", f"sim:{rate:.1f}", "--ranks", "1,2", "--workers", "2",
-                   "--batch-size", "4", "--steps", "20", "--cache", "cold", "--out", str(out), timeout=600)  # fmt: skip
+        p = _scale(
+            "--data",
+            str(data),
+            "--compute",
+            f"sim:{rate:.1f}",
+            "--ranks",
+            "1,2",
+            "--workers",
+            "2",
+            "--batch-size",
+            "4",
+            "--steps",
+            "20",
+            "--cache",
+            "cold",
+            "--out",
+            str(out),
+            timeout=600,
+        )
         assert p.returncode == 0, p.stderr[-3000:]
     r = resultfile.load(out)
     assert isinstance(r, ScaleResult)
@@ -310,5 +423,12 @@ def test_on_slow_network_storage_the_second_rank_is_stopped_by_the_storage(tmp_p
     # the two ranks together fetched about what the link gives, not twice what one rank did
     fetched_two = two.fetched_mb_per_s()
     assert fetched_two is not None and fetched_two < 1.15 * link_b_per_s / 1e6
-    print(json.dumps({"link_mb_per_s": link_b_per_s / 1e6, "sim_img_per_s": rate,
-                      "fetched_mb_per_s": [c.fetched_mb_per_s() for c in r.counts]}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "link_mb_per_s": link_b_per_s / 1e6,
+                "sim_img_per_s": rate,
+                "fetched_mb_per_s": [c.fetched_mb_per_s() for c in r.counts],
+            }
+        )
+    )

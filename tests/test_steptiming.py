@@ -131,8 +131,15 @@ def test_compute_ceiling_of_an_asynchronous_step_is_timed_on_the_gpu_clock() -> 
     from ioprof.measure.compute import probe_compute
 
     # the host enqueues in microseconds; the "GPU" takes 20 ms a step: 8 images / 20 ms = 400 img/s
-    c = probe_compute(QueuedGpu(0.020), parse_compute("real"), "fake", torch.device("cpu"), batch_size=8, crop_px=8,
-                      warmup_steps=1)  # fmt: skip
+    c = probe_compute(
+        QueuedGpu(0.020),
+        parse_compute("real"),
+        "fake",
+        torch.device("cpu"),
+        batch_size=8,
+        crop_px=8,
+        warmup_steps=1,
+    )
     assert c.img_per_s == pytest.approx(400, rel=0.1)
     assert len(c.step_s) == 50  # a fixed count when steps are only enqueued
 

@@ -21,8 +21,13 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
 
 def whatif(*args: str) -> tuple[subprocess.CompletedProcess[str], dict]:  # type: ignore[type-arg]
     out = Path(args[args.index("--out") + 1])
-    p = subprocess.run([sys.executable, "-m", "ioprof", "whatif", *args], capture_output=True, text=True, env=ENV,
-                       timeout=900)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "ioprof", "whatif", *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=900,
+    )
     assert p.returncode == 0, p.stderr
     return p, json.loads((out / "results.json").read_text())
 
@@ -37,16 +42,36 @@ def leftovers(folder: Path) -> list[Path]:
 
 def _result(*alts: AlternativeResult) -> WhatifResult:
     return WhatifResult(
-        schema_version=SCHEMA_VERSION, kind="whatif", run=RUN, machine=MACHINE, config={}, dataset=dataset_info(),
-        sample_files=100, sample_bytes=10**7, compute=compute(1000.0), setting="4 workers", scratch="/tmp",
-        scratch_fs="ext4", scratch_bytes=0, alternatives=alts,
-    )  # fmt: skip
+        schema_version=SCHEMA_VERSION,
+        kind="whatif",
+        run=RUN,
+        machine=MACHINE,
+        config={},
+        dataset=dataset_info(),
+        sample_files=100,
+        sample_bytes=10**7,
+        compute=compute(1000.0),
+        setting="4 workers",
+        scratch="/tmp",
+        scratch_fs="ext4",
+        scratch_bytes=0,
+        alternatives=alts,
+    )
 
 
 def test_an_alternative_wins_only_beyond_the_noise_of_both() -> None:
     base = AlternativeResult("baseline", True, "", cell(wait=0.05, step=0.05, jitter=0.01), "data", "ext4")
-    fast = AlternativeResult("resized-256", True, "", cell(wait=0.0, step=0.05, jitter=0.0), "scratch", "ext4",
-                             prep_s=2.0, prep_bytes=10**6, sample_bytes=10**7)  # fmt: skip
+    fast = AlternativeResult(
+        "resized-256",
+        True,
+        "",
+        cell(wait=0.0, step=0.05, jitter=0.0),
+        "scratch",
+        "ext4",
+        prep_s=2.0,
+        prep_bytes=10**6,
+        sample_bytes=10**7,
+    )
     close = AlternativeResult(
         "prefetch-4", True, "", cell(wait=0.049, step=0.05, jitter=0.01), "data", "ext4"
     )
@@ -90,15 +115,21 @@ def test_a_copy_is_credited_only_with_its_gain_over_the_same_files_on_the_same_s
     control = alt("loose-on-scratch", 0.016, "scratch")
     shards = alt("shards", 0.010, "scratch", prep_s=1.0, prep_bytes=10**7, sample_bytes=10**7)
     resized = alt("resized-256", 0.0155, "scratch", prep_s=1.0, prep_bytes=5 * 10**6, sample_bytes=10**7)
-    result = replace(_result(base, control, shards, resized), data_storage=storage(2, 25.0, mean_bytes=40_000.0))
+    result = replace(
+        _result(base, control, shards, resized), data_storage=storage(2, 25.0, mean_bytes=40_000.0)
+    )
     r = conclude(result).ranking
     assert r is not None and r.best == "shards" and r.storage_move == "loose-on-scratch"
     by = {x.name: x for x in r.ranked}
     assert by["shards"].gain == pytest.approx(30.0, rel=0.05)  # against the baseline: mostly the move
-    assert by["shards"].fix_gain == pytest.approx(1.6, rel=0.05) and by["shards"].control == "loose-on-scratch"
+    assert (
+        by["shards"].fix_gain == pytest.approx(1.6, rel=0.05) and by["shards"].control == "loose-on-scratch"
+    )
     assert by["resized-256"].fix_gain == pytest.approx(1.03, rel=0.05) and not by["resized-256"].beyond_noise
     # on the data's own 1 MB/s storage, 40 kB per image feeds 25 img/s whatever the copy: about 1x
-    assert by["shards"].data_gain_estimated and by["shards"].data_gain == pytest.approx(25 / (8 / 0.30), rel=0.05)
+    assert by["shards"].data_gain_estimated and by["shards"].data_gain == pytest.approx(
+        25 / (8 / 0.30), rel=0.05
+    )
     text = words.whatif_answer(r, "2 workers")
     assert "is the best fix" in text and "1.58× its control" in text and "`ioprof place`" in text
     assert "30.00×" not in text
@@ -107,8 +138,22 @@ def test_a_copy_is_credited_only_with_its_gain_over_the_same_files_on_the_same_s
 @pytest.mark.slow
 def test_on_storage_with_per_file_latency_shards_win(small_set: Path, tmp_path: Path) -> None:
     # 20 ms a file before its transfer, as network and object storage add: loose files pay it each
-    _, data = whatif("--data", str(small_set), "--workers", "2", "--compute", "sim:5000", "--storage-profile",
-                     "custom:500:20", "--seconds", "1", "--scratch", str(tmp_path), "--out", str(tmp_path / "o"))  # fmt: skip
+    _, data = whatif(
+        "--data",
+        str(small_set),
+        "--workers",
+        "2",
+        "--compute",
+        "sim:5000",
+        "--storage-profile",
+        "custom:500:20",
+        "--seconds",
+        "1",
+        "--scratch",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert data["ranking"]["best"] == "shards"
     shards = next(r for r in data["ranking"]["ranked"] if r["name"] == "shards")
     assert shards["gain"] > 2 and shards["beyond_noise"]
@@ -119,8 +164,20 @@ def test_on_storage_with_per_file_latency_shards_win(small_set: Path, tmp_path: 
 def test_large_images_on_one_decode_bound_worker_prefer_a_pre_resized_copy(
     large_set: Path, tmp_path: Path
 ) -> None:
-    _, data = whatif("--data", str(large_set), "--workers", "1", "--compute", "sim:5000", "--seconds", "1",
-                     "--scratch", str(tmp_path), "--out", str(tmp_path / "o"))  # fmt: skip
+    _, data = whatif(
+        "--data",
+        str(large_set),
+        "--workers",
+        "1",
+        "--compute",
+        "sim:5000",
+        "--seconds",
+        "1",
+        "--scratch",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert data["ranking"]["best"] in ("resized-256", "resized-320")
     gains = {n: g for n, g, _ in ranked(data)}
     assert gains["resized-256"] > 2 and gains["resized-256"] > gains["resized-320"]
@@ -134,8 +191,20 @@ def test_large_images_on_one_decode_bound_worker_prefer_a_pre_resized_copy(
 
 @pytest.mark.slow
 def test_a_compute_bound_run_is_told_nothing_helps(small_set: Path, tmp_path: Path) -> None:
-    p, data = whatif("--data", str(small_set), "--workers", "2", "--compute", "sim:80", "--seconds", "1",
-                     "--scratch", str(tmp_path), "--out", str(tmp_path / "o"))  # fmt: skip
+    p, data = whatif(
+        "--data",
+        str(small_set),
+        "--workers",
+        "2",
+        "--compute",
+        "sim:80",
+        "--seconds",
+        "1",
+        "--scratch",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "o"),
+    )
     assert data["ranking"]["best"] == "" and data["ranking"]["compute_bound"] is True
     assert p.stdout.startswith("Nothing beats your current setting") and "compute-bound" in p.stdout
     names = {a["name"]: a for a in data["alternatives"]}
@@ -148,10 +217,28 @@ def test_ctrl_c_removes_the_scratch_folder_and_the_data_is_only_read(large_set: 
 
     before = tree_digest(large_set)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "ioprof", "whatif", "--data", str(large_set), "--workers", "1", "--compute", "sim:5000",
-         "--seconds", "1", "--scratch", str(tmp_path), "--out", str(tmp_path / "o")],
-        stderr=subprocess.PIPE, text=True, env=ENV,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ioprof",
+            "whatif",
+            "--data",
+            str(large_set),
+            "--workers",
+            "1",
+            "--compute",
+            "sim:5000",
+            "--seconds",
+            "1",
+            "--scratch",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
     assert proc.stderr is not None
     seen = []
     for line in proc.stderr:

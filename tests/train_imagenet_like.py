@@ -34,8 +34,14 @@ def parse() -> argparse.Namespace:
     return p.parse_args()
 
 
-def train(loader: DataLoader, model: nn.Module, criterion: nn.Module, optimizer: torch.optim.Optimizer,
-          args: argparse.Namespace, done: list[int]) -> float:  # fmt: skip
+def train(
+    loader: DataLoader,
+    model: nn.Module,
+    criterion: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    args: argparse.Namespace,
+    done: list[int],
+) -> float:
     """One epoch; returns the training rate in img/s after the first 5 steps (the script's own figure)."""
     model.train()
     images_seen, t5 = 0, 0.0
@@ -71,19 +77,38 @@ def main() -> int:
     normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
     train_dataset = datasets.ImageFolder(
         os.path.join(args.data, "train"),
-        transforms.Compose([transforms.RandomResizedCrop(args.crop), transforms.RandomHorizontalFlip(),
-                            transforms.ToTensor(), normalize]),
-    )  # fmt: skip
+        transforms.Compose(
+            [
+                transforms.RandomResizedCrop(args.crop),
+                transforms.RandomHorizontalFlip(),
+                transforms.ToTensor(),
+                normalize,
+            ]
+        ),
+    )
     val_dataset = datasets.ImageFolder(
         os.path.join(args.data, "val"),
-        transforms.Compose([transforms.Resize(args.crop * 256 // 224), transforms.CenterCrop(args.crop),
-                            transforms.ToTensor(), normalize]),
-    )  # fmt: skip
+        transforms.Compose(
+            [
+                transforms.Resize(args.crop * 256 // 224),
+                transforms.CenterCrop(args.crop),
+                transforms.ToTensor(),
+                normalize,
+            ]
+        ),
+    )
     sampler = DistributedSampler(train_dataset) if distributed else None
-    train_loader = DataLoader(train_dataset, batch_size=args.batch_size, shuffle=sampler is None,
-                              num_workers=args.workers, pin_memory=True, sampler=sampler)  # fmt: skip
-    val_loader = DataLoader(val_dataset, batch_size=args.batch_size, shuffle=False, num_workers=args.workers,
-                            pin_memory=True)  # fmt: skip
+    train_loader = DataLoader(
+        train_dataset,
+        batch_size=args.batch_size,
+        shuffle=sampler is None,
+        num_workers=args.workers,
+        pin_memory=True,
+        sampler=sampler,
+    )
+    val_loader = DataLoader(
+        val_dataset, batch_size=args.batch_size, shuffle=False, num_workers=args.workers, pin_memory=True
+    )
     model: nn.Module = models.__dict__[args.arch](num_classes=len(train_dataset.classes))
     if distributed:
         model = nn.parallel.DistributedDataParallel(model)
@@ -96,8 +121,11 @@ def main() -> int:
         t0 = time.perf_counter()
         rate = train(train_loader, model, criterion, optimizer, args, done)
         acc = validate(val_loader, model)
-        print(f"epoch {epoch}: {done[0]} steps, train {rate:.1f} img/s, val acc {acc:.3f}, "
-              f"{time.perf_counter() - t0:.1f} s", flush=True)  # fmt: skip
+        print(
+            f"epoch {epoch}: {done[0]} steps, train {rate:.1f} img/s, val acc {acc:.3f}, "
+            f"{time.perf_counter() - t0:.1f} s",
+            flush=True,
+        )
     if distributed:
         dist.destroy_process_group()
     return 0

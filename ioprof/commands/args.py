@@ -99,8 +99,12 @@ def add_data(p: argparse.ArgumentParser, *, generated: bool = True) -> None:
             default=S,
             help="your own ImageFolder tree or flat folder of images (only read, never written)",
         )
-    p.add_argument("--seed", type=typed(non_negative_int, "seed"), default=S,
-                   help=f"seed for data, sampling and shuffling (default {_DEFAULTS.seed})")  # fmt: skip
+    p.add_argument(
+        "--seed",
+        type=typed(non_negative_int, "seed"),
+        default=S,
+        help=f"seed for data, sampling and shuffling (default {_DEFAULTS.seed})",
+    )
 
 
 def add_loader(p: argparse.ArgumentParser, *, loaders: bool = True) -> None:
@@ -122,13 +126,21 @@ def add_loader(p: argparse.ArgumentParser, *, loaders: bool = True) -> None:
 
 
 def add_start_method(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--start-method", choices=START_METHODS, default=S,
-                   help="how loader workers start (default: Python's default on this platform)")  # fmt: skip
+    p.add_argument(
+        "--start-method",
+        choices=START_METHODS,
+        default=S,
+        help="how loader workers start (default: Python's default on this platform)",
+    )
 
 
 def add_device(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", type=typed(parse_device, "device"), default=S,
-                   help="auto (CUDA when available, else CPU), cpu, cuda or cuda:INDEX (default auto)")  # fmt: skip
+    p.add_argument(
+        "--device",
+        type=typed(parse_device, "device"),
+        default=S,
+        help="auto (CUDA when available, else CPU), cpu, cuda or cuda:INDEX (default auto)",
+    )
 
 
 def add_batch(p: argparse.ArgumentParser) -> None:
@@ -138,8 +150,12 @@ def add_batch(p: argparse.ArgumentParser) -> None:
         default=S,
         help="images per batch (default 4 on the CPU with real compute, 8 with simulated, 256 on CUDA)",
     )
-    p.add_argument("--crop-px", type=typed(positive_int, "crop-px"), default=S,
-                   help=f"RandomResizedCrop output size (default {_DEFAULTS.crop_px})")  # fmt: skip
+    p.add_argument(
+        "--crop-px",
+        type=typed(positive_int, "crop-px"),
+        default=S,
+        help=f"RandomResizedCrop output size (default {_DEFAULTS.crop_px})",
+    )
 
 
 def add_training(p: argparse.ArgumentParser, *, compute_default: str = "real", tuning: bool = True) -> None:
@@ -161,8 +177,12 @@ def add_training(p: argparse.ArgumentParser, *, compute_default: str = "real", t
         help="fp32, tf32 (CUDA), bf16, or fp16 (CUDA, with a gradient scaler) autocast; "
         "default auto: bf16 on CUDA (fp16 where the GPU lacks bf16), fp32 on the CPU",
     )
-    p.add_argument("--channels-last", action=argparse.BooleanOptionalAction, default=S,
-                   help="NHWC memory format for model and inputs (default: on for CUDA, off on the CPU)")  # fmt: skip
+    p.add_argument(
+        "--channels-last",
+        action=argparse.BooleanOptionalAction,
+        default=S,
+        help="NHWC memory format for model and inputs (default: on for CUDA, off on the CPU)",
+    )
 
 
 def add_run(p: argparse.ArgumentParser) -> None:
@@ -213,14 +233,23 @@ def add_run(p: argparse.ArgumentParser) -> None:
         default=S,
         help="copy batches to the device with non_blocking=True (default: as --pin-memory)",
     )
-    p.add_argument("--max-failed-share", type=typed(share, "max-failed-share"), default=S,
-                   help=f"stop when more than this share of samples cannot be decoded (default "
-                   f"{_DEFAULTS.max_failed_share})")  # fmt: skip
+    p.add_argument(
+        "--max-failed-share",
+        type=typed(share, "max-failed-share"),
+        default=S,
+        help=f"stop when more than this share of samples cannot be decoded (default "
+        f"{_DEFAULTS.max_failed_share})",
+    )
 
 
 def add_out(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", dest="out_dir", metavar="DIR", default=S,
-                   help="output folder (default: a new folder under ./reports/)")  # fmt: skip
+    p.add_argument(
+        "--out",
+        dest="out_dir",
+        metavar="DIR",
+        default=S,
+        help="output folder (default: a new folder under ./reports/)",
+    )
 
 
 def config_from(cls: type[T], ns: argparse.Namespace, **fixed: Any) -> T:

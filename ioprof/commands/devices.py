@@ -27,24 +27,36 @@ HELP = "CPU vs one GPU vs N GPUs (DDP) for MLP, LeNet-5, LSTM, ResNet-50, ResNet
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     d = DevicesConfig()
-    p.add_argument("--models", type=args.typed(parse_device_models, "models"), default=argparse.SUPPRESS,
-                   help=f"models to train (default {','.join(d.models)})")  # fmt: skip
+    p.add_argument(
+        "--models",
+        type=args.typed(parse_device_models, "models"),
+        default=argparse.SUPPRESS,
+        help=f"models to train (default {','.join(d.models)})",
+    )
     p.add_argument(
         "--batch-sizes",
         type=args.typed(parse_positive_int_list, "batch-sizes"),
         default=argparse.SUPPRESS,
         help=f"batch sizes per device (default {','.join(map(str, d.batch_sizes))})",
     )
-    p.add_argument("--gpus", type=args.typed(positive_int, "gpus"), default=argparse.SUPPRESS,
-                   help="GPUs for the DDP row (default: every visible GPU, when there are 2 or more)")  # fmt: skip
+    p.add_argument(
+        "--gpus",
+        type=args.typed(positive_int, "gpus"),
+        default=argparse.SUPPRESS,
+        help="GPUs for the DDP row (default: every visible GPU, when there are 2 or more)",
+    )
     p.add_argument(
         "--seconds",
         type=args.typed(positive_float, "seconds"),
         default=argparse.SUPPRESS,
         help=f"the most one cell measures; a cell whose steps would take longer is skipped (default {d.seconds:g})",
     )
-    p.add_argument("--seed", type=args.typed(non_negative_int, "seed"), default=argparse.SUPPRESS,
-                   help=f"seed for weights and input (default {d.seed})")  # fmt: skip
+    p.add_argument(
+        "--seed",
+        type=args.typed(non_negative_int, "seed"),
+        default=argparse.SUPPRESS,
+        help=f"seed for weights and input (default {d.seed})",
+    )
     args.add_out(p)
 
 
@@ -66,8 +78,13 @@ def devices(config: DevicesConfig, command_line: str, progress: Progress) -> int
         raise IoprofError(f"--gpus {config.gpus}: this machine {have} to measure what is here")
     out = prepare_out_dir(config.out_dir, NAME)
     device = torch.device("cuda:0") if gpus else torch.device("cpu")
-    run = RunLength(batch_size=max(config.batch_sizes), warmup_steps=WARMUP_STEPS, min_steps=MIN_STEPS,
-                    max_steps=MAX_STEPS, max_seconds=config.seconds)  # fmt: skip
+    run = RunLength(
+        batch_size=max(config.batch_sizes),
+        warmup_steps=WARMUP_STEPS,
+        min_steps=MIN_STEPS,
+        max_steps=MAX_STEPS,
+        max_seconds=config.seconds,
+    )
     reason = f"{gpus} CUDA device(s)" if gpus else "no CUDA device: the CPU rows only"
     session = open_session(command_line, device, reason, run, None)
     progress(

@@ -47,7 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=0,
         help="seed: the same seed and options give the same bytes (default 0)",
     )
-    p.add_argument("--out", metavar="DIR", required=True, help="folder to write the datasets into (one WxH folder each)")  # fmt: skip
+    p.add_argument(
+        "--out", metavar="DIR", required=True, help="folder to write the datasets into (one WxH folder each)"
+    )
 
 
 def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:

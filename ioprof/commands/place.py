@@ -95,9 +95,13 @@ def place(config: PlaceConfig, command_line: str, progress: Progress) -> int:
     if config.compute.kind == "real":
         check_precision(config.precision, device)
     (dataset,) = load_datasets(
-        config.data_path, [DEFAULT_PLACE_RESOLUTION], DEFAULT_PLACE_IMAGES, seed=config.seed,
-        cache_dir=config.cache_dir, progress=progress,
-    )  # fmt: skip
+        config.data_path,
+        [DEFAULT_PLACE_RESOLUTION],
+        DEFAULT_PLACE_IMAGES,
+        seed=config.seed,
+        cache_dir=config.cache_dir,
+        progress=progress,
+    )
     out = prepare_out_dir(config.out_dir, NAME)
     progress(f"compute device: {device} ({device_reason}); writing results to {out}/")
     run = run_length_for(device.type, config.compute, batch_size=config.batch_size)

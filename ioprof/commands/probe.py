@@ -34,8 +34,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             args.add_data(s)
             args.add_loader(s, loaders=stage == "decode")
         if stage == "storage":
-            s.add_argument("--storage-profile", default=argparse.SUPPRESS, type=args.typed(parse_storage_profile, "storage-profile"),
-                           help="read through an emulated device instead (see ioprof sweep --help)")  # fmt: skip
+            s.add_argument(
+                "--storage-profile",
+                default=argparse.SUPPRESS,
+                type=args.typed(parse_storage_profile, "storage-profile"),
+                help="read through an emulated device instead (see ioprof sweep --help)",
+            )
         if stage in ("decode", "compute", "transfer"):
             args.add_batch(s)
         if stage in ("compute", "transfer"):

@@ -51,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     args.add_device(p)
     args.add_batch(p)
-    args.add_out(p)  # fmt: skip
+    args.add_out(p)
 
 
 def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
@@ -68,8 +68,14 @@ def profile(config: ProfileConfig, command_line: str, progress: Progress) -> int
     from ioprof.runners.profile import run_profile
 
     device, reason = resolve_device(config.device)
-    (dataset,) = load_datasets(config.data_path, [DEFAULT_RESOLUTION], DEFAULT_IMAGES, seed=config.seed,
-                               cache_dir=config.cache_dir, progress=progress)  # fmt: skip
+    (dataset,) = load_datasets(
+        config.data_path,
+        [DEFAULT_RESOLUTION],
+        DEFAULT_IMAGES,
+        seed=config.seed,
+        cache_dir=config.cache_dir,
+        progress=progress,
+    )
     out = prepare_out_dir(config.out_dir, NAME)
     run = run_length_for(device.type, ComputeSpec("real"), batch_size=config.batch_size)
     session = open_session(command_line, device, reason, run, config.start_method)

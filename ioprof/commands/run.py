@@ -26,6 +26,7 @@ NAME = "run"
 HELP = "run your own training command with ioprof attached: data wait, ceilings and verdict of its loaders"
 _POLL_S = 0.25
 
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     d = RunConfig()
     p.add_argument(
@@ -66,8 +67,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"each measurement of your loader alone runs at least this long, at most 3x (default {d.probe_seconds:g})",
     )
     args.add_out(p)
-    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND",
-                   help="your training command, after --, e.g. -- python train.py --epochs 1")  # fmt: skip
+    p.add_argument(
+        "argv",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND",
+        help="your training command, after --, e.g. -- python train.py --epochs 1",
+    )
 
 
 def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:

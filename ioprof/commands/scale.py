@@ -20,7 +20,6 @@ from ioprof.core.config import ScaleConfig, run_length_for
 from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:
-
     from ioprof.core.results import ScaleResult
     from ioprof.measure.session import Progress
 
@@ -112,13 +111,24 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
         config = replace(config, ranks=(world[1],))
         if world[0] != 0:
             progress = Silent()
-    (dataset,) = load_datasets(config.data_path, [DEFAULT_RESOLUTION], DEFAULT_IMAGES, seed=config.seed,
-                               cache_dir=config.cache_dir, progress=progress)  # fmt: skip
+    (dataset,) = load_datasets(
+        config.data_path,
+        [DEFAULT_RESOLUTION],
+        DEFAULT_IMAGES,
+        seed=config.seed,
+        cache_dir=config.cache_dir,
+        progress=progress,
+    )
     if world is not None and world[0] != 0:
         return follow(config, dataset, backend, device, reason, command_line)
     out = prepare_out_dir(config.out_dir, NAME)
-    run = run_length_for(device.type, config.compute, batch_size=config.batch_size,
-                         warmup_steps=config.warmup_steps, steps=config.steps)  # fmt: skip
+    run = run_length_for(
+        device.type,
+        config.compute,
+        batch_size=config.batch_size,
+        warmup_steps=config.warmup_steps,
+        steps=config.steps,
+    )
     config = replace(config, batch_size=run.batch_size)
     session = open_session(command_line, device, reason, run, config.start_method)
     progress(
@@ -130,8 +140,9 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
             resultfile.save(result, out / "results.json")
 
     start = in_this_job() if world is not None else None
-    result = kinds.conclude(run_scale(config, session, dataset, out, progress, backend=backend, gpus=gpus, keep=keep,
-                                start=start))  # fmt: skip
+    result = kinds.conclude(
+        run_scale(config, session, dataset, out, progress, backend=backend, gpus=gpus, keep=keep, start=start)
+    )
     keep(result)
     with writing_into(out):
         report = kinds.write(result, out)

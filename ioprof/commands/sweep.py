@@ -106,11 +106,17 @@ def measure(
         previous = load_resumable(resume_dir, config)
     # a bad --data fails here, before any folder is made
     datasets = (
-        load_datasets(config.data_path, config.resolutions, config.dataset_images(device.type), seed=config.seed,
-                      cache_dir=config.cache_dir, progress=progress)
+        load_datasets(
+            config.data_path,
+            config.resolutions,
+            config.dataset_images(device.type),
+            seed=config.seed,
+            cache_dir=config.cache_dir,
+            progress=progress,
+        )
         if config.needs_data
         else []
-    )  # fmt: skip
+    )
     out = prepare_out_dir(config.out_dir, name)
     results_path = out / "results.json"
     session = open_session(

@@ -68,7 +68,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     args.add_batch(p)
     args.add_training(p)
     args.add_start_method(p)
-    args.add_out(p)  # fmt: skip
+    args.add_out(p)
 
 
 def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:
@@ -92,8 +92,14 @@ def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
         raise IoprofError(
             f"--scratch {config.scratch_dir}: no such folder; give an existing folder for the copies"
         )
-    (dataset,) = load_datasets(config.data_path, [DEFAULT_RESOLUTION], DEFAULT_IMAGES, seed=config.seed,
-                               cache_dir=config.cache_dir, progress=progress)  # fmt: skip
+    (dataset,) = load_datasets(
+        config.data_path,
+        [DEFAULT_RESOLUTION],
+        DEFAULT_IMAGES,
+        seed=config.seed,
+        cache_dir=config.cache_dir,
+        progress=progress,
+    )
     out = prepare_out_dir(config.out_dir, NAME)
     run = run_length_for(device.type, config.compute, batch_size=config.batch_size, seconds=config.seconds)
     session = open_session(command_line, device, reason, run, config.start_method)

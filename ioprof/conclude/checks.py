@@ -66,9 +66,15 @@ def fetch_contradictions(result: SweepResult) -> list[Finding]:
             continue
         if c.requested_bytes >= CONTRADICTION_MIN_BYTES and fetched < CONTRADICTION_SHARE * c.requested_bytes:
             out.append(
-                FetchContradiction(c.dataset, c.setting.label, c.requested_bytes, fetched, c.fetched.method,
-                                   fs.get(c.dataset, ""))
-            )  # fmt: skip
+                FetchContradiction(
+                    c.dataset,
+                    c.setting.label,
+                    c.requested_bytes,
+                    fetched,
+                    c.fetched.method,
+                    fs.get(c.dataset, ""),
+                )
+            )
     return out
 
 
@@ -196,20 +202,29 @@ def off_prediction(result: SweepResult) -> list[Finding]:
         return []
     if len(off) <= RESIDUALS_LISTED:
         return [
-            OffPrediction(c.dataset, c.setting.label, c.img_per_s, c.verdict.predicted_low_img_per_s or 0.0,
-                          c.verdict.predicted_img_per_s or 0.0, c.verdict.residual or 0.0)
+            OffPrediction(
+                c.dataset,
+                c.setting.label,
+                c.img_per_s,
+                c.verdict.predicted_low_img_per_s or 0.0,
+                c.verdict.predicted_img_per_s or 0.0,
+                c.verdict.residual or 0.0,
+            )
             for c in off
             if c.verdict
-        ]  # fmt: skip
+        ]
     residuals = [c.verdict.residual or 0.0 for c in off if c.verdict]
     by_compute = all(c.verdict and c.verdict.predicted_by.startswith("compute") for c in off)
     return [
         ManyOffPrediction(
-            count=len(off), cells=len(_ok(result)), residual_min=min(residuals), residual_max=max(residuals),
+            count=len(off),
+            cells=len(_ok(result)),
+            residual_min=min(residuals),
+            residual_max=max(residuals),
             compute_measured_low=all(r > 0 for r in residuals) and by_compute and result.compute is not None,
             compute_img_per_s=result.compute.img_per_s if result.compute else None,
         )
-    ]  # fmt: skip
+    ]
 
 
 def workers_exceed_cores(result: SweepResult) -> list[Finding]:
@@ -259,11 +274,17 @@ def emulated_faster_than_real(result: SweepResult) -> list[Finding]:
 
 def borderline(result: SweepResult) -> list[Finding]:
     cells = tuple(
-        (c.dataset, c.setting.label, c.verdict.input_bound_range[0], c.verdict.input_bound_range[1],
-         c.verdict.wait_share_low or 0.0, c.verdict.wait_share_high or 0.0)
+        (
+            c.dataset,
+            c.setting.label,
+            c.verdict.input_bound_range[0],
+            c.verdict.input_bound_range[1],
+            c.verdict.wait_share_low or 0.0,
+            c.verdict.wait_share_high or 0.0,
+        )
         for c in _ok(result)
         if c.verdict is not None and c.verdict.input_bound == "borderline"
-    )  # fmt: skip
+    )
     return [BorderlineCells(cells)] if cells else []
 
 

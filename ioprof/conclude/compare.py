@@ -35,10 +35,20 @@ def compare_cells(a: CellResult, b: CellResult, min_effect: float = COMPARE_MIN_
         if apart and abs(ratio - 1) > min_effect:
             change = "faster" if ratio > 1 else "slower"
     return CellComparison(
-        dataset=a.dataset, setting_a=a.setting.label, setting_b=b.setting.label, img_per_s_a=a.img_per_s,
-        img_per_s_b=b.img_per_s, interval_a=ia, interval_b=ib, ratio=ratio, ratio_low=low, ratio_high=high,
-        wait_share_a=a.data_wait_share, wait_share_b=b.data_wait_share, change=change,
-    )  # fmt: skip
+        dataset=a.dataset,
+        setting_a=a.setting.label,
+        setting_b=b.setting.label,
+        img_per_s_a=a.img_per_s,
+        img_per_s_b=b.img_per_s,
+        interval_a=ia,
+        interval_b=ib,
+        ratio=ratio,
+        ratio_low=low,
+        ratio_high=high,
+        wait_share_a=a.data_wait_share,
+        wait_share_b=b.data_wait_share,
+        change=change,
+    )
 
 
 def match(
@@ -52,8 +62,14 @@ def match(
     left_a = [c for c in ok_a if c.key not in {p[0].key for p in pairs}]
     left_b = list(by_key.values())
     for c in sorted(left_a, key=lambda c: c.workers):
-        partner = next((d for d in sorted(left_b, key=lambda d: d.workers)
-                        if (d.dataset, d.loader) == (c.dataset, c.loader)), None)  # fmt: skip
+        partner = next(
+            (
+                d
+                for d in sorted(left_b, key=lambda d: d.workers)
+                if (d.dataset, d.loader) == (c.dataset, c.loader)
+            ),
+            None,
+        )
         if partner is not None:
             pairs.append((c, partner))
             left_b.remove(partner)

@@ -26,10 +26,16 @@ def predict(phases: PhaseTimes, regime: str, images: int, batch: int, startup_s:
     total = startup_s + steps * (wait + compute)
     scale = steps * per_step.rel_half_width * per_step.value if per_step.known else None
     return EpochPrediction(
-        regime=regime, images=images, steps=steps, startup_s=startup_s, input_s=steps * wait,
-        compute_s=steps * compute, total_s=total, total_low_s=total - scale if scale is not None else None,
+        regime=regime,
+        images=images,
+        steps=steps,
+        startup_s=startup_s,
+        input_s=steps * wait,
+        compute_s=steps * compute,
+        total_s=total,
+        total_low_s=total - scale if scale is not None else None,
         total_high_s=total + scale if scale is not None else None,
-    )  # fmt: skip
+    )
 
 
 def conclude(result: ProfileResult) -> ProfileResult:
@@ -42,8 +48,13 @@ def conclude(result: ProfileResult) -> ProfileResult:
     check = None
     m = result.measured_epoch
     if m is not None and m.seconds > 0:
-        same = predict(result.cold if m.regime == "cold" else (result.warm or result.cold), m.regime, m.images,
-                       result.batch_size, result.startup_s)  # fmt: skip
+        same = predict(
+            result.cold if m.regime == "cold" else (result.warm or result.cold),
+            m.regime,
+            m.images,
+            result.batch_size,
+            result.startup_s,
+        )
         check = (same.total_s - m.seconds) / m.seconds
     base = sum(result.cold.compute_s()) / max(1, len(result.cold.compute_s()))  # the same loader, no hooks
     hooked = sum(result.hooked.compute_s()) / max(1, len(result.hooked.compute_s()))

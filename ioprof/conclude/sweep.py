@@ -307,8 +307,10 @@ def _fix_from_ceilings(decode: float | None, storage: float | None, demand: floa
 
 def _decode_advice(ceilings: DatasetCeilings | None, demand: float | None, cores: int) -> dict[str, Any]:
     """Workers needed, read off the measured multiprocess decode curve."""
-    curve = sorted((d for d in (ceilings.decode if ceilings else ()) if d.loader == "multiprocess"),
-                   key=lambda d: d.workers)  # fmt: skip
+    curve = sorted(
+        (d for d in (ceilings.decode if ceilings else ()) if d.loader == "multiprocess"),
+        key=lambda d: d.workers,
+    )
     best = max(curve, key=lambda d: d.img_per_s) if curve else None
     per_worker = curve[0].img_per_s / curve[0].workers if curve and curve[0].img_per_s > 0 else None
     estimated = demand / per_worker if demand and per_worker else None

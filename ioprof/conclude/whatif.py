@@ -93,7 +93,9 @@ def conclude(result: WhatifResult) -> WhatifResult:
     if base is None or base.cell is None:
         return replace(result, ranking=Ranking((), "", "unknown", False))
     ranked = sorted(
-        (_ranked(a, base, control_of(a, by), result) for a in measured), key=lambda r: r.img_per_s, reverse=True
+        (_ranked(a, base, control_of(a, by), result) for a in measured),
+        key=lambda r: r.img_per_s,
+        reverse=True,
     )
     fixes = [r for r in ranked if r.name != CONTROL and r.beyond_noise and (r.fix_gain or 0) > 1]
     best = max(fixes, key=lambda r: r.fix_gain or 0.0).name if fixes else ""

@@ -382,9 +382,9 @@ class CellResult:
         group at least one step per worker long (their batches arrive in bursts)."""
         images = [float(n) for n in self.images_per_step] or [float(self.batch_size)] * self.steps
         # centred on img_per_s (images over the window's clock), the figure every table shows
-        return ratio_interval(images, self.step_durations_s(), self.setting.concurrency, self.looks).centered_on(
-            self.img_per_s
-        )
+        return ratio_interval(
+            images, self.step_durations_s(), self.setting.concurrency, self.looks
+        ).centered_on(self.img_per_s)
 
     def wait_share(self) -> Interval:
         return wait_share_interval(list(self.wait_s), list(self.step_s), self.setting.concurrency, self.looks)

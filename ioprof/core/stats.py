@@ -72,10 +72,37 @@ def share_below(samples: Sequence[float], threshold: float) -> float:
 # Two-sided 95 % quantiles of Student's t by degrees of freedom (standard tables); beyond 30
 # the normal quantile with a 1/df correction is within 0.2 % of the exact value.
 _T_975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 # Batch means: at most this many groups of consecutive samples, each at least ``min_group`` long
 # when there are samples enough for MIN_BATCHES such groups (shorter ones otherwise: wider intervals).
 MAX_BATCHES = 10

@@ -63,7 +63,9 @@ def _read_int(path: Path) -> int | None:
     return None if text == "max" or not text.isdigit() else int(text)
 
 
-def cgroup_memory(cgroup_file: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> tuple[int, int] | None:
+def cgroup_memory(
+    cgroup_file: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup"
+) -> tuple[int, int] | None:
     """(limit, usage) in bytes of the tightest memory limit on this process's cgroup and its
     parents (cgroup v2 ``memory.max``/``memory.current``, v1 ``memory.limit_in_bytes``/
     ``memory.usage_in_bytes``); None where no limit is set."""

@@ -31,9 +31,25 @@ NETWORK_FS_TYPES = frozenset(
 )
 # Local filesystems on block devices: their reads show up in the reader's read_bytes.
 BLOCK_FS_TYPES = frozenset(
-    {"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "vfat", "exfat", "ntfs3", "jfs", "reiserfs",
-     "overlay", "squashfs", "iso9660", "hfsplus", "udf"}
-)  # fmt: skip
+    {
+        "ext2",
+        "ext3",
+        "ext4",
+        "xfs",
+        "btrfs",
+        "f2fs",
+        "vfat",
+        "exfat",
+        "ntfs3",
+        "jfs",
+        "reiserfs",
+        "overlay",
+        "squashfs",
+        "iso9660",
+        "hfsplus",
+        "udf",
+    }
+)
 
 _CACHESTAT_SYSCALL_X86_64 = 451  # cachestat(2), Linux 6.5+, same number on all architectures since 6.5
 _PAGE_SIZE = mmap.PAGESIZE

@@ -9,5 +9,15 @@ May import: ``ioprof.core``, ``ioprof.host``, ``ioprof.datasets``.
 """
 
 __all__ = [
-    "ceilings", "cell", "compute", "decode", "layers", "loader", "models", "sample", "session", "steptiming", "storage",
-]  # fmt: skip
+    "ceilings",
+    "cell",
+    "compute",
+    "decode",
+    "layers",
+    "loader",
+    "models",
+    "sample",
+    "session",
+    "steptiming",
+    "storage",
+]

@@ -26,9 +26,14 @@ def compute_ceiling(
     """The compute ceiling at the run's batch size."""
     progress("measuring the compute ceiling (synthetic batches on the device)…")
     ceiling = probe_compute(
-        step, spec, model, session.device, batch_size=session.run.batch_size, crop_px=crop_px,
+        step,
+        spec,
+        model,
+        session.device,
+        batch_size=session.run.batch_size,
+        crop_px=crop_px,
         warmup_steps=session.run.warmup_steps,
-    )  # fmt: skip
+    )
     progress.measured(ceiling)
     return ceiling
 

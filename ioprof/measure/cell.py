@@ -162,15 +162,9 @@ class _Window:
         return ""
 
 
-def run_cell(
-    plan: CellPlan,
-    step: TrainStep,
-    *,
-    gpu: GpuSampler,
-    failures: Failures,
-    clock: Callable[[], float] = time.perf_counter,
-) -> CellResult:
-    """Measure one loader setting end to end."""
+def _cell_loader(plan: CellPlan) -> tuple[Iterable[Batch], CacheInfo]:
+    """The cell's input pipeline (ioprof's DataLoader or an alternative's), its files in the
+    cache regime asked for — or an in-memory sample read through emulated storage."""
     ds, setting, run = plan.dataset, plan.setting, plan.run
     if plan.sample is not None:
         paths, labels, blobs = plan.sample.paths, plan.sample.labels, plan.sample.blobs
@@ -182,17 +176,40 @@ def run_cell(
         cache = prepare(paths, plan.regime, ds.fs)
         if plan.keep_warm:  # the share the page cache would hold: warmed after the rest was evicted
             cache = keep_warm(cache, sorted(plan.keep_warm), len(paths))
-    warmup = run.warmup_for(setting)
     if plan.loader is not None:
-        dl = plan.loader(plan, paths, labels, blobs, cache)
-    else:
-        dl = make_loader(
-            paths, labels, setting=setting, crop_px=plan.crop_px, batch_size=run.batch_size,
-            num_samples=(warmup + run.max_steps + PREFETCH_FACTOR * setting.workers + 1) * run.batch_size,
-            seed=plan.seed, pin_memory=plan.pin_memory, blobs=blobs, emulated=plan.emulated,
-            evict_after_read=cache.evict_after_read, start_method=plan.start_method,
-            prefetch_factor=plan.prefetch_factor, keep_warm=plan.keep_warm,
-        )  # fmt: skip
+        return plan.loader(plan, paths, labels, blobs, cache), cache
+    warmup = run.warmup_for(setting)
+    dl = make_loader(
+        paths,
+        labels,
+        setting=setting,
+        crop_px=plan.crop_px,
+        batch_size=run.batch_size,
+        num_samples=(warmup + run.max_steps + PREFETCH_FACTOR * setting.workers + 1) * run.batch_size,
+        seed=plan.seed,
+        pin_memory=plan.pin_memory,
+        blobs=blobs,
+        emulated=plan.emulated,
+        evict_after_read=cache.evict_after_read,
+        start_method=plan.start_method,
+        prefetch_factor=plan.prefetch_factor,
+        keep_warm=plan.keep_warm,
+    )
+    return dl, cache
+
+
+def run_cell(
+    plan: CellPlan,
+    step: TrainStep,
+    *,
+    gpu: GpuSampler,
+    failures: Failures,
+    clock: Callable[[], float] = time.perf_counter,
+) -> CellResult:
+    """Measure one loader setting end to end."""
+    ds, setting, run = plan.dataset, plan.setting, plan.run
+    dl, cache = _cell_loader(plan)
+    warmup = run.warmup_for(setting)
     mount = MountCounters(ds.fs)
     window = _Window()
     children_before = iocounters.child_pids()
@@ -238,10 +255,17 @@ def run_cell(
         telemetry = gpu.stop()
         del it  # shuts the workers down
     return _cell_result(
-        plan, window, cache, startup_s, stopped_by or "steps", telemetry,
-        io=iocounters.delta(io_before, io_after), window_s=io_after.at_s - window_start,
-        window_mark=window_mark, mount=(mount_before, mount_after),
-    )  # fmt: skip
+        plan,
+        window,
+        cache,
+        startup_s,
+        stopped_by or "steps",
+        telemetry,
+        io=iocounters.delta(io_before, io_after),
+        window_s=io_after.at_s - window_start,
+        window_mark=window_mark,
+        mount=(mount_before, mount_after),
+    )
 
 
 def _cell_result(
@@ -273,10 +297,18 @@ def _cell_result(
     cache = verify_after(cache, read) if plan.sample is None else cache
     requested = sum(window.nbytes)
     fetched = (
-        decide(plan.dataset.fs, cache, read_bytes=io.read_bytes, requested_bytes=requested,
-               before=mount[0], after=mount[1], emulated=plan.emulated is not None)
-        if window.waits else UNKNOWN_FETCH
-    )  # fmt: skip
+        decide(
+            plan.dataset.fs,
+            cache,
+            read_bytes=io.read_bytes,
+            requested_bytes=requested,
+            before=mount[0],
+            after=mount[1],
+            emulated=plan.emulated is not None,
+        )
+        if window.waits
+        else UNKNOWN_FETCH
+    )
     images = sum(window.images)
     return CellResult(
         dataset=plan.dataset.label,

@@ -47,9 +47,16 @@ def probe_decode(
     warm = warmup_batches(setting)
     # The sampler draws indices lazily, one permutation per pass: a generous count costs nothing.
     dl = make_loader(
-        sample.paths, sample.labels, setting=setting, crop_px=crop_px, batch_size=batch_size,
-        num_samples=(warm + 1_000_000) * batch_size, seed=seed, blobs=sample.blobs, start_method=start_method,
-    )  # fmt: skip
+        sample.paths,
+        sample.labels,
+        setting=setting,
+        crop_px=crop_px,
+        batch_size=batch_size,
+        num_samples=(warm + 1_000_000) * batch_size,
+        seed=seed,
+        blobs=sample.blobs,
+        start_method=start_method,
+    )
     images: list[int] = []
     spans: list[float] = []
     looks = Looks(DECODE_PROBE_MIN_BATCHES_PER_WORKER * setting.concurrency, min_seconds)

@@ -31,10 +31,19 @@ class DeviceModel:
 class _LeNet5(nn.Sequential):
     def __init__(self) -> None:
         super().__init__(
-            nn.Conv2d(1, 6, 5), nn.Tanh(), nn.AvgPool2d(2),
-            nn.Conv2d(6, 16, 5), nn.Tanh(), nn.AvgPool2d(2),
-            nn.Flatten(), nn.Linear(16 * 5 * 5, 120), nn.Tanh(), nn.Linear(120, 84), nn.Tanh(), nn.Linear(84, 10),
-        )  # fmt: skip
+            nn.Conv2d(1, 6, 5),
+            nn.Tanh(),
+            nn.AvgPool2d(2),
+            nn.Conv2d(6, 16, 5),
+            nn.Tanh(),
+            nn.AvgPool2d(2),
+            nn.Flatten(),
+            nn.Linear(16 * 5 * 5, 120),
+            nn.Tanh(),
+            nn.Linear(120, 84),
+            nn.Tanh(),
+            nn.Linear(84, 10),
+        )
 
 
 class _LstmClassifier(nn.Module):

@@ -40,9 +40,20 @@ from ioprof.host.pagecache import FilesystemInfo, drop_after_read, filesystem_of
 # A read failing with one of these means the storage itself may have stopped answering (a
 # dropped network or FUSE mount, a vanished device), not that one file is bad.
 STORAGE_LOST_ERRNOS = frozenset(
-    {errno.ENOTCONN, errno.ESTALE, errno.EIO, errno.ENODEV, errno.ENXIO, errno.EHOSTDOWN,
-     errno.EHOSTUNREACH, errno.ETIMEDOUT, errno.ECONNABORTED, errno.ECONNRESET, errno.ECONNREFUSED}
-)  # fmt: skip
+    {
+        errno.ENOTCONN,
+        errno.ESTALE,
+        errno.EIO,
+        errno.ENODEV,
+        errno.ENXIO,
+        errno.EHOSTDOWN,
+        errno.EHOSTUNREACH,
+        errno.ETIMEDOUT,
+        errno.ECONNABORTED,
+        errno.ECONNRESET,
+        errno.ECONNREFUSED,
+    }
+)
 # The storage probe: at least this many files before its interval may stop it, and at most this long.
 STORAGE_PROBE_MIN_FILES = 100
 STORAGE_PROBE_MAX_S = 20.0
@@ -235,9 +246,14 @@ def probe_storage(
     if readers.lost is not None:
         check_storage(root or os.path.dirname(paths[order[0]]), fs, readers.lost)
     fetched = decide(
-        fs, cache, read_bytes=read_bytes, requested_bytes=sum(readers.completed_bytes), before=before,
-        after=mount.snapshot(), emulated=emulated is not None and blobs is not None,
-    )  # fmt: skip
+        fs,
+        cache,
+        read_bytes=read_bytes,
+        requested_bytes=sum(readers.completed_bytes),
+        before=before,
+        after=mount.snapshot(),
+        emulated=emulated is not None and blobs is not None,
+    )
     return _ceiling(readers, concurrency, cache, fetched, read_bytes, stopped_by, emulated)
 
 

@@ -83,6 +83,7 @@ class _Loader:
         )
         self.counters = watcher.mount_counters(self.settings["dataset_root"])
         import psutil  # noqa: F401  (imported here, not in the first timed batch)
+
         self.gpu: Any = None  # the NVML sampler of the window (CUDA), or None
         self.telemetry: Any = None  # its GpuTelemetry once the window ended
         self.thread_names: dict[int, str] = {}  # the threads that called next(), by ident

@@ -198,5 +198,3 @@ def _probe_storage(
         sample, readers, filesystem_of(sample[0]), max_seconds=PROBE_STORAGE_MAX_S, root=root
     )
     return [replace(ceiling, shared_by=local_world_size)], ""
-
-

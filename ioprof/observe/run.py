@@ -61,18 +61,23 @@ def child_env(attach_dir: str, observed: Path, config: RunConfig) -> dict[str, s
     from ioprof.observe.observer import ENV, WatchConfig
 
     watch = WatchConfig(
-        out_dir=str(observed), warmup_steps=config.warmup_steps, steps=config.steps, seconds=config.seconds,
-        probe=config.probe, probe_seconds=config.probe_seconds,
-    )  # fmt: skip
+        out_dir=str(observed),
+        warmup_steps=config.warmup_steps,
+        steps=config.steps,
+        seconds=config.seconds,
+        probe=config.probe,
+        probe_seconds=config.probe_seconds,
+    )
     path = os.pathsep.join(p for p in (attach_dir, os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "PYTHONPATH": path, ENV: json.dumps(asdict(watch))}
-
 
 
 Report = Callable[[SweepResult], None]
 
 
-def watch_command(config: RunConfig, out: Path, report: Report, say: Callable[[str], None]) -> tuple[int, str]:
+def watch_command(
+    config: RunConfig, out: Path, report: Report, say: Callable[[str], None]
+) -> tuple[int, str]:
     """Run the user's command, watched; ``report`` each result (when the windows are measured,
     and at the end); return (the command's exit code, how it ended)."""
     import ioprof

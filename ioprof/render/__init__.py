@@ -10,6 +10,20 @@ May import: ``ioprof.conclude``, ``ioprof.core``.
 """
 
 __all__ = [
-    "compare", "devices", "fmt", "frames", "kinds", "mdtable", "place", "plots", "profile", "results_csv", "run",
-    "scale", "sweep", "terminal", "whatif", "words",
-]  # fmt: skip
+    "compare",
+    "devices",
+    "fmt",
+    "frames",
+    "kinds",
+    "mdtable",
+    "place",
+    "plots",
+    "profile",
+    "results_csv",
+    "run",
+    "scale",
+    "sweep",
+    "terminal",
+    "whatif",
+    "words",
+]

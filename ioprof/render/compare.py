@@ -90,11 +90,18 @@ def _run(run: RunComparison, reference: str) -> list[str]:
     elif not run.settings:
         out += ["Nothing ioprof records differs either (machine, libraries, filesystems).", ""]
     rows = [
-        [c.dataset, f"{c.setting_a} → {c.setting_b}" if c.setting_a != c.setting_b else c.setting_a,
-         rate(c.img_per_s_a), rate(c.img_per_s_b), _ratio(c), pct(c.wait_share_a, 0), pct(c.wait_share_b, 0),
-         CHANGE[c.change]]
+        [
+            c.dataset,
+            f"{c.setting_a} → {c.setting_b}" if c.setting_a != c.setting_b else c.setting_a,
+            rate(c.img_per_s_a),
+            rate(c.img_per_s_b),
+            _ratio(c),
+            pct(c.wait_share_a, 0),
+            pct(c.wait_share_b, 0),
+            CHANGE[c.change],
+        ]
         for c in run.cells
-    ]  # fmt: skip
+    ]
     head = [
         "dataset",
         "loader",

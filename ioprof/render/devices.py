@@ -55,8 +55,18 @@ def render_devices_markdown(result: DevicesResult) -> str:
     notes: dict[str, int] = {}
     ps = payoffs(result)
     n = max((c.devices for c in result.cells if c.devices > 1), default=2)
-    head = ["model", "batch per device", "parameters", "CPU samples/s", "1 GPU samples/s", f"{n} GPUs (DDP) samples/s",
-            "GPU ÷ CPU", "scaling efficiency [95 %]", "communication share of a step", f"do {n} GPUs pay off?"]  # fmt: skip
+    head = [
+        "model",
+        "batch per device",
+        "parameters",
+        "CPU samples/s",
+        "1 GPU samples/s",
+        f"{n} GPUs (DDP) samples/s",
+        "GPU ÷ CPU",
+        "scaling efficiency [95 %]",
+        "communication share of a step",
+        f"do {n} GPUs pay off?",
+    ]
     rows = []
     for p in ps:
         cell = p.cpu or p.one or p.multi
@@ -64,12 +74,20 @@ def render_devices_markdown(result: DevicesResult) -> str:
         if p.efficiency is not None:
             e = p.efficiency
             eff = f"{e.value:.2f}" + (f" [{e.low:.2f}–{e.high:.2f}]" if e.known else " [± ?]")
-        rows.append([
-            p.model, str(p.batch_size), f"{cell.params / 1e6:.2f} M" if cell and cell.params else "—",
-            _cell(p.cpu, notes), _cell(p.one, notes), _cell(p.multi, notes),
-            "—" if p.gpu_speedup is None else f"{p.gpu_speedup:.1f}×", eff,
-            pct(p.communication_share, 0), PAYS[p.pays],
-        ])  # fmt: skip
+        rows.append(
+            [
+                p.model,
+                str(p.batch_size),
+                f"{cell.params / 1e6:.2f} M" if cell and cell.params else "—",
+                _cell(p.cpu, notes),
+                _cell(p.one, notes),
+                _cell(p.multi, notes),
+                "—" if p.gpu_speedup is None else f"{p.gpu_speedup:.1f}×",
+                eff,
+                pct(p.communication_share, 0),
+                PAYS[p.pays],
+            ]
+        )
     m = result.machine
     out = [f"# ioprof devices — {result.run.started_at[:10]}", "", _headline(result), ""]
     out += [
@@ -85,8 +103,12 @@ def render_devices_markdown(result: DevicesResult) -> str:
     out += [f"[{k}] {why}" for why, k in notes.items()] + ([""] if notes else [])
     grads = {c.model: c.gradient_bytes for c in result.cells if c.gradient_bytes}
     if grads:
-        out += ["What DDP all-reduces each step (every gradient): "
-                + ", ".join(f"{model} {size(b)}" for model, b in grads.items()) + ".", ""]  # fmt: skip
+        out += [
+            "What DDP all-reduces each step (every gradient): "
+            + ", ".join(f"{model} {size(b)}" for model, b in grads.items())
+            + ".",
+            "",
+        ]
     out += [
         "## How this was measured",
         "",

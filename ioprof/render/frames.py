@@ -34,24 +34,42 @@ def _cell_row(c: CellResult) -> dict[str, Any]:
     util = c.gpu.gpu_util_pct
     parts = c.cuda.mean_s() if c.cuda is not None else {}
     return {
-        "dataset": c.dataset, "loader": c.loader, "workers": c.workers, "status": c.status,
-        "img_per_s": c.img_per_s, **_bounds("img_per_s", c.throughput() if ok else None),
-        "data_wait_share": c.data_wait_share, **_bounds("data_wait_share", c.wait_share() if ok else None),
-        "input_bound": v.input_bound if v else None, "bottleneck": v.bottleneck if v else None,
+        "dataset": c.dataset,
+        "loader": c.loader,
+        "workers": c.workers,
+        "status": c.status,
+        "img_per_s": c.img_per_s,
+        **_bounds("img_per_s", c.throughput() if ok else None),
+        "data_wait_share": c.data_wait_share,
+        **_bounds("data_wait_share", c.wait_share() if ok else None),
+        "input_bound": v.input_bound if v else None,
+        "bottleneck": v.bottleneck if v else None,
         "predicted_img_per_s": v.predicted_img_per_s if v else None,
-        "predicted_low_img_per_s": v.predicted_low_img_per_s if v else None, "predicted_by": v.predicted_by if v else None,
-        "steps": c.steps, "stopped_by": c.stopped_by, "warmup_steps": c.warmup_steps, "batch_size": c.batch_size,
-        "startup_s": c.startup_s, "wait_s_total": sum(c.wait_s), "step_s_total": sum(c.step_s),
-        "requested_bytes": c.requested_bytes, "fetched_bytes": c.fetched.bytes, "fetched_method": c.fetched.method,
-        "fetched_mb_per_s": c.fetched_mb_per_s(), "requested_mb_per_s": c.requested_mb_per_s(),
-        "kernel_read_bytes": c.io.read_bytes, "kernel_read_chars": c.io.read_chars, "cache_regime": c.cache.regime,
-        "cache_verified": c.cache.verified, "resident_fraction_before": c.cache.resident_fraction,
+        "predicted_low_img_per_s": v.predicted_low_img_per_s if v else None,
+        "predicted_by": v.predicted_by if v else None,
+        "steps": c.steps,
+        "stopped_by": c.stopped_by,
+        "warmup_steps": c.warmup_steps,
+        "batch_size": c.batch_size,
+        "startup_s": c.startup_s,
+        "wait_s_total": sum(c.wait_s),
+        "step_s_total": sum(c.step_s),
+        "requested_bytes": c.requested_bytes,
+        "fetched_bytes": c.fetched.bytes,
+        "fetched_method": c.fetched.method,
+        "fetched_mb_per_s": c.fetched_mb_per_s(),
+        "requested_mb_per_s": c.requested_mb_per_s(),
+        "kernel_read_bytes": c.io.read_bytes,
+        "kernel_read_chars": c.io.read_chars,
+        "cache_regime": c.cache.regime,
+        "cache_verified": c.cache.verified,
+        "resident_fraction_before": c.cache.resident_fraction,
         "resident_fraction_after": c.cache.resident_after,
         "gpu_util_mean_pct": sum(util) / len(util) if util else None,
         "gpu_telemetry": "ok" if c.gpu.available else c.gpu.reason,
         **{f"gpu_{k}_s_mean": parts.get(k) for k in ("data_stall", "host_overhead", "copy", "compute")},
         "error": c.error,
-    }  # fmt: skip
+    }
 
 
 def cells_frame(result: SweepResult) -> pd.DataFrame:
@@ -64,27 +82,63 @@ def ceilings_frame(result: SweepResult | PlaceResult) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     if result.compute is not None:
         c = result.compute
-        rows.append({"dataset": "", "stage": "compute", "setting": c.label, "img_per_s": c.img_per_s,
-                     **_bounds("img_per_s", c.throughput()), "read_mb_per_s": None, "simulated": c.simulated})  # fmt: skip
+        rows.append(
+            {
+                "dataset": "",
+                "stage": "compute",
+                "setting": c.label,
+                "img_per_s": c.img_per_s,
+                **_bounds("img_per_s", c.throughput()),
+                "read_mb_per_s": None,
+                "simulated": c.simulated,
+            }
+        )
     decode = (
         result.decode if isinstance(result, PlaceResult) else [d for dc in result.ceilings for d in dc.decode]
     )
     datasets = {id(d): dc.dataset for dc in getattr(result, "ceilings", ()) for d in dc.decode}
     for d in decode:
-        rows.append({"dataset": datasets.get(id(d), ""), "stage": "decode", "setting": d.setting.label,
-                     "img_per_s": d.img_per_s, **_bounds("img_per_s", d.throughput()), "read_mb_per_s": None,
-                     "simulated": False})  # fmt: skip
+        rows.append(
+            {
+                "dataset": datasets.get(id(d), ""),
+                "stage": "decode",
+                "setting": d.setting.label,
+                "img_per_s": d.img_per_s,
+                **_bounds("img_per_s", d.throughput()),
+                "read_mb_per_s": None,
+                "simulated": False,
+            }
+        )
     storage = (
         [(cand.label, s) for cand in result.candidates for s in cand.storage]
         if isinstance(result, PlaceResult)
         else [(dc.dataset, s) for dc in result.ceilings for s in dc.storage]
     )
     for where, s in storage:
-        rows.append({"dataset": where, "stage": "storage", "setting": f"{s.concurrency} reader(s)",
-                     "img_per_s": s.img_per_s, **_bounds("img_per_s", s.file_rate()), "read_mb_per_s": s.read_mb_per_s,
-                     "simulated": bool(s.emulated)})  # fmt: skip
-    return pd.DataFrame(rows, columns=["dataset", "stage", "setting", "img_per_s", "img_per_s_low", "img_per_s_high",
-                                       "read_mb_per_s", "simulated"])  # fmt: skip
+        rows.append(
+            {
+                "dataset": where,
+                "stage": "storage",
+                "setting": f"{s.concurrency} reader(s)",
+                "img_per_s": s.img_per_s,
+                **_bounds("img_per_s", s.file_rate()),
+                "read_mb_per_s": s.read_mb_per_s,
+                "simulated": bool(s.emulated),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "dataset",
+            "stage",
+            "setting",
+            "img_per_s",
+            "img_per_s_low",
+            "img_per_s_high",
+            "read_mb_per_s",
+            "simulated",
+        ],
+    )
 
 
 def loaders_frame(result: SweepResult) -> pd.DataFrame:
@@ -100,11 +154,22 @@ def alternatives_frame(result: WhatifResult) -> pd.DataFrame:
     rows = []
     for a in result.alternatives:
         r = ranked.get(a.name)
-        rows.append({"alternative": a.name, "measured": a.measured, "why_not": a.why_not,
-                     "img_per_s": r.img_per_s if r else None, "img_per_s_low": r.low if r else None,
-                     "img_per_s_high": r.high if r else None, "gain": r.gain if r else None,
-                     "beyond_noise": r.beyond_noise if r else None, "busy_share": r.busy_share if r else None,
-                     "where": a.where, "prep_s": a.prep_s, "prep_bytes": a.prep_bytes})  # fmt: skip
+        rows.append(
+            {
+                "alternative": a.name,
+                "measured": a.measured,
+                "why_not": a.why_not,
+                "img_per_s": r.img_per_s if r else None,
+                "img_per_s_low": r.low if r else None,
+                "img_per_s_high": r.high if r else None,
+                "gain": r.gain if r else None,
+                "beyond_noise": r.beyond_noise if r else None,
+                "busy_share": r.busy_share if r else None,
+                "where": a.where,
+                "prep_s": a.prep_s,
+                "prep_bytes": a.prep_bytes,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -120,14 +185,28 @@ def ranks_frame(result: ScaleResult) -> pd.DataFrame:
     """``ioprof scale``: one row per rank of each rank count and regime (a failed count: one row)."""
     rows: list[dict[str, Any]] = []
     for count in result.counts:
-        head = {"ranks": count.ranks, "regime": count.regime, "count_status": count.status, "reason": count.reason,
-                "aggregate_img_per_s": count.aggregate().value if count.per_rank else None,
-                "storage_alone_mb_per_s": count.storage.bandwidth().value if count.storage else None}  # fmt: skip
+        head = {
+            "ranks": count.ranks,
+            "regime": count.regime,
+            "count_status": count.status,
+            "reason": count.reason,
+            "aggregate_img_per_s": count.aggregate().value if count.per_rank else None,
+            "storage_alone_mb_per_s": count.storage.bandwidth().value if count.storage else None,
+        }
         if not count.per_rank:
             rows.append({**head, "rank": None})
         for r in count.per_rank:
-            rows.append({**head, "rank": r.rank, "host": r.host, "cores_used": r.cores_used,
-                         "busy_share": r.busy().value, **_bounds("busy_share", r.busy()), **_cell_row(r.cell)})  # fmt: skip
+            rows.append(
+                {
+                    **head,
+                    "rank": r.rank,
+                    "host": r.host,
+                    "cores_used": r.cores_used,
+                    "busy_share": r.busy().value,
+                    **_bounds("busy_share", r.busy()),
+                    **_cell_row(r.cell),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -136,10 +215,21 @@ def devices_frame(result: DevicesResult) -> pd.DataFrame:
     rows = []
     for c in result.cells:
         t = c.throughput() if c.measured else None
-        rows.append({"model": c.model, "batch_size": c.batch_size, "setup": c.setup, "devices": c.devices,
-                     "measured": c.measured, "why_not": c.why_not, "samples_per_s": t.value if t else None,
-                     **_bounds("samples_per_s", t), "steps": len(c.step_s), "params": c.params,
-                     "gradient_bytes": c.gradient_bytes})  # fmt: skip
+        rows.append(
+            {
+                "model": c.model,
+                "batch_size": c.batch_size,
+                "setup": c.setup,
+                "devices": c.devices,
+                "measured": c.measured,
+                "why_not": c.why_not,
+                "samples_per_s": t.value if t else None,
+                **_bounds("samples_per_s", t),
+                "steps": len(c.step_s),
+                "params": c.params,
+                "gradient_bytes": c.gradient_bytes,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -164,8 +254,26 @@ def layers_frame(result: ProfileResult) -> pd.DataFrame:
 def _empty_cell() -> CellResult:
     from ioprof.core.results import CacheInfo, GpuTelemetry, IoCounts
 
-    return CellResult("", "serial", 0, 0, 0, 0, 0, 0.0, 0.0, (), (), 0.0, 0.0, IoCounts(0, 0, 0, 0.0),
-                      CacheInfo("", 0.0, False, "", ""), GpuTelemetry(False, ""), "", status="none")  # fmt: skip
+    return CellResult(
+        "",
+        "serial",
+        0,
+        0,
+        0,
+        0,
+        0,
+        0.0,
+        0.0,
+        (),
+        (),
+        0.0,
+        0.0,
+        IoCounts(0, 0, 0, 0.0),
+        CacheInfo("", 0.0, False, "", ""),
+        GpuTelemetry(False, ""),
+        "",
+        status="none",
+    )
 
 
 # the columns of results.csv and of ``Run.cells``, in order

@@ -38,7 +38,10 @@ def _unchanged(result: Any) -> Any:
     return result  # ``devices``: its figures are derived when rendered
 
 
-_SWEEP_FRAMES: dict[str, Callable[[Any], Any]] = {"cells": frames.cells_frame, "ceilings": frames.ceilings_frame}
+_SWEEP_FRAMES: dict[str, Callable[[Any], Any]] = {
+    "cells": frames.cells_frame,
+    "ceilings": frames.ceilings_frame,
+}
 KINDS: dict[str, Kind] = {
     "sweep": Kind(sweep_conclusion.conclude, sweep.write, sweep.headline, _SWEEP_FRAMES),
     "run": Kind(
@@ -53,7 +56,9 @@ KINDS: dict[str, Kind] = {
     "whatif": Kind(
         whatif_conclusion.conclude, whatif.write, whatif.headline, {"alternatives": frames.alternatives_frame}
     ),
-    "profile": Kind(profile_conclusion.conclude, profile.write, profile.headline, {"layers": frames.layers_frame}),
+    "profile": Kind(
+        profile_conclusion.conclude, profile.write, profile.headline, {"layers": frames.layers_frame}
+    ),
     "scale": Kind(scale_conclusion.conclude, scale.write, scale.headline, {"ranks": frames.ranks_frame}),
     "devices": Kind(_unchanged, devices.write, devices.headline, {"devices": frames.devices_frame}),
 }

@@ -30,7 +30,11 @@ def _decision_row(dec: PlaceDecision, epochs: int) -> list[str]:
         reads + ("" if dec.keeps_pages is not False else " (drops read pages)"),
         duration(dec.total_s),
         duration(dec.copy_s),
-        "—" if dec.saved_s is None else duration(dec.saved_s) if dec.saved_s >= 0 else f"−{duration(-dec.saved_s)}",
+        "—"
+        if dec.saved_s is None
+        else duration(dec.saved_s)
+        if dec.saved_s >= 0
+        else f"−{duration(-dec.saved_s)}",
         "—" if dec.copy_pays_off is None else ("yes" if dec.copy_pays_off else "no"),
         "yes" if dec.fits else "**no**",
     ]
@@ -67,16 +71,36 @@ def _locations(result: PlaceResult) -> list[str]:
     rows = []
     for cand in result.candidates:
         for s in cand.storage:
-            rows.append([
-                cand.label, cand.fs_type + (" (RAM-backed)" if cand.ram_backed else ""), cand.mount_source or "—",
-                str(s.concurrency), rate_ci(s.bandwidth()), rate_ci(s.file_rate()), ms(s.latency_p50_s),
-                ms(s.latency_p99_s), f"{s.cache.regime}{'' if s.cache.verified else ' (NOT verified)'}",
-                f"{cand.sample_files} files, {cand.sample_bytes / 1e6:,.1f} MB",
-                "—" if cand.write_mb_per_s is None else f"{cand.write_mb_per_s:,.1f}",
-                "—" if cand.free_bytes is None else gb(cand.free_bytes),
-            ])  # fmt: skip
-    head = ["location", "filesystem", "source", "readers", "MB/s", "files/s", "p50", "p99", "cache", "sample",
-            "copy MB/s", "free"]  # fmt: skip
+            rows.append(
+                [
+                    cand.label,
+                    cand.fs_type + (" (RAM-backed)" if cand.ram_backed else ""),
+                    cand.mount_source or "—",
+                    str(s.concurrency),
+                    rate_ci(s.bandwidth()),
+                    rate_ci(s.file_rate()),
+                    ms(s.latency_p50_s),
+                    ms(s.latency_p99_s),
+                    f"{s.cache.regime}{'' if s.cache.verified else ' (NOT verified)'}",
+                    f"{cand.sample_files} files, {cand.sample_bytes / 1e6:,.1f} MB",
+                    "—" if cand.write_mb_per_s is None else f"{cand.write_mb_per_s:,.1f}",
+                    "—" if cand.free_bytes is None else gb(cand.free_bytes),
+                ]
+            )
+    head = [
+        "location",
+        "filesystem",
+        "source",
+        "readers",
+        "MB/s",
+        "files/s",
+        "p50",
+        "p99",
+        "cache",
+        "sample",
+        "copy MB/s",
+        "free",
+    ]
     out = table(head, rows)
     notes = sorted({s.cache.note for cand in result.candidates for s in cand.storage if s.cache.note})
     notes += [
@@ -90,7 +114,9 @@ def render_place_markdown(result: PlaceResult) -> str:
     d = result.dataset
     kind = "simulated" if c.simulated else "measured"
     fits = d.total_bytes <= result.ram_available_bytes
-    ram = f"{result.ram_available_bytes / 1e9:,.1f} GB" + (f" ({result.ram_source})" if result.ram_source else "")
+    ram = f"{result.ram_available_bytes / 1e9:,.1f} GB" + (
+        f" ({result.ram_source})" if result.ram_source else ""
+    )
     out = [
         f"# ioprof place — {result.run.started_at[:10]}",
         "",

@@ -33,15 +33,26 @@ def plot_throughput(result: SweepResult, path: Path) -> None:
         serial = [c for c in cells if c.loader == "serial"]
         if mp:
             ax.errorbar(
-                [c.workers for c in mp], [c.img_per_s for c in mp], yerr=_yerr(mp), fmt="o-", color=color,
-                capsize=3, label=f"{info.label}",
-            )  # fmt: skip
+                [c.workers for c in mp],
+                [c.img_per_s for c in mp],
+                yerr=_yerr(mp),
+                fmt="o-",
+                color=color,
+                capsize=3,
+                label=f"{info.label}",
+            )
             xticks.update(c.workers for c in mp)
         if serial:
             ax.errorbar(
-                [0], [serial[0].img_per_s], yerr=_yerr(serial), fmt="*", markersize=14, color=color, capsize=3,
+                [0],
+                [serial[0].img_per_s],
+                yerr=_yerr(serial),
+                fmt="*",
+                markersize=14,
+                color=color,
+                capsize=3,
                 label=f"{info.label}, serial loader" if not mp else None,
-            )  # fmt: skip
+            )
             if mp:
                 ax.plot([0, mp[0].workers], [serial[0].img_per_s, mp[0].img_per_s], ":", color=color)
             xticks.add(0)
@@ -117,8 +128,12 @@ def plot_placement(result: PlaceResult, path: Path) -> None:
     colors = ["tab:green" if d.keeps_busy and d.fits else "tab:red" for d in decisions]
     bars = ax.barh(labels, values, color=colors)
     for bar, d in zip(bars, decisions, strict=True):
-        ax.annotate(f" {d.predicted_img_per_s:,.0f} img/s — {d.limited_by}", xy=(bar.get_width(), bar.get_y() + bar.get_height() / 2),
-                    va="center", fontsize=8)  # fmt: skip
+        ax.annotate(
+            f" {d.predicted_img_per_s:,.0f} img/s — {d.limited_by}",
+            xy=(bar.get_width(), bar.get_y() + bar.get_height() / 2),
+            va="center",
+            fontsize=8,
+        )
     demand = result.compute.img_per_s
     ax.axvline(demand, color="0.3", linestyle="--", linewidth=1, label=f"compute ceiling {demand:,.0f} img/s")
     ax.axvline(
@@ -218,30 +233,58 @@ def plot_scale(result: object, path: Path) -> None:
     colors = {"cold": "tab:blue", "warm": "tab:orange"}
     ticks: set[int] = set()
     for regime in dict.fromkeys(c.regime for c in result.counts):
-        ok = sorted((c for c in result.counts if c.regime == regime and c.status == "ok" and c.per_rank),
-                    key=lambda c: c.ranks)  # fmt: skip
+        ok = sorted(
+            (c for c in result.counts if c.regime == regime and c.status == "ok" and c.per_rank),
+            key=lambda c: c.ranks,
+        )
         failed = [c.ranks for c in result.counts if c.regime == regime and c.status != "ok"]
         color = colors.get(regime, "tab:gray")
         if ok:
             xs = [c.ranks for c in ok]
-            ax.errorbar(xs, [c.aggregate().value for c in ok], yerr=_err([c.aggregate() for c in ok]), fmt="o-",
-                        color=color, capsize=3, label=regime)  # fmt: skip
+            ax.errorbar(
+                xs,
+                [c.aggregate().value for c in ok],
+                yerr=_err([c.aggregate() for c in ok]),
+                fmt="o-",
+                color=color,
+                capsize=3,
+                label=regime,
+            )
             per = ok[0].aggregate().value / ok[0].ranks
             ax.plot(xs, [per * n for n in xs], ":", color=color, label=f"{regime}, perfect scaling")
             busy = [min((r.busy() for r in c.per_rank), key=lambda i: i.value) for c in ok]
-            bx.errorbar(xs, [b.value * 100 for b in busy], yerr=[[e * 100 for e in side] for side in _err(busy)],
-                        fmt="o-", color=color, capsize=3, label=regime)  # fmt: skip
+            bx.errorbar(
+                xs,
+                [b.value * 100 for b in busy],
+                yerr=[[e * 100 for e in side] for side in _err(busy)],
+                fmt="o-",
+                color=color,
+                capsize=3,
+                label=regime,
+            )
             ticks.update(xs)
         for n in failed:
             ax.plot([n], [0], "x", color=color, markersize=10, label=f"{regime}: {n} ranks failed")
             ticks.add(n)
     if result.sim_img_per_s:
         top = max(result.ranks_measured(), default=1)
-        ax.plot([1, top], [result.sim_img_per_s, result.sim_img_per_s * top], "--", color="0.5", linewidth=1,
-                label="what the emulated accelerators consume")  # fmt: skip
+        ax.plot(
+            [1, top],
+            [result.sim_img_per_s, result.sim_img_per_s * top],
+            "--",
+            color="0.5",
+            linewidth=1,
+            label="what the emulated accelerators consume",
+        )
     bx.axhline(MIN_BUSY_SHARE * 100, color="0.4", linestyle="--", linewidth=1)
-    bx.annotate(f"{MIN_BUSY_SHARE:.0%} busy", xy=(0.01, MIN_BUSY_SHARE * 100), xycoords=("axes fraction", "data"),
-                va="bottom", fontsize=8, color="0.3")  # fmt: skip
+    bx.annotate(
+        f"{MIN_BUSY_SHARE:.0%} busy",
+        xy=(0.01, MIN_BUSY_SHARE * 100),
+        xycoords=("axes fraction", "data"),
+        va="bottom",
+        fontsize=8,
+        color="0.3",
+    )
     for a in (ax, bx):
         a.set_xlabel("ranks")
         a.set_xticks(sorted(ticks) or [1])

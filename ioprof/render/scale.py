@@ -156,12 +156,21 @@ def _count_rows(result: ScaleResult, rc: RegimeConclusion) -> list[list[str]]:
             if v.busy_mean is not None and v.busy_from_efficiency is not None
             else pct(v.busy_mean, 0)
         )
-        rows.append([
-            str(v.ranks), rate_ci(count.aggregate()), rate(count.aggregate().value / v.ranks),
-            "—" if v.efficiency is None else f"{v.efficiency:.2f}", f"{share_ci(v.least_busy, 0)} (rank {v.least_busy_rank})",
-            check, v.status, "—" if fetched is None else rate(fetched), storage,
-            f"{v.cores_used:.2f} of {v.host_cores}", duration(count.launch_s),
-        ])  # fmt: skip
+        rows.append(
+            [
+                str(v.ranks),
+                rate_ci(count.aggregate()),
+                rate(count.aggregate().value / v.ranks),
+                "—" if v.efficiency is None else f"{v.efficiency:.2f}",
+                f"{share_ci(v.least_busy, 0)} (rank {v.least_busy_rank})",
+                check,
+                v.status,
+                "—" if fetched is None else rate(fetched),
+                storage,
+                f"{v.cores_used:.2f} of {v.host_cores}",
+                duration(count.launch_s),
+            ]
+        )
     return rows
 
 
@@ -170,11 +179,18 @@ def _rank_rows(count: RankCountResult) -> list[list[str]]:
     for r in count.per_rank:
         cell = r.cell
         fetched = cell.fetched_mb_per_s()
-        rows.append([
-            str(r.rank), r.host, rate_ci(cell.throughput()), share_ci(cell.wait_share()), share_ci(r.busy(), 0),
-            f"{r.cores_used:.2f}", "—" if fetched is None else f"{rate(fetched)} ({cell.fetched.method})",
-            f"{cell.cache.regime}{'' if cell.cache.verified else ' (not verified)'}",
-        ])  # fmt: skip
+        rows.append(
+            [
+                str(r.rank),
+                r.host,
+                rate_ci(cell.throughput()),
+                share_ci(cell.wait_share()),
+                share_ci(r.busy(), 0),
+                f"{r.cores_used:.2f}",
+                "—" if fetched is None else f"{rate(fetched)} ({cell.fetched.method})",
+                f"{cell.cache.regime}{'' if cell.cache.verified else ' (not verified)'}",
+            ]
+        )
     return rows
 
 
@@ -194,9 +210,19 @@ def render_scale_markdown(result: ScaleResult) -> str:
     ]
     for rc in regimes:
         out += [f"## {REGIME_WORDS.get(rc.regime, rc.regime)}", ""]
-        head = ["ranks", "img/s, all ranks", "img/s per rank", "scaling efficiency", "least busy rank: busy [95 %]",
-                "mean busy", f"≥ {pct(MIN_BUSY_SHARE, 0)} busy", "fetched MB/s, all ranks", "storage alone MB/s",
-                "CPU cores used", "run took"]  # fmt: skip
+        head = [
+            "ranks",
+            "img/s, all ranks",
+            "img/s per rank",
+            "scaling efficiency",
+            "least busy rank: busy [95 %]",
+            "mean busy",
+            f"≥ {pct(MIN_BUSY_SHARE, 0)} busy",
+            "fetched MB/s, all ranks",
+            "storage alone MB/s",
+            "CPU cores used",
+            "run took",
+        ]
         out += [*table(head, _count_rows(result, rc)), ""]
         if rc.limit is not None:
             count = next(
@@ -206,12 +232,23 @@ def render_scale_markdown(result: ScaleResult) -> str:
             out += [_limit_sentence(rc.limit, count, verdict), ""]
         for v in rc.counts:
             if v.stragglers:
-                out += [f"At {_ranks(v.ranks)}, rank(s) {', '.join(map(str, v.stragglers))} straggled: they waited for "
-                        "data clearly longer than the median rank, and DDP made the others wait for them.", ""]  # fmt: skip
+                out += [
+                    f"At {_ranks(v.ranks)}, rank(s) {', '.join(map(str, v.stragglers))} straggled: they waited for "
+                    "data clearly longer than the median rank, and DDP made the others wait for them.",
+                    "",
+                ]
         for count in (c for c in result.counts if c.regime == rc.regime and c.status == "ok"):
             out += [f"### {_ranks(count.ranks)}, per rank", ""]
-            head = ["rank", "host", "img/s", "data wait [95 %]", "busy [95 %]", "CPU cores used (rank + workers)",
-                    "fetched MB/s (method)", "cache"]  # fmt: skip
+            head = [
+                "rank",
+                "host",
+                "img/s",
+                "data wait [95 %]",
+                "busy [95 %]",
+                "CPU cores used (rank + workers)",
+                "fetched MB/s (method)",
+                "cache",
+            ]
             out += [*table(head, _rank_rows(count)), ""]
     out += _how(result)
     return "\n".join(out)

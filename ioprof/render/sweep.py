@@ -68,7 +68,9 @@ def _answer(result: SweepResult, sweep: bool) -> list[str]:
     if a is None:
         return out
     roles = {lo.key: lo.role for lo in result.loaders}
-    out += [f"- {line}" for line in words.headline(a, sweep, [d.label for d in result.datasets], roles)] + [""]
+    out += [f"- {line}" for line in words.headline(a, sweep, [d.label for d in result.datasets], roles)] + [
+        ""
+    ]
     for adv in a.advice:
         text = words.advice(adv)
         if text:
@@ -83,11 +85,14 @@ def _speedup(result: SweepResult) -> list[str]:
     rows = []
     for info in result.datasets:
         serial, best, ratio = speedup_over_serial([c for c in result.cells if c.dataset == info.label])
-        rows.append([
-            info.label, rate_ci(serial.throughput()) if serial else "—",
-            f"{rate_ci(best.throughput())} ({best.setting.label})" if best else "—",
-            f"{ratio:.2f}×" if ratio else "—",
-        ])  # fmt: skip
+        rows.append(
+            [
+                info.label,
+                rate_ci(serial.throughput()) if serial else "—",
+                f"{rate_ci(best.throughput())} ({best.setting.label})" if best else "—",
+                f"{ratio:.2f}×" if ratio else "—",
+            ]
+        )
     head = ["dataset", "serial img/s", "best multiprocess img/s", "speed-up"]
     return ["## Speed-up of the multiprocess loader over the serial one", "", *table(head, rows), ""]
 
@@ -125,21 +130,36 @@ def _cell_row(c: CellResult, sim: bool, impossible: bool = False) -> list[str]:
         klass = f"borderline ({v.input_bound_range[0]}/{v.input_bound_range[1]})"
     gpu = f"; GPU {_gpu_mean(c)}" if c.gpu.available else ""
     return [
-        c.dataset, c.setting.label, rate_ci(c.throughput()), share_ci(c.wait_share()), klass,
-        v.bottleneck if v else "—", predicted,
+        c.dataset,
+        c.setting.label,
+        rate_ci(c.throughput()),
+        share_ci(c.wait_share()),
+        klass,
+        v.bottleneck if v else "—",
+        predicted,
         f"{shown} / {rate(c.requested_mb_per_s())} ({c.fetched.method})",
-        _cache(c), f"{c.startup_s:.2f} s" if c.startup_s else "—", f"{c.steps} ({c.stopped_by}){gpu}",
-    ]  # fmt: skip
+        _cache(c),
+        f"{c.startup_s:.2f} s" if c.startup_s else "—",
+        f"{c.steps} ({c.stopped_by}){gpu}",
+    ]
 
 
 def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
     sim = result.compute is not None and result.compute.simulated
     emu = bool(result.config.get("storage_profile"))
     head = [
-        "dataset", "loader", "img/s" + (" (sim. compute)" if sim else ""), "data wait", "input-bound", "bottleneck",
-        "predicted img/s (from)", "MB/s fetched / read (counted by)" + (" (emulated)" if emu else ""), "cache",
-        "start-up", "steps (stopped by)",
-    ]  # fmt: skip
+        "dataset",
+        "loader",
+        "img/s" + (" (sim. compute)" if sim else ""),
+        "data wait",
+        "input-bound",
+        "bottleneck",
+        "predicted img/s (from)",
+        "MB/s fetched / read (counted by)" + (" (emulated)" if emu else ""),
+        "cache",
+        "start-up",
+        "steps (stopped by)",
+    ]
     methods = sorted({c.fetched.method for c in result.cells if c.status == "ok"})
     above = _fetched_above(result)
     out = [title, "", *table(head, [_cell_row(c, sim, c.key in above) for c in result.cells]), ""]
@@ -209,15 +229,25 @@ def _gpu_timeline(result: SweepResult) -> list[str]:
             continue
         m = c.cuda.mean_s()
         total = sum(m.values())
-        rows.append([
-            c.dataset, c.setting.label,
-            *(f"{ms(m[k])} ({pct(m[k] / total, 0) if total > 0 else '—'})" for k in m),
-            ms(sum(c.cuda.host_wait_s) / max(1, len(c.cuda.host_wait_s))),
-        ])  # fmt: skip
+        rows.append(
+            [
+                c.dataset,
+                c.setting.label,
+                *(f"{ms(m[k])} ({pct(m[k] / total, 0) if total > 0 else '—'})" for k in m),
+                ms(sum(c.cuda.host_wait_s) / max(1, len(c.cuda.host_wait_s))),
+            ]
+        )
     if not rows:
         return []
-    head = ["dataset", "loader", "idle: waiting for data", "idle: host overhead", "host→device copy", "compute",
-            "host blocked in next()"]  # fmt: skip
+    head = [
+        "dataset",
+        "loader",
+        "idle: waiting for data",
+        "idle: host overhead",
+        "host→device copy",
+        "compute",
+        "host blocked in next()",
+    ]
     return [
         "## Where each step's GPU time went (CUDA events)",
         "",
@@ -265,17 +295,29 @@ def _compute_lines(result: SweepResult) -> list[str]:
 def _storage_table(dc: DatasetCeilings) -> list[str]:
     rows = [
         [
-            str(s.concurrency), rate_ci(s.bandwidth()), rate_ci(s.file_rate()), ms(s.latency_p50_s), ms(s.latency_p99_s),
+            str(s.concurrency),
+            rate_ci(s.bandwidth()),
+            rate_ci(s.file_rate()),
+            ms(s.latency_p50_s),
+            ms(s.latency_p99_s),
             f"{mb(s.fetched.bytes) if s.fetched.bytes is not None else '?'} of {mb(s.bytes)} ({s.fetched.method})",
             f"{s.cache.regime}{'' if s.cache.verified else ' (NOT verified)'}, {pct(s.cache.resident_fraction, 0)} resident before",
             s.stopped_by,
         ]
         for s in dc.storage
-    ]  # fmt: skip
+    ]
     emu = dc.storage[0].emulated
     title = f"Storage — raw reads, shuffled, {'**emulated ' + emu + '** (from an in-memory sample)' if emu else 'real device'}"
-    head = ["readers", "MB/s", "files/s (= img/s it feeds)", "latency p50", "latency p99", "fetched (counted by)",
-            "cache", "stopped by"]  # fmt: skip
+    head = [
+        "readers",
+        "MB/s",
+        "files/s (= img/s it feeds)",
+        "latency p50",
+        "latency p99",
+        "fetched (counted by)",
+        "cache",
+        "stopped by",
+    ]
     out = [f"{title}:", "", *table(head, rows), ""]
     if dc.real_storage is not None:
         r = dc.real_storage
@@ -295,11 +337,14 @@ def _storage_table(dc: DatasetCeilings) -> list[str]:
 def _decode_table(dc: DatasetCeilings) -> list[str]:
     rows = [
         [
-            d.setting.label, rate_ci(d.throughput()),
-            rate(d.img_per_s / d.workers) if d.workers else rate(d.img_per_s), str(d.images), d.stopped_by,
+            d.setting.label,
+            rate_ci(d.throughput()),
+            rate(d.img_per_s / d.workers) if d.workers else rate(d.img_per_s),
+            str(d.images),
+            d.stopped_by,
         ]
         for d in dc.decode
-    ]  # fmt: skip
+    ]
     sample = dc.decode[0]
     return [
         f"Decode — the real loader over an in-memory sample ({sample.sample_files} files, {mb(sample.sample_bytes)}, "
@@ -332,10 +377,18 @@ def _gpu_utilization(result: SweepResult) -> list[str]:
     rows = []
     for c in gpu_cells:
         s = summarize(c.gpu.gpu_util_pct)
-        rows.append([
-            c.dataset, c.setting.label, f"{s.mean:.0f}", f"{s.p5:.0f}", f"{s.p50:.0f}", f"{s.p95:.0f}",
-            pct(share_below(c.gpu.gpu_util_pct, 50.0), 0), str(s.n),
-        ])  # fmt: skip
+        rows.append(
+            [
+                c.dataset,
+                c.setting.label,
+                f"{s.mean:.0f}",
+                f"{s.p5:.0f}",
+                f"{s.p50:.0f}",
+                f"{s.p95:.0f}",
+                pct(share_below(c.gpu.gpu_util_pct, 50.0), 0),
+                str(s.n),
+            ]
+        )
     cost = max(c.gpu.sampler_core_share for c in gpu_cells)
     every = max(c.gpu.interval_s for c in gpu_cells)
     return [

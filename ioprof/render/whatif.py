@@ -121,7 +121,9 @@ def render_whatif_markdown(result: WhatifResult) -> str:
 def _changes(result: WhatifResult) -> list[str]:
     r = result.ranking
     better = [
-        x for x in (r.ranked if r else ()) if x.beyond_noise and (x.fix_gain or 0) > 1 and x.name in words.CODE
+        x
+        for x in (r.ranked if r else ())
+        if x.beyond_noise and (x.fix_gain or 0) > 1 and x.name in words.CODE
     ]
     if not better:
         return []

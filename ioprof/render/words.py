@@ -504,7 +504,9 @@ def recommendation(r: f.Recommendation | None) -> str:
         return f"Move the dataset to {r.location}: {feeds}, at least {need}{copy}."
     if r.action == "keep-copy-does-not-pay" and r.alternative is not None:
         where, img_s, copy_s, saved_s = r.alternative
-        warm = " — read the files once before training to warm the page cache" if r.reading_epochs == 1 else ""
+        warm = (
+            " — read the files once before training to warm the page cache" if r.reading_epochs == 1 else ""
+        )
         return (
             f"Keep the dataset where it is: {where} would feed {rate(img_s)} img/s, but copying it there takes "
             f"about {duration(copy_s)} and saves only {duration(max(0.0, saved_s))} over the {r.epochs} epochs, "
@@ -634,7 +636,11 @@ def whatif_answer(r: f.Ranking | None, setting: str) -> str:
     )
     if r.best:
         best = next(x for x in r.ranked if x.name == r.best)
-        against = "its control, the same loose files on the same scratch storage" if best.control != "baseline" else now
+        against = (
+            "its control, the same loose files on the same scratch storage"
+            if best.control != "baseline"
+            else now
+        )
         return (
             f"**{_first_up(ALTERNATIVES.get(best.name, best.name))} is the best fix: {rate(best.img_per_s)} img/s, "
             f"{best.fix_gain or 0:.2f}× {against}** — beyond the noise of both.{_on_data(best)}{move_text}"

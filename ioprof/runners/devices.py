@@ -54,9 +54,17 @@ def measure_one(model_name: str, batch: int, device: torch.device, seconds: floa
         step_s = predicted_step_s(min(probe.steps(1)), min(PROBE_BATCH, batch), batch)
         need_s = (WARMUP_STEPS + MIN_STEPS) * step_s
         if need_s > seconds:
-            return DeviceCell(model_name, setup, 1, batch, False,
-                              f"{WARMUP_STEPS + MIN_STEPS} steps would take about {need_s:,.0f} s; raise --seconds to "
-                              f"{need_s * 1.2:,.0f} to measure it", params=params, gradient_bytes=grad)  # fmt: skip
+            return DeviceCell(
+                model_name,
+                setup,
+                1,
+                batch,
+                False,
+                f"{WARMUP_STEPS + MIN_STEPS} steps would take about {need_s:,.0f} s; raise --seconds to "
+                f"{need_s * 1.2:,.0f} to measure it",
+                params=params,
+                gradient_bytes=grad,
+            )
         del probe
         trainer = Trainer(model, spec, batch, device, seed)
         trainer.steps(WARMUP_STEPS)
@@ -73,26 +81,60 @@ def measure_one(model_name: str, batch: int, device: torch.device, seconds: floa
                 ) or took > seconds:
                     break
     except torch.OutOfMemoryError:
-        return DeviceCell(model_name, setup, 1, batch, False, f"out of device memory at batch {batch}",
-                          params=params, gradient_bytes=grad)  # fmt: skip
+        return DeviceCell(
+            model_name,
+            setup,
+            1,
+            batch,
+            False,
+            f"out of device memory at batch {batch}",
+            params=params,
+            gradient_bytes=grad,
+        )
     return DeviceCell(model_name, setup, 1, batch, True, "", tuple(steps), batch, params, grad, looks=LOOKS)
 
 
-def measure_ddp(model_name: str, batch: int, ranks: int, *, backend: str, steps: int, workdir: Path, seed: int,
-                timeout_s: float, threads_per_rank: int | None = None) -> DeviceCell:  # fmt: skip
+def measure_ddp(
+    model_name: str,
+    batch: int,
+    ranks: int,
+    *,
+    backend: str,
+    steps: int,
+    workdir: Path,
+    seed: int,
+    timeout_s: float,
+    threads_per_rank: int | None = None,
+) -> DeviceCell:
     """The model under DDP on ``ranks`` devices (one rank each, started by torchrun): per step,
     the slowest rank's time, as every rank waits for it in the all-reduce."""
     spec = device_model(model_name)
     model = spec.build()
     params, grad = parameter_count(model), gradient_bytes(model)
     setup = f"{ranks} gpus" if backend == "nccl" else f"cpu × {ranks} ranks"
-    cfg = {"job": "devices", "backend": backend, "model": model_name, "batch_size": batch, "seed": seed,
-           "warmup_steps": WARMUP_STEPS, "steps": steps, "threads_per_rank": threads_per_rank,
-           "collective_timeout_s": timeout_s}  # fmt: skip
+    cfg = {
+        "job": "devices",
+        "backend": backend,
+        "model": model_name,
+        "batch_size": batch,
+        "seed": seed,
+        "warmup_steps": WARMUP_STEPS,
+        "steps": steps,
+        "threads_per_rank": threads_per_rank,
+        "collective_timeout_s": timeout_s,
+    }
     launched = launch(ranks, cfg, workdir, f"{model_name}-b{batch}-{ranks}", timeout_s)
     if not launched.ok:
-        return DeviceCell(model_name, setup, ranks, batch, False, f"failed: {launched.reason}", params=params,
-                          gradient_bytes=grad)  # fmt: skip
+        return DeviceCell(
+            model_name,
+            setup,
+            ranks,
+            batch,
+            False,
+            f"failed: {launched.reason}",
+            params=params,
+            gradient_bytes=grad,
+        )
     per_step = [max(step) for step in zip(*(r["step_s"] for r in launched.gathered), strict=True)]
     return DeviceCell(model_name, setup, ranks, batch, True, "", tuple(per_step), batch * ranks, params, grad)
 
@@ -110,15 +152,31 @@ def run_devices(config: DevicesConfig, session: Session, out: Path, progress: Pr
                 cells.append(
                     DeviceCell(model_name, "1 gpu", 1, batch, False, "no CUDA device on this machine")
                 )
-                cells.append(DeviceCell(model_name, f"{max(n, 2)} gpus", max(n, 2), batch, False,
-                                        "no CUDA device on this machine"))  # fmt: skip
+                cells.append(
+                    DeviceCell(
+                        model_name,
+                        f"{max(n, 2)} gpus",
+                        max(n, 2),
+                        batch,
+                        False,
+                        "no CUDA device on this machine",
+                    )
+                )
                 continue
             one = measure_one(model_name, batch, torch.device("cuda:0"), config.seconds, config.seed)
             cells.append(one)
             progress.measured(one)
             if n < 2:
-                cells.append(DeviceCell(model_name, "2 gpus", 2, batch, False,
-                                        f"{gpus} GPU on this machine; DDP needs 2 or more"))  # fmt: skip
+                cells.append(
+                    DeviceCell(
+                        model_name,
+                        "2 gpus",
+                        2,
+                        batch,
+                        False,
+                        f"{gpus} GPU on this machine; DDP needs 2 or more",
+                    )
+                )
                 continue
             if not one.measured:
                 cells.append(
@@ -127,9 +185,24 @@ def run_devices(config: DevicesConfig, session: Session, out: Path, progress: Pr
                 continue
             mean_s = sum(one.step_s) / len(one.step_s)
             steps = max(MIN_STEPS, min(MAX_STEPS, int(config.seconds / mean_s)))
-            multi = measure_ddp(model_name, batch, n, backend="nccl", steps=steps, workdir=out / DDP_LOG_DIR,
-                                seed=config.seed, timeout_s=max(120.0, 4 * config.seconds))  # fmt: skip
+            multi = measure_ddp(
+                model_name,
+                batch,
+                n,
+                backend="nccl",
+                steps=steps,
+                workdir=out / DDP_LOG_DIR,
+                seed=config.seed,
+                timeout_s=max(120.0, 4 * config.seconds),
+            )
             cells.append(multi)
             progress.measured(multi)
-    return DevicesResult(SCHEMA_VERSION, "devices", session.run_info(), session.machine, to_jsonable(config), gpus,
-                         tuple(cells))  # fmt: skip
+    return DevicesResult(
+        SCHEMA_VERSION,
+        "devices",
+        session.run_info(),
+        session.machine,
+        to_jsonable(config),
+        gpus,
+        tuple(cells),
+    )

@@ -62,8 +62,14 @@ def _files(
     cache: CacheInfo,
 ) -> ImageFiles:
     """The baseline's dataset (same files, transform, emulation and eviction) for another loader."""
-    return ImageFiles(paths, labels, train_transform(plan.crop_px), blobs=blobs, emulated=plan.emulated,
-                      evict_after_read=cache.evict_after_read)  # fmt: skip
+    return ImageFiles(
+        paths,
+        labels,
+        train_transform(plan.crop_px),
+        blobs=blobs,
+        emulated=plan.emulated,
+        evict_after_read=cache.evict_after_read,
+    )
 
 
 def _shuffled(ds: ImageFiles | TensorImageFiles, plan: CellPlan) -> RandomSampler:
@@ -82,8 +88,12 @@ def thread_loader(
     from torchdata.nodes import Batcher, Loader, Mapper, ParallelMapper, SamplerWrapper
 
     ds = _files(plan, paths, labels, blobs, cache)
-    node: Any = ParallelMapper(SamplerWrapper(_shuffled(ds, plan)), map_fn=ds.__getitem__, num_workers=plan.setting.workers,
-                               method="thread")  # fmt: skip
+    node: Any = ParallelMapper(
+        SamplerWrapper(_shuffled(ds, plan)),
+        map_fn=ds.__getitem__,
+        num_workers=plan.setting.workers,
+        method="thread",
+    )
     node = Mapper(Batcher(node, batch_size=plan.run.batch_size, drop_last=True), collate)
     return Loader(node)
 
@@ -97,9 +107,13 @@ class TensorImageFiles(Dataset):
 
         self.files = files
         self.transform = v2.Compose(
-            [v2.RandomResizedCrop(crop_px, antialias=True), v2.RandomHorizontalFlip(),
-             v2.ToDtype(torch.float32, scale=True), v2.Normalize(IMAGENET_MEAN, IMAGENET_STD)]
-        )  # fmt: skip
+            [
+                v2.RandomResizedCrop(crop_px, antialias=True),
+                v2.RandomHorizontalFlip(),
+                v2.ToDtype(torch.float32, scale=True),
+                v2.Normalize(IMAGENET_MEAN, IMAGENET_STD),
+            ]
+        )
 
     def __len__(self) -> int:
         return len(self.files)
@@ -129,8 +143,14 @@ def decode_jpeg_loader(
     cache: CacheInfo,
 ) -> Iterable[Batch]:
     ds = TensorImageFiles(_files(plan, paths, labels, blobs, cache), plan.crop_px)
-    return DataLoader(ds, batch_size=plan.run.batch_size, sampler=_shuffled(ds, plan), num_workers=plan.setting.workers,
-                      collate_fn=collate, drop_last=True)  # fmt: skip
+    return DataLoader(
+        ds,
+        batch_size=plan.run.batch_size,
+        sampler=_shuffled(ds, plan),
+        num_workers=plan.setting.workers,
+        collate_fn=collate,
+        drop_last=True,
+    )
 
 
 # -- offline copies: pre-resized files and packed shards --------------------------------------
@@ -264,9 +284,20 @@ def shard_loader(shards: Sequence[str], shard_blobs: Sequence[bytes] | None) -> 
         blobs: Sequence[bytes] | None,
         cache: CacheInfo,
     ) -> Iterable[Batch]:
-        ds = TarShards(shards, plan.crop_px, blobs=shard_blobs, emulated=plan.emulated,
-                       evict=cache.evict_after_read, seed=plan.seed)  # fmt: skip
-        return DataLoader(ds, batch_size=plan.run.batch_size, num_workers=plan.setting.workers, collate_fn=collate,
-                          drop_last=True)  # fmt: skip
+        ds = TarShards(
+            shards,
+            plan.crop_px,
+            blobs=shard_blobs,
+            emulated=plan.emulated,
+            evict=cache.evict_after_read,
+            seed=plan.seed,
+        )
+        return DataLoader(
+            ds,
+            batch_size=plan.run.batch_size,
+            num_workers=plan.setting.workers,
+            collate_fn=collate,
+            drop_last=True,
+        )
 
     return make

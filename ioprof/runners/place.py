@@ -62,11 +62,20 @@ def _unusable(
     label: str, path: str, status: str, reason: str, fs: FilesystemInfo | None, free: int | None = None
 ) -> CandidateResult:
     return CandidateResult(
-        label=label, path=path, kind="candidate", status=status, reason=reason,
-        fs_type=fs.fs_type if fs else "", mount_source=fs.source if fs else "",
-        ram_backed=fs.ram_backed if fs else False, sample_files=0, sample_bytes=0,
-        write_mb_per_s=None, storage=(), free_bytes=free,
-    )  # fmt: skip
+        label=label,
+        path=path,
+        kind="candidate",
+        status=status,
+        reason=reason,
+        fs_type=fs.fs_type if fs else "",
+        mount_source=fs.source if fs else "",
+        ram_backed=fs.ram_backed if fs else False,
+        sample_files=0,
+        sample_bytes=0,
+        write_mb_per_s=None,
+        storage=(),
+        free_bytes=free,
+    )
 
 
 def measure_current(
@@ -76,10 +85,20 @@ def measure_current(
     fs = filesystem_of(root)
     storage = tuple(probe_storage(paths, c, fs, seed=seed, root=root) for c in concurrencies)
     return CandidateResult(
-        label="current location", path=root, kind="current", status="ok", reason="", fs_type=fs.fs_type,
-        mount_source=fs.source, ram_backed=fs.ram_backed, sample_files=len(paths),
-        sample_bytes=sample_bytes, write_mb_per_s=None, storage=storage, keeps_pages=keeps_pages(paths, fs),
-    )  # fmt: skip
+        label="current location",
+        path=root,
+        kind="current",
+        status="ok",
+        reason="",
+        fs_type=fs.fs_type,
+        mount_source=fs.source,
+        ram_backed=fs.ram_backed,
+        sample_files=len(paths),
+        sample_bytes=sample_bytes,
+        write_mb_per_s=None,
+        storage=storage,
+        keeps_pages=keeps_pages(paths, fs),
+    )
 
 
 def measure_emulated(
@@ -93,10 +112,19 @@ def measure_emulated(
         for c in concurrencies
     )
     return CandidateResult(
-        label=f"{profile.name} (emulated)", path="", kind="emulated", status="ok", reason=profile.source,
-        fs_type="emulated", mount_source="", ram_backed=False, sample_files=sample.files,
-        sample_bytes=sample.bytes, write_mb_per_s=None, storage=storage,
-    )  # fmt: skip
+        label=f"{profile.name} (emulated)",
+        path="",
+        kind="emulated",
+        status="ok",
+        reason=profile.source,
+        fs_type="emulated",
+        mount_source="",
+        ram_backed=False,
+        sample_files=sample.files,
+        sample_bytes=sample.bytes,
+        write_mb_per_s=None,
+        storage=storage,
+    )
 
 
 def measure_candidate(
@@ -139,11 +167,21 @@ def measure_candidate(
                 f"the whole dataset does not fit: {free / 1e9:,.2f} GB free, it needs {dataset_bytes / 1e9:,.2f} GB"
             )
         return CandidateResult(
-            label=folder, path=folder, kind="candidate", status="ok", reason="; ".join(reasons),
-            fs_type=fs.fs_type, mount_source=fs.source, ram_backed=fs.ram_backed, sample_files=len(copies),
-            sample_bytes=sample_bytes, write_mb_per_s=sample_bytes / 1e6 / write_s, storage=storage, free_bytes=free,
+            label=folder,
+            path=folder,
+            kind="candidate",
+            status="ok",
+            reason="; ".join(reasons),
+            fs_type=fs.fs_type,
+            mount_source=fs.source,
+            ram_backed=fs.ram_backed,
+            sample_files=len(copies),
+            sample_bytes=sample_bytes,
+            write_mb_per_s=sample_bytes / 1e6 / write_s,
+            storage=storage,
+            free_bytes=free,
             keeps_pages=kept,
-        )  # fmt: skip
+        )
     except OSError as e:
         status = "full" if e.errno == errno.ENOSPC else "failed"
         return _unusable(folder, folder, status, e.strerror or str(e), fs, free)
@@ -162,32 +200,48 @@ def _copy(src: str, dst: Path) -> str:
 def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress: Progress) -> PlaceResult:
     """Measure the ceilings once, then every location; predict training at each."""
     step = make_step(
-        config.compute, session.device, model=config.model, num_classes=len(dataset.images.classes),
-        non_blocking=False, precision=config.precision, channels_last=bool(config.channels_last),
-    )  # fmt: skip
+        config.compute,
+        session.device,
+        model=config.model,
+        num_classes=len(dataset.images.classes),
+        non_blocking=False,
+        precision=config.precision,
+        channels_last=bool(config.channels_last),
+    )
     compute = compute_ceiling(
         session, step, config.compute, model=config.model, crop_px=config.crop_px, progress=progress
     )
     memory = load_sample(dataset.images, dataset.fs, seed=config.seed)
     decode, _failed = decode_ceilings(
-        dataset, memory, [LoaderSetting.multiprocess(w) for w in config.workers], crop_px=config.crop_px,
-        batch_size=session.run.batch_size, seed=config.seed, start_method=config.start_method, progress=progress,
-    )  # fmt: skip
+        dataset,
+        memory,
+        [LoaderSetting.multiprocess(w) for w in config.workers],
+        crop_px=config.crop_px,
+        batch_size=session.run.batch_size,
+        seed=config.seed,
+        start_method=config.start_method,
+        progress=progress,
+    )
     sample, sample_bytes = pick_sample(dataset.images.paths, config.seed)
     progress(f"current location {dataset.info.path}: reading cold, read-only…")
     candidates = [measure_current(sample, sample_bytes, dataset.info.path, config.workers, config.seed)]
     for folder in config.candidates:
-        c = measure_candidate(sample, sample_bytes, folder, config.workers, dataset_bytes=dataset.info.total_bytes,
-                              seed=config.seed, progress=progress)  # fmt: skip
+        c = measure_candidate(
+            sample,
+            sample_bytes,
+            folder,
+            config.workers,
+            dataset_bytes=dataset.info.total_bytes,
+            seed=config.seed,
+            progress=progress,
+        )
         if c.status != "ok":
             progress(f"{folder}: {c.status} — {c.reason}")
         candidates.append(c)
     for profile in config.storage_profiles:
         progress(f"{profile.name} (emulated): reading through the emulated device…")
         candidates.append(measure_emulated(dataset, profile, config.workers, config.seed))
-    ram, ram_source = (
-        (config.ram_bytes, "--ram") if config.ram_bytes is not None else memory_for_cache()
-    )
+    ram, ram_source = (config.ram_bytes, "--ram") if config.ram_bytes is not None else memory_for_cache()
     return PlaceResult(
         schema_version=SCHEMA_VERSION,
         kind="place",

@@ -57,16 +57,39 @@ def _steps(
     return out
 
 
-def _loader(dataset: Dataset, setting: LoaderSetting, crop: int, batch: int, samples: int, regime: str,
-            seed: int, start_method: str | None) -> Any:  # fmt: skip
+def _loader(
+    dataset: Dataset,
+    setting: LoaderSetting,
+    crop: int,
+    batch: int,
+    samples: int,
+    regime: str,
+    seed: int,
+    start_method: str | None,
+) -> Any:
     cache = prepare(dataset.images.paths, regime, dataset.fs)
-    return make_loader(dataset.images.paths, dataset.images.labels, setting=setting, crop_px=crop, batch_size=batch,
-                       num_samples=samples, seed=seed, evict_after_read=cache.evict_after_read,
-                       start_method=start_method)  # fmt: skip
+    return make_loader(
+        dataset.images.paths,
+        dataset.images.labels,
+        setting=setting,
+        crop_px=crop,
+        batch_size=batch,
+        num_samples=samples,
+        seed=seed,
+        evict_after_read=cache.evict_after_read,
+        start_method=start_method,
+    )
 
 
-def _epoch(runner: StepRunner, dataset: Dataset, setting: LoaderSetting, crop: int, batch: int, seed: int,
-           start_method: str | None) -> MeasuredEpoch:  # fmt: skip
+def _epoch(
+    runner: StepRunner,
+    dataset: Dataset,
+    setting: LoaderSetting,
+    crop: int,
+    batch: int,
+    seed: int,
+    start_method: str | None,
+) -> MeasuredEpoch:
     """One real epoch from cold: every file once, the whole training loop, timed end to end."""
     files = len(dataset.images.paths)
     dl = _loader(dataset, setting, crop, batch, files, "cold", seed + 1, start_method)
@@ -120,7 +143,10 @@ def measure(
     warm = None
     # later epochs come from RAM only where the page cache can hold the data and the filesystem keeps
     # read pages (sshfs drops them at every open: every epoch reads the storage there)
-    if dataset.info.keeps_pages is not False and dataset.info.total_bytes <= WARM_RAM_SHARE * memory_for_cache()[0]:
+    if (
+        dataset.info.keeps_pages is not False
+        and dataset.info.total_bytes <= WARM_RAM_SHARE * memory_for_cache()[0]
+    ):
         progress(f"profiling {steps} steps with the files in RAM (later epochs)…")
         it = iter(_loader(dataset, setting, crop_px, batch_size, big, "warm", seed, start_method))
         _steps(runner, it, max(2, setting.workers) + 1)
@@ -148,13 +174,36 @@ def run_profile(
 
     setting = LoaderSetting.multiprocess(config.workers) if config.workers else LoaderSetting.serial()
     model = build_model(config.model, max(len(dataset.images.classes), 2))
-    m = measure(model, dataset, device=session.device, setting=setting, batch_size=session.run.batch_size,
-                crop_px=config.crop_px, steps=config.steps, trace_path=out / TRACE_FILE, check_epoch=config.check_epoch,
-                seed=config.seed, start_method=config.start_method, progress=progress)  # fmt: skip
+    m = measure(
+        model,
+        dataset,
+        device=session.device,
+        setting=setting,
+        batch_size=session.run.batch_size,
+        crop_px=config.crop_px,
+        steps=config.steps,
+        trace_path=out / TRACE_FILE,
+        check_epoch=config.check_epoch,
+        seed=config.seed,
+        start_method=config.start_method,
+        progress=progress,
+    )
     return ProfileResult(
-        schema_version=SCHEMA_VERSION, kind="profile", run=session.run_info(), machine=session.machine,
-        config=to_jsonable(asdict(config)), dataset=dataset.info, setting=setting.label,
-        batch_size=session.run.batch_size, epoch_images=config.epoch_images or dataset.info.files,
-        startup_s=m.startup_s, cold=m.cold, warm=m.warm, hooked=m.hooked, layers=m.layers, operators=m.operators,
-        trace_file=TRACE_FILE, measured_epoch=m.measured_epoch,
-    )  # fmt: skip
+        schema_version=SCHEMA_VERSION,
+        kind="profile",
+        run=session.run_info(),
+        machine=session.machine,
+        config=to_jsonable(asdict(config)),
+        dataset=dataset.info,
+        setting=setting.label,
+        batch_size=session.run.batch_size,
+        epoch_images=config.epoch_images or dataset.info.files,
+        startup_s=m.startup_s,
+        cold=m.cold,
+        warm=m.warm,
+        hooked=m.hooked,
+        layers=m.layers,
+        operators=m.operators,
+        trace_file=TRACE_FILE,
+        measured_epoch=m.measured_epoch,
+    )

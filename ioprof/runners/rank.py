@@ -23,6 +23,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -147,41 +148,43 @@ def _loader(
     kwargs: dict[str, Any] = {}
     if setting.workers and cfg.get("start_method"):
         kwargs["multiprocessing_context"] = cfg["start_method"]
-    return DataLoader(ds, batch_size=cfg["batch_size"], sampler=sampler, num_workers=setting.workers,
-                      collate_fn=collate, drop_last=True, persistent_workers=setting.workers > 0,
-                      pin_memory=device.type == "cuda", **kwargs)  # fmt: skip
-
-
-def run_scale_rank(cfg: dict[str, Any], group: Any) -> dict[str, Any]:
-    rank, world, local = dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device(f"cuda:{local}") if cfg["backend"] == "nccl" else torch.device("cpu")
-    if device.type == "cuda":
-        torch.cuda.set_device(device)
-    if cfg.get("threads_per_rank"):
-        torch.set_num_threads(cfg["threads_per_rank"])
-    images = find_images(cfg["data"])
-    fs = filesystem_of(images.root)
-    cold = cfg["regime"] == "cold"
-    cache = _prepared(images.paths, cfg["regime"], fs, local, world, group)
-    ds = ImageFiles(images.paths, images.labels, train_transform(cfg["crop_px"]), evict_after_read=cold)
-    sampler: DistributedSampler[Any] = DistributedSampler(
-        ds, num_replicas=world, rank=rank, shuffle=True, seed=cfg["seed"], drop_last=True
+    return DataLoader(
+        ds,
+        batch_size=cfg["batch_size"],
+        sampler=sampler,
+        num_workers=setting.workers,
+        collate_fn=collate,
+        drop_last=True,
+        persistent_workers=setting.workers > 0,
+        pin_memory=device.type == "cuda",
+        **kwargs,
     )
-    setting = LoaderSetting.multiprocess(cfg["workers"]) if cfg["workers"] else LoaderSetting.serial()
-    loader = _loader(cfg, ds, sampler, setting, device)
-    step = AllReduceStep(cfg, device, len(images.classes))
-    compute_s = step.compute_s(cfg["batch_size"], cfg["crop_px"])
-    it = _batches(loader, sampler)
-    warmup = cfg["warmup_steps"] + setting.workers
-    waits: list[float] = []
-    steps: list[float] = []
-    counts: list[int] = []
-    nbytes: list[int] = []
-    paths: list[str] = []
+
+
+@dataclass
+class _RankWindow:
+    """What one rank's measured window recorded, step by step, and its counters at both ends."""
+
+    waits: list[float] = field(default_factory=list)
+    steps: list[float] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    nbytes: list[int] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    io: Any = None
+    mounts: tuple[Any, Any] = (None, None)
+    cpu_s: float = 0.0
+    wall_s: float = 0.0
+    telemetry: Any = None
+
+
+def _measure(
+    cfg: dict[str, Any], loader: DataLoader, it: Any, step: Any, root: str, fs: Any, device: Any, warmup: int
+) -> _RankWindow:
+    """Warm-up, then ``cfg["steps"]`` steps timed as a sweep cell's: the wait in ``next()``, the step."""
+    w = _RankWindow()
     mount, gpu = MountCounters(fs), _gpu_sampler(device)
     pids = [os.getpid()]
-    io_before = iocounters.snapshot(pids, time.perf_counter())
-    mount_before, cpu_before, t_start = mount.snapshot(), 0.0, time.perf_counter()
+    io_before, mount_before, cpu_before, t_start = None, None, 0.0, time.perf_counter()
     for i in range(warmup + cfg["steps"]):
         if i == warmup:
             pids = [os.getpid(), *worker_pids(getattr(loader, "_iterator", None))]
@@ -193,38 +196,103 @@ def run_scale_rank(cfg: dict[str, Any], group: Any) -> dict[str, Any]:
         t_b = time.perf_counter()
         if batch.lost is not None:
             path, code = batch.lost
-            check_storage(images.root, fs, OSError(code, os.strerror(code), path))
+            check_storage(root, fs, OSError(code, os.strerror(code), path))
         if batch.images is None:
-            raise RuntimeError(
-                f"a whole batch could not be decoded: {batch.failures[0][1] if batch.failures else '?'}"
-            )
+            reason = batch.failures[0][1] if batch.failures else "?"
+            raise RuntimeError(f"a whole batch could not be decoded: {reason}")
         step(batch.images, batch.labels)
-        t_c = time.perf_counter()
         if i >= warmup:
-            waits.append(t_b - t_a)
-            steps.append(t_c - t_b)
-            counts.append(int(batch.images.shape[0]))
-            nbytes.append(batch.bytes_read)
-            paths.extend(batch.paths)
-    io_after, mount_after = iocounters.snapshot(pids, time.perf_counter()), mount.snapshot()
-    wall = time.perf_counter() - t_start
-    cpu = _tree_cpu_s(pids) - cpu_before
-    telemetry = gpu.stop()
-    io = iocounters.delta(io_before, io_after)
-    cache = verify_after(cache, paths)
-    fetched = decide(fs, cache, read_bytes=io.read_bytes, requested_bytes=sum(nbytes), before=mount_before,
-                     after=mount_after)  # fmt: skip
-    elapsed = sum(waits) + sum(steps)
-    cell = CellResult(
-        dataset=f"rank {rank}", loader=setting.kind, workers=setting.workers, batch_size=cfg["batch_size"],
-        warmup_steps=warmup, steps=len(steps), images=sum(counts), elapsed_s=elapsed,
-        img_per_s=sum(counts) / elapsed if elapsed > 0 else 0.0, wait_s=tuple(waits), step_s=tuple(steps),
-        data_wait_share=data_wait_share(waits, steps), startup_s=0.0, io=io, cache=cache, gpu=telemetry,
-        stopped_by="steps", images_per_step=tuple(counts), bytes_per_step=tuple(nbytes), fetched=fetched,
-        start_method=(cfg.get("start_method") or multiprocessing.get_start_method()) if setting.workers else "",
-    )  # fmt: skip
-    return {"rank": rank, "host": os.uname().nodename, "cell": to_jsonable(cell), "cpu_s": cpu, "wall_s": wall,
-            "host_cores": usable_cores(), "compute_s_per_step": compute_s}  # fmt: skip
+            w.waits.append(t_b - t_a)
+            w.steps.append(time.perf_counter() - t_b)
+            w.counts.append(int(batch.images.shape[0]))
+            w.nbytes.append(batch.bytes_read)
+            w.paths.extend(batch.paths)
+    assert io_before is not None
+    w.io = iocounters.delta(io_before, iocounters.snapshot(pids, time.perf_counter()))
+    w.mounts = (mount_before, mount.snapshot())
+    w.wall_s = time.perf_counter() - t_start
+    w.cpu_s = _tree_cpu_s(pids) - cpu_before
+    w.telemetry = gpu.stop()
+    return w
+
+
+def _rank_cell(
+    rank: int,
+    cfg: dict[str, Any],
+    setting: LoaderSetting,
+    w: _RankWindow,
+    cache: CacheInfo,
+    fs: Any,
+    warmup: int,
+) -> CellResult:
+    cache = verify_after(cache, w.paths)
+    fetched = decide(
+        fs,
+        cache,
+        read_bytes=w.io.read_bytes,
+        requested_bytes=sum(w.nbytes),
+        before=w.mounts[0],
+        after=w.mounts[1],
+    )
+    elapsed = sum(w.waits) + sum(w.steps)
+    method = (cfg.get("start_method") or multiprocessing.get_start_method()) if setting.workers else ""
+    return CellResult(
+        dataset=f"rank {rank}",
+        loader=setting.kind,
+        workers=setting.workers,
+        batch_size=cfg["batch_size"],
+        warmup_steps=warmup,
+        steps=len(w.steps),
+        images=sum(w.counts),
+        elapsed_s=elapsed,
+        img_per_s=sum(w.counts) / elapsed if elapsed > 0 else 0.0,
+        wait_s=tuple(w.waits),
+        step_s=tuple(w.steps),
+        data_wait_share=data_wait_share(w.waits, w.steps),
+        startup_s=0.0,
+        io=w.io,
+        cache=cache,
+        gpu=w.telemetry,
+        stopped_by="steps",
+        images_per_step=tuple(w.counts),
+        bytes_per_step=tuple(w.nbytes),
+        fetched=fetched,
+        start_method=method,
+    )
+
+
+def run_scale_rank(cfg: dict[str, Any], group: Any) -> dict[str, Any]:
+    rank, world, local = dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device(f"cuda:{local}") if cfg["backend"] == "nccl" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    if cfg.get("threads_per_rank"):
+        torch.set_num_threads(cfg["threads_per_rank"])
+    images = find_images(cfg["data"])
+    fs = filesystem_of(images.root)
+    cache = _prepared(images.paths, cfg["regime"], fs, local, world, group)
+    ds = ImageFiles(
+        images.paths, images.labels, train_transform(cfg["crop_px"]), evict_after_read=cfg["regime"] == "cold"
+    )
+    sampler: DistributedSampler[Any] = DistributedSampler(
+        ds, num_replicas=world, rank=rank, shuffle=True, seed=cfg["seed"], drop_last=True
+    )
+    setting = LoaderSetting.multiprocess(cfg["workers"]) if cfg["workers"] else LoaderSetting.serial()
+    loader = _loader(cfg, ds, sampler, setting, device)
+    step = AllReduceStep(cfg, device, len(images.classes))
+    compute_s = step.compute_s(cfg["batch_size"], cfg["crop_px"])
+    warmup = cfg["warmup_steps"] + setting.workers
+    w = _measure(cfg, loader, _batches(loader, sampler), step, images.root, fs, device, warmup)
+    cell = _rank_cell(rank, cfg, setting, w, cache, fs, warmup)
+    return {
+        "rank": rank,
+        "host": os.uname().nodename,
+        "cell": to_jsonable(cell),
+        "cpu_s": w.cpu_s,
+        "wall_s": w.wall_s,
+        "host_cores": usable_cores(),
+        "compute_s_per_step": compute_s,
+    }
 
 
 def run_devices_rank(cfg: dict[str, Any], group: Any) -> dict[str, Any]:
@@ -264,8 +332,11 @@ def run_job(cfg: dict[str, Any], group: Any) -> list[dict[str, Any]] | None:
         mine = JOBS[cfg["job"]](cfg, group)
     except BaseException as e:  # the launcher reads this line as the rank count's reason
         text = str(e).strip().splitlines()
-        print(f"{RANK_ERROR_MARK} rank {dist.get_rank()}: {type(e).__name__}: {text[0] if text else ''}",
-              file=sys.stderr, flush=True)  # fmt: skip
+        print(
+            f"{RANK_ERROR_MARK} rank {dist.get_rank()}: {type(e).__name__}: {text[0] if text else ''}",
+            file=sys.stderr,
+            flush=True,
+        )
         raise
     rank0 = dist.get_rank() == 0
     gathered: list[Any] = [None] * dist.get_world_size()

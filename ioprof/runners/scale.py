@@ -49,15 +49,26 @@ def rank_config(
     run = session.run
     cores = session.machine.cpu_cores_usable
     return {
-        "job": "scale", "data": dataset.root, "backend": backend, "regime": regime, "crop_px": config.crop_px,
-        "seed": config.seed, "workers": config.workers, "batch_size": run.batch_size,
-        "compute": to_jsonable(config.compute), "allreduce_floats": SIM_ALLREDUCE_FLOATS,
-        "model": config.model, "warmup_steps": run.warmup_steps, "steps": config.steps,
+        "job": "scale",
+        "data": dataset.root,
+        "backend": backend,
+        "regime": regime,
+        "crop_px": config.crop_px,
+        "seed": config.seed,
+        "workers": config.workers,
+        "batch_size": run.batch_size,
+        "compute": to_jsonable(config.compute),
+        "allreduce_floats": SIM_ALLREDUCE_FLOATS,
+        "model": config.model,
+        "warmup_steps": run.warmup_steps,
+        "steps": config.steps,
         "start_method": config.start_method,
         # real compute on the CPU: the cores shared out, as torchrun's users are told to do
-        "threads_per_rank": max(1, cores // ranks) if config.compute.kind == "real" and backend == "gloo" else None,
+        "threads_per_rank": max(1, cores // ranks)
+        if config.compute.kind == "real" and backend == "gloo"
+        else None,
         "collective_timeout_s": config.rank_timeout_s,
-    }  # fmt: skip
+    }
 
 
 def _storage(
@@ -67,8 +78,15 @@ def _storage(
     if dataset.fs.kind == "ram":
         return None, f"{dataset.fs.fs_type} holds the files in RAM: there is no storage below it"
     try:
-        s = probe_storage(dataset.images.paths, readers, dataset.fs, max_files=STORAGE_PROBE_MAX_FILES,
-                          max_seconds=SCALE_STORAGE_PROBE_S, seed=seed, root=dataset.root)  # fmt: skip
+        s = probe_storage(
+            dataset.images.paths,
+            readers,
+            dataset.fs,
+            max_files=STORAGE_PROBE_MAX_FILES,
+            max_seconds=SCALE_STORAGE_PROBE_S,
+            seed=seed,
+            root=dataset.root,
+        )
     except StorageLost:
         raise
     except OSError as e:
@@ -103,11 +121,19 @@ def run_scale(
 
     def result() -> ScaleResult:
         return ScaleResult(
-            schema_version=SCHEMA_VERSION, kind="scale", run=session.run_info(), machine=session.machine,
-            config=to_jsonable(config), dataset=dataset.info, compute=config.compute.label,
-            sim_img_per_s=config.compute.sim_img_per_s, backend=backend, workers_per_rank=config.workers,
-            gpus=gpus, counts=tuple(counts),
-        )  # fmt: skip
+            schema_version=SCHEMA_VERSION,
+            kind="scale",
+            run=session.run_info(),
+            machine=session.machine,
+            config=to_jsonable(config),
+            dataset=dataset.info,
+            compute=config.compute.label,
+            sim_img_per_s=config.compute.sim_img_per_s,
+            backend=backend,
+            workers_per_rank=config.workers,
+            gpus=gpus,
+            counts=tuple(counts),
+        )
 
     for n in config.ranks:
         storage, storage_error = None, ""
@@ -132,10 +158,15 @@ def run_scale(
                 for g in launched.gathered
             )
             count = RankCountResult(
-                ranks=n, regime=regime, status="ok" if launched.ok else "failed", reason=launched.reason,
-                launch_s=launched.seconds, per_rank=per_rank, storage=storage if regime == "cold" else None,
+                ranks=n,
+                regime=regime,
+                status="ok" if launched.ok else "failed",
+                reason=launched.reason,
+                launch_s=launched.seconds,
+                per_rank=per_rank,
+                storage=storage if regime == "cold" else None,
                 storage_error=storage_error if regime == "cold" else "",
-            )  # fmt: skip
+            )
             counts.append(count)
             progress.measured(count)
             keep(result())
@@ -185,8 +216,13 @@ def follow(
     from ioprof.measure.session import open_session
     from ioprof.runners import rank as rankworker
 
-    run = run_length_for(device.type, config.compute, batch_size=config.batch_size,
-                         warmup_steps=config.warmup_steps, steps=config.steps)  # fmt: skip
+    run = run_length_for(
+        device.type,
+        config.compute,
+        batch_size=config.batch_size,
+        warmup_steps=config.warmup_steps,
+        steps=config.steps,
+    )
     session = open_session(command_line, device, reason, run, config.start_method)
     group = None
     for regime in config.cache:

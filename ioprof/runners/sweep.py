@@ -109,9 +109,14 @@ def _training_step(config: SweepConfig, session: Session, datasets: list[Dataset
         return None
     classes = max((len(d.images.classes) for d in datasets), default=IMAGENET_CLASSES)
     return make_step(
-        config.compute, session.device, model=config.model, num_classes=classes,
-        non_blocking=bool(config.non_blocking), precision=config.precision, channels_last=bool(config.channels_last),
-    )  # fmt: skip
+        config.compute,
+        session.device,
+        model=config.model,
+        num_classes=classes,
+        non_blocking=bool(config.non_blocking),
+        precision=config.precision,
+        channels_last=bool(config.channels_last),
+    )
 
 
 def _compute_and_transfer(tally: Tally, step: TrainStep | None, progress: Progress) -> None:
@@ -158,9 +163,15 @@ def _dataset_ceilings(
         )
     if "decode" in config.stages and not decode and sample is not None:
         decode, failed = decode_ceilings(
-            ds, sample, config.settings(), crop_px=config.crop_px, batch_size=tally.session.run.batch_size,
-            seed=config.seed, start_method=config.start_method, progress=progress,
-        )  # fmt: skip
+            ds,
+            sample,
+            config.settings(),
+            crop_px=config.crop_px,
+            batch_size=tally.session.run.batch_size,
+            seed=config.seed,
+            start_method=config.start_method,
+            progress=progress,
+        )
         tally.probe_failures.extend(failed)
     if storage or decode:
         tally.ceilings.append(DatasetCeilings(ds.label, tuple(decode), tuple(storage), real))
@@ -211,9 +222,10 @@ def _one_cell(
         cell = run_cell(plan, step, gpu=open_gpu_sampler(session.nvml), failures=failures)
     except torch.cuda.OutOfMemoryError:
         cell = failed_cell(
-            plan, f"CUDA out of memory at batch size {plan.run.batch_size}; "
+            plan,
+            f"CUDA out of memory at batch size {plan.run.batch_size}; "
             f"try --batch-size {max(1, plan.run.batch_size // 2)}",
-        )  # fmt: skip
+        )
     except RuntimeError as e:  # a loader worker died (killed, segfault, out of memory)
         cell = failed_cell(plan, first_line(e))
     progress.measured(cell, position=position, took_s=time.perf_counter() - t0)

@@ -34,9 +34,16 @@ class Launched:
 
 def torchrun_command(ranks: int, config_file: Path) -> list[str]:
     return [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={ranks}",
-        "--max-restarts=0", "-m", "ioprof.runners.rank", str(config_file),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={ranks}",
+        "--max-restarts=0",
+        "-m",
+        "ioprof.runners.rank",
+        str(config_file),
+    ]
 
 
 def _signal_name(code: int) -> str:
@@ -83,8 +90,13 @@ def launch(ranks: int, config: dict[str, Any], workdir: Path, name: str, timeout
     env.setdefault("PYTHONUNBUFFERED", "1")
     t0 = time.perf_counter()
     with open(log, "wb") as f:
-        proc = subprocess.Popen(torchrun_command(ranks, cfg_file), stdout=f, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            torchrun_command(ranks, cfg_file),
+            stdout=f,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
         try:
             returncode: int | None = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:

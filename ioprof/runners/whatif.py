@@ -65,8 +65,13 @@ def pick_sample(dataset: Dataset, images: int, seed: int) -> Dataset:
             continue
         chosen.append(i)
     imgs = dataset.images
-    sample = ImageList(imgs.root, tuple(imgs.paths[i] for i in chosen), tuple(imgs.labels[i] for i in chosen),
-                       imgs.classes, imgs.layout)  # fmt: skip
+    sample = ImageList(
+        imgs.root,
+        tuple(imgs.paths[i] for i in chosen),
+        tuple(imgs.labels[i] for i in chosen),
+        imgs.classes,
+        imgs.layout,
+    )
     return Dataset(replace(dataset.info, files=len(chosen), total_bytes=size), sample, dataset.fs)
 
 
@@ -99,20 +104,31 @@ class Trial:
             else None
         )
         self.step: TrainStep = make_step(
-            config.compute, session.device, model=config.model, num_classes=len(sample.images.classes),
-            non_blocking=session.device.type == "cuda", precision=config.precision,
+            config.compute,
+            session.device,
+            model=config.model,
+            num_classes=len(sample.images.classes),
+            non_blocking=session.device.type == "cuda",
+            precision=config.precision,
             channels_last=bool(config.channels_last),
-        )  # fmt: skip
+        )
         self.failures = Failures()
         self.scratch_bytes = 0
 
     def plan(self, dataset: Dataset, **changes: object) -> CellPlan:
         memory = self.memory if dataset is self.sample else None
         plan = CellPlan(
-            dataset=dataset, setting=self.setting, run=self.run, crop_px=self.config.crop_px, regime=self.config.cache,
-            pin_memory=False, seed=self.config.seed, start_method=self.config.start_method, emulated=self.emulated,
+            dataset=dataset,
+            setting=self.setting,
+            run=self.run,
+            crop_px=self.config.crop_px,
+            regime=self.config.cache,
+            pin_memory=False,
+            seed=self.config.seed,
+            start_method=self.config.start_method,
+            emulated=self.emulated,
             sample=memory,
-        )  # fmt: skip
+        )
         return replace(plan, **changes)  # type: ignore[arg-type]
 
     def cell(self, name: str, plan: CellPlan) -> CellResult:
@@ -199,7 +215,13 @@ def shards(trial: Trial) -> AlternativeResult:
     copy = _copy_dataset("shards", paths, [0] * len(paths), trial.sample)
     plan = trial.plan(copy, loader=alt.shard_loader(paths, blobs))
     return _measured(
-        trial, "shards", copy, plan, prep_s=seconds, prep_bytes=nbytes, sample_bytes=trial.sample.info.total_bytes
+        trial,
+        "shards",
+        copy,
+        plan,
+        prep_s=seconds,
+        prep_bytes=nbytes,
+        sample_bytes=trial.sample.info.total_bytes,
     )
 
 
@@ -213,7 +235,8 @@ def control(trial: Trial) -> AlternativeResult | None:
     loose = trial.scratch / "loose"
     loose.mkdir()
     copies = [
-        str(shutil.copy(p, loose / f"{i:06d}{Path(p).suffix}")) for i, p in enumerate(trial.sample.images.paths)
+        str(shutil.copy(p, loose / f"{i:06d}{Path(p).suffix}"))
+        for i, p in enumerate(trial.sample.images.paths)
     ]
     trial.scratch_bytes += trial.sample.info.total_bytes
     copy = _copy_dataset("loose-on-scratch", copies, trial.sample.images.labels, trial.sample)
@@ -256,14 +279,24 @@ def persistent_workers(trial: Trial) -> AlternativeResult:
     s = trial.sample.images
     figures = {}
     for persistent in (False, True):
-        dl = make_loader(s.paths, s.labels, setting=trial.setting, crop_px=trial.config.crop_px,
-                         batch_size=trial.run.batch_size, num_samples=trial.run.batch_size * 2 * max(1, trial.workers),
-                         seed=trial.config.seed, persistent_workers=persistent, start_method=trial.config.start_method)  # fmt: skip
+        dl = make_loader(
+            s.paths,
+            s.labels,
+            setting=trial.setting,
+            crop_px=trial.config.crop_px,
+            batch_size=trial.run.batch_size,
+            num_samples=trial.run.batch_size * 2 * max(1, trial.workers),
+            seed=trial.config.seed,
+            persistent_workers=persistent,
+            start_method=trial.config.start_method,
+        )
         # the first pass starts the workers either way; later passes show the difference
         later = _first_batch_s(dl, 4)[1:]
         figures["startup_persistent_s" if persistent else "startup_fresh_s"] = statistics.median(later)
-    trial.progress(f"persistent_workers: first batch of an epoch after {figures['startup_persistent_s']:.3f} s "
-                   f"(fresh workers: {figures['startup_fresh_s']:.3f} s)")  # fmt: skip
+    trial.progress(
+        f"persistent_workers: first batch of an epoch after {figures['startup_persistent_s']:.3f} s "
+        f"(fresh workers: {figures['startup_fresh_s']:.3f} s)"
+    )
     return AlternativeResult(
         "persistent_workers", True, "", None, "data", trial.sample.fs.fs_type, figures=figures
     )
@@ -308,19 +341,30 @@ def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progres
     scratch = Path(tempfile.mkdtemp(prefix="ioprof-whatif-", dir=scratch_base))
     try:
         trial = Trial(config, session, sample, scratch, progress)
-        compute = compute_ceiling(session, trial.step, config.compute, model=config.model, crop_px=config.crop_px,
-                                  progress=progress)  # fmt: skip
+        compute = compute_ceiling(
+            session, trial.step, config.compute, model=config.model, crop_px=config.crop_px, progress=progress
+        )
         alts = _all(trial, dataset)
         storage = data_storage(trial)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return WhatifResult(
-        schema_version=SCHEMA_VERSION, kind="whatif", run=session.run_info(), machine=session.machine,
-        config=to_jsonable(asdict(config)), dataset=dataset.info, sample_files=sample.info.files,
-        sample_bytes=sample.info.total_bytes, compute=compute, setting=trial.setting.label, scratch=str(scratch_base),
-        scratch_fs=filesystem_of(scratch_base).fs_type, scratch_bytes=trial.scratch_bytes, alternatives=tuple(alts),
+        schema_version=SCHEMA_VERSION,
+        kind="whatif",
+        run=session.run_info(),
+        machine=session.machine,
+        config=to_jsonable(asdict(config)),
+        dataset=dataset.info,
+        sample_files=sample.info.files,
+        sample_bytes=sample.info.total_bytes,
+        compute=compute,
+        setting=trial.setting.label,
+        scratch=str(scratch_base),
+        scratch_fs=filesystem_of(scratch_base).fs_type,
+        scratch_bytes=trial.scratch_bytes,
+        alternatives=tuple(alts),
         data_storage=storage,
-    )  # fmt: skip
+    )
 
 
 def _all(trial: Trial, dataset: Dataset) -> list[AlternativeResult]:
