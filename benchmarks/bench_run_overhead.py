@@ -2,7 +2,7 @@
 ioprof attached ÷ without, in the steady state. Goal: ≥ 0.98.
 
 Not a test: prints and saves its figures (reports/benchmarks/run_overhead.json). The script is
-the PyTorch examples' ImageNet script, unchanged (tests/thirdparty/pytorch_examples_imagenet:
+the PyTorch examples' ImageNet script, unchanged (tests/scripts/thirdparty/pytorch_examples_imagenet:
 mobilenet_v3_small, batch 16, 2 workers, on the CPU), on a generated ImageFolder on local disk —
 storage waits would hide ioprof's per-batch cost. The steady-state rate is read from the
 script's own per-batch times (``-p 1`` prints each batch's ``Time``): each epoch's batches after
@@ -39,7 +39,7 @@ import figures  # noqa: E402
 
 from ioprof.datasets.synth import DatasetSpec, generate  # noqa: E402
 
-SCRIPT = REPO / "tests" / "thirdparty" / "pytorch_examples_imagenet" / "main.py"
+SCRIPT = REPO / "tests" / "scripts" / "thirdparty" / "pytorch_examples_imagenet" / "main.py"
 GOAL = 0.98
 BATCH = 16
 ARGS = ["-a", "mobilenet_v3_small", "-b", str(BATCH), "-j", "2", "--epochs", "1", "--no-accel", "-p", "1"]

@@ -3,11 +3,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import paths
 import pytest
 
 from ioprof.datasets.synth import DatasetSpec, generate
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = paths.REPO
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,177 @@
+"""Planted bottlenecks found end to end by ``ioprof sweep``, on a 2-core machine without a GPU: slow
+emulated or real storage, decode, compute; bytes from storage counted per cache regime."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import paths
+import pytest
+import slowdisk
+
+from ioprof.datasets.synth import DatasetSpec, generate
+
+REPO = paths.REPO
+
+
+SMALL_STEPS = ["--batch-size", "4", "--steps", "6", "--warmup-steps", "1"]
+
+
+def sweep(*args: str, preexec=None) -> dict:  # type: ignore[no-untyped-def]
+    out = Path(args[args.index("--out") + 1])
+    p = subprocess.run(
+        [sys.executable, "-m", "ioprof", "sweep", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=preexec,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr
+    return json.loads((out / "results.json").read_text())
+
+
+def verdicts(data: dict) -> set[tuple[str, str]]:
+    return {(c["verdict"]["bottleneck"], c["verdict"]["input_bound"]) for c in data["cells"]}
+
+
+@pytest.mark.slow
+def test_slow_emulated_storage_with_fast_compute_is_storage(small_set: Path, tmp_path: Path) -> None:
+    data = sweep(
+        "--data",
+        str(small_set),
+        *"--loaders multiprocess --workers 2 --compute sim:5000 --storage-profile custom:0.3".split(),
+        *SMALL_STEPS,
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert verdicts(data) == {("storage", "highly")}
+    cell = data["cells"][0]
+    assert data["ceilings"][0]["storage"][0]["emulated"] == "custom:0.3:0"
+    # emulated cells read an in-memory sample: every read charged to the emulated device, none to the disk
+    assert cell["cache"]["regime"] == "memory" and cell["fetched"]["method"] == "emulated"
+    assert cell["fetched_mb_per_s"] == pytest.approx(0.3, rel=0.15)
+
+
+@pytest.mark.slow
+def test_one_worker_on_large_images_with_fast_compute_is_decode(large_set: Path, tmp_path: Path) -> None:
+    data = sweep(
+        "--data",
+        str(large_set),
+        *"--loaders multiprocess --workers 1 --compute sim:5000".split(),
+        *SMALL_STEPS,
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert verdicts(data) == {("decode", "highly")}
+    adv = data["analysis"]["advice"][0]
+    assert adv["workers_needed"] is None and adv["workers_estimated"] > 1
+
+
+needs_slow_disk = pytest.mark.skipif(bool(slowdisk.unavailable()), reason=slowdisk.unavailable() or "ok")
+
+
+@pytest.fixture()
+def throttled_set(tmp_path: Path):  # type: ignore[no-untyped-def]
+    with slowdisk.slow_disk(tmp_path, read_bytes_per_s=4_000_000) as disk:
+        root = disk.mountpoint / "500x375"
+        generate(DatasetSpec(500, 375, 40), tmp_path / "src")
+        shutil.copytree(tmp_path / "src", root)
+        os.sync()
+        yield disk, root
+
+
+@pytest.mark.root
+@needs_slow_disk
+def test_storage_probe_measures_a_real_throttle_within_15_percent(throttled_set, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    disk, root = throttled_set
+    script = (
+        "import json,sys; from ioprof.measure.storage import probe_storage; from ioprof.host.pagecache import filesystem_of;"
+        "from ioprof.datasets.discover import find_images; il=find_images(sys.argv[1]);"
+        "print(json.dumps([probe_storage(il.paths, c, filesystem_of(sys.argv[1])).read_mb_per_s "
+        "for c in (1, 4)]))"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", script, str(root)],
+        capture_output=True,
+        text=True,
+        preexec_fn=disk.join,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+    )
+    for mb_per_s in json.loads(p.stdout):
+        assert mb_per_s == pytest.approx(4.0, rel=0.15)
+
+
+@pytest.mark.root
+@needs_slow_disk
+def test_sweep_on_real_slow_storage_blames_storage(throttled_set, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    disk, root = throttled_set
+    data = sweep(
+        "--data",
+        str(root),
+        *"--loaders multiprocess --workers 2 --compute sim:2000".split(),
+        *SMALL_STEPS,
+        "--out",
+        str(tmp_path / "o"),
+        preexec=disk.join,
+    )
+    assert verdicts(data) == {("storage", "highly")}
+    cell = data["cells"][0]
+    assert cell["cache"]["verified"] and cell["fetched"]["method"] == "block-io"
+    assert cell["fetched_mb_per_s"] == pytest.approx(4.0, rel=0.15)  # the throttle, as the loader drew it
+    assert data["ceilings"][0]["storage"][0]["read_mb_per_s"] == pytest.approx(4.0, rel=0.15)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("regime", ["cold", "warm"])
+def test_cells_count_bytes_from_storage_per_regime(large_set: Path, tmp_path: Path, regime: str) -> None:
+    data = sweep(
+        "--data",
+        str(large_set),
+        *"--loaders serial,multiprocess --workers 2 --compute sim:2000 --cache".split(),
+        regime,
+        *"--batch-size 4 --steps 3 --warmup-steps 0 --out".split(),
+        str(tmp_path / "o"),
+    )
+    for c in data["cells"]:
+        cache, fetched, read = c["cache"], c["fetched"]["bytes"], c["requested_bytes"]
+        assert cache["regime"] == regime and cache["verified"], cache
+        assert read >= 12 * 300_000  # 3 steps x 4 images of ~370 kB were read
+        assert c["fetched"]["method"] == "block-io"
+        if regime == "cold":
+            assert fetched >= 0.8 * read  # fetched from storage, every pass
+            assert c["cache_hit_ratio"] <= 0.2
+        else:
+            assert fetched <= 0.05 * read  # served by the page cache
+            assert c["cache_hit_ratio"] >= 0.95
+
+
+@pytest.mark.root
+@needs_slow_disk
+def test_an_emulated_profile_faster_than_the_real_device_is_said(throttled_set, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Data on a 4 MB/s disk, emulated as NVMe: the figures are the emulated device's (read from
+    memory), and the report says the real device is slower than the profile."""
+    disk, root = throttled_set
+    data = sweep(
+        "--data",
+        str(root),
+        *"--loaders multiprocess --workers 2 --compute sim:2000 --storage-profile nvme".split(),
+        *SMALL_STEPS,
+        "--out",
+        str(tmp_path / "o"),
+        preexec=disk.join,
+    )
+    cell = data["cells"][0]
+    assert cell["fetched"]["method"] == "emulated" and cell["cache"]["regime"] == "memory"
+    assert (
+        cell["img_per_s"] > 3 * data["ceilings"][0]["real_storage"]["img_per_s"]
+    )  # not the 4 MB/s disk's pace
+    (warning,) = [f for f in data["analysis"]["findings"] if f["kind"] == "emulated-faster-than-real"]
+    assert warning["real_mb_per_s"] == pytest.approx(4.0, rel=0.2) and warning["profile_mb_per_s"] == 3000.0
+    assert "is faster than the device the data really sit on" in (tmp_path / "o" / "report.md").read_text()

@@ -1,0 +1,112 @@
+"""``ioprof compare`` on real runs: the same sweep again, on one core of two, and with one worker
+fewer."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import paths
+import pytest
+from cli import ioprof
+
+REPO = paths.REPO
+
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+# 2 workers on 2 cores decode the 1024x768 set at about 200 img/s, on one core at about 100: a
+# simulated step of 140 img/s keeps the two-core runs compute-bound (steady: a repeat stays within
+# the noise) and makes the one-core run wait for data.
+SIM = [
+    *"--no-probe --loaders multiprocess --compute sim:140 --seconds 3 --batch-size 4".split(),
+]
+
+
+def _sweep(data: Path, out: Path, workers: str, *, cores: str | None = None) -> None:
+    cmd = [
+        sys.executable,
+        *"-m ioprof sweep --data".split(),
+        str(data),
+        "--workers",
+        workers,
+        *SIM,
+        "--out",
+        str(out),
+    ]
+    if cores is not None:  # the same command on fewer cores: only the environment changed
+        cmd = ["taskset", "-c", cores, *cmd]
+    p = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
+    assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("taskset") is None or len(os.sched_getaffinity(0)) < 2, reason="needs taskset, 2 cores"
+)
+def test_one_core_instead_of_two_is_slower_and_a_repeat_is_not(large_set: Path, tmp_path: Path) -> None:
+    """The same sweep (2 workers, sim:600) three times: again, and under ``taskset -c 0``. The
+    options are equal in all three; only a declared repeat may set the noise floor."""
+    _sweep(large_set, tmp_path / "two", "2")
+    _sweep(large_set, tmp_path / "again", "2")
+    _sweep(large_set, tmp_path / "onecore", "2", cores="0")
+    _sweep(large_set, tmp_path / "one", "1")
+    p = ioprof(
+        "compare",
+        *(str(tmp_path / n) for n in ("two", "again", "onecore", "one")),
+        "--out",
+        str(tmp_path / "c"),
+    )
+    assert p.returncode == 4, p.stdout + p.stderr  # slower beyond the noise: the CI gate
+    data = json.loads((tmp_path / "c" / "comparison.json").read_text())
+    again, onecore, one = data["runs"]
+    assert data["repeats"] == 0 and data["min_effect"] == pytest.approx(0.10)
+    assert again["settings"] == [] and [c["change"] for c in again["cells"]] == ["within-noise"]
+    assert onecore["settings"] == [] and [c["change"] for c in onecore["cells"]] == ["slower"]
+    assert ["usable cores", "2", "1"] in onecore["environment"]
+    (c,) = one["cells"]
+    assert one["settings"] == [["workers", "[2]", "[1]"]] and (c["setting_a"], c["setting_b"]) == (
+        "2 workers",
+        "1 worker",
+    )
+    assert f"slower beyond the noise: `{tmp_path / 'onecore'}`" in p.stdout
+    report = (tmp_path / "c" / "report.md").read_text()
+    assert "What else differs (the environment" in report and "| usable cores | 2 | 1 |" in report
+    assert "Outcome (exit code 4)" in report and "@" not in report.split("Verdict:")[1].splitlines()[0]
+    assert (tmp_path / "c" / "compare.png").stat().st_size > 5_000
+    # the repeat declared: it sets the floor where it spread wider than 10 %, and is not compared as a run
+    p = ioprof(
+        "compare",
+        str(tmp_path / "two"),
+        str(tmp_path / "onecore"),
+        "--repeat",
+        str(tmp_path / "again"),
+        "--out",
+        str(tmp_path / "c2"),
+    )
+    data = json.loads((tmp_path / "c2" / "comparison.json").read_text())
+    assert data["repeats"] == 1 and len(data["runs"]) == 1 and p.returncode == 4
+    # the repeat alone against the reference: nothing slower, exit 0
+    p = ioprof("compare", str(tmp_path / "two"), str(tmp_path / "again"), "--out", str(tmp_path / "c3"))
+    assert p.returncode == 0 and "no cell slower beyond the noise" in p.stdout
+
+    # another machine compares with a warning; another command is refused with one line
+    other = json.loads((tmp_path / "again" / "results.json").read_text())
+    other["machine"]["hostname"] = "elsewhere"
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "results.json").write_text(json.dumps(other))
+    p = ioprof("compare", str(tmp_path / "two"), str(tmp_path / "m"), "--out", str(tmp_path / "c4"))
+    assert p.returncode == 0 and "**Other machine**" in (tmp_path / "c4" / "report.md").read_text()
+    probe = tmp_path / "probe"
+    assert (
+        ioprof("probe", "storage", "--data", str(large_set), "--workers", "1", "--out", str(probe)).returncode
+        == 0
+    )
+    p = ioprof("compare", str(tmp_path / "two"), str(probe))
+    assert p.returncode == 1 and p.stderr.startswith("ioprof: error: these runs are of different commands")
+    assert len(p.stderr.strip().splitlines()) == 1

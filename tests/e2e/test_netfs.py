@@ -1,0 +1,207 @@
+"""Truth on a real network filesystem: sshfs (FUSE, SFTP over TCP) to an sshd in a network
+namespace this test creates, its loopback rate-limited with ``tc tbf`` (see ``netfs``).
+
+On such a mount ``read_bytes`` shows nothing fetched, the page cache drops a file at every open,
+and the mount can vanish mid-run: the verdict must still be storage, the bytes from storage must
+match what a plain reader gets over the same link, decode must be measured from memory, and a
+dropped mount must end the run with one line, keeping what finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import netfs
+import paths
+import pytest
+
+from ioprof.datasets.synth import DatasetSpec, generate
+
+REPO = paths.REPO
+
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+
+
+RATE_MBIT = 40  # about 5 MB/s of payload: far below what 2 workers decode
+
+
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.skipif(bool(netfs.unavailable()), reason=netfs.unavailable() or "ok"),
+]
+
+
+@pytest.fixture(scope="module")
+def mount(tmp_path_factory: pytest.TempPathFactory) -> Iterator[netfs.NetMount]:
+    work = tmp_path_factory.mktemp("netfs")
+    with netfs.net_mount(work, RATE_MBIT) as m:
+        m.serve(DatasetSpec(500, 375, 120), "data")
+        yield m
+
+
+def test_data_on_a_slow_network_filesystem_is_storage_bound(mount: netfs.NetMount, tmp_path: Path) -> None:
+    data = mount.mountpoint / "data"
+    plain = netfs.plain_read(data).bytes_per_s / 1e6
+    assert 0.5 * RATE_MBIT / 8 < plain < 1.1 * RATE_MBIT / 8  # the link is what limits a plain reader
+    out = tmp_path / "o"
+    p = subprocess.run(
+        [
+            sys.executable,
+            *"-m ioprof sweep --data".split(),
+            str(data),
+            *"--workers 2 --loaders multiprocess --compute sim:h100 --out".split(),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    (cell,) = r["cells"]
+    assert (cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]) == ("storage", "highly")
+    assert r["analysis"]["overall_bottleneck"] == "storage"
+    # bytes from storage are counted on FUSE (read_bytes shows nothing there) and match the link
+    assert cell["io"]["read_bytes"] < 0.05 * cell["requested_bytes"]
+    assert cell["fetched"]["method"] == "cold-reads" and cell["cache"]["verified"]
+    assert cell["fetched_mb_per_s"] == pytest.approx(plain, rel=0.10)
+    (daemon,) = cell["fetched"]["cross_checks"]
+    assert daemon["method"] == "fuse-daemon" and daemon["bytes"] == pytest.approx(
+        cell["fetched"]["bytes"], rel=0.15
+    )
+    storage = {s["concurrency"]: s for s in r["ceilings"][0]["storage"]}
+    assert storage[2]["read_mb_per_s"] == pytest.approx(plain, rel=0.10)
+    # the decode ceiling comes from memory, far above what the link can feed
+    (decode,) = r["ceilings"][0]["decode"]
+    assert decode["cache"]["regime"] == "memory" and decode["img_per_s"] > 2 * storage[2]["img_per_s"]
+    advice = r["analysis"]["advice"][0]
+    assert advice["fix_first"] == "storage" and advice["network_storage"] is True
+    report = (out / "report.md").read_text()
+    assert "the bottleneck is storage" in report and "a local copy of the dataset" in report
+    assert "ioprof place" in report and "packed shards" in report
+    assert "takes about" not in report  # no worker-count advice for a storage-bound run
+    # sshfs drops read pages at every open: the dataset fits in RAM, yet every epoch reads the link
+    assert r["datasets"][0]["keeps_pages"] is False
+    assert "drops read pages at every open" in report and "would come from the page cache" not in report
+
+
+def test_place_moves_data_off_a_mount_that_drops_its_pages(mount: netfs.NetMount, tmp_path: Path) -> None:
+    """The dataset fits in RAM, but sshfs keeps no read pages: every epoch reads the link, so a
+    local copy pays for itself (it would not on a disk that keeps pages: see test_place)."""
+    local = tmp_path / "local"
+    local.mkdir()
+    out = tmp_path / "o"
+    p = subprocess.run(
+        [
+            sys.executable,
+            *"-m ioprof place --data".split(),
+            str(mount.mountpoint / "data"),
+            "--candidates",
+            str(local),
+            *"--workers 2 --compute sim:200 --model tiny --crop-px 32 --batch-size 8 --epochs 10 --out".split(),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    current = next(c for c in r["candidates"] if c["kind"] == "current")
+    assert current["keeps_pages"] is False and current["fs_type"].startswith("fuse")
+    decisions = {d["kind"]: d for d in r["decisions"]}
+    assert decisions["current"]["reading_epochs"] == 10 and decisions["candidate"]["reading_epochs"] == 1
+    assert r["dataset"]["total_bytes"] <= r["ram_available_bytes"]  # it would fit: the mount is the reason
+    assert (r["recommendation"]["action"], r["recommendation"]["location"]) == ("move", str(local))
+    assert decisions["candidate"]["copy_pays_off"] is True
+    assert "drops read pages at every open" in p.stdout
+
+
+def test_a_mount_that_vanishes_mid_run_is_one_line_and_keeps_finished_cells(tmp_path: Path) -> None:
+    work = tmp_path / "net"
+    with netfs.net_mount(work, 16) as m:  # 2 MB/s: cells last long enough to cut the mount under one
+        generate(DatasetSpec(256, 192, 60), m.export / "data")
+        os.sync()
+        out = tmp_path / "o"
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                *"-m ioprof sweep --data".split(),
+                str(m.mountpoint / "data"),
+                *"--workers 1,2 --loaders multiprocess --compute sim:h100 --seconds 4 --out".split(),
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:
+            seen.append(line)
+            if "[2/2]" in line and "measuring" in line:
+                break
+        else:
+            raise AssertionError("".join(seen))
+        time.sleep(1.0)
+        m.kill()
+        _, err = proc.communicate(timeout=300)
+    lines = [line for line in err.strip().splitlines() if line.startswith("ioprof: ")]
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err
+    assert lines == [lines[-1]] and lines[-1].startswith(
+        f"ioprof: error: {m.mountpoint / 'data'}: the storage stopped"
+    )
+    assert "finished cells are kept in" in lines[-1] and str(m.mountpoint) in lines[-1]
+    kept = json.loads((out / "results.json").read_text())
+    assert [c["workers"] for c in kept["cells"] if c["status"] == "ok"] == [1]
+
+
+def test_whatif_credits_the_storage_move_to_the_storage(mount: netfs.NetMount, tmp_path: Path) -> None:
+    """Data on the link, copies on the local scratch disk: every copy is judged against the same
+    loose files there, the storage move is named as one, and the cache alternative says why it
+    cannot be warm on this mount."""
+    out = tmp_path / "o"
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    p = subprocess.run(
+        [
+            sys.executable,
+            *"-m ioprof whatif --data".split(),
+            str(mount.mountpoint / "data"),
+            *"--workers 2 --compute sim:h100 --seconds 2 --sample-images 60 --scratch".split(),
+            str(scratch),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    ranked = {x["name"]: x for x in r["ranking"]["ranked"]}
+    alts = {a["name"]: a for a in r["alternatives"]}
+    assert r["ranking"]["storage_move"] == "loose-on-scratch" and ranked["loose-on-scratch"]["gain"] > 3
+    for name in ("shards", "resized-256", "resized-320"):
+        if name in ranked:  # copies on scratch: judged against the loose files there, not the baseline
+            assert ranked[name]["control"] == "loose-on-scratch" and alts[name]["where"] == "scratch"
+            assert ranked[name]["fix_gain"] < 0.5 * ranked[name]["gain"]
+            assert ranked[name]["data_gain_estimated"] is True
+    # the shards' cold regime holds: their members' residency is read from the shard files
+    assert alts["shards"]["cell"]["cache"]["verified"] is True
+    assert alts["cache"]["measured"] is False and alts["cache"]["why_not"].startswith("pages-not-kept:fuse")
+    assert "ioprof place" in p.stdout and r["data_storage"]["files"] > 0
+    report = (out / "report.md").read_text()
+    assert "read from; cache" in report and "cold, verified" in report and "(the storage move)" in report

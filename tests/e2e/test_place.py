@@ -1,0 +1,164 @@
+"""``ioprof place`` on real locations: fast and slow candidates, real slow storage, Ctrl-C, full and
+read-only folders."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import paths
+import pytest
+import slowdisk
+from cli import ioprof
+
+from ioprof.runners.place import TEMP_PREFIX, measure_candidate, pick_sample
+
+REPO = paths.REPO
+
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+
+
+SMALL = ["--workers", "1,2", "--batch-size", "4", "--model", "tiny", "--crop-px", "32", "--epochs", "10"]
+
+
+def place(*args: str, preexec=None) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
+    return ioprof("place", *args, preexec_fn=preexec)
+
+
+def leftovers(*folders: Path) -> list[Path]:
+    return [p for f in folders if f.exists() for p in f.iterdir() if p.name.startswith(TEMP_PREFIX)]
+
+
+@pytest.mark.slow
+def test_fast_and_slow_candidates(small_set: Path, tmp_path: Path) -> None:
+    fast = tmp_path / "fast"
+    fast.mkdir()
+    p = place(
+        "--data",
+        str(small_set),
+        "--candidates",
+        f"{fast},{tmp_path / 'missing'}",
+        *"--storage-profile custom:0.05 --compute sim:200".split(),
+        *SMALL,
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert p.returncode == 0, p.stderr
+    data = json.loads((tmp_path / "o" / "results.json").read_text())
+    by = {d["label"]: d for d in data["decisions"]}
+    assert by[str(fast)]["keeps_busy"] is True
+    slow = by["custom:0.05:0 (emulated)"]
+    assert slow["keeps_busy"] is False and slow["limited_by"] == "storage"
+    statuses = {c["label"]: c["status"] for c in data["candidates"]}
+    assert statuses[str(tmp_path / "missing")] == "missing"
+    assert data["recommendation"]["action"] == "keep"
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert report.splitlines()[2].startswith("**Keep the dataset where it is: it feeds ")
+    assert p.stdout.startswith("Keep the dataset where it is")
+    assert "missing: does not exist" in report and (tmp_path / "o" / "placement.png").exists()
+    assert not leftovers(fast)
+
+
+needs_root = pytest.mark.skipif(bool(slowdisk.unavailable()), reason=slowdisk.unavailable() or "ok")
+
+
+@pytest.mark.root
+@needs_root
+def test_on_real_slow_storage_the_move_pays_only_where_every_epoch_reads_it(
+    small_set: Path, tmp_path: Path
+) -> None:
+    """A throttled ext4 (0.5 MB/s) and a fast folder. The small set fits in RAM and ext4 keeps read
+    pages: only the first epoch reads the slow disk, the copy does not pay, keep it. With --ram 0
+    (a training machine whose page cache cannot hold it) every epoch does, and the move pays."""
+    fast = tmp_path / "fast"
+    fast.mkdir()
+    runs = {}
+    with slowdisk.slow_disk(tmp_path, read_bytes_per_s=500_000) as disk:
+        data_dir = disk.mountpoint / "data"
+        shutil.copytree(small_set, data_dir)
+        os.sync()
+        for name, ram in (("fits", []), ("not", ["--ram", "0"])):
+            p = place(
+                "--data",
+                str(data_dir),
+                "--candidates",
+                str(fast),
+                "--compute",
+                "sim:300",
+                *SMALL,
+                *ram,
+                "--out",
+                str(tmp_path / name),
+                preexec=disk.join,
+            )
+            assert p.returncode == 0, p.stderr
+            runs[name] = json.loads((tmp_path / name / "results.json").read_text())
+    fits, not_fit = runs["fits"], runs["not"]
+    cur = next(d for d in fits["decisions"] if d["kind"] == "current")
+    assert cur["keeps_busy"] is False and cur["limited_by"] == "storage" and cur["reading_epochs"] == 1
+    rec = fits["recommendation"]
+    assert rec["action"] == "keep-copy-does-not-pay" and rec["alternative"][0] == str(fast)
+    text = (tmp_path / "fits" / "report.md").read_text().splitlines()[2]
+    assert text.startswith(f"**Keep the dataset where it is: {fast} would feed")
+    assert "only the first of the 10 epochs reads the storage" in text
+    assert next(d for d in not_fit["decisions"] if d["kind"] == "current")["reading_epochs"] == 10
+    assert (not_fit["recommendation"]["action"], not_fit["recommendation"]["location"]) == ("move", str(fast))
+    assert not_fit["ram_source"] == "--ram" and not leftovers(fast)
+
+
+@pytest.mark.root
+@needs_root
+def test_sigint_mid_measurement_removes_the_temporary_folder(small_set: Path, tmp_path: Path) -> None:
+    with slowdisk.slow_disk(tmp_path, read_bytes_per_s=50_000) as disk:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                *"-m ioprof place --data".split(),
+                str(small_set),
+                "--candidates",
+                str(disk.mountpoint),
+                "--compute",
+                "sim:300",
+                *SMALL,
+                "--out",
+                str(tmp_path / "o"),
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+            preexec_fn=disk.join,
+        )
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "reading the sample back cold" in line:
+                break
+        assert leftovers(disk.mountpoint), "the sample should be there while it is measured"
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=120)
+        assert proc.returncode == 130
+        assert not leftovers(disk.mountpoint)
+
+
+@pytest.mark.root
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to mount small and read-only tmpfs")
+def test_full_and_read_only_candidates(small_set: Path, tmp_path: Path) -> None:
+    full, ro = tmp_path / "full", tmp_path / "ro"
+    full.mkdir()
+    ro.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(full)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(ro)], check=True)
+    try:
+        sample, size = pick_sample(sorted(str(p) for p in small_set.rglob("*.jpg")), 0)
+        kw = {"dataset_bytes": size, "seed": 0, "progress": print}
+        assert measure_candidate(sample, size, str(full), [1], **kw).status == "full"  # type: ignore[arg-type]
+        r = measure_candidate(sample, size, str(ro), [1], **kw)  # type: ignore[arg-type]
+        assert r.status == "not writable" and "Read-only" in r.reason
+    finally:
+        subprocess.run(["umount", str(full)], check=False)
+        subprocess.run(["umount", str(ro)], check=False)

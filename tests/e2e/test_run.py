@@ -1,0 +1,174 @@
+"""``ioprof run -- python train.py``: a user's unmodified script, observed in a child process, as a
+user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import paths
+import pytest
+from cli import ioprof_run
+
+from ioprof.datasets.synth import DatasetSpec, generate
+
+REPO = paths.REPO
+
+
+SCRIPT = str(paths.IMAGENET_LIKE)
+
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+
+
+def imagefolder(root: Path, width: int, height: int, train: int, val: int) -> Path:
+    """DIR/train and DIR/val, as the ImageNet example expects."""
+    for split, n in (("train", train), ("val", val)):
+        generate(DatasetSpec(width, height, n, seed=1 if split == "val" else 0), root / f"{split}-gen")
+        shutil.move(str(root / f"{split}-gen"), str(root / split))
+    return root
+
+
+@pytest.fixture(scope="module")
+def small_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return imagefolder(tmp_path_factory.mktemp("userdata"), 256, 192, 320, 80)
+
+
+@pytest.mark.slow
+def test_an_unchanged_imagenet_style_script_is_observed(small_folder: Path, tmp_path: Path) -> None:
+    """On local disk with the files cached and a model far slower than two workers decode (resnet50):
+    compute-bound, said as such; train and val reported apart; the pipeline measured alone."""
+    out = tmp_path / "o"
+    p = ioprof_run(
+        *"--steps 30 --probe-seconds 2 --out".split(),
+        str(out),
+        "--",
+        sys.executable,
+        SCRIPT,
+        str(small_folder),
+        *"--crop 64 -j 2 -a resnet50".split(),
+    )
+    assert p.returncode == 0, p.stderr
+    assert "epoch 0: 40 steps" in p.stdout  # the script's own output, untouched
+    r = json.loads((out / "results.json").read_text())
+    assert r["kind"] == "run" and r["script"]["ended"] == "finished" and r["script"]["optimizer_steps"] == 40
+    train, val = r["loaders"]
+    assert (train["role"], val["role"]) == ("training", "evaluation")  # reported apart
+    assert train["dataset_root"] == str(small_folder / "train")
+    assert val["dataset_root"] == str(small_folder / "val")
+    settings = (train["num_workers"], train["batch_size"], train["pin_memory"], train["sampler"])
+    assert settings == (2, 8, True, "RandomSampler")
+    assert train["batches"] == 40 and val["batches"] == 10 and train["window"] == "complete"
+    cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
+    assert cell["steps"] == 30 and (cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]) == (
+        "compute",
+        "not",
+    )
+    assert r["analysis"]["overall_bottleneck"] == "compute"
+    assert cell["data_wait_share_low"] is not None and cell["io"]["read_chars"] > 0
+    # the user's own pipeline, measured alone at their worker count and at more, from memory
+    (ceilings,) = [c for c in r["ceilings"] if c["decode"]]
+    assert [d["workers"] for d in ceilings["decode"]] == [2, 4] and ceilings["storage"][0]["files"] > 0
+    assert {d["cache"]["regime"] for d in ceilings["decode"]} == {"memory"}
+    report = (out / "report.md").read_text()
+    assert report.startswith("# ioprof run") and "## Your script" in report
+    assert "## loader 1 alone (no model)" in report and "**Verdict: compute-bound**" in report
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith("ioprof: your script finished; observed loader 1 (training, 40 batches)")
+
+
+@pytest.mark.slow
+def test_a_starved_training_loop_is_input_bound_by_decode(tmp_path: Path) -> None:
+    """num_workers=0 decoding 1024x768 JPEGs for a tiny model: the verdict must be decode."""
+    data = imagefolder(tmp_path / "big", 1024, 768, 96, 16)
+    out = tmp_path / "o"
+    # about 100 ms to decode a batch of 8 such images in-process, about 15 ms for squeezenet's step at 32 px
+    p = ioprof_run(
+        *"--steps 8 --warmup-steps 1 --out".split(),
+        str(out),
+        "--",
+        sys.executable,
+        SCRIPT,
+        str(data),
+        *"--crop 32 -j 0 -b 8 -a squeezenet1_1".split(),
+    )
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
+    assert (cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]) == ("decode", "highly")
+    assert cell["data_wait_share"] > 0.7 and sum(cell["step_s"]) < sum(cell["wait_s"])
+    assert r["analysis"]["overall_bottleneck"] == "decode" and r["analysis"]["overall_dataset"] == "loader 1"
+
+
+@pytest.mark.slow
+def test_a_crash_passes_its_exit_code_and_keeps_what_was_observed(small_folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    p = ioprof_run(
+        *"--steps 10 --no-probe --out".split(),
+        str(out),
+        "--",
+        sys.executable,
+        SCRIPT,
+        str(small_folder),
+        *"--crop 32 -j 1 --fail-at 25".split(),
+    )
+    assert p.returncode == 1
+    assert "planted failure after 25 steps" in p.stderr  # the script's own traceback, untouched
+    last = p.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "ioprof: your script failed (exit code 1); observed loader 1 (training, 25 batches)"
+    )
+    r = json.loads((out / "results.json").read_text())
+    assert r["script"]["ended"] == "failed" and r["script"]["exit_code"] == 1 and r["cells"]
+    # the same --out again: this run's observations only, none of the last one's
+    p = ioprof_run(
+        *"--steps 10 --no-probe --out".split(),
+        str(out),
+        "--",
+        sys.executable,
+        SCRIPT,
+        str(small_folder),
+        *"--crop 32 -j 1 --fail-at 20".split(),
+    )
+    r = json.loads((out / "results.json").read_text())
+    assert [lo["batches"] for lo in r["loaders"]] == [20] and r["script"]["optimizer_steps"] == 20
+
+
+@pytest.mark.slow
+def test_stop_after_ends_the_script_once_the_window_is_measured(small_folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    p = ioprof_run(
+        *"--steps 10 --no-probe --stop-after --out".split(),
+        str(out),
+        "--",
+        sys.executable,
+        SCRIPT,
+        str(small_folder),
+        *"--crop 32 -j 1 --epochs 50".split(),
+    )
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    assert r["script"]["ended"] == "stopped-by-ioprof" and r["script"]["optimizer_steps"] < 50 * 40
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is not on PATH")
+def test_torchrun_ranks_are_each_observed_in_one_report(small_folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    p = ioprof_run(
+        *"--steps 6 --warmup-steps 1 --no-probe --out".split(),
+        str(out),
+        *"-- torchrun --standalone --nproc-per-node 2".split(),
+        SCRIPT,
+        str(small_folder),
+        *"--crop 32 -j 1".split(),
+    )
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    assert r["script"]["ranks"] == 2
+    keys = {lo["key"] for lo in r["loaders"] if lo["role"] == "training"}
+    assert keys == {"rank 0 · loader 1", "rank 1 · loader 1"}
+    assert {lo["rank"] for lo in r["loaders"]} == {0, 1}

@@ -1,0 +1,195 @@
+"""``ioprof scale`` for real: 1 and 2 gloo ranks, a killed rank, two torchrun agents as two nodes, slow
+network storage."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import netfs
+import paths
+import psutil
+import pytest
+from cli import ioprof
+
+from ioprof.conclude.scale import conclude
+from ioprof.core import resultfile
+from ioprof.core.results import ScaleResult
+from ioprof.render.scale import render_scale_markdown
+
+REPO = paths.REPO
+
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from ioprof.datasets.synth import DatasetSpec, generate
+
+    root = tmp_path_factory.mktemp("scale")
+    generate(DatasetSpec(160, 120, 160), root / "d")
+    return root / "d"
+
+
+def _scale(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
+    return ioprof("scale", *args, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_one_and_two_gloo_ranks_each_measured_and_gathered(tiny: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    p = _scale(
+        "--data",
+        str(tiny),
+        *"--compute sim:40 --ranks 1,2 --steps 15 --crop-px 64 --cache warm --out".split(),
+        str(out),
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = resultfile.load(out)
+    assert isinstance(r, ScaleResult)
+    assert [(c.ranks, c.status, [x.rank for x in c.per_rank]) for c in r.counts] == [
+        (1, "ok", [0]),
+        (2, "ok", [0, 1]),
+    ]
+    one, two = r.counts
+    # simulated 40 img/s per rank, fed easily: two ranks do about twice the work of one
+    assert 1.7 < two.aggregate().value / one.aggregate().value < 2.2
+    for x in two.per_rank:
+        assert x.cell.steps == 15 and x.cell.cache.regime == "warm" and x.cores_used > 0
+    assert (out / "report.md").read_text().startswith("# ioprof scale")
+    assert (out / "scale.png").stat().st_size > 0
+    assert "Warm:" in p.stdout
+
+
+def _kill_rank_when_running(rank: int, deadline_s: float) -> int | None:
+    """SIGKILL the training process of ``rank`` (a child of torchrun's agent) once it exists."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        for proc in psutil.process_iter(["cmdline"]):
+            cmd = proc.info["cmdline"] or []
+            if "ioprof.runners.rank" not in cmd or "torch.distributed.run" in cmd:
+                continue
+            try:
+                if (
+                    proc.environ().get("RANK") == str(rank)
+                    and "torch.distributed.run" in proc.parent().cmdline()
+                ):
+                    time.sleep(3)  # let it start measuring
+                    proc.send_signal(signal.SIGKILL)
+                    return proc.pid
+            except (psutil.NoSuchProcess, psutil.AccessDenied, AttributeError):
+                continue
+        time.sleep(0.2)
+    return None
+
+
+@pytest.mark.slow
+def test_a_killed_rank_fails_its_count_with_the_reason_and_the_run_goes_on(
+    tiny: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "o"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            *"-m ioprof scale --data".split(),
+            str(tiny),
+            *"--compute sim:40 --ranks 2,1 --steps 40 --crop-px 64 --cache warm --out".split(),
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    killed = _kill_rank_when_running(1, 120)
+    _, stderr = proc.communicate(timeout=400)
+    assert killed is not None
+    assert proc.returncode == 0, stderr[-3000:]
+    r = resultfile.load(out)
+    assert isinstance(r, ScaleResult)
+    two, one = r.counts
+    assert (two.ranks, two.status, two.reason) == (2, "failed", "rank 1: killed by SIGKILL")
+    assert (one.ranks, one.status) == (1, "ok") and one.per_rank[0].cell.steps == 40
+    assert "2 ranks failed (rank 1: killed by SIGKILL)" in (out / "report.md").read_text()
+    assert (out / "logs" / "ranks-2-warm.log").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun is not on PATH")
+def test_under_torchrun_two_nodes_rendezvous_and_rank_0_writes_one_report(tiny: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    port = 29400 + os.getpid() % 500
+    command = [
+        *"torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint".split(),
+        f"127.0.0.1:{port}",
+        *"--rdzv-id t -m ioprof scale --data".split(),
+        str(tiny),
+        *"--compute sim:40 --steps 10 --crop-px 64 --cache warm --out".split(),
+        str(out),
+    ]
+    nodes = [
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+        for _ in range(2)
+    ]
+    logs = [n.communicate(timeout=300)[0] for n in nodes]
+    assert [n.returncode for n in nodes] == [0, 0], "\n".join(x[-2000:] for x in logs)
+    r = resultfile.load(out)
+    assert isinstance(r, ScaleResult)
+    assert [(c.ranks, sorted(x.rank for x in c.per_rank)) for c in r.counts] == [(2, [0, 1])]
+    assert sum("report:" in x for x in logs) == 1  # rank 0 alone writes and says so
+
+
+RATE_MBIT = 16
+
+
+@pytest.mark.slow
+@pytest.mark.root
+@pytest.mark.skipif(bool(netfs.unavailable()), reason=netfs.unavailable() or "ok")
+def test_on_slow_network_storage_the_second_rank_is_stopped_by_the_storage(tmp_path: Path) -> None:
+    from ioprof.datasets.synth import DatasetSpec
+
+    with netfs.net_mount(tmp_path / "net", RATE_MBIT) as m:
+        data = m.serve(DatasetSpec(500, 375, 160), "data")
+        plain = netfs.plain_read(data, files=40)
+        link_b_per_s = plain.bytes_per_s
+        # each rank consumes 70 % of what the link carries: one rank is fed, two are not
+        rate = 0.7 * link_b_per_s / plain.mean_file_bytes
+        out = tmp_path / "o"
+        p = _scale(
+            "--data",
+            str(data),
+            "--compute",
+            f"sim:{rate:.1f}",
+            *"--ranks 1,2 --workers 2 --batch-size 4 --steps 20 --cache cold --out".split(),
+            str(out),
+            timeout=600,
+        )
+        assert p.returncode == 0, p.stderr[-3000:]
+    r = resultfile.load(out)
+    assert isinstance(r, ScaleResult)
+    rc = conclude(r).conclusion.regimes[0]
+    one, two = r.counts
+    assert one.per_rank[0].cell.fetched.method == "cold-reads"
+    assert rc.counts[0].status == "busy", render_scale_markdown(conclude(r))
+    assert (rc.largest_busy, rc.limit.stage, rc.limit.at_ranks) == (1, "storage", 2), render_scale_markdown(
+        conclude(r)
+    )
+    # the two ranks together fetched about what the link gives, not twice what one rank did
+    fetched_two = two.fetched_mb_per_s()
+    assert fetched_two is not None and fetched_two < 1.15 * link_b_per_s / 1e6
+    print(
+        json.dumps(
+            {
+                "link_mb_per_s": link_b_per_s / 1e6,
+                "sim_img_per_s": rate,
+                "fetched_mb_per_s": [c.fetched_mb_per_s() for c in r.counts],
+            }
+        )
+    )

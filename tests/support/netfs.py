@@ -1,0 +1,201 @@
+"""A real network filesystem for tests that can run as root: sshfs (FUSE, SFTP over TCP) to an
+sshd inside a network namespace this helper creates, whose loopback is rate-limited with
+``tc qdisc … tbf``.
+
+The sshfs daemon runs in this mount namespace (so the mount is visible to the code under test);
+only its ssh transport runs inside the network namespace, through ``ssh_command``. All traffic
+between the ssh client and sshd crosses the namespace's ``lo``, so the token bucket shapes the
+link. Its burst must exceed lo's 64 kB MTU, or every full-size packet is dropped and the
+connection dies.
+
+Every ``unavailable()`` reason is a skip reason: the tests skip cleanly without root or tools.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ioprof.datasets.synth import DatasetSpec, generate
+
+TOOLS = ("ip", "tc", "sshfs", "sshd", "ssh", "ssh-keygen", "fusermount3")
+PORT = 2222
+# tbf needs a burst larger than one packet; lo's MTU is 64 kB
+BURST = "256kb"
+
+
+def unavailable() -> str:
+    """Why a rate-limited sshfs mount cannot be made here, or "" when it can."""
+    if os.geteuid() != 0:
+        return "needs root (network namespace, tc, FUSE mount)"
+    for tool in TOOLS:
+        if shutil.which(tool) is None and not Path(f"/usr/sbin/{tool}").exists():
+            return f"{tool} is not installed (Debian packages sshfs, openssh-server, iproute2)"
+    if not Path("/dev/fuse").exists():
+        return "no FUSE device (/dev/fuse missing)"
+    return ""
+
+
+def _run(*cmd: str) -> None:
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+
+
+@dataclass
+class NetMount:
+    """A mounted sshfs folder whose link carries ``rate_mbit`` megabits per second."""
+
+    mountpoint: Path
+    export: Path  # the folder sshd serves (local disk): write the dataset here, read it at mountpoint
+    netns: str
+    rate_mbit: float
+    sshfs: subprocess.Popen[bytes]
+
+    def serve(self, spec: DatasetSpec, name: str) -> Path:
+        """A generated dataset copied into the export (local disk) and synced: its path on the mount."""
+        src = self.export.parent / f"{name}-src"
+        generate(spec, src)
+        shutil.copytree(src, self.export / name)
+        os.sync()
+        return self.mountpoint / name
+
+    def kill(self) -> None:
+        """Kill the sshfs daemon: the mount stays, and every access fails (ENOTCONN)."""
+        self.sshfs.send_signal(signal.SIGKILL)
+        self.sshfs.wait(timeout=10)
+
+    def set_rate(self, rate_mbit: float) -> None:
+        _run(
+            "ip",
+            "netns",
+            "exec",
+            self.netns,
+            *"tc qdisc change dev lo root tbf rate".split(),
+            f"{rate_mbit}mbit",
+            "burst",
+            BURST,
+            "latency",
+            "400ms",
+        )
+        self.rate_mbit = rate_mbit
+
+
+@dataclass(frozen=True)
+class PlainRead:
+    """What a plain reader got over the link: files read once each, in order, one at a time."""
+
+    files: int
+    bytes: int
+    seconds: float
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bytes / self.seconds
+
+    @property
+    def mean_file_bytes(self) -> float:
+        return self.bytes / self.files
+
+
+def plain_read(root: Path, files: int | None = None) -> PlainRead:
+    """Read the first ``files`` JPEGs under ``root`` (all by default) in name order, once each."""
+    paths = sorted(root.rglob("*.jpg"))[:files]
+    t0 = time.perf_counter()
+    total = sum(len(f.read_bytes()) for f in paths)
+    return PlainRead(len(paths), total, time.perf_counter() - t0)
+
+
+@contextmanager
+def net_mount(workdir: Path, rate_mbit: float) -> Iterator[NetMount]:
+    """sshfs mount of ``workdir/export`` over a link of ``rate_mbit``; everything undone on exit."""
+    netns = f"ioprof-{uuid.uuid4().hex[:8]}"
+    export = workdir / "export"
+    mnt = workdir / "mnt"
+    keys = workdir / "keys"
+    for d in (export, mnt, keys):
+        d.mkdir(parents=True, exist_ok=True)
+    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation folder
+    _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "host"))
+    _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "client"))
+    shutil.copy(keys / "client.pub", keys / "authorized_keys")
+    config = keys / "sshd_config"
+    config.write_text(
+        f"Port {PORT}\nListenAddress 127.0.0.1\nHostKey {keys / 'host'}\n"
+        f"AuthorizedKeysFile {keys / 'authorized_keys'}\nPidFile {keys / 'sshd.pid'}\n"
+        "PermitRootLogin yes\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n"
+        "Subsystem sftp internal-sftp\nLogLevel ERROR\n"
+    )
+    sshd: subprocess.Popen[bytes] | None = None
+    sshfs: subprocess.Popen[bytes] | None = None
+    made_ns = False
+    try:
+        _run("ip", "netns", "add", netns)
+        made_ns = True
+        _run("ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up")
+        _run(
+            "ip",
+            "netns",
+            "exec",
+            netns,
+            *"tc qdisc add dev lo root tbf rate".split(),
+            f"{rate_mbit}mbit",
+            "burst",
+            BURST,
+            "latency",
+            "400ms",
+        )
+        sshd_bin = shutil.which("sshd") or "/usr/sbin/sshd"
+        sshd = subprocess.Popen(
+            ["ip", "netns", "exec", netns, sshd_bin, "-D", "-e", "-f", str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        ssh = (
+            f"ip netns exec {netns} ssh -F none -i {keys / 'client'} -p {PORT} "
+            "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "
+            "-o BatchMode=yes -o Compression=no"
+        )
+        deadline = time.monotonic() + 20
+        log = workdir / "sshfs.log"
+        while True:
+            # foreground (-f): the daemon is this Popen, so a test can kill it
+            with open(log, "wb") as err:
+                sshfs = subprocess.Popen(
+                    ["sshfs", "-f", f"root@127.0.0.1:{export}", str(mnt), "-o", f"ssh_command={ssh}"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                )
+            if _wait_mounted(mnt, sshfs, 10):
+                break
+            sshfs.kill()
+            sshfs.wait()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"sshfs did not mount: {log.read_text()}")
+            time.sleep(0.5)  # sshd may still be starting
+        yield NetMount(mnt, export, netns, rate_mbit, sshfs)
+    finally:
+        subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True, check=False)
+        for p in (sshfs, sshd):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        if made_ns:
+            subprocess.run(["ip", "netns", "del", netns], capture_output=True, check=False)
+
+
+def _wait_mounted(mnt: Path, proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        if os.path.ismount(mnt):
+            return True
+        time.sleep(0.1)
+    return False

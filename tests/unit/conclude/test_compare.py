@@ -1,0 +1,95 @@
+"""``ioprof compare``'s conclusion on hand-built runs, and ``ioprof.load`` into pandas."""
+
+from __future__ import annotations
+
+import os
+
+import paths
+import pytest
+from builders import cell, sweep_result
+
+from ioprof.conclude.compare import compare, compare_cells, match
+
+REPO = paths.REPO
+
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def test_cells_are_matched_exactly_then_by_loader_in_worker_order() -> None:
+    a = [cell("serial", 0), cell("multiprocess", 1)]
+    b = [cell("serial", 0), cell("multiprocess", 2)]
+    pairs, unmatched = match(a, b)
+    assert [(x.setting.label, y.setting.label) for x, y in pairs] == [
+        ("serial (in-process)", "serial (in-process)"),
+        ("1 worker", "2 workers"),
+    ]
+    assert unmatched == []
+
+
+def test_a_change_counts_only_beyond_both_intervals_and_the_minimum_effect() -> None:
+    slow = cell(wait=0.05, step=0.05, jitter=0.002, steps=30)
+    fast = cell(wait=0.0, step=0.05, jitter=0.0, steps=30)
+    assert compare_cells(slow, fast).change == "faster" and compare_cells(fast, slow).change == "slower"
+    nearly = cell(wait=0.048, step=0.05, jitter=0.002, steps=30)  # 2 % apart: not a change
+    assert compare_cells(slow, nearly).change == "within-noise"
+    c = compare([("a", sweep_result((slow,))), ("b", sweep_result((fast,)))])
+    (run,) = c.runs
+    assert run.settings == () and run.cells[0].ratio == pytest.approx(2.0, rel=0.02)
+
+
+def test_a_run_loads_into_pandas_with_units_in_the_column_names() -> None:
+    import ioprof
+
+    run = ioprof.load(REPO / "reports" / "examples" / "cpu-2core-sim-h100")
+    assert run.kind == "sweep" and run.verdict.startswith("Verdict: highly input-bound")
+    cells = run.cells
+    assert len(cells) == 12 and {
+        *"img_per_s img_per_s_low img_per_s_high data_wait_share fetched_mb_per_s".split(),
+    } <= set(cells.columns)
+    assert (cells["img_per_s_low"] <= cells["img_per_s"]).all() and (
+        cells["img_per_s"] <= cells["img_per_s_high"]
+    ).all()
+    ceilings = run.ceilings
+    assert set(ceilings["stage"]) == {"compute", "decode", "storage"}
+    # results.csv is the same frame
+    csv = (REPO / "reports" / "examples" / "cpu-2core-sim-h100" / "results.csv").read_text().splitlines()
+    assert csv[0] == ",".join(cells.columns)
+
+
+def test_schema_1_results_load_into_pandas_through_the_migration() -> None:
+    import ioprof
+
+    run = ioprof.load(paths.DATA / "schema1_results.json")
+    assert len(run.cells) == 4 and run.cells["fetched_method"].eq("block-io").all()
+
+
+def test_only_declared_repeats_raise_the_noise_floor() -> None:
+    from dataclasses import replace
+
+    ref = sweep_result((cell(wait=0.05, step=0.05, jitter=0.002, steps=30),))
+    repeat = replace(ref, cells=(cell(wait=0.035, step=0.05, jitter=0.002, steps=30),))  # 18 % faster
+    changed = replace(
+        ref,
+        config={**ref.config, "workers": [2]},
+        cells=(cell(wait=0.03, step=0.05, jitter=0.002, steps=30),),
+    )
+    c = compare([("a", ref), ("two", changed)], repeats=[("again", repeat)])
+    assert c.repeats == 1 and c.min_effect == pytest.approx(0.1 / 0.085 - 1, rel=0.01)
+    # 25 % faster than the reference, but the repeat alone moved 18 %: still beyond that floor
+    assert c.runs[0].cells[0].change == "faster" and c.outcome == "same"
+    # a run with the same options is not a repeat unless declared: it is compared, and it is faster
+    c = compare([("a", ref), ("again", repeat), ("two", changed)])
+    assert c.repeats == 0 and c.min_effect == 0.10
+    assert [r.cells[0].change for r in c.runs] == ["faster", "faster"]
+
+
+def test_slower_beyond_the_noise_and_inconclusive_are_outcomes() -> None:
+    from dataclasses import replace
+
+    ref = sweep_result((cell(wait=0.0, step=0.05, jitter=0.002, steps=30),))
+    slower = replace(ref, cells=(cell(wait=0.05, step=0.05, jitter=0.002, steps=30),))
+    assert compare([("a", ref), ("b", slower)]).outcome == "slower"
+    assert compare([("a", ref), ("b", ref)]).outcome == "same"
+    nothing = replace(ref, cells=(cell(wait=0.0, step=0.05, jitter=0.002, steps=1),))  # no interval
+    assert compare([("a", ref), ("b", nothing)]).outcome == "inconclusive"

@@ -1,0 +1,96 @@
+"""Whether another GPU pays, from hand-built device cells; the DDP runner's plumbing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import builders
+import paths
+import pytest
+import torch
+
+from ioprof.conclude.devices import payoff
+from ioprof.core.results import SCHEMA_VERSION, DeviceCell, DevicesResult
+from ioprof.measure.models import device_model
+from ioprof.render.devices import render_devices_markdown
+from ioprof.runners.devices import measure_ddp, measure_one
+
+REPO = paths.REPO
+
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def _cell(
+    setup: str, devices: int, samples_per_s: float, steps: int = 12, spread: float = 0.02
+) -> DeviceCell:
+    step = 32 * devices / samples_per_s
+    times = tuple(step * (1 + spread * (i % 3 - 1)) for i in range(steps))
+    return DeviceCell("resnet152", setup, devices, 32, True, "", times, 32 * devices, 60_000_000, 240_000_000)
+
+
+@pytest.mark.parametrize(
+    ("two_gpus", "pays"),
+    [(1900.0, "yes"), (1100.0, "barely"), (990.0, "no")],
+)
+def test_a_second_gpu_pays_off_only_when_it_keeps_most_of_perfect_scaling(two_gpus: float, pays: str) -> None:
+    p = payoff([_cell("cpu", 1, 20.0), _cell("1 gpu", 1, 1000.0), _cell("2 gpus", 2, two_gpus)])
+    assert p.pays == pays
+    assert p.gpu_speedup == pytest.approx(50.0, rel=0.01)
+    assert p.efficiency is not None and p.efficiency.value == pytest.approx(two_gpus / 2000.0, rel=0.01)
+    # the 2-GPU step is longer than the 1-GPU step by what communication and waiting took
+    assert p.communication_share == pytest.approx(1 - two_gpus / 2000.0, abs=0.02)
+
+
+def test_rows_not_measured_say_why_in_the_report() -> None:
+    cells = (
+        _cell("cpu", 1, 20.0),
+        DeviceCell("resnet152", "1 gpu", 1, 32, False, "no CUDA device on this machine"),
+        DeviceCell("resnet152", "2 gpus", 2, 32, False, "no CUDA device on this machine"),
+    )
+    r = DevicesResult(SCHEMA_VERSION, "devices", builders.RUN, builders.MACHINE, {"seconds": 30}, 0, cells)
+    text = render_devices_markdown(r)
+    assert "Measured here: cpu only" in text
+    assert "[1] no CUDA device on this machine" in text
+
+
+def test_a_cell_too_slow_for_the_time_allowed_is_skipped_with_what_it_needs() -> None:
+    c = measure_one("resnet152", 64, torch.device("cpu"), seconds=1.0, seed=0)
+    assert not c.measured and "raise --seconds" in c.why_not
+    assert c.params > 50_000_000
+
+
+def test_ddp_over_two_gloo_ranks_times_every_step(tmp_path: Path) -> None:
+    c = measure_ddp(
+        "lenet5", 16, 2, backend="gloo", steps=8, workdir=tmp_path, seed=0, timeout_s=180, threads_per_rank=1
+    )
+    assert c.measured, c.why_not
+    assert (c.devices, c.samples_per_step, len(c.step_s)) == (2, 32, 8)
+    assert all(s > 0 for s in c.step_s)
+    assert c.gradient_bytes == 4 * sum(p.numel() for p in device_model("lenet5").build().parameters())
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "needle"),
+    [
+        (["--models", "vgg16"], 2, "--models: must be a comma-separated list of mlp"),
+        (["--batch-sizes", "0"], 2, "--batch-sizes: must be a comma-separated list of positive integers"),
+    ],
+)
+def test_bad_input_is_one_line(argv: list[str], code: int, needle: str) -> None:
+    p = subprocess.run(
+        [sys.executable, "-m", "ioprof", "devices", *argv], capture_output=True, text=True, env=ENV
+    )
+    assert p.returncode == code and needle in p.stderr
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_asking_for_gpus_that_are_not_there_names_the_fix(tmp_path: Path, in_process) -> None:  # type: ignore[no-untyped-def]
+    rc, _, err = in_process("devices", "--gpus", "2", "--out", str(tmp_path / "o"))
+    assert rc == 1
+    assert err.strip().splitlines() == [
+        "ioprof: error: --gpus 2: this machine has no GPU; leave --gpus out to measure what is here"
+    ]

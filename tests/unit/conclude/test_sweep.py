@@ -1,0 +1,320 @@
+"""The sweep's verdicts, predictions, advice and findings, from hand-built results."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+from builders import cell, compute, dataset_info, decode, storage, sweep_result
+
+from ioprof.conclude.sweep import (
+    advise,
+    cell_verdict,
+    classify_input_bound,
+    classify_interval,
+    conclude,
+    overall,
+    predict,
+    stage_rates,
+)
+from ioprof.core import findings as f
+from ioprof.core.config import LoaderSetting
+from ioprof.core.results import DatasetCeilings
+from ioprof.core.stats import Interval
+from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
+
+MP4 = LoaderSetting.multiprocess(4)
+
+
+@pytest.mark.parametrize(
+    "share, klass",
+    [
+        (0.0, "not"),
+        (0.0499, "not"),
+        (0.05, "moderately"),
+        (0.1999, "moderately"),
+        (0.20, "highly"),
+        (0.9, "highly"),
+    ],
+)
+def test_input_bound_classes_at_their_thresholds(share: float, klass: str) -> None:
+    assert classify_input_bound(share) == klass
+
+
+def test_thresholds_are_tensorflows() -> None:
+    assert (HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE) == (0.20, 0.05)
+
+
+def test_an_interval_straddling_a_threshold_is_borderline_not_decided() -> None:
+    assert classify_interval(Interval(0.04, 0.03, 0.06, 10)) == ("borderline", ("not", "moderately"))
+    assert classify_interval(Interval(0.25, 0.21, 0.29, 10)) == ("highly", ("highly", "highly"))
+    assert classify_interval(Interval.unknown(0.25)) == ("highly", ("highly", "highly"))
+
+
+def test_multiprocess_prediction_ranges_from_slowest_stage_to_read_then_decode() -> None:
+    p = predict(MP4, {"compute": 1000.0, "decode": 400.0, "storage": 900.0}, compute_async=False)
+    assert p is not None and (p.high, p.by) == (400.0, "decode")
+    assert p.low == pytest.approx(1 / (1 / 400 + 1 / 900))
+
+
+def test_serial_prediction_adds_stage_times_on_the_cpu() -> None:
+    p = predict(LoaderSetting.serial(), {"compute": 100.0, "decode": 100.0}, compute_async=False)
+    assert p is not None and p.high == pytest.approx(50.0) == p.low
+    assert p.by == "compute+decode in series"
+
+
+def test_serial_prediction_overlaps_loading_with_an_asynchronous_gpu_step() -> None:
+    # the host loads the next batch while the GPU computes: the slower of the two sets the pace
+    p = predict(
+        LoaderSetting.serial(), {"compute": 100.0, "decode": 300.0, "storage": 600.0}, compute_async=True
+    )
+    assert p is not None and p.high == pytest.approx(100.0)
+    p = predict(
+        LoaderSetting.serial(), {"compute": 1000.0, "decode": 300.0, "storage": 600.0}, compute_async=True
+    )
+    assert p is not None and p.high == pytest.approx(200.0) and p.by == "decode+storage"
+
+
+def test_storage_counts_only_for_bytes_fetched_from_storage() -> None:
+    ceilings = DatasetCeilings("500x375", (decode("multiprocess", 4, 900.0),), (storage(4, 100.0),))
+    c = cell(read_chars=1_000_000, fetched=250_000)  # 75 % page-cache hits
+    assert stage_rates(c, compute(1000.0), ceilings, [], False)["storage"] == pytest.approx(400.0)
+    all_hits = cell(read_chars=1_000_000, fetched=0)
+    assert math.isinf(stage_rates(all_hits, compute(1000.0), ceilings, [], False)["storage"])
+
+
+def test_unknown_fetched_bytes_never_count_as_cache_hits() -> None:
+    ceilings = DatasetCeilings("500x375", (), (storage(4, 100.0),))
+    unknown = replace(cell(), fetched=f_unknown())
+    assert stage_rates(unknown, compute(1000.0), ceilings, [], False)["storage"] == pytest.approx(100.0)
+
+
+def f_unknown():  # type: ignore[no-untyped-def]
+    from ioprof.core.results import UNKNOWN_FETCH
+
+    return UNKNOWN_FETCH
+
+
+def test_verdict_storage_when_storage_is_the_lowest_input_ceiling() -> None:
+    c = cell(wait=0.05, step=0.05, jitter=0.001, steps=9)  # 50 % wait, 80 img/s
+    v = cell_verdict(c, {"compute": 1000.0, "decode": 900.0, "storage": 80.0}, compute_async=False)
+    assert (v.bottleneck, v.input_bound) == ("storage", "highly")
+    assert v.predicted_img_per_s == 80.0 and v.predicted_by == "storage"
+    assert v.residual == 0.0 and not v.residual_unexplained  # 80 lies in the predicted range
+    assert v.rates["storage"] == 80.0
+
+
+def test_verdict_decode_and_compute() -> None:
+    v = cell_verdict(
+        cell(wait=0.01, step=0.09), {"compute": 100.0, "decode": 80.0, "storage": 5000.0}, compute_async=False
+    )
+    assert (v.bottleneck, v.input_bound) == ("decode", "moderately")
+    v = cell_verdict(
+        cell(wait=0.001, step=0.1), {"compute": 80.0, "decode": 900.0, "storage": 5000.0}, compute_async=False
+    )
+    assert (v.bottleneck, v.input_bound) == ("compute", "not")
+
+
+def test_input_bound_without_any_input_ceiling_is_undetermined_not_compute() -> None:
+    # the decode probe failed for this setting and storage was served from the page cache
+    v = cell_verdict(
+        cell(wait=0.08, step=0.02), {"compute": 1000.0, "storage": math.inf}, compute_async=False
+    )
+    assert (v.bottleneck, v.input_bound) == ("undetermined", "highly")
+
+
+def test_unexplained_residual_is_flagged() -> None:
+    v = cell_verdict(cell(wait=0.0, step=0.1), {"compute": 200.0, "decode": 900.0}, compute_async=False)
+    assert v.residual == pytest.approx(-0.6)  # 80 img/s measured against at least 200 predicted
+    assert v.residual_unexplained
+
+
+def test_advice_reads_workers_off_the_curve() -> None:
+    ceilings = DatasetCeilings(
+        "500x375",
+        decode=(
+            decode("multiprocess", 1, 250.0),
+            decode("multiprocess", 4, 900.0),
+            decode("multiprocess", 8, 1700.0),
+        ),
+        storage=(storage(8, 5000.0),),
+    )
+    a = advise(dataset_info(mean_bytes=100_000.0), [], compute(800.0), ceilings, cores_usable=8)
+    assert a.workers_needed == 4 and a.fix_first == "none"
+    assert a.workers_estimated == pytest.approx(3.2)
+    assert a.storage_mb_per_s_needed == pytest.approx(80.0)
+    assert a.storage_suffices is True
+
+
+def test_advice_says_when_cores_cannot_get_there() -> None:
+    ceilings = DatasetCeilings(
+        "500x375", decode=(decode("multiprocess", 1, 300.0), decode("multiprocess", 2, 550.0)), storage=()
+    )
+    a = advise(dataset_info(), [], compute(2800.0), ceilings, cores_usable=2)
+    assert a.workers_needed is None and not a.cores_suffice and a.fix_first == "decode"
+    assert a.decode_shortfall == pytest.approx(550.0 / 2800.0)
+
+
+def test_storage_limited_advice_names_storage_and_whether_readers_help() -> None:
+    bandwidth = DatasetCeilings(
+        "n", decode=(decode("multiprocess", 2, 900.0),), storage=(storage(1, 80.0), storage(2, 81.0))
+    )
+    a = advise(replace(dataset_info(), fs_kind="fuse"), [], compute(2800.0), bandwidth, cores_usable=2)
+    assert a.fix_first == "storage" and a.storage_scales_with_readers is False and a.network_storage
+    latency = DatasetCeilings(
+        "n", decode=(decode("multiprocess", 8, 900.0),), storage=(storage(1, 20.0), storage(8, 150.0))
+    )
+    assert (
+        advise(dataset_info(), [], compute(2800.0), latency, cores_usable=8).storage_scales_with_readers
+        is True
+    )
+
+
+def test_advice_survives_a_decode_ceiling_of_zero() -> None:
+    # a mount that dropped mid-probe once gave a 0 img/s ceiling and a ZeroDivisionError here
+    ceilings = DatasetCeilings("500x375", decode=(decode("multiprocess", 2, 1e-9),), storage=())
+    zero = replace(ceilings, decode=(replace(ceilings.decode[0], img_per_s=0.0),))
+    a = advise(dataset_info(), [], compute(2800.0), zero, cores_usable=2)
+    assert a.per_worker_img_per_s is None and a.workers_estimated is None
+
+
+def test_one_input_bound_dataset_is_not_outvoted_by_compute_bound_ones() -> None:
+    def verdict(name: str, klass: str, stage: str, share: float) -> f.DatasetVerdict:
+        return f.DatasetVerdict(name, "4 workers", 100.0, stage, klass, (klass, klass), share, (), None, None)
+
+    run = [
+        verdict("a", "not", "compute", 0.01),
+        verdict("b", "not", "compute", 0.02),
+        verdict("c", "highly", "storage", 0.83),
+    ]
+    assert overall(run) == ("storage", "highly", "c")
+    assert overall([verdict("a", "not", "compute", 0.01)]) == ("compute", "not", "")
+    assert overall([]) == ("unknown", "unknown", "")
+
+
+def test_analyze_whole_run() -> None:
+    cells = (
+        cell("serial", 0, wait=0.03, step=0.01),  # 75 % wait
+        cell("multiprocess", 1, wait=0.02, step=0.01),
+        cell("multiprocess", 4, wait=0.0, step=0.01),  # 800 img/s, not input-bound
+    )
+    r = conclude(sweep_result(cells, compute_rate=1000.0))
+    a = r.analysis
+    assert a is not None
+    serial, _one, four = r.cells
+    assert serial.verdict and (serial.verdict.bottleneck, serial.verdict.input_bound) == ("decode", "highly")
+    assert four.verdict and four.verdict.bottleneck == "compute"
+    assert (a.overall_bottleneck, a.overall_input_bound) == ("compute", "not")
+    (v,) = a.datasets
+    assert v.speedup_over_serial == pytest.approx(4.0) and v.best_setting == "4 workers"
+    assert a.advice[0].serial_suffices is False
+
+
+def test_a_verified_cold_cell_that_fetched_nothing_is_a_contradiction() -> None:
+    c = cell(read_chars=20_000_000, fetched=0)  # block-io counter saw nothing of 20 MB read cold
+    a = conclude(sweep_result((c,))).analysis
+    assert a is not None
+    (x,) = [x for x in a.findings if isinstance(x, f.FetchContradiction)]
+    assert (x.requested_bytes, x.fetched_bytes, x.method) == (20_000_000, 0, "block-io")
+    warm = replace(c, cache=replace(c.cache, regime="warm"))
+    a = conclude(sweep_result((warm,))).analysis
+    assert a is not None and not [x for x in a.findings if isinstance(x, f.FetchContradiction)]
+
+
+def test_findings_name_what_could_not_be_measured() -> None:
+    from ioprof.core.results import ProbeFailure
+
+    unverified = replace(
+        cell(), cache=replace(cell().cache, verified=False, note="not cold: tmpfs is RAM-backed")
+    )
+    result = replace(
+        sweep_result((unverified, replace(cell(workers=1), fetched=f_unknown()))),
+        probe_failures=(ProbeFailure("500x375", "decode", "2w", "worker killed"),),
+    )
+    a = conclude(result).analysis
+    assert a is not None
+    kinds = {type(x) for x in a.findings}
+    assert {f.NotAsAsked, f.FetchedUnknown, f.ProbeFailed} <= kinds
+
+
+def test_emulated_storage_faster_than_the_real_device_is_said() -> None:
+    base = sweep_result((cell(),))
+    real = replace(storage(1, 50.0), read_mb_per_s=5.0)
+    ceilings = (replace(base.ceilings[0], real_storage=real),)
+    config = {**base.config, "storage_profile": {"name": "nvme", "read_mb_per_s": 3000.0}}
+    a = conclude(replace(base, ceilings=ceilings, config=config)).analysis
+    assert a is not None
+    (x,) = [x for x in a.findings if isinstance(x, f.EmulatedFasterThanReal)]
+    assert (x.profile, x.profile_mb_per_s, x.real_mb_per_s) == ("nvme", 3000.0, 5.0)
+
+
+@pytest.mark.parametrize(
+    "name, preset",
+    [
+        ("NVIDIA H100 80GB HBM3", "h100"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA H100 NVL", None),
+        ("NVIDIA H200", "h200"),
+        ("NVIDIA A100-SXM4-80GB", "a100"),
+        ("NVIDIA A100-PCIE-40GB", None),
+        ("Tesla V100-SXM2-16GB", "v100"),
+        ("NVIDIA GeForce RTX 4090", None),
+        (None, None),
+    ],
+)
+def test_gpu_names_match_only_the_parts_a_figure_was_published_for(
+    name: str | None, preset: str | None
+) -> None:
+    from ioprof.core.presets import published_preset
+
+    p = published_preset(name)
+    assert (p.name if p else None) == preset
+
+
+def test_compute_ceiling_is_held_against_the_published_figure() -> None:
+    from builders import cuda_result
+
+    cells = (cell("multiprocess", 8, wait=0.0, step=0.1),)
+    tuned = conclude(cuda_result(cells, 2650.0, "NVIDIA H100 80GB HBM3")).analysis
+    assert tuned is not None and tuned.compute_reference is not None
+    assert tuned.compute_reference.share == pytest.approx(2650 / 2800)
+    assert not any(isinstance(x, f.ComputeBelowPublished) for x in tuned.findings)
+
+    slow = conclude(cuda_result(cells, 1400.0, "NVIDIA H100 80GB HBM3")).analysis
+    assert slow is not None
+    (below,) = [x for x in slow.findings if isinstance(x, f.ComputeBelowPublished)]
+    assert below.reference.share == pytest.approx(0.5)
+
+    fp32 = conclude(cuda_result(cells, 900.0, "NVIDIA H100 80GB HBM3", precision="fp32")).analysis
+    assert fp32 is not None and fp32.compute_reference is not None and not fp32.compute_reference.comparable
+    assert not any(isinstance(x, f.ComputeBelowPublished) for x in fp32.findings)
+
+    other = conclude(cuda_result(cells, 900.0, "NVIDIA GeForce RTX 4090")).analysis
+    assert other is not None and other.compute_reference is not None
+    assert other.compute_reference.published_img_per_s is None
+
+    cpu = conclude(sweep_result(cells)).analysis
+    assert cpu is not None and cpu.compute_reference is None
+
+
+def test_serial_on_cuda_is_predicted_with_overlap_in_the_analysis() -> None:
+    from builders import cuda_result
+
+    # GPU step 2650 img/s, serial loading 300 img/s (decode): on CUDA the host loads while the GPU computes
+    r = conclude(cuda_result((cell("serial", 0, wait=0.02, step=0.0067),), 2650.0, "NVIDIA H100 80GB HBM3"))
+    v = r.cells[0].verdict
+    assert v is not None and v.predicted_img_per_s == pytest.approx(1 / (1 / 300 + 1 / 2000))
+
+
+def test_cells_without_input_ceilings_say_undetermined_and_raise_no_prediction_warning() -> None:
+    # sweep --no-probe: only the compute ceiling; the cell waits 80 % of its steps for data
+    result = conclude(replace(sweep_result((cell(wait=0.08, step=0.02),)), ceilings=()))
+    assert result.analysis is not None
+    kinds = [type(x) for x in result.analysis.findings]
+    assert f.StageUndetermined in kinds
+    assert f.OffPrediction not in kinds and f.ManyOffPrediction not in kinds
+    (c,) = result.cells
+    assert (
+        c.verdict is not None and c.verdict.residual_unexplained
+    )  # the prediction is far off, yet not warned

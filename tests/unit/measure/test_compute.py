@@ -1,0 +1,166 @@
+"""The training step, real or simulated, and the compute ceiling."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ioprof.commands.values import parse_compute
+from ioprof.core.errors import IoprofError
+from ioprof.measure.compute import RealTrainStep, SimulatedStep, build_model, probe_compute, resolve_device
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.sleeps.append(s)
+        self.now += s
+
+
+def test_simulated_step_waits_batch_over_rate_exactly() -> None:
+    clock = FakeClock()
+    step = SimulatedStep(parse_compute("sim:400"), clock=clock, sleep=clock.sleep)
+    before = clock.now
+    step(torch.zeros(8, 3, 4, 4), torch.zeros(8))
+    assert clock.now - before == pytest.approx(8 / 400)
+    ceiling = probe_compute(
+        step,
+        parse_compute("sim:400"),
+        "x",
+        torch.device("cpu"),
+        batch_size=8,
+        crop_px=4,
+        warmup_steps=1,
+        clock=clock,
+    )
+    assert ceiling.img_per_s == pytest.approx(400.0)
+    assert ceiling.simulated and ceiling.model == "simulated"
+
+
+def test_simulated_compute_holds_its_rate_within_5_percent() -> None:
+    spec = parse_compute("sim:400")
+    ceiling = probe_compute(
+        SimulatedStep(spec),
+        spec,
+        "x",
+        torch.device("cpu"),
+        batch_size=8,
+        crop_px=8,
+        warmup_steps=1,
+        min_steps=20,
+    )
+    assert ceiling.img_per_s == pytest.approx(400.0, rel=0.05)
+
+
+def test_real_step_trains() -> None:
+    torch.manual_seed(0)
+    step = RealTrainStep("tiny", torch.device("cpu"), 1000, non_blocking=False)
+    before = [p.detach().clone() for p in step.model.parameters()]
+    step(torch.randn(4, 3, 32, 32), torch.randint(0, 1000, (4,)))
+    assert any(not torch.equal(a, b) for a, b in zip(before, step.model.parameters(), strict=True))
+
+
+def test_models() -> None:
+    assert sum(p.numel() for p in build_model("resnet50", 1000).parameters()) == 25_557_032
+    with pytest.raises(IoprofError, match="--model"):
+        build_model("vgg", 10)
+
+
+def test_device_resolution() -> None:
+    dev, reason = resolve_device("cpu")
+    assert dev.type == "cpu" and reason == "--device cpu"
+    dev, reason = resolve_device("auto")
+    assert dev.type == ("cuda" if torch.cuda.is_available() else "cpu") and "--device auto" in reason
+    if not torch.cuda.is_available():
+        with pytest.raises(IoprofError, match="no CUDA device"):
+            resolve_device("cuda")
+
+
+def test_simulated_step_learns_to_cancel_a_late_wakeup() -> None:
+    class LateClock(FakeClock):
+        """Punctual while the step calibrates; every wake-up 100 µs late afterwards, so only
+        learning while running (not the calibration) can hold the rate."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.punctual = 20  # the calibration's sleeps
+
+        def sleep(self, s: float) -> None:
+            late = 0.0 if self.punctual > 0 else 0.0001
+            self.punctual -= 1
+            super().sleep(s + late)
+
+    clock = LateClock()
+    spec = parse_compute("sim:2800")
+    step = SimulatedStep(spec, clock=clock, sleep=clock.sleep)
+    assert step._overshoot_s == pytest.approx(0.0, abs=1e-9)  # calibrated on punctual sleeps
+    ceiling = probe_compute(
+        step,
+        spec,
+        "x",
+        torch.device("cpu"),
+        batch_size=8,
+        crop_px=4,
+        warmup_steps=30,
+        min_steps=100,
+        clock=clock,
+    )
+    assert ceiling.img_per_s == pytest.approx(2800.0, rel=0.005)  # without learning: 2800 → 2712
+
+
+def test_bf16_channels_last_trains_on_cpu() -> None:
+    torch.manual_seed(0)
+    step = RealTrainStep("tiny", torch.device("cpu"), 1000, False, precision="bf16", channels_last=True)
+    before = [p.detach().clone() for p in step.model.parameters()]
+    step(torch.randn(4, 3, 32, 32), torch.randint(0, 1000, (4,)))
+    assert any(not torch.equal(a, b) for a, b in zip(before, step.model.parameters(), strict=True))
+    assert step.label == "real tiny on cpu, bf16, channels-last"
+
+
+@pytest.mark.parametrize("precision", ["fp16", "tf32"])
+def test_cuda_only_precisions_are_refused_on_cpu(precision: str) -> None:
+    with pytest.raises(IoprofError, match=f"--precision {precision} needs a CUDA device"):
+        RealTrainStep("tiny", torch.device("cpu"), 1000, False, precision=precision)
+
+
+class _OomAbove:
+    """A step that runs out of device memory above ``limit`` images (the search's logic only)."""
+
+    simulated = False
+    label = "fake"
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def mark(self) -> None:
+        return None
+
+    def drain(self) -> None:
+        return None
+
+    def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> None:
+        if images.shape[0] > self.limit:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+def test_out_of_memory_names_a_batch_size_that_fits() -> None:
+    from ioprof.measure.compute import largest_fitting_batch
+
+    assert largest_fitting_batch(_OomAbove(24), 100, 8, torch.device("cpu")) == 12
+    assert largest_fitting_batch(_OomAbove(0), 100, 8, torch.device("cpu")) is None
+    with pytest.raises(IoprofError, match=r"--batch-size 100: CUDA out of memory .* use --batch-size 12"):
+        probe_compute(
+            _OomAbove(24),
+            parse_compute("real"),
+            "x",
+            torch.device("cpu"),
+            batch_size=100,
+            crop_px=8,
+            warmup_steps=1,
+        )

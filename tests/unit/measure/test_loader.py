@@ -1,0 +1,136 @@
+"""ioprof's DataLoader: awkward files counted and converted, bytes read per batch."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import paths
+import pytest
+import torch
+
+from ioprof.core.config import LoaderSetting
+from ioprof.datasets.discover import find_images
+from ioprof.host.pagecache import filesystem_of
+from ioprof.measure.decode import probe_decode
+from ioprof.measure.loader import ImageFiles, Sample, collate, make_loader, train_transform, worker_pids
+from ioprof.measure.sample import load_sample
+
+FIXTURES = paths.AWKWARD
+
+
+def test_awkward_files_are_skipped_or_converted_never_fatal() -> None:
+    images = find_images(FIXTURES)
+    by_name = {Path(p).name: i for i, p in enumerate(images.paths)}
+    ds = ImageFiles(images.paths, images.labels, train_transform(32))
+    outcome = {}
+    for name, i in by_name.items():
+        s = ds[i]
+        assert s.path == images.paths[i]
+        outcome[name] = "failed" if s.error else ("converted" if s.converted else "ok")
+        if not s.error:
+            assert s.image is not None and s.image.shape == (3, 32, 32)
+    assert outcome == {
+        **{f"ok_{i}.JPEG": "ok" for i in range(6)},
+        "cmyk.JPEG": "converted",
+        "grayscale.JPEG": "converted",
+        "png_named.JPEG": "ok",  # PIL reads the content, not the name
+        "truncated.JPEG": "failed",
+        "zero_bytes.JPEG": "failed",
+        "not_an_image.JPEG": "failed",
+        "bomb.png": "failed",
+        "broken_link.JPEG": "failed",
+    }
+    assert "DecompressionBomb" in ds[by_name["bomb.png"]].error
+    broken = ds[by_name["broken_link.JPEG"]]
+    # a missing file is a bad file, not lost storage
+    assert "FileNotFoundError" in broken.error and broken.lost_errno == 0 and broken.nbytes == 0
+
+
+def test_collate_carries_failures_bytes_and_lost_storage_back() -> None:
+    ok = Sample(torch.zeros(3, 4, 4), 1, "/a.jpg", "", True, 100, 0)
+    bad = Sample(None, 2, "/b.jpg", "OSError: truncated", False, 50, 0)
+    gone = Sample(
+        None,
+        3,
+        "/c.jpg",
+        "OSError: [Errno 107] Transport endpoint is not connected",
+        False,
+        0,
+        errno.ENOTCONN,
+    )
+    batch = collate([ok, bad, ok, gone])
+    assert batch.images is not None and batch.images.shape == (2, 3, 4, 4)
+    assert [p for p, _ in batch.failures] == ["/b.jpg", "/c.jpg"]
+    assert batch.converted == 2 and batch.bytes_read == 250 and batch.paths == ["/a.jpg", "/b.jpg", "/a.jpg"]
+    assert batch.lost == ("/c.jpg", errno.ENOTCONN)
+    assert collate([bad]).images is None and collate([bad]).lost is None
+
+
+def test_multiprocess_loader_survives_bad_files() -> None:
+    images = find_images(FIXTURES)
+    dl = make_loader(
+        images.paths,
+        images.labels,
+        setting=LoaderSetting.multiprocess(2),
+        crop_px=32,
+        batch_size=5,
+        num_samples=30,
+        seed=0,
+    )
+    n_ok = n_bad = 0
+    for batch in dl:
+        n_ok += 0 if batch.images is None else batch.images.shape[0]
+        n_bad += len(batch.failures)
+    assert n_ok + n_bad == 30 and n_bad > 0
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_the_workers_are_found_whatever_their_start_method(small_set: Path, method: str) -> None:
+    images = find_images(small_set)
+    dl = make_loader(
+        images.paths,
+        images.labels,
+        setting=LoaderSetting.multiprocess(2),
+        crop_px=32,
+        batch_size=4,
+        num_samples=16,
+        seed=0,
+        start_method=method,
+    )
+    it = iter(dl)
+    next(it)
+    pids = worker_pids(it)
+    import psutil
+
+    assert len(pids) == 2
+    assert all(psutil.Process(p).io_counters().read_chars > 0 for p in pids)
+    del it
+
+
+def test_decode_probe_runs_from_memory_with_an_interval(small_set: Path) -> None:
+    images = find_images(small_set)
+    sample = load_sample(images, filesystem_of(small_set), seed=0)
+    assert sample.files == 48 and sample.bytes == sum(Path(p).stat().st_size for p in images.paths)
+    d = probe_decode(
+        sample, LoaderSetting.multiprocess(2), crop_px=32, batch_size=8, min_seconds=0.2, max_seconds=5.0
+    )
+    assert d.cache.regime == "memory" and d.sample_files == 48
+    assert d.images == sum(d.batch_images) and d.img_per_s == pytest.approx(d.images / sum(d.batch_s))
+    assert d.throughput().value == pytest.approx(d.img_per_s) and d.throughput().known
+    assert d.stopped_by in ("interval", "seconds")
+
+
+def test_decode_probe_never_touches_storage(small_set: Path, tmp_path: Path) -> None:
+    """The sample is read once; decoding it again and again needs no file at all."""
+    import shutil
+
+    copy = tmp_path / "set"
+    shutil.copytree(small_set, copy)
+    images = find_images(copy)
+    sample = load_sample(images, filesystem_of(copy), seed=0)
+    shutil.rmtree(copy)  # any read of a file would now fail and yield no image
+    d = probe_decode(
+        sample, LoaderSetting.serial(), crop_px=32, batch_size=8, min_seconds=0.2, max_seconds=2.0
+    )
+    assert d.images > 48  # decoded more images than there are files, all from memory

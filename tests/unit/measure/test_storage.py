@@ -1,0 +1,104 @@
+"""Reading the dataset's bytes: the storage probe, emulated storage, a vanished mount."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+
+from ioprof.commands.values import parse_storage_profile
+from ioprof.core.errors import IoprofError
+from ioprof.host.pagecache import filesystem_of
+from ioprof.measure.storage import EmulatedStorage, StorageLost, check_storage, probe_storage, read_file
+
+
+def test_probe_reads_every_byte_and_counts_fetches(blob_files: list[str]) -> None:
+    fs = filesystem_of(blob_files[0])
+    s = probe_storage(blob_files, 4, fs, max_seconds=None)
+    assert s.files == 40 and s.bytes == 40 * 256 * 1024 and s.stopped_by == "files"
+    assert len(s.latency_s) == 40 and 0 < s.latency_p50_s <= s.latency_p99_s
+    assert s.read_mb_per_s == pytest.approx(s.bytes / 1e6 / s.elapsed_s)
+    # the headline figure and its interval are the same estimate
+    assert s.bandwidth().value == pytest.approx(s.read_mb_per_s) and s.file_rate().value == pytest.approx(
+        s.files_per_s
+    )
+    if not fs.ram_backed:
+        assert s.cache.verified and s.fetched.method == "block-io"
+        assert s.fetched.bytes is not None and s.fetched.bytes >= 0.9 * s.bytes  # cold: fetched
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_emulated_bandwidth_within_10_percent(blob_files: list[str], concurrency: int) -> None:
+    emu = EmulatedStorage(parse_storage_profile("custom:40"))
+    blobs = [Path(p).read_bytes() for p in blob_files]
+    s = probe_storage(blob_files, concurrency, filesystem_of(blob_files[0]), emulated=emu, blobs=blobs)
+    assert s.emulated == "custom:40:0" and s.cache.regime == "memory" and s.fetched.method == "emulated"
+    assert s.read_mb_per_s == pytest.approx(40.0, rel=0.10)
+
+
+def test_emulated_read_pays_latency_and_then_transfer() -> None:
+    # 10 ms latency, 1 MB at 100 MB/s = 10 ms transfer: an idle device finishes after 20 ms, not 10
+    emu = EmulatedStorage(parse_storage_profile("custom:100:10"))
+    assert emu.reserve(1_000_000, now=100.0) == pytest.approx(100.020)
+    # a second read issued at once overlaps its latency but queues for the bandwidth
+    assert emu.reserve(1_000_000, now=100.0) == pytest.approx(100.030)
+    hdd = EmulatedStorage(parse_storage_profile("hdd"))  # 6 ms seek, 180 MB/s, one head
+    first = hdd.reserve(180_000, now=0.0)
+    assert first == pytest.approx(0.006 + 0.001) and hdd.reserve(180_000, now=0.0) == pytest.approx(2 * first)
+
+
+def test_emulated_latency_overlaps_across_readers(blob_files: list[str]) -> None:
+    emu = EmulatedStorage(parse_storage_profile("custom:100000:20"))  # latency-bound
+    fs = filesystem_of(blob_files[0])
+    blobs = [Path(p).read_bytes() for p in blob_files]
+    one = probe_storage(blob_files[:10], 1, fs, emulated=emu, blobs=blobs[:10])
+    assert one.latency_p50_s >= 0.020
+    four = probe_storage(blob_files[:20], 4, fs, emulated=emu, blobs=blobs[:20])
+    assert four.files_per_s > 2.5 * one.files_per_s
+
+
+def test_hdd_latency_is_serial(blob_files: list[str]) -> None:
+    emu = EmulatedStorage(parse_storage_profile("hdd"))
+    blobs = [Path(p).read_bytes() for p in blob_files[:12]]
+    four = probe_storage(blob_files[:12], 4, filesystem_of(blob_files[0]), emulated=emu, blobs=blobs)
+    per_file_s = 0.006 + 256 * 1024 / 180e6
+    assert four.files_per_s == pytest.approx(1 / per_file_s, rel=0.15)
+
+
+def test_probe_stops_at_its_cap_and_says_so(blob_files: list[str]) -> None:
+    emu = EmulatedStorage(parse_storage_profile("custom:1"))  # 0.26 s a file
+    blobs = [Path(p).read_bytes() for p in blob_files]
+    s = probe_storage(blob_files, 1, filesystem_of(blob_files[0]), emulated=emu, blobs=blobs, max_seconds=0.7)
+    assert s.stopped_by == "seconds" and 1 <= s.files <= 4
+
+
+def test_read_file_returns_the_bytes(blob_files: list[str]) -> None:
+    expected = Path(blob_files[0]).read_bytes()
+    assert read_file(blob_files[0]) == expected
+    assert read_file(blob_files[0], EmulatedStorage(parse_storage_profile("nvme"))) == expected
+    assert read_file(blob_files[0], evict=True) == expected
+
+
+def test_unreadable_files_are_skipped_and_counted(blob_files: list[str], tmp_path: Path) -> None:
+    broken = tmp_path / "broken.bin"
+    broken.symlink_to(tmp_path / "gone.bin")
+    s = probe_storage([*blob_files, str(broken)], 2, filesystem_of(blob_files[0]), regime="warm")
+    assert s.unreadable_files == 1 and s.files == 40 and len(s.latency_s) == 40
+
+
+def test_a_reachable_folder_is_not_lost_storage(tmp_path: Path) -> None:
+    fs = filesystem_of(tmp_path)
+    check_storage(str(tmp_path), fs, OSError(errno.EIO, "I/O error"))  # one bad file: no error
+
+
+def test_a_vanished_folder_is_lost_storage_named_in_one_line(tmp_path: Path) -> None:
+    fs = filesystem_of(tmp_path)
+    with pytest.raises(StorageLost) as e:
+        check_storage(
+            str(tmp_path / "gone"), fs, OSError(errno.ENOTCONN, "Transport endpoint is not connected")
+        )
+    assert isinstance(e.value, IoprofError)
+    text = str(e.value)
+    assert text.startswith(f"{tmp_path / 'gone'}: the storage stopped answering mid-run") and "\n" not in text
+    assert fs.mountpoint in text

@@ -1,0 +1,289 @@
+"""``ioprof.watch()`` in this process: roles, a queued fake GPU, a prefetching thread, one loader
+watched."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import paths
+import pytest
+from cli import ioprof_run
+
+REPO = paths.REPO
+
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+
+
+def test_a_script_without_a_dataloader_passes_its_code_and_says_so(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    p = ioprof_run("--out", str(out), "--", sys.executable, "-c", "import sys; print('hello'); sys.exit(3)")
+    assert p.returncode == 3 and p.stdout == "hello\n"
+    assert (
+        p.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "ioprof: your script failed (exit code 3) before iterating any DataLoader: nothing to measure"
+        )
+    )
+    r = json.loads((out / "results.json").read_text())
+    assert r["loaders"] == [] and r["script"]["exit_code"] == 3
+    assert "**No DataLoader was iterated**" in (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        ([], "give the command to run after --"),
+        (["--", "no-such-command-ioprof"], "-- no-such-command-ioprof: no such command"),
+    ],
+)
+def test_bad_commands_are_one_line(argv: list[str], needle: str, tmp_path: Path) -> None:
+    p = ioprof_run(*argv, cwd=tmp_path)
+    assert (
+        p.returncode == 1
+        and p.stderr.strip().startswith(f"ioprof: error: {needle}")
+        and "\n" not in p.stderr.strip()
+    )
+    assert "Traceback" not in p.stderr and not (tmp_path / "reports").exists()
+
+
+def _tiny_training(loader, steps: int = 40) -> None:  # type: ignore[no-untyped-def]
+    import torch
+
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for i, (x, y) in enumerate(loader):
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if i + 1 >= steps:
+            break
+
+
+def test_watch_from_code_observes_a_block_and_writes_the_report(small_set: Path, tmp_path: Path) -> None:
+    import torch
+    from torchvision import datasets, transforms
+
+    import ioprof
+
+    ds = datasets.ImageFolder(
+        str(small_set), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()])
+    )
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=0)
+    with ioprof.watch(steps=5, probe=False) as w:
+        _tiny_training(loader, steps=11)
+    r = w.result()
+    (cell,) = r.cells
+    assert cell.steps == 5 and r.loaders[0].role == "training" and r.loaders[0].batches == 11
+    assert w.verdict().startswith("Verdict:")
+    assert Path(w.write_report(str(tmp_path / "r"))).read_text().startswith("# ioprof run")
+    # after the block nothing is watched any more
+    from torch.utils.data import dataloader
+
+    assert dataloader._BaseDataLoaderIter.__next__.__qualname__ == "_BaseDataLoaderIter.__next__"
+
+
+def test_watch_one_loader_by_iterating_it(small_set: Path) -> None:
+    import torch
+    from torchvision import datasets, transforms
+
+    import ioprof
+
+    ds = datasets.ImageFolder(
+        str(small_set), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()])
+    )
+    w = ioprof.watch(torch.utils.data.DataLoader(ds, batch_size=4), steps=3, probe=False)
+    _tiny_training(w, steps=9)
+    assert w.result().cells[0].steps == 3
+
+
+class SlowItems:
+    """``n`` tiny samples, each taking ``item_s`` to make (the decode a loader's worker does)."""
+
+    def __init__(self, n: int, item_s: float) -> None:
+        self.n, self.item_s = n, item_s
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int):  # type: ignore[no-untyped-def]
+        import time
+
+        import torch
+
+        time.sleep(self.item_s)
+        return torch.zeros(4), i % 2
+
+
+class QueuedGpu:
+    """Like a CUDA stream: work is enqueued and the host goes on; an event completes once the work
+    queued before it has (``window.GpuMarks``)."""
+
+    def __init__(self) -> None:
+        import time
+
+        self.free_at = time.perf_counter()
+
+    def enqueue(self, seconds: float) -> None:
+        import time
+
+        self.free_at = max(time.perf_counter(), self.free_at) + seconds
+
+    def drain(self) -> None:
+        import time
+
+        time.sleep(max(0.0, self.free_at - time.perf_counter()))
+
+    def mark(self) -> float:
+        import time
+
+        return max(time.perf_counter(), self.free_at)
+
+    def settle(self, event: float) -> None:
+        import time
+
+        time.sleep(max(0.0, event - time.perf_counter()))
+
+    def seconds(self, start: float, end: float) -> float:
+        return max(0.0, end - start)
+
+
+def _gpu_loop(loader, gpu: QueuedGpu, gpu_s: float, steps: int, sync: bool) -> None:  # type: ignore[no-untyped-def]
+    import torch
+
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for i, _batch in enumerate(loader):
+        gpu.enqueue(gpu_s)  # the forward, backward and update, only enqueued
+        opt.step()
+        if sync:
+            gpu.drain()  # loss.item() every step
+        if i + 1 >= steps:
+            break
+
+
+@pytest.mark.parametrize(
+    "item_s, gpu_s, workers, bound",
+    [(0.0005, 0.030, 2, "compute"), (0.010, 0.005, 1, "input")],
+    ids=["gpu-bound", "data-bound"],
+)
+def test_on_a_queued_gpu_the_wait_is_the_gpus_whether_or_not_the_loop_synchronizes(
+    item_s: float, gpu_s: float, workers: int, bound: str
+) -> None:
+    import torch
+
+    from ioprof.observe.observer import Watch, WatchConfig
+
+    figures = {}
+    for sync in (False, True):
+        gpu = QueuedGpu()
+        loader = torch.utils.data.DataLoader(SlowItems(4000, item_s), batch_size=4, num_workers=workers)
+        w = Watch(config=WatchConfig(steps=25, warmup_steps=3, probe=False), marks=lambda gpu=gpu: gpu)
+        with w:
+            _gpu_loop(loader, gpu, gpu_s, 40, sync)
+        (cell,) = w.result().cells
+        assert w.result().loaders[0].clock == "gpu-events"
+        figures[sync] = (cell.data_wait_share, cell.img_per_s, sum(cell.step_s) / cell.steps)
+    (share_async, rate_async, step_async), (share_sync, rate_sync, step_sync) = figures[False], figures[True]
+    assert abs(share_async - share_sync) < 0.1 and rate_async == pytest.approx(rate_sync, rel=0.25)
+    assert step_async == pytest.approx(gpu_s, rel=0.3) and step_sync == pytest.approx(gpu_s, rel=0.3)
+    if bound == "compute":  # on the host clock the asynchronous loop waits in next() nearly all the time
+        assert share_async < 0.05
+    else:
+        assert share_async > 0.7
+
+
+def test_roles_come_from_optimizer_steps_between_batches(small_set: Path) -> None:
+    """Validation first (as some trainers do), gradient accumulation, a scheduler step between
+    epochs: the training loader is training, the validation loader is evaluation and never the
+    headline; a loader iterated outside ``watch(loader)`` is not observed."""
+    import torch
+    from torchvision import datasets, transforms
+
+    import ioprof
+
+    ds = datasets.ImageFolder(
+        str(small_set), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()])
+    )
+    train = torch.utils.data.DataLoader(ds, batch_size=2, shuffle=True)
+    val = torch.utils.data.DataLoader(SlowItems(40, 0.02), batch_size=2)  # slow: it would set the headline
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with ioprof.watch(steps=15, probe=False) as w:
+        for _ in range(2):
+            for _ in val:  # validates before it trains
+                pass
+            for i, (x, y) in enumerate(train):
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                if i % 4 == 3:  # a step every 4 batches
+                    opt.step()
+                    opt.zero_grad()
+            opt.step()  # between passes
+    r = w.result()
+    roles = {lo.key: lo.role for lo in r.loaders}
+    assert roles == {"loader 1": "evaluation", "loader 2": "training"}
+    val_cell = next(c for c in r.cells if c.dataset == "loader 1")
+    assert (
+        val_cell.verdict is not None and val_cell.verdict.input_bound == "highly"
+    )  # it would have been the worst
+    assert r.analysis is not None and r.analysis.overall_dataset != "loader 1"
+    only = ioprof.watch(train, steps=3, probe=False)
+    with only:
+        for _ in val:
+            pass
+        for _x, _y in train:
+            opt.step()
+    assert [lo.key for lo in only.result().loaders] == ["loader 1"] and only.result().loaders[
+        0
+    ].role == "training"
+
+
+def test_a_script_without_an_optimizer_is_said_to_be_one() -> None:
+    import torch
+
+    import ioprof
+    from ioprof.core.findings import NoOptimizerSteps
+
+    with ioprof.watch(steps=5, probe=False) as w:
+        for _ in torch.utils.data.DataLoader(SlowItems(40, 0.005), batch_size=2):
+            pass  # inference that does nothing with its batches: it only waits for them
+    r = w.result()
+    assert r.loaders[0].role == "no-optimizer"
+    assert r.analysis is not None and any(isinstance(x, NoOptimizerSteps) for x in r.analysis.findings)
+    assert (r.analysis.overall_dataset, r.analysis.overall_input_bound) == ("loader 1", "highly")
+
+
+def test_a_loader_iterated_on_a_prefetching_thread_is_said_to_be(small_set: Path) -> None:
+    import queue
+    import threading
+
+    import torch
+
+    import ioprof
+    from ioprof.core.findings import IteratedOffThread
+
+    loader = torch.utils.data.DataLoader(SlowItems(60, 0.001), batch_size=2)
+    batches: queue.Queue = queue.Queue(maxsize=4)
+
+    def prefetch() -> None:
+        for b in loader:
+            batches.put(b)
+        batches.put(None)
+
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with ioprof.watch(steps=10, probe=False) as w:
+        t = threading.Thread(target=prefetch, name="prefetcher")
+        t.start()
+        while (b := batches.get()) is not None:
+            model(b[0]).sum().backward()
+            opt.step()
+        t.join()
+    r = w.result()
+    found = [x for x in r.analysis.findings if isinstance(x, IteratedOffThread)] if r.analysis else []
+    assert r.loaders[0].role == "training" and found and found[0].thread == "prefetcher"

@@ -1,0 +1,185 @@
+"""Reports are pure: the same result gives the same text; results.csv and results.json round-trip."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import stat
+from dataclasses import replace
+from pathlib import Path
+
+import paths
+import pytest
+from builders import cell, sweep_result
+
+from ioprof.conclude.sweep import conclude
+from ioprof.core import resultfile
+from ioprof.core.errors import IoprofError
+from ioprof.core.results import SweepResult
+from ioprof.render.kinds import write as write_report
+from ioprof.render.results_csv import COLUMNS, render_csv
+from ioprof.render.sweep import render_markdown
+
+
+@pytest.fixture()
+def analyzed() -> SweepResult:
+    return conclude(
+        sweep_result(
+            (
+                cell("serial", 0, wait=0.03, step=0.01),
+                cell("multiprocess", 1, wait=0.02, step=0.01, jitter=0.005),
+                cell("multiprocess", 4, wait=0.0, step=0.01),
+            )
+        )
+    )
+
+
+def test_results_json_round_trip_recomputes_the_conclusions(tmp_path: Path, analyzed: SweepResult) -> None:
+    path = tmp_path / "results.json"
+    resultfile.save(analyzed, path)
+    data = json.loads(path.read_text())
+    assert data["schema_version"] == 2
+    first = data["cells"][0]
+    for key in (
+        *"loader workers img_per_s img_per_s_low data_wait_share data_wait_share_high io gpu verdict fetched".split(),
+    ):
+        assert key in first
+    assert first["verdict"]["bottleneck"] == "decode" and first["verdict"]["input_bound"] == "highly"
+    assert first["fetched"] == {"bytes": 1_000_000, "method": "block-io", "source": "", "cross_checks": []}
+    assert first["fetched_mb_per_s"] == pytest.approx(1.0 / 0.4)
+    assert data["analysis"]["findings"][0]["kind"] == "datasets-fit-in-ram"
+    loaded = resultfile.load(path)
+    assert loaded.analysis is None and all(c.verdict is None for c in loaded.cells)  # measurements only
+    assert conclude(loaded) == analyzed  # the conclusions are recomputed, identically
+
+
+def test_results_json_is_readable_by_the_group_as_the_umask_allows(
+    tmp_path: Path, analyzed: SweepResult
+) -> None:
+    old = os.umask(0o022)
+    try:
+        resultfile.save(analyzed, tmp_path / "results.json")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "results.json").stat().st_mode) == 0o644
+
+
+def test_load_migrates_schema_1_and_refuses_newer_and_garbage(tmp_path: Path, analyzed: SweepResult) -> None:
+    path = tmp_path / "results.json"
+    resultfile.save(analyzed, path)
+    data = json.loads(path.read_text())
+    data["schema_version"] = 999
+    path.write_text(json.dumps(data))
+    with pytest.raises(IoprofError, match="schema_version 999 is newer"):
+        resultfile.load(path)
+    path.write_text("{not json")
+    with pytest.raises(IoprofError, match=r"not a readable results\.json"):
+        resultfile.load(path)
+    with pytest.raises(IoprofError, match="no such file"):
+        resultfile.load(tmp_path / "missing.json")
+
+
+def test_a_schema_1_example_report_loads_through_the_migration() -> None:
+    old = paths.DATA / "schema1_results.json"
+    loaded = resultfile.load(old)
+    assert isinstance(loaded, SweepResult) and loaded.schema_version == 2
+    cell0 = loaded.cells[0]
+    assert cell0.fetched.method == "block-io" and len(cell0.images_per_step) == cell0.steps
+    assert conclude(loaded).analysis is not None
+
+
+def test_markdown_opens_with_the_answer_and_has_the_exact_tables(analyzed: SweepResult) -> None:
+    md = render_markdown(analyzed)
+    lines = md.splitlines()
+    assert lines[0] == "# ioprof sweep — 2026-11-22"
+    assert lines[2] == (
+        "**Verdict: compute-bound** — at the best loader setting of every dataset, input is not what limits training."
+    )
+    assert md.index("## The answer") < md.index("## Every cell") < md.index("![") < md.index("## How this")
+    assert (
+        "| 500x375 | serial (in-process) | 200 ± 0.0 % | 75.0 % [75.0–75.0] | highly | decode "
+        "| 207 (compute+decode+storage in series) | 2.50 / 2.50 (block-io) | cold, verified | 0.25 s | 10 (steps) |"
+    ) in lines
+    assert "| 500x375 | 200 ± 0.0 % | 800 ± 0.0 % (4 workers) | 4.00× |" in lines
+    assert "No GPU telemetry: the compute device is the CPU; there is no GPU to sample." in lines
+    assert render_markdown(analyzed) == md  # pure
+
+
+def test_every_cell_figure_carries_its_interval(analyzed: SweepResult) -> None:
+    one = analyzed.cells[1]
+    thr, share = one.throughput(), one.wait_share()
+    assert thr.known and share.known and thr.low < thr.value < thr.high
+    row = next(
+        line for line in render_markdown(analyzed).splitlines() if line.startswith("| 500x375 | 1 worker |")
+    )
+    assert f"{share.low * 100:.1f}–{share.high * 100:.1f}]" in row and " ± " in row
+
+
+def test_a_storage_bound_report_says_what_to_do_about_storage() -> None:
+    from builders import storage
+
+    slow = cell("multiprocess", 4, wait=0.09, step=0.01)  # 80 img/s, 90 % waiting
+    base = sweep_result((slow,), compute_rate=2800.0)
+    ceilings = (replace(base.ceilings[0], storage=(storage(1, 80.0), storage(4, 82.0))),)
+    md = render_markdown(conclude(replace(base, ceilings=ceilings)))
+    assert (
+        "**Verdict: highly input-bound — the bottleneck is storage**: 500x375 waits for data 90 % of step time"
+        in md
+    )
+    assert "More loader workers will not help" in md and "ioprof place --data PATH" in md
+    assert "takes about" not in md  # no worker-count advice when storage limits
+
+
+def test_csv_has_one_row_per_cell_with_intervals(analyzed: SweepResult) -> None:
+    rows = list(csv.DictReader(io.StringIO(render_csv(analyzed))))
+    assert len(rows) == 3 and tuple(rows[0].keys()) == COLUMNS
+    assert rows[2]["loader"] == "multiprocess" and rows[2]["workers"] == "4"
+    assert float(rows[2]["img_per_s"]) == pytest.approx(800.0)
+    assert float(rows[1]["img_per_s_low"]) < float(rows[1]["img_per_s"]) < float(rows[1]["img_per_s_high"])
+    assert rows[0]["fetched_method"] == "block-io" and rows[0]["cache_verified"] == "True"
+
+
+def test_write_report_makes_every_file(tmp_path: Path, analyzed: SweepResult) -> None:
+    report = write_report(analyzed, tmp_path)
+    assert report.read_text().startswith("# ioprof sweep")
+    png = (tmp_path / "throughput.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert (tmp_path / "results.csv").exists()
+    assert not (tmp_path / "gpu_utilization.png").exists()  # no GPU samples, no empty plot
+
+
+def test_interrupted_run_says_so(analyzed: SweepResult) -> None:
+    md = render_markdown(replace(analyzed, run=replace(analyzed.run, interrupted=True)))
+    assert "**This run was interrupted.**" in md
+
+
+def test_a_virtual_machine_gets_the_host_cache_caveat(analyzed: SweepResult) -> None:
+    caveat = "This machine is a virtual machine: its host may cache the virtual disk"
+    assert caveat not in render_markdown(analyzed)
+    vm = replace(analyzed, machine=replace(analyzed.machine, virtual_machine=True))
+    assert caveat in render_markdown(vm)
+
+
+def test_a_cuda_run_shows_where_each_steps_gpu_time_went() -> None:
+    from builders import cuda_result, with_cuda_steps
+
+    cells = (
+        with_cuda_steps(cell("serial", 0, wait=0.06, step=0.1), 0.060, 0.002, 0.008, 0.090),
+        with_cuda_steps(cell("multiprocess", 8, wait=0.0, step=0.1), 0.0, 0.002, 0.008, 0.090),
+    )
+    result = conclude(cuda_result(cells, 2650.0, "NVIDIA H100 80GB HBM3"))
+    text = render_markdown(result)
+    assert "## Where each step's GPU time went (CUDA events)" in text
+    # serial: 60 ms of its 160 ms step the GPU starved for data
+    row = "| 500x375 | serial (in-process) | 60.00 ms (38 %) | 2.00 ms (1 %) | 8.00 ms (5 %) | 90.00 ms (56 %) | 70.00 ms |"
+    assert row in text
+    assert "nothing synchronizes inside the measured window" in text
+    assert "pinned host memory, non-blocking copies" in text
+    assert "is 95% of the published ResNet-50 figure" in text
+    rows = list(csv.DictReader(io.StringIO(render_csv(result))))
+    assert float(rows[0]["gpu_data_stall_s_mean"]) == pytest.approx(0.060)
+    assert float(rows[1]["gpu_compute_s_mean"]) == pytest.approx(0.090)
+    # and none of it on the CPU
+    assert "CUDA events" not in render_markdown(conclude(sweep_result((cell("serial", 0),))))
