@@ -1,6 +1,6 @@
 """What the analysis concludes, as typed values with the numbers they rest on — never sentences.
 
-Verdicts, advice and findings (warnings) are computed by ``analysis`` and ``placement`` from the
+Verdicts, advice and findings (warnings) are computed by the ``conclude`` package from the
 measurements and turned into words by ``render/words.py`` only. They are written into
 ``results.json`` for readers, and recomputed, not loaded, whenever a report is rendered.
 A finding's ``kind`` names it in the file.

@@ -7,7 +7,7 @@ PyTorch loop uses.
 - ``DataLoader.__iter__`` tags each iterator with its loader; ``_BaseDataLoaderIter.__next__``
   is timed: the time blocked in it is the data wait of that batch, the time until the next call
   on the same iterator is the step (the user's forward, backward, update — whatever the loop
-  does between batches). ``loaderwindow`` keeps the window: warm-up and the batches queued after
+  does between batches). ``window`` keeps the window: warm-up and the batches queued after
   a pause skipped, pauses (an evaluation pass, a checkpoint) left out and counted, the loader's
   processes' and its mount's I/O counters read over the same spans as the steps. On CUDA an
   event on the training stream at each call and return puts the data wait on the GPU's clock.
@@ -15,7 +15,7 @@ PyTorch loop uses.
   optimizer steps ran (within one pass) is a training loader; one between whose batches none
   ran is an evaluation loader. Each loader is reported apart; the headline is training's.
 - After the window of the first training loader (or at the end of its first pass, for a script
-  shorter than the window), its pipeline is measured alone (``userpipeline``): its dataset,
+  shorter than the window), its pipeline is measured alone (``probe``): its dataset,
   transforms and collate over a sample held in memory (decode and augment only), and the same
   files read cold from their storage — a bounded pause in the user's training, said in the report.
 
@@ -60,7 +60,7 @@ class WatchConfig:
 
 
 class _Loader:
-    """The recorder of one DataLoader: its window (``loaderwindow``), and what it needs from the
+    """The recorder of one DataLoader: its window (``window``), and what it needs from the
     process around it (the loader's processes, the mount's counters, the GPU's stream)."""
 
     def __init__(self, watcher: Watcher, loader: Any, index: int) -> None:
@@ -171,7 +171,7 @@ class _Loader:
         return describe(images, self.settings["dataset_root"], generated=False, stat_limit=2000)
 
     def observed(self) -> dict[str, Any]:
-        """This loader's window as plain data (``userpipeline.build_result`` reads it)."""
+        """This loader's window as plain data (``result.build_result`` reads it)."""
         w = self.window
         waits, steps, clock = list(w.waits), list(w.step_times), "host"
         if w.marks is not None and w.units and len(w.units) == len(w.waits):
@@ -364,7 +364,7 @@ class Watcher:
         return "cpu"
 
     def gpu_marks(self) -> Any:
-        """Events on the script's GPU stream (``loaderwindow.GpuMarks``), or None on the CPU."""
+        """Events on the script's GPU stream (``window.GpuMarks``), or None on the CPU."""
         if self._marks is not None:
             return self._marks()
         if not self.device().startswith("cuda"):
@@ -451,7 +451,7 @@ class Watcher:
         return True
 
     def observation(self) -> dict[str, Any]:
-        """Everything observed so far, as plain data (see ``userpipeline.build_result``)."""
+        """Everything observed so far, as plain data (see ``result.build_result``)."""
         from ioprof.core.resultfile import to_jsonable
 
         loaders = []
@@ -505,7 +505,7 @@ def psutil_process(pid: int) -> Any:
 
 
 class CudaMarks:
-    """``loaderwindow.GpuMarks`` on CUDA: timing events on the current stream of the current device."""
+    """``window.GpuMarks`` on CUDA: timing events on the current stream of the current device."""
 
     def mark(self) -> Any:
         import torch

@@ -11,7 +11,7 @@ Each is a real pipeline a user could switch to, built from what they would use:
   has been read (``drop_after_read``), which WebDataset's opener cannot do; the report shows the
   WebDataset code a user would write.
 
-Every factory returns the batches as ``loader.Batch``, so ``training.run_cell`` times them all alike.
+Every factory returns the batches as ``loader.Batch``, so ``measure.cell.run_cell`` times them all alike.
 """
 
 from __future__ import annotations
