@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ioprof.conclude import inside
 from ioprof.conclude.checks import findings
 from ioprof.core.config import LoaderSetting
 from ioprof.core.findings import (
@@ -223,6 +224,7 @@ def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict |
     top = max(ok, key=lambda c: c.img_per_s)
     assert top.verdict is not None
     serial, best_mp, ratio = speedup_over_serial(ok)
+    lead = inside.leading_stage(top)
     bound = tuple(
         (c.setting.label, c.verdict.input_bound, c.verdict.bottleneck, c.verdict.data_wait_share)
         for c in ok
@@ -241,6 +243,10 @@ def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict |
         speedup_over_serial=ratio,
         best_multiprocess_setting=best_mp.setting.label if best_mp else None,
         best_multiprocess_img_per_s=best_mp.img_per_s if best_mp else None,
+        leading_stage=lead.name if lead else "",
+        leading_share=lead.share if lead else None,
+        leading_share_low=lead.share_low if lead else None,
+        leading_share_high=lead.share_high if lead else None,
     )
 
 
@@ -413,7 +419,7 @@ def conclude(result: SweepResult) -> SweepResult:
             overall_dataset=dataset,
             datasets=tuple(verdicts),
             advice=advice,
-            findings=findings(analyzed, reference),
+            findings=findings(analyzed, reference) + inside.findings(analyzed, advice),
             compute_reference=reference,
             overall_peers=peers,
             overall_peers_median_share=median,

@@ -295,6 +295,7 @@ class RunConfig:
     probe_seconds: float = 5.0
     stop_after: bool = False
     out_dir: str | None = None
+    inside: bool = True  # time each stage inside the loader's workers; read their memory and threads
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,11 @@ class DatasetVerdict:
     speedup_over_serial: float | None
     best_multiprocess_setting: str | None = None
     best_multiprocess_img_per_s: float | None = None
+    # the costliest stage inside the best setting's workers (``LoaderStages``), if they were timed
+    leading_stage: str = ""
+    leading_share: float | None = None
+    leading_share_low: float | None = None
+    leading_share_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -328,6 +333,67 @@ class BorderlineCells(Finding):
 
     kind: ClassVar[str] = "borderline"
     cells: tuple[tuple[str, str, str, str, float, float], ...]  # dataset, setting, low class, high, lo, hi
+
+
+@dataclass(frozen=True)
+class CoresOversubscribed(Finding):
+    """More threads ran than the cores in the affinity mask, and those cores were full."""
+
+    kind: ClassVar[str] = "cores-oversubscribed"
+    dataset: str
+    setting: str
+    threads_busy: int
+    affinity_cores: int
+    cpu_busy_cores: float
+    intra_op_threads: int
+    ranks_on_host: int
+    workers: int
+    threads_per_worker: int
+    pin_memory_thread: bool
+    the_limit: bool  # the cell waits for data: the shared cores are what limits it
+
+
+@dataclass(frozen=True)
+class WorkersDoNotFit(Finding):
+    """The worker count asked for (the script's, or the verdict's advice) would not fit in RAM or
+    in /dev/shm, by the memory measured per worker and per batch."""
+
+    kind: ClassVar[str] = "workers-do-not-fit"
+    dataset: str
+    workers: int
+    advised: bool  # the count is the advice's, not the one that ran
+    max_workers_ram: int | None
+    max_workers_shm: int | None
+    ram_need_bytes: int
+    ram_available_bytes: int
+    shm_need_bytes: int
+    shm_free_bytes: int | None
+
+
+@dataclass(frozen=True)
+class WorkerMemoryGrows(Finding):
+    """Each worker's own memory grew with the samples it produced (copy-on-read of the dataset's
+    Python objects): what it costs over an epoch at the worker count asked for."""
+
+    kind: ClassVar[str] = "worker-memory-grows"
+    dataset: str
+    setting: str
+    growth_bytes_per_1000_samples: float
+    growth_low: float
+    growth_high: float
+    workers: int
+    epoch_cost_bytes: int  # all workers' growth over one epoch (each epoch again with persistent workers)
+    samples_per_epoch: int
+    persistent_workers: bool
+
+
+@dataclass(frozen=True)
+class ShmTooSmall(Finding):
+    """Batches in flight outgrew /dev/shm: a worker died of it, or would have (seen at the first batch)."""
+
+    kind: ClassVar[str] = "shm-too-small"
+    line: str
+    failed: bool
 
 
 @dataclass(frozen=True)

@@ -322,6 +322,143 @@ class CudaStepTimes:
 
 
 @dataclass(frozen=True)
+class StageTime:
+    """One stage of a sample inside the loader's workers (or, ``where == "main"``, of a batch in
+    the training process): its mean time and share with their 95 % intervals (batch means)."""
+
+    name: str  # read | decode | a transform's class name | rest of __getitem__ | collate | …
+    where: str  # worker | main
+    s_per_sample: float  # main-process stages: per batch (``s_per_batch``)
+    low_s: float
+    high_s: float
+    share: float | None = None  # of the worker's time per sample (worker stages only)
+    share_low: float | None = None
+    share_high: float | None = None
+
+    @property
+    def s_per_batch(self) -> float:
+        return self.s_per_sample
+
+
+@dataclass(frozen=True)
+class LoaderStages:
+    """Where a worker's time per sample goes: each stage timed inside the workers as they ran.
+
+    ``seen``: ``stages`` when the dataset's file loader and transforms could be timed one by one
+    (an ImageFolder-like dataset with a ``transforms.Compose``, or ioprof's own), ``getitem``
+    when only ``__getitem__`` as a whole and collate could be (a custom dataset).
+    ``worker_s_per_sample`` is the workers' time per sample measured around each batch's fetch,
+    apart from the stages: the named stages add up to it less ``rest of __getitem__``.
+    """
+
+    worker: tuple[StageTime, ...]  # costliest first
+    main: tuple[StageTime, ...]  # pin-memory copy, wait for the batch (per batch)
+    worker_s_per_sample: float
+    worker_low_s: float
+    worker_high_s: float
+    samples: int
+    batches: int
+    processes: int
+    seen: str  # stages | getitem
+    timing_cost_s_per_sample: float  # what the timers themselves cost, measured in each worker
+    note: str = ""
+
+    def leading(self) -> StageTime | None:
+        """The costliest stage one can act on (not ``rest of __getitem__`` unless it is all)."""
+        named = [s for s in self.worker if s.name != REST_OF_GETITEM]
+        return named[0] if named else (self.worker[0] if self.worker else None)
+
+    @property
+    def named_share(self) -> float:
+        """Σ named stages ÷ the workers' time per sample (1 − the share left unexplained)."""
+        named = sum(s.s_per_sample for s in self.worker if s.name != REST_OF_GETITEM)
+        return named / self.worker_s_per_sample if self.worker_s_per_sample > 0 else 0.0
+
+
+REST_OF_GETITEM = "rest of __getitem__"
+
+
+@dataclass(frozen=True)
+class WorkerMemory:
+    """Memory of the loader's processes over the window, and what more workers would need.
+
+    USS: memory only that process holds (what it costs to add one); PSS: with shared pages split.
+    ``growth_bytes_per_1000_samples``: a worker's USS growth per 1,000 samples it produced — copy-
+    on-read of the dataset's Python objects shows as growth. ``shm_*``: /dev/shm, where batches
+    travel from workers to the training process (``batch_bytes`` × ``prefetch_factor`` × workers
+    of them are in flight).
+    """
+
+    main_uss_bytes: int
+    main_pss_bytes: int
+    worker_uss_bytes: int  # mean over the workers, at the window's end
+    worker_pss_bytes: int
+    growth_bytes_per_1000_samples: float | None  # None: too few readings
+    growth_low: float | None
+    growth_high: float | None
+    readings: int
+    batch_bytes: int  # one batch's tensors
+    prefetch_factor: int
+    workers: int
+    shm_total_bytes: int | None  # None: no /dev/shm here
+    shm_free_bytes: int | None  # before the loader's first batch
+    ram_available_bytes: int  # the host's available memory, or less under a cgroup limit
+    ram_source: str
+    samples_per_epoch: int | None  # the dataset's length (what each worker may still touch)
+    persistent_workers: bool = False
+
+    @property
+    def shm_in_flight_bytes(self) -> int:
+        return self.batch_bytes * self.prefetch_factor * self.workers
+
+
+@dataclass(frozen=True)
+class CoreUse:
+    """The threads that ran against the cores this process may use (``sched_getaffinity``).
+
+    ``threads_busy``: threads of the training process and its workers that were on a CPU at
+    least a tenth of the window, times the ranks on the host; ``cpu_busy_cores``: their CPU
+    seconds ÷ the window's seconds, times the ranks on the host.
+    """
+
+    affinity_cores: int
+    intra_op_threads: int  # torch.get_num_threads() in the training process
+    ranks_on_host: int
+    pin_memory_thread: bool
+    workers: int
+    threads_per_worker: int  # most busy threads in one worker (torch's 1, more where OpenCV/OpenMP pools run)
+    threads_busy: int
+    cpu_busy_cores: float
+    window_s: float
+
+    @property
+    def threads_wanted(self) -> int:
+        per_rank = (
+            self.intra_op_threads + int(self.pin_memory_thread) + self.workers * self.threads_per_worker
+        )
+        return per_rank * self.ranks_on_host
+
+    @property
+    def oversubscribed(self) -> bool:
+        """More threads ran than there are cores in the mask, and those cores were full."""
+        busy = max(self.threads_busy, 1)
+        return busy > self.affinity_cores and self.cpu_busy_cores >= OVERSUBSCRIBED_BUSY * self.affinity_cores
+
+
+# The cores in the mask count as full from this share of their time busy.
+OVERSUBSCRIBED_BUSY = 0.85
+
+
+@dataclass(frozen=True)
+class LoaderInside:
+    """A look inside the loader: stages per sample, memory per worker, threads against cores."""
+
+    stages: LoaderStages | None = None
+    memory: WorkerMemory | None = None
+    cores: CoreUse | None = None
+
+
+@dataclass(frozen=True)
 class CellResult:
     """One end-to-end measurement: a dataset × loader setting.
 
@@ -359,6 +496,7 @@ class CellResult:
     start_method: str = ""  # multiprocessing start method of the workers ("" for serial)
     bytes_window_s: float | None = None  # seconds the byte counters cover, when not elapsed_s
     looks: int = 1  # how often the stopping rule looked at its interval (``stats.LOOKS``), or 1
+    inside: LoaderInside | None = None  # stages per sample, memory per worker, threads against cores
 
     @property
     def setting(self) -> LoaderSetting:
@@ -514,6 +652,8 @@ class ScriptInfo:
     probed: bool  # the user's loader and files were measured alone after the window
     probe_pause_s: float  # how long that paused the user's training
     probe_notes: tuple[str, ...] = ()  # what the probe could not measure, and why
+    shm_failure: str = ""  # a worker died for want of /dev/shm: the one line that says so
+    shm_warnings: tuple[str, ...] = ()  # batches in flight that would not fit, seen at the first batch
 
 
 @dataclass(frozen=True)

@@ -290,3 +290,29 @@ def wait_share_interval(
     totals = [w + s for w, s in zip(wait_s, step_s, strict=True)]
     i = ratio_interval(wait_s, totals, min_group, looks)
     return Interval(i.value, max(0.0, i.low), min(1.0, i.high), i.batches)
+
+
+def pooled_slope(series: Sequence[Sequence[tuple[float, float]]]) -> Interval:
+    """The slope of y on x shared by several series (each its own intercept: one worker's memory
+    against the samples it produced), with a 95 % interval; unknown with too few points."""
+    sxx = sxy = 0.0
+    centred: list[list[tuple[float, float]]] = []
+    for points in series:
+        if len(points) < 2:
+            continue
+        mx = sum(x for x, _ in points) / len(points)
+        my = sum(y for _, y in points) / len(points)
+        c = [(x - mx, y - my) for x, y in points]
+        centred.append(c)
+        sxx += sum(x * x for x, _ in c)
+        sxy += sum(x * y for x, y in c)
+    if sxx <= 0:
+        return Interval.unknown(0.0)
+    slope = sxy / sxx
+    n = sum(len(c) for c in centred)
+    df = n - len(centred) - 1
+    if df < 1:
+        return Interval(slope, -math.inf, math.inf, 0)
+    ssr = sum((y - slope * x) ** 2 for c in centred for x, y in c)
+    half = t_975(df) * math.sqrt(ssr / df / sxx)
+    return Interval(slope, slope - half, slope + half, n)

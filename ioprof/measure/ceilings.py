@@ -12,6 +12,7 @@ from ioprof.core.results import ComputeCeiling, DecodeCeiling, ProbeFailure, Sto
 from ioprof.datasets.dataset import Dataset
 from ioprof.measure.compute import TrainStep, probe_compute
 from ioprof.measure.decode import probe_decode
+from ioprof.measure.inside import ShmTooSmall, shm_failure, shm_note
 from ioprof.measure.sample import MemorySample
 from ioprof.measure.session import Progress, Session
 from ioprof.measure.storage import EmulatedStorage, probe_storage
@@ -90,6 +91,8 @@ def decode_ceilings(
                 sample, setting, crop_px=crop_px, batch_size=batch_size, seed=seed, start_method=start_method
             )
         except RuntimeError as e:  # a loader worker died: no ceiling for this setting
+            if shm_failure(e) and not isinstance(e, ShmTooSmall):
+                e = ShmTooSmall(f"a loader worker ran out of shared memory ({shm_note()})")
             failed.append(ProbeFailure(ds.label, "decode", setting.key, first_line(e)))
             progress.measured(failed[-1], dataset=ds.label)
             continue

@@ -16,9 +16,12 @@ storage went away ends the cell with ``StorageLost`` (one line for the user, fin
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from ioprof.core.config import PREFETCH_FACTOR, LoaderSetting, RunLength
 from ioprof.core.results import (
@@ -35,9 +38,10 @@ from ioprof.host import iocounters
 from ioprof.host.fetched import FetchSnapshot, MountCounters, decide
 from ioprof.host.pagecache import keep_warm, prepare, verify_after
 from ioprof.host.telemetry import GpuSampler
-from ioprof.measure import steptiming
+from ioprof.measure import stages, steptiming
 from ioprof.measure.compute import TrainStep
-from ioprof.measure.loader import Batch, make_loader, worker_pids
+from ioprof.measure.inside import InsideRecorder, shm_died, shm_failure
+from ioprof.measure.loader import Batch, batch_bytes_of, make_loader, worker_pids
 from ioprof.measure.sample import MemorySample
 from ioprof.measure.steptiming import StepEvents, TimingEvent
 from ioprof.measure.storage import EmulatedStorage, check_storage
@@ -162,7 +166,7 @@ class _Window:
         return ""
 
 
-def _cell_loader(plan: CellPlan) -> tuple[Iterable[Batch], CacheInfo]:
+def _cell_loader(plan: CellPlan, stage_folder: str) -> tuple[Iterable[Batch], CacheInfo]:
     """The cell's input pipeline (ioprof's DataLoader or an alternative's), its files in the
     cache regime asked for — or an in-memory sample read through emulated storage."""
     ds, setting, run = plan.dataset, plan.setting, plan.run
@@ -194,6 +198,7 @@ def _cell_loader(plan: CellPlan) -> tuple[Iterable[Batch], CacheInfo]:
         start_method=plan.start_method,
         prefetch_factor=plan.prefetch_factor,
         keep_warm=plan.keep_warm,
+        worker_init_fn=stages.WorkerStages(stage_folder, 0, None),
     )
     return dl, cache
 
@@ -206,26 +211,51 @@ def run_cell(
     failures: Failures,
     clock: Callable[[], float] = time.perf_counter,
 ) -> CellResult:
-    """Measure one loader setting end to end."""
+    """Measure one loader setting end to end (a setting whose batches in flight cannot fit in
+    /dev/shm is refused before it starts, and a worker that dies of it is said to: ``ShmTooSmall``)."""
+    folder = tempfile.mkdtemp(prefix="ioprof-stages-")
+    pins = stages.PinTimes()
+    if plan.pin_memory:
+        pins.install()
+    try:
+        return _run_cell(plan, step, gpu, failures, clock, folder, pins)
+    except RuntimeError as e:
+        if shm_failure(e):
+            shm_died(_batch_bytes(plan), plan.prefetch_factor or PREFETCH_FACTOR, plan.setting.workers, e)
+        raise
+    finally:
+        pins.uninstall()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _batch_bytes(plan: CellPlan) -> int:
+    return batch_bytes_of(plan.run.batch_size, plan.crop_px)
+
+
+def _run_cell(
+    plan: CellPlan,
+    step: TrainStep,
+    gpu: GpuSampler,
+    failures: Failures,
+    clock: Callable[[], float],
+    folder: str,
+    pins: stages.PinTimes,
+) -> CellResult:
     ds, setting, run = plan.dataset, plan.setting, plan.run
-    dl, cache = _cell_loader(plan)
+    dl, cache = _cell_loader(plan, folder)
     warmup = run.warmup_for(setting)
     mount = MountCounters(ds.fs)
     window = _Window()
-    children_before = iocounters.child_pids()
+    inside = _recorder(plan, folder, len(ds.images.paths))  # /dev/shm read before any batch is in it
     t_created = clock()
-    it = iter(dl)
-    pids = (
-        [os.getpid()]
-        if setting.processes == 0
-        else worker_pids(it) or sorted(iocounters.child_pids() - children_before)
-    )
+    it, pids, undo = _iterate(dl, plan, folder)
     startup_s = 0.0
     stopped_by = ""
     telemetry: GpuTelemetry | None = None
     try:
         for i in range(warmup + run.max_steps):
             if i == warmup:
+                inside.start(lambda: pids)
                 io_before, mount_before = iocounters.snapshot(pids, clock()), mount.snapshot()
                 window_start, window_mark = io_before.at_s, step.mark()
                 gpu.start()
@@ -234,6 +264,7 @@ def run_cell(
             t_b = clock()
             if i == 0:
                 startup_s = t_b - t_created
+                inside.first_batch((batch.images, batch.labels))
             if batch.lost is not None:
                 path, code = batch.lost
                 check_storage(ds.root, ds.fs, OSError(code, os.strerror(code), path))
@@ -252,9 +283,12 @@ def run_cell(
         step.drain()  # the window ends when the GPU has done its last step, not when it was enqueued
         io_after, mount_after = iocounters.snapshot(pids, clock()), mount.snapshot()
     finally:
+        inside.stop(pids)
         telemetry = gpu.stop()
-        del it  # shuts the workers down
-    return _cell_result(
+        if undo is not None:
+            undo()
+        del it  # shuts the workers down (each writes its last stage rows as it exits)
+    result = _cell_result(
         plan,
         window,
         cache,
@@ -265,6 +299,36 @@ def run_cell(
         window_s=io_after.at_s - window_start,
         window_mark=window_mark,
         mount=(mount_before, mount_after),
+    )
+    main = [(stages.PIN, pins.between(None, window_start, io_after.at_s)), (stages.WAIT, window.waits)]
+    return replace(result, inside=inside.result(window_start, io_after.at_s, main))
+
+
+def _iterate(
+    dl: Iterable[Batch], plan: CellPlan, folder: str
+) -> tuple[Any, list[int], Callable[[], None] | None]:
+    """The loader's iterator, the pids that load (its workers, or this process), and — for a
+    loader without workers — how to undo the stage timers put on this process's dataset."""
+    children_before = iocounters.child_pids()
+    it = iter(dl)
+    undo = None
+    if plan.loader is None and not plan.setting.workers:
+        undo = stages.time_in_process(it, folder, 0, getattr(dl, "dataset", None))
+    if plan.setting.processes == 0:
+        return it, [os.getpid()], undo
+    return it, worker_pids(it) or sorted(iocounters.child_pids() - children_before), undo
+
+
+def _recorder(plan: CellPlan, folder: str, files: int) -> InsideRecorder:
+    workers = plan.setting.workers
+    return InsideRecorder(
+        folder=folder,
+        tag=0,
+        workers=workers,
+        prefetch_factor=(plan.prefetch_factor or PREFETCH_FACTOR) if workers else 0,
+        pin_memory=plan.pin_memory,
+        persistent_workers=False,
+        samples_per_epoch=files,
     )
 
 

@@ -11,6 +11,7 @@ stop with one clear line instead of counting every file as broken.
 from __future__ import annotations
 
 import io
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -21,7 +22,9 @@ from torch.utils.data import DataLoader, Dataset, RandomSampler
 from torch.utils.data._utils.collate import default_collate
 from torchvision import transforms
 
-from ioprof.core.config import LoaderSetting
+from ioprof.core.config import PREFETCH_FACTOR, LoaderSetting
+from ioprof.measure import stages
+from ioprof.measure.inside import check_shm
 from ioprof.measure.storage import STORAGE_LOST_ERRNOS, EmulatedStorage, read_blob, read_file
 
 # torch warns when num_workers exceeds the cores; a sweep asks for that on purpose, and the
@@ -66,7 +69,10 @@ class Batch(NamedTuple):
 
 
 class ImageFiles(Dataset):
-    """Images read through ioprof's read path (files or an in-memory sample), decoded by PIL."""
+    """Images read through ioprof's read path (files or an in-memory sample), decoded by PIL.
+    Its read and its decode are timed apart while its loader's stages are (``stages``)."""
+
+    ioprof_stages = True  # times its own read and decode
 
     def __init__(
         self,
@@ -98,6 +104,7 @@ class ImageFiles(Dataset):
 
     def __getitem__(self, index: int) -> Sample:
         path, label = self.paths[index], self.labels[index]
+        t0 = time.perf_counter()
         try:
             data = self._read(index)
         except OSError as e:
@@ -106,9 +113,14 @@ class ImageFiles(Dataset):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", Image.DecompressionBombWarning)
+                t1 = time.perf_counter()
                 with Image.open(io.BytesIO(data)) as im:
                     converted = im.mode != "RGB"
                     rgb = im.convert("RGB")  # what torchvision's ImageFolder loader does
+                clock = stages.current()
+                if clock is not None:
+                    clock.add(stages.READ, t1 - t0)
+                    clock.add(stages.DECODE, time.perf_counter() - t1)
             return Sample(self.transform(rgb), label, path, "", converted, len(data), 0)
         except Exception as e:  # any undecodable file is counted and skipped, by design
             return Sample(None, label, path, f"{type(e).__name__}: {e}"[:300], False, len(data), 0)
@@ -145,6 +157,7 @@ def make_loader(
     prefetch_factor: int | None = None,
     keep_warm: frozenset[str] = frozenset(),
     persistent_workers: bool = False,
+    worker_init_fn: Callable[[int], None] | None = None,
 ) -> DataLoader:
     """A DataLoader as a training script builds it: shuffled, the standard transform, drop_last.
 
@@ -161,6 +174,8 @@ def make_loader(
         evict_after_read=evict_after_read,
         keep_warm=keep_warm,
     )
+    if setting.workers:  # refused before any worker starts, with the reason, where /dev/shm is too small
+        check_shm(batch_bytes_of(batch_size, crop_px), prefetch_factor or PREFETCH_FACTOR, setting.workers)
     generator = torch.Generator().manual_seed(seed)
     sampler = RandomSampler(dataset, replacement=False, num_samples=num_samples, generator=generator)
     kwargs: dict[str, Any] = {}
@@ -177,8 +192,14 @@ def make_loader(
         pin_memory=pin_memory,
         drop_last=True,
         persistent_workers=persistent_workers and setting.workers > 0,
+        worker_init_fn=worker_init_fn if setting.workers else None,
         **kwargs,
     )
+
+
+def batch_bytes_of(batch_size: int, crop_px: int) -> int:
+    """One batch of ioprof's pipeline in /dev/shm: float32 images at the crop, int64 labels."""
+    return batch_size * (3 * crop_px * crop_px * 4 + 8)
 
 
 def worker_pids(iterator: Any) -> list[int]:

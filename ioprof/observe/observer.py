@@ -57,6 +57,7 @@ class WatchConfig:
     seconds: float | None = 60.0
     probe: bool = True
     probe_seconds: float = 5.0
+    inside: bool = True  # stages timed in the workers, their memory and threads read
 
 
 class _Loader:
@@ -84,12 +85,22 @@ class _Loader:
         self.counters = watcher.mount_counters(self.settings["dataset_root"])
         import psutil  # noqa: F401  (imported here, not in the first timed batch)
 
+        self.inside = watcher.inside_recorder(self) if cfg.inside else None
+        self.window_start_s: float | None = None
+        self.window_end_s: float | None = None
+        self.pin_thread: int | None = None  # the pin-memory thread of its current iterator
+        self.window_pids: set[int] = set()  # its processes while the window was open
+        self.shm_warning = ""  # said as soon as the first batch showed its size
+        self._inside_seen: Any = None  # the look inside, once the window ended
+        self._undo_in_process: Callable[[], None] | None = None
+
         self.gpu: Any = None  # the NVML sampler of the window (CUDA), or None
         self.telemetry: Any = None  # its GpuTelemetry once the window ended
         self.thread_names: dict[int, str] = {}  # the threads that called next(), by ident
         self.own_s = 0.0  # time spent in ioprof's own code around next(), all batches
         self.own_calls = 0
         self._iterator: Any = None
+        self.untime: Callable[[], None] | None = None  # gives the loader its own worker_init_fn back
 
     @property
     def done(self) -> bool:
@@ -101,6 +112,35 @@ class _Loader:
         self._iterator = weakref.ref(it)
         workers = [p.pid for p in getattr(it, "_workers", []) or [] if getattr(p, "pid", None)]
         self.window.pass_started(workers or [os.getpid()])
+        if not self.done:
+            self.window_pids.update(workers or [os.getpid()])
+        pin = getattr(it, "_pin_memory_thread", None)
+        self.pin_thread = (
+            pin.ident if pin is not None else (threading.get_ident() if self.settings["pin_memory"] else None)
+        )
+        loader = self.loader()
+        if (
+            self.inside is not None
+            and not self.settings["num_workers"]
+            and loader is not None
+            and not self.done
+        ):
+            self._restore_in_process()
+            from ioprof.measure.stages import time_in_process
+
+            self._undo_in_process = time_in_process(it, self.inside.folder, self.index, loader.dataset)
+
+    def untime_workers(self) -> None:
+        self._restore_in_process()
+        if self.untime is not None:
+            untime, self.untime = self.untime, None
+            untime()
+
+    def _restore_in_process(self) -> None:
+        """A loader without workers: its dataset and fetcher as they were."""
+        if self._undo_in_process is not None:
+            undo, self._undo_in_process = self._undo_in_process, None
+            undo()
 
     def before_next(self, it: Any, t_call: float) -> None:
         if self._current() is not it:
@@ -112,6 +152,9 @@ class _Loader:
             self.thread_names[ident] = threading.current_thread().name
         finished = w.call(t_call, self.watcher.optimizer_steps, ident)
         if w.started and not started:
+            self.window_start_s = t_call
+            if self.inside is not None:
+                self.inside.start(lambda: list(self.window._pids))
             self.gpu = self.watcher.gpu_sampler()
             if self.gpu is not None:
                 self.gpu.start()
@@ -124,9 +167,24 @@ class _Loader:
             return
         images = batch_images(batch, self.settings["batch_size"] or 1)
         self.window.returned(t_call, t_return, images)
+        if self.inside is not None and not self.inside.batch_bytes:
+            self._first_batch(batch)
+
+    def _first_batch(self, batch: Any) -> None:
+        """The first batch shows its size: warn now if the batches in flight cannot fit in /dev/shm."""
+        from ioprof.measure.inside import shm_fits
+
+        assert self.inside is not None
+        size = self.inside.first_batch(batch)
+        workers = self.settings["num_workers"]
+        fits, line = shm_fits(size, self.settings["prefetch_factor"] or 0, workers)
+        if not fits:
+            self.shm_warning = line
+            sys.stderr.write(f"ioprof: warning: loader {self.index}: {line}\n")
 
     def iterator_ended(self, it: Any) -> None:
         if self._current() is it:
+            self._restore_in_process()
             self.window.pass_ended()
             self.watcher.pass_ended(self)
 
@@ -137,7 +195,27 @@ class _Loader:
         if self.gpu is not None:
             self.telemetry = self.gpu.stop()
             self.gpu = None
+        self.window_end_s = time.perf_counter()
+        if self.inside is not None:
+            self.inside.stop(list(self.window._pids))
+        self._restore_in_process()
+        self._inside_seen = self.look_inside()
         self.watcher.window_finished(self)
+
+    def look_inside(self) -> Any:
+        """Stages, memory and threads over the window (so far, while it is open), or None."""
+        if self._inside_seen is not None:
+            return self._inside_seen
+        if self.inside is None or self.window_start_s is None:
+            return None
+        from ioprof.measure.stages import PIN, WAIT
+
+        end = self.window_end_s or time.perf_counter()
+        pins = (
+            self.watcher.pins.between(self.pin_thread, self.window_start_s, end) if self.watcher.pins else []
+        )
+        main = [(PIN, pins), (WAIT, list(self.window.waits))]
+        return self.inside.result(self.window_start_s, end, main, pids=self.window_pids)
 
     # -- what it saw ---------------------------------------------------------------------------
 
@@ -213,6 +291,8 @@ class _Loader:
                 "spans": t.spans,
             },
             "gpu": self.telemetry,
+            "inside": self.look_inside(),
+            "shm_warning": self.shm_warning,
         }
 
 
@@ -277,6 +357,9 @@ class Watcher:
         self.world_size = int(os.environ.get("WORLD_SIZE", "1") or 1)
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0") or 0)
         self.local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+        self.pins: Any = None  # the pin-memory copies' times (``stages.PinTimes``)
+        self.shm_failure = ""  # the one line, when a worker died for want of /dev/shm
+        self._rows = os.path.join(config.out_dir, "stages") if config.out_dir else ""
 
     # -- hooks ---------------------------------------------------------------------------------
 
@@ -293,8 +376,13 @@ class Watcher:
         original_iter, original_next = dl.DataLoader.__iter__, dl._BaseDataLoaderIter.__next__
 
         def __iter__(loader: Any) -> Any:
+            rec = watcher.recorder(loader)
+            if rec is not None and rec.inside is not None:
+                watcher.guard(rec, watcher.time_workers, loader, rec)
             it = original_iter(loader)
-            watcher.iterating(loader, it)
+            if rec is not None:
+                it._ioprof_recorder = rec
+                rec.new_iterator(it)
             return it
 
         def __next__(it: Any) -> Any:
@@ -318,11 +406,20 @@ class Watcher:
         dl.DataLoader.__iter__ = __iter__
         dl._BaseDataLoaderIter.__next__ = __next__
         handle = opt.register_optimizer_step_post_hook(lambda *_: watcher._count_step())
+        if self.config.inside:
+            from ioprof.measure.stages import PinTimes
+
+            self.pins = PinTimes()
+            self.pins.install()
 
         def undo() -> None:
             dl.DataLoader.__iter__ = original_iter
             dl._BaseDataLoaderIter.__next__ = original_next
             handle.remove()
+            if self.pins is not None:
+                self.pins.uninstall()
+            for rec in self.loaders.values():
+                rec.untime_workers()
 
         self._undo.append(undo)
 
@@ -338,22 +435,79 @@ class Watcher:
         while self._undo:
             self._undo.pop()()
 
+    def failed(self, error: BaseException) -> None:
+        """The script failed with ``error``: one line where a loader's worker ran out of /dev/shm."""
+        from ioprof.host.processes import shm_space
+        from ioprof.measure.inside import shm_failure, shm_line, shm_note
+
+        if not shm_failure(error):
+            return
+        shm = shm_space() or (0, 0)
+        rec = next((r for r in self.loaders.values() if r.settings["num_workers"] and r.inside), None)
+        if rec is not None and rec.inside is not None and rec.inside.batch_bytes:
+            s = rec.settings
+            line = shm_line(
+                rec.inside.batch_bytes, s["prefetch_factor"] or 0, s["num_workers"], shm[1], shm[0]
+            )
+        else:
+            line = shm_note()
+        self.shm_failure = f"a DataLoader worker ran out of shared memory: {line}"
+        sys.stderr.write(f"ioprof: {self.shm_failure}\n")
+
     def _count_step(self) -> None:
         self.optimizer_steps += 1
         self.step_threads.add(threading.get_ident())
 
-    def iterating(self, loader: Any, it: Any) -> None:
+    def recorder(self, loader: Any) -> _Loader | None:
+        """The recorder of a loader about to be iterated (made at its first pass), or None when it
+        is not watched."""
         if getattr(loader, "_ioprof_probe", False):
-            return  # ioprof's own probe of the user's pipeline
+            return None  # ioprof's own probe of the user's pipeline
         if self._only is not None and self._only() is not loader:
-            return  # watch(loader) observes that loader only
+            return None  # watch(loader) observes that loader only
         with self._lock:
             rec = self.loaders.get(id(loader))
             if rec is None or rec.loader() is not loader:
                 rec = _Loader(self, loader, len(self.loaders) + 1)
                 self.loaders[id(loader)] = rec
-        it._ioprof_recorder = rec
-        rec.new_iterator(it)
+        return rec
+
+    def time_workers(self, loader: Any, rec: _Loader) -> None:
+        """Before the workers start: give them the stage timers (after the loader's own
+        ``worker_init_fn``). Persistent workers already started keep theirs."""
+        from ioprof.measure.stages import WorkerStages
+
+        if not loader.num_workers or rec.done or isinstance(loader.worker_init_fn, WorkerStages):
+            return
+        assert rec.inside is not None
+        own = loader.worker_init_fn
+        loader.worker_init_fn = WorkerStages(rec.inside.folder, rec.index, own)
+        rec.untime = lambda: setattr(loader, "worker_init_fn", own)
+
+    def rows_folder(self) -> str:
+        """Where the workers write their stage rows: the run's folder, or a temporary one."""
+        if not self._rows:
+            import tempfile
+
+            self._rows = tempfile.mkdtemp(prefix="ioprof-stages-")
+            weakref.finalize(self, shutil_rmtree, self._rows)
+        os.makedirs(self._rows, exist_ok=True)
+        return self._rows
+
+    def inside_recorder(self, rec: _Loader) -> Any:
+        from ioprof.measure.inside import InsideRecorder
+
+        s = rec.settings
+        return InsideRecorder(
+            folder=self.rows_folder(),
+            tag=rec.index,
+            workers=s["num_workers"],
+            prefetch_factor=s["prefetch_factor"],
+            pin_memory=s["pin_memory"],
+            persistent_workers=s["persistent_workers"],
+            samples_per_epoch=s["dataset_len"],
+            ranks_on_host=self.local_world_size,
+        )
 
     def device(self) -> str:
         """The device the script trains on, as far as torch says (CUDA once initialized)."""
@@ -458,6 +612,7 @@ class Watcher:
         for rec in sorted(self.loaders.values(), key=lambda r: r.index):
             seen = rec.observed()
             seen["gpu"] = to_jsonable(seen["gpu"])
+            seen["inside"] = to_jsonable(seen["inside"])
             seen["dataset_info"] = to_jsonable(self._info(rec))
             loaders.append(seen)
         return {
@@ -474,6 +629,7 @@ class Watcher:
             "probed_index": self.probed_index,
             "probe_pause_s": self.probe_pause_s,
             "errors": self.errors,
+            "shm_failure": self.shm_failure,
             "config": asdict(self.config),
             "written_at": time.time(),
         }
@@ -496,6 +652,12 @@ class Watcher:
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(data, f)
         os.replace(tmp, path)
+
+
+def shutil_rmtree(path: str) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def psutil_process(pid: int) -> Any:
@@ -583,6 +745,13 @@ def attach_from_env() -> Watcher | None:
         ready()
     else:
         sys.meta_path.insert(0, _AfterImport(ready))
+    own_hook = sys.excepthook
+
+    def excepthook(kind: Any, error: BaseException, tb: Any) -> None:
+        own_hook(kind, error, tb)
+        watcher.failed(error)
+
+    sys.excepthook = excepthook
     atexit.register(lambda: watcher.write("exit") if watcher.loaders or watcher.optimizer_steps else None)
     return watcher
 
@@ -605,8 +774,10 @@ class Watch:
         self.watcher.install()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
         self.watcher.uninstall()
+        if isinstance(error, BaseException):
+            self.watcher.failed(error)
 
     def __iter__(self) -> Iterator[Any]:
         """``for batch in ioprof.watch(loader)``: iterate that loader, watched."""

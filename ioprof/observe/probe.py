@@ -67,7 +67,7 @@ def _loader_alone(loader: Any, view: Any, workers: int, seconds: float, batch: i
         "num_workers": workers,
         "collate_fn": loader.collate_fn,
         "pin_memory": False,  # decode and augment only: pinning is the main process's copy
-        "worker_init_fn": loader.worker_init_fn,
+        "worker_init_fn": getattr(loader.worker_init_fn, "own", loader.worker_init_fn),  # not ioprof's timers
         "batch_size": loader.batch_size or batch or 1,
         "drop_last": loader.drop_last,
         "sampler": _Choices(view.positions),

@@ -26,6 +26,7 @@ from ioprof.core.results import (
     Fetched,
     GpuTelemetry,
     IoCounts,
+    LoaderInside,
     ObservedLoader,
     RunInfo,
     ScriptInfo,
@@ -97,6 +98,8 @@ def _cell(key: str, loader: dict[str, Any], config: Any) -> CellResult:
         start_method=s["start_method"] if setting.workers else "",
         bytes_window_s=io.window_s,
     )
+    if loader.get("inside"):
+        cell = replace(cell, inside=from_jsonable(LoaderInside, loader["inside"]))
     fetched = _fetched(loader, io)
     return replace(cell, fetched=fetched) if fetched is not None else cell
 
@@ -312,6 +315,15 @@ def _script(
         probed=any(c.decode or c.storage for c in ceilings),
         probe_pause_s=max((o.get("probe_pause_s", 0.0) for o in ordered), default=0.0),
         probe_notes=tuple(notes),
+        shm_failure=next((o["shm_failure"] for o in ordered if o.get("shm_failure")), ""),
+        shm_warnings=tuple(
+            dict.fromkeys(
+                f"{_key(o, lo)}: {lo['shm_warning']}"
+                for o in ordered
+                for lo in o["loaders"]
+                if lo.get("shm_warning")
+            )
+        ),
     )
 
 

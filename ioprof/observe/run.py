@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -67,6 +68,7 @@ def child_env(attach_dir: str, observed: Path, config: RunConfig) -> dict[str, s
         seconds=config.seconds,
         probe=config.probe,
         probe_seconds=config.probe_seconds,
+        inside=config.inside,
     )
     path = os.pathsep.join(p for p in (attach_dir, os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "PYTHONPATH": path, ENV: json.dumps(asdict(watch))}
@@ -86,6 +88,9 @@ def watch_command(
     observed.mkdir(exist_ok=True)
     for stale in observed.glob("observed-*.json"):  # an earlier run into the same --out: not this one's
         stale.unlink()
+    rows = observed / "stages"  # the workers' stage rows (``measure.stages``), read by each rank
+    shutil.rmtree(rows, ignore_errors=True)
+    rows.mkdir()
     with tempfile.TemporaryDirectory(prefix="ioprof-attach-") as attach:
         parent = str(Path(ioprof.__file__).resolve().parent.parent)
         (Path(attach) / "sitecustomize.py").write_text(SITECUSTOMIZE.format(parent=parent))
@@ -100,6 +105,7 @@ def watch_command(
 
         code, ended = _supervise(proc, config, observed, out, reported, say)
     reported(code, ended)
+    shutil.rmtree(rows, ignore_errors=True)
     return code, ended
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import DatasetCeilings, ObservedLoader, SweepResult
+from ioprof.render import inside, words
 from ioprof.render import sweep as markdown
-from ioprof.render import words
 from ioprof.render.fmt import duration, mb, pct, rate, rate_ci
 from ioprof.render.mdtable import table
 from ioprof.render.plots import GPU_UTIL_PNG, plot_gpu_utilization
@@ -35,6 +35,7 @@ def render_run_markdown(result: SweepResult) -> str:
     out += _script(result)
     if result.cells:
         out += markdown._cells(result, title="## Each loader's measured window") + markdown._evidence(result)
+        out += inside.section(result)
     for dc in result.ceilings:
         if dc.decode or dc.storage:
             out += _alone(dc)

@@ -13,7 +13,7 @@ from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import CellResult, DatasetCeilings, SweepResult
 from ioprof.core.stats import INTERIM_LOOKS, LOOKS, looks_level, share_below, summarize
 from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
-from ioprof.render import words
+from ioprof.render import inside, words
 from ioprof.render.fmt import mb, ms, pct, rate, rate_ci, share_ci
 from ioprof.render.mdtable import table
 from ioprof.render.plots import GPU_UTIL_PNG, THROUGHPUT_PNG, plot_gpu_utilization, plot_throughput
@@ -54,7 +54,13 @@ def render_markdown(result: SweepResult) -> str:
         ]
     out += _answer(result, sweep)
     if sweep:
-        out += _speedup(result) + _cells(result) + _evidence(result) + _gpu_timeline(result)
+        out += (
+            _speedup(result)
+            + _cells(result)
+            + _evidence(result)
+            + inside.section(result)
+            + _gpu_timeline(result)
+        )
     out += _ceilings(result)
     if sweep:
         out += _gpu_utilization(result)

@@ -22,6 +22,7 @@ from ioprof.core.results import (
     RankCountResult,
     StorageCeiling,
 )
+from ioprof.core.stats import Interval
 from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, share_ci, size
 
 PLACE_HINT = "`ioprof place --data PATH --candidates /local/nvme,/dev/shm`"
@@ -53,13 +54,87 @@ def verdict_line(a: f.Analysis | None) -> str:
         return (
             f"**Verdict: borderline between {low} and {high} input-bound** — {where}, and its interval straddles "
             f"the threshold; if input-bound, by {worst.bottleneck}."
+            + (leading(worst) if worst.bottleneck == "decode" else "")
         )
     if a.overall_bottleneck == "undetermined":
         return (
             f"**Verdict: {a.overall_input_bound} input-bound — which input stage could not be determined**: "
             f"{where}, and its stage ceilings are missing."
         )
-    return f"**Verdict: {a.overall_input_bound} input-bound — the bottleneck is {a.overall_bottleneck}**: {where}."
+    return (
+        f"**Verdict: {a.overall_input_bound} input-bound — the bottleneck is {a.overall_bottleneck}**: {where}."
+        + (leading(worst) if a.overall_bottleneck == "decode" else "")
+    )
+
+
+def leading(v: f.DatasetVerdict) -> str:
+    """Where decode's time goes: the costliest stage in the workers, when they were timed."""
+    if not v.leading_stage or v.leading_share is None:
+        return ""
+    return (
+        f" Costliest stage in the loader: **{v.leading_stage}**, "
+        f"{share_range(v.leading_share, v.leading_share_low, v.leading_share_high)} of its time per sample "
+        "(see *Inside the loader*)."
+    )
+
+
+def share_range(value: float, low: float | None, high: float | None) -> str:
+    """A share with its interval where there is one: ``62 % [58–66]``."""
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return share_ci(Interval.unknown(value), 0)
+    return share_ci(Interval(value, low, high, 2), 0)
+
+
+def _oversubscribed(x: f.CoresOversubscribed) -> str:
+    parts = [f"{x.intra_op_threads} intra-op thread(s) of the training process"]
+    if x.ranks_on_host > 1:
+        parts[0] += f" × {x.ranks_on_host} ranks"
+    if x.pin_memory_thread:
+        parts.append("its pin-memory thread")
+    if x.workers:
+        parts.append(f"{worker_count(x.workers)} × {x.threads_per_worker} thread(s)")
+    limit = (
+        " This is what limits it: the workers wait for a core, not for the files — use fewer threads "
+        "(torch.set_num_threads in the training process, fewer workers) or give the job more cores."
+        if x.the_limit
+        else " Fewer threads would lose nothing here."
+    )
+    return (
+        f"{x.dataset} {x.setting}: oversubscribed — {x.threads_busy} threads ran ({', '.join(parts)}) on "
+        f"{x.affinity_cores} core(s) of the affinity mask, which were {rate(x.cpu_busy_cores)} cores busy."
+        + limit
+    )
+
+
+def _do_not_fit(x: f.WorkersDoNotFit) -> str:
+    which = "the advised" if x.advised else "its"
+    out = []
+    if x.max_workers_ram is not None and x.workers > x.max_workers_ram:
+        out.append(
+            f"in RAM they need about {size(x.ram_need_bytes)} over an epoch and {size(x.ram_available_bytes)} is "
+            f"available: at most {worker_count(x.max_workers_ram)} fit"
+        )
+    if x.max_workers_shm is not None and x.workers > x.max_workers_shm:
+        free = size(x.shm_free_bytes) if x.shm_free_bytes is not None else "?"
+        out.append(
+            f"their batches in flight need {size(x.shm_need_bytes)} of /dev/shm and {free} is free: at most "
+            f"{worker_count(x.max_workers_shm)} fit (docker run --shm-size=…, or a smaller prefetch_factor)"
+        )
+    return f"{x.dataset}: {which} {worker_count(x.workers)} would not fit — " + "; ".join(out) + "."
+
+
+def _grows(x: f.WorkerMemoryGrows) -> str:
+    span = (
+        f"each epoch again for each of {worker_count(x.workers)} (persistent workers touch it all)"
+        if x.persistent_workers
+        else f"over an epoch of {x.samples_per_epoch:,} samples, whatever the worker count"
+    )
+    return (
+        f"{x.dataset} {x.setting}: each worker's own memory grows by {size(x.growth_bytes_per_1000_samples)} "
+        f"[{size(x.growth_low)}–{size(x.growth_high)}] per 1,000 samples it loads — copy-on-read of the dataset's "
+        f"Python objects (a list of samples, dicts): about {size(x.epoch_cost_bytes)} {span}. Keep sample lists "
+        "in numpy arrays or torch tensors (no per-object reference counts), not Python lists or dicts."
+    )
 
 
 def dataset_line(v: f.DatasetVerdict, role: str = "") -> str:
@@ -362,6 +437,12 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
         "storage this machine does not have; they come from an in-memory sample, never from the slower real device."
     ),
     f.BorderlineCells: _borderline,
+    f.CoresOversubscribed: _oversubscribed,
+    f.WorkersDoNotFit: _do_not_fit,
+    f.WorkerMemoryGrows: _grows,
+    f.ShmTooSmall: lambda x: (
+        f"Your script failed because {x.line}." if x.failed else f"/dev/shm is too small: {x.line}."
+    ),
 }
 
 
@@ -536,6 +617,8 @@ def run_summary(result: object, code: int | None, ended: str) -> str:
 
     assert isinstance(result, SweepResult)
     how = ENDED.get(ended, ended) + (f" (exit code {code})" if code not in (None, 0) else "")
+    if result.script is not None and result.script.shm_failure:
+        how += f" because {result.script.shm_failure}"
     if not result.loaders:
         return f"your script {how} before iterating any DataLoader: nothing to measure"
     seen = ", ".join(f"{lo.key} ({lo.role}, {lo.batches} batches)" for lo in result.loaders)

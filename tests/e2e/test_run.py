@@ -11,7 +11,7 @@ from pathlib import Path
 
 import paths
 import pytest
-from cli import ioprof_run
+from cli import ioprof, ioprof_run
 
 from ioprof.datasets.synth import DatasetSpec, generate
 
@@ -101,6 +101,47 @@ def test_a_starved_training_loop_is_input_bound_by_decode(tmp_path: Path) -> Non
     assert (cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]) == ("decode", "highly")
     assert cell["data_wait_share"] > 0.7 and sum(cell["step_s"]) < sum(cell["wait_s"])
     assert r["analysis"]["overall_bottleneck"] == "decode" and r["analysis"]["overall_dataset"] == "loader 1"
+    # without workers the loader is timed in the training process: the decode of 1024x768 JPEGs leads
+    stages = cell["inside"]["stages"]
+    assert stages["seen"] == "stages" and stages["processes"] == 1 and stages["worker"][0]["name"] == "decode"
+    assert "Costliest stage in the loader: **decode**" in (out / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_inside_the_scripts_workers_a_planted_blur_leads_on_one_oversubscribed_core(
+    small_folder: Path, tmp_path: Path
+) -> None:
+    """The script's own Compose with a large-kernel GaussianBlur planted, 2 workers, and the whole
+    run held to one core (taskset): the blur is named first, the cores are oversubscribed, and the
+    report's verdict points at the blur."""
+    out = tmp_path / "o"
+    p = ioprof(
+        *"run --steps 12 --warmup-steps 1 --probe-seconds 1 --out".split(),
+        str(out),
+        "--",
+        sys.executable,
+        SCRIPT,
+        str(small_folder),
+        *"--crop 64 -j 2 -b 8 -a squeezenet1_1 --blur 41".split(),
+        preexec_fn=lambda: os.sched_setaffinity(0, {0}),
+    )
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
+    inside = cell["inside"]
+    names = [st["name"] for st in inside["stages"]["worker"]]
+    assert names[0] == "GaussianBlur" and {"read", "decode", "RandomResizedCrop", "collate"} <= set(names), (
+        names
+    )
+    assert inside["cores"]["affinity_cores"] == 1 and inside["cores"]["threads_busy"] >= 2, inside["cores"]
+    kinds = {f["kind"] for f in r["analysis"]["findings"]}
+    assert "cores-oversubscribed" in kinds, kinds
+    report = (out / "report.md").read_text()
+    assert "| GaussianBlur |" in report and "oversubscribed" in report
+    (train,) = [v for v in r["analysis"]["datasets"] if v["dataset"] == "loader 1"]
+    assert train["leading_stage"] == "GaussianBlur"
+    if r["analysis"]["overall_bottleneck"] != "compute":  # the verdict names decode, and points at the blur
+        assert "Costliest stage in the loader: **GaussianBlur**" in report
 
 
 @pytest.mark.slow

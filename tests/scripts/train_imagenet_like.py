@@ -21,6 +21,21 @@ from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 
+class ListKeepingFolder(datasets.ImageFolder):
+    """An ImageFolder that also keeps a large Python list and reads a slice of it per sample, as
+    datasets that hold their annotations in Python objects do: in a forked worker each read
+    touches reference counts, so the pages are copied (copy-on-read, pytorch/pytorch#13246)."""
+
+    def keep(self, n: int) -> None:
+        self.kept = [{"id": i, "label": str(i)} for i in range(n)]
+
+    def __getitem__(self, index: int):  # type: ignore[no-untyped-def]
+        span = max(1, len(self.kept) // len(self))
+        start = index * span
+        sum(len(d) for d in self.kept[start : start + span])
+        return super().__getitem__(index)
+
+
 def parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description="PyTorch ImageNet Training")
     p.add_argument("data", metavar="DIR", help="path to dataset (with train/ and val/)")
@@ -31,6 +46,16 @@ def parse() -> argparse.Namespace:
     p.add_argument("--lr", default=0.05, type=float)
     p.add_argument("--crop", default=224, type=int, help="training crop size")
     p.add_argument("--fail-at", default=0, type=int, help="raise after this many training steps")
+    p.add_argument(
+        "--blur", default=0, type=int, help="a GaussianBlur of this kernel size in the training transform"
+    )
+    p.add_argument("--prefetch-factor", default=None, type=int)
+    p.add_argument(
+        "--keep-list",
+        default=0,
+        type=int,
+        help="the dataset keeps a Python list this long, touched per sample",
+    )
     return p.parse_args()
 
 
@@ -75,17 +100,22 @@ def main() -> int:
     if distributed:
         dist.init_process_group("gloo")
     normalize = transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
-    train_dataset = datasets.ImageFolder(
+    blur = [transforms.GaussianBlur(args.blur, sigma=args.blur / 4)] if args.blur else []
+    folder = ListKeepingFolder if args.keep_list else datasets.ImageFolder
+    train_dataset = folder(
         os.path.join(args.data, "train"),
         transforms.Compose(
             [
                 transforms.RandomResizedCrop(args.crop),
+                *blur,
                 transforms.RandomHorizontalFlip(),
                 transforms.ToTensor(),
                 normalize,
             ]
         ),
     )
+    if args.keep_list:
+        train_dataset.keep(args.keep_list)
     val_dataset = datasets.ImageFolder(
         os.path.join(args.data, "val"),
         transforms.Compose(
@@ -105,6 +135,7 @@ def main() -> int:
         num_workers=args.workers,
         pin_memory=True,
         sampler=sampler,
+        prefetch_factor=args.prefetch_factor if args.workers else None,
     )
     val_loader = DataLoader(
         val_dataset, batch_size=args.batch_size, shuffle=False, num_workers=args.workers, pin_memory=True

@@ -287,3 +287,84 @@ def test_a_loader_iterated_on_a_prefetching_thread_is_said_to_be(small_set: Path
     r = w.result()
     found = [x for x in r.analysis.findings if isinstance(x, IteratedOffThread)] if r.analysis else []
     assert r.loaders[0].role == "training" and found and found[0].thread == "prefetcher"
+
+
+def test_watch_names_a_planted_slow_transform_first(small_set: Path) -> None:
+    """Inside the user's own workers (ImageFolder, an ImageNet-style Compose with a large-kernel
+    GaussianBlur): the blur is named first, the read and the decode apart, and the verdict's
+    report says so; the user's loader gets its own worker_init_fn back afterwards."""
+    import torch
+    from torchvision import datasets, transforms
+
+    import ioprof
+    from ioprof.render import sweep as report
+
+    tf = transforms.Compose(
+        [
+            transforms.RandomResizedCrop(32),
+            transforms.GaussianBlur(31, sigma=8.0),
+            transforms.RandomHorizontalFlip(),
+            transforms.ToTensor(),
+        ]
+    )
+    ds = datasets.ImageFolder(str(small_set), tf)
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=2)
+    with ioprof.watch(steps=6, probe=False) as w:
+        _tiny_training(loader, steps=12)
+    (cell,) = w.result().cells
+    assert cell.inside is not None and cell.inside.stages is not None
+    s = cell.inside.stages
+    assert s.worker[0].name == "GaussianBlur" and {"read", "decode", "collate"} <= {
+        st.name for st in s.worker
+    }
+    assert s.processes == 2 and s.named_share > 0.9
+    assert [st.name for st in s.main] == ["wait for the batch"]
+    assert (
+        cell.inside.memory is not None
+        and cell.inside.memory.workers == 2
+        and cell.inside.memory.batch_bytes == 4 * (3 * 32 * 32 * 4 + 8)
+    )
+    assert "| GaussianBlur |" in report.render_markdown(w.result())
+    assert loader.worker_init_fn is None
+
+
+class KeepsAList:
+    """A dataset holding its samples' annotations as a large Python list of dicts, reading a slice
+    per sample: in a forked worker each read writes the objects' reference counts, so their pages
+    are copied into the worker (copy-on-read, pytorch/pytorch#13246)."""
+
+    def __init__(self, n: int, objects: int) -> None:
+        self.n = n
+        self.kept = [{"id": i, "name": str(i)} for i in range(objects)]
+        self.span = objects // n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int):  # type: ignore[no-untyped-def]
+        import time
+
+        import torch
+
+        touched = self.kept[i * self.span : (i + 1) * self.span]
+        time.sleep(0.002)
+        return torch.zeros(3, 32, 32), len(touched) % 4
+
+
+def test_worker_memory_growth_from_copy_on_read_is_seen_and_costed(tmp_path: Path) -> None:
+    import torch
+
+    import ioprof
+
+    ds = KeepsAList(n=3000, objects=600_000)
+    loader = torch.utils.data.DataLoader(ds, batch_size=10, shuffle=False, num_workers=2)
+    with ioprof.watch(steps=1000, seconds=5.0, probe=False) as w:
+        _tiny_training(loader, steps=290)
+    r = w.result()
+    (cell,) = r.cells
+    m = cell.inside.memory if cell.inside else None
+    assert m is not None and m.readings >= 9, m
+    # each sample touches 200 dicts (~60 kB of pages): tens of MB per 1,000 samples, clearly above zero
+    assert m.growth_low is not None and m.growth_low > 5e6, m
+    grows = [f for f in r.analysis.findings if f.kind == "worker-memory-grows"]
+    assert grows and "copy-on-read" in Path(w.write_report(str(tmp_path / "r"))).read_text()

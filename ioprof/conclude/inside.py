@@ -1,0 +1,154 @@
+"""What a look inside the loader concludes (pure): the costliest stage, how many workers fit in
+RAM and in /dev/shm, memory that grows per sample, and threads beyond the cores.
+
+Worker memory at ``w`` workers: each worker's own memory (USS) plus its growth over the samples
+it produces in an epoch (the dataset ÷ ``w``; with persistent workers each may touch it all),
+plus ``w`` × ``prefetch_factor`` batches in /dev/shm (tmpfs: RAM too) — against the RAM
+available now plus what the running workers already hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ioprof.core.findings import (
+    Advice,
+    CoresOversubscribed,
+    Finding,
+    ShmTooSmall,
+    WorkerMemoryGrows,
+    WorkersDoNotFit,
+)
+from ioprof.core.results import CellResult, StageTime, SweepResult, WorkerMemory
+
+MAX_WORKERS_CHECKED = 256
+# Growth smaller than this per 1,000 samples is allocator noise, not copy-on-read.
+GROWTH_NOISE_BYTES = 1_000_000
+
+
+def leading_stage(cell: CellResult) -> StageTime | None:
+    """The costliest stage of a cell's workers (one the user can act on), if it was timed."""
+    stages = cell.inside.stages if cell.inside is not None else None
+    return stages.leading() if stages is not None else None
+
+
+def _growth_per_sample(m: WorkerMemory) -> float:
+    g = m.growth_bytes_per_1000_samples
+    significant = g is not None and m.growth_low is not None and m.growth_low > 0 and g >= GROWTH_NOISE_BYTES
+    return (g or 0.0) / 1000 if significant else 0.0
+
+
+def ram_need_bytes(m: WorkerMemory, workers: int) -> int:
+    """RAM ``workers`` workers take over an epoch, with their batches in /dev/shm."""
+    samples = m.samples_per_epoch or 0
+    touched = samples if m.persistent_workers else samples / max(1, workers)
+    per_worker = m.worker_uss_bytes + _growth_per_sample(m) * touched
+    return round(workers * per_worker + m.batch_bytes * m.prefetch_factor * workers)
+
+
+def max_workers_ram(m: WorkerMemory) -> int | None:
+    """The most workers whose memory fits in RAM (None: no worker was measured)."""
+    if not m.workers or not m.worker_uss_bytes:
+        return None
+    budget = m.ram_available_bytes + m.workers * m.worker_uss_bytes + m.shm_in_flight_bytes
+    fit = 0
+    for w in range(1, MAX_WORKERS_CHECKED + 1):
+        if ram_need_bytes(m, w) > budget:
+            break
+        fit = w
+    return fit
+
+
+def max_workers_shm(m: WorkerMemory) -> int | None:
+    """The most workers whose batches in flight fit in /dev/shm (None: nothing to check)."""
+    if m.shm_free_bytes is None or not m.batch_bytes or not m.prefetch_factor:
+        return None
+    return int(m.shm_free_bytes // (m.batch_bytes * m.prefetch_factor))
+
+
+def findings(result: SweepResult, advice: Sequence[Advice]) -> tuple[Finding, ...]:
+    asked = {a.dataset: a.workers_needed for a in advice if a.workers_needed}
+    out: list[Finding] = []
+    s = result.script
+    if s is not None and s.shm_failure:
+        out.append(ShmTooSmall(s.shm_failure, failed=True))
+    elif s is not None:
+        out.extend(ShmTooSmall(line, failed=False) for line in s.shm_warnings)
+    for cell in result.cells:
+        if cell.status != "ok" or cell.inside is None:
+            continue
+        out.extend(_cores(cell))
+        if cell.inside.memory is not None and cell.workers:
+            out.extend(_memory(cell, cell.inside.memory, asked.get(cell.dataset)))
+    return tuple(_once(out))
+
+
+def _once(found: list[Finding]) -> list[Finding]:
+    """One finding of a kind per dataset: the sweep's cells of one dataset repeat it."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for f in found:
+        key = (f.kind, getattr(f, "dataset", ""))
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def _cores(cell: CellResult) -> list[Finding]:
+    c = cell.inside.cores if cell.inside is not None else None
+    if c is None or not c.oversubscribed:
+        return []
+    waits = cell.verdict is not None and cell.verdict.input_bound in ("highly", "borderline")
+    return [
+        CoresOversubscribed(
+            cell.dataset,
+            cell.setting.label,
+            c.threads_busy,
+            c.affinity_cores,
+            c.cpu_busy_cores,
+            c.intra_op_threads,
+            c.ranks_on_host,
+            c.workers,
+            c.threads_per_worker,
+            c.pin_memory_thread,
+            the_limit=waits,
+        )
+    ]
+
+
+def _memory(cell: CellResult, m: WorkerMemory, advised: int | None) -> list[Finding]:
+    workers = max(cell.workers, advised or 0)
+    out: list[Finding] = []
+    per_sample = _growth_per_sample(m)
+    if per_sample and m.samples_per_epoch and m.growth_low is not None and m.growth_high is not None:
+        epoch = per_sample * m.samples_per_epoch * (workers if m.persistent_workers else 1)
+        out.append(
+            WorkerMemoryGrows(
+                cell.dataset,
+                cell.setting.label,
+                per_sample * 1000,
+                m.growth_low,
+                m.growth_high,
+                workers,
+                round(epoch),
+                m.samples_per_epoch,
+                m.persistent_workers,
+            )
+        )
+    ram, shm = max_workers_ram(m), max_workers_shm(m)
+    if (ram is not None and workers > ram) or (shm is not None and workers > shm):
+        out.append(
+            WorkersDoNotFit(
+                cell.dataset,
+                workers,
+                workers != cell.workers,
+                ram,
+                shm,
+                ram_need_bytes(m, workers),
+                m.ram_available_bytes,
+                m.batch_bytes * m.prefetch_factor * workers,
+                m.shm_free_bytes,
+            )
+        )
+    return out

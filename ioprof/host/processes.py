@@ -1,0 +1,59 @@
+"""What the kernel says about a loader's processes: their memory (USS, PSS), their threads' CPU
+time, the cores they may use, and the shared-memory filesystem batches travel through (/dev/shm).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+
+import psutil
+
+SHM_DIR = "/dev/shm"
+# A thread counts as running when it was on a CPU at least this share of the window.
+BUSY_THREAD_SHARE = 0.10
+
+
+@dataclass(frozen=True)
+class ProcessReading:
+    """One process at one moment: memory only it holds (USS), its proportional share (PSS), and
+    the CPU seconds of each of its threads so far."""
+
+    pid: int
+    at_s: float  # time.perf_counter() (CLOCK_MONOTONIC: one clock for every process on the host)
+    uss_bytes: int
+    pss_bytes: int
+    thread_cpu_s: dict[int, float]
+
+
+def read_process(pid: int, at_s: float) -> ProcessReading | None:
+    """USS, PSS and thread CPU times of ``pid`` (None when it is gone or cannot be read)."""
+    try:
+        proc = psutil.Process(pid)
+        mem = proc.memory_full_info()
+        threads = {t.id: t.user_time + t.system_time for t in proc.threads()}
+    except (psutil.Error, OSError):
+        return None
+    return ProcessReading(pid, at_s, int(mem.uss), int(getattr(mem, "pss", mem.uss)), threads)
+
+
+def busy_threads(before: ProcessReading, after: ProcessReading) -> tuple[int, float]:
+    """(threads on a CPU at least ``BUSY_THREAD_SHARE`` of the span, CPU seconds of all threads)."""
+    span = after.at_s - before.at_s
+    if span <= 0:
+        return 0, 0.0
+    busy, cpu = 0, 0.0
+    for tid, t in after.thread_cpu_s.items():
+        used = max(0.0, t - before.thread_cpu_s.get(tid, 0.0))
+        cpu += used
+        busy += used >= BUSY_THREAD_SHARE * span
+    return busy, cpu
+
+
+def shm_space(path: str = SHM_DIR) -> tuple[int, int] | None:
+    """(total, free) bytes of /dev/shm, or None where there is none."""
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return None
+    return int(usage.total), int(usage.free)

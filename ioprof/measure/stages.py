@@ -1,0 +1,521 @@
+"""Time per stage of one sample, inside a DataLoader's workers as they really run.
+
+Each worker (fork, spawn or forkserver alike) is given a ``worker_init_fn`` (``WorkerStages``)
+that, after the loader's own, times in that worker only — the training process's objects are
+never changed:
+
+- the batch's fetch (every ``__getitem__`` of the batch and the collate) and the collate apart,
+  by wrapping torch's fetcher in that process;
+- in an ImageFolder-like dataset (a ``loader`` and a ``transform``): the file read and the
+  decode apart — PIL decodes lazily (``Image.open`` reads the header, ``convert()`` reads and
+  decodes the pixels), so the file object's reads are timed and the rest is decode, and a slow
+  network read is never charged to decode — then each transform of a ``transforms.Compose``
+  (v1 or v2) under its class name, and ``target_transform``;
+- what is left of the fetch is ``rest of __getitem__`` (the dataset's own code, the sampler's
+  indices). A dataset that is not ImageFolder-like is timed as ``__getitem__`` and collate, and
+  the report says so.
+
+A loader without workers (``num_workers=0``) is timed the same way in the training process for
+as long as it is watched, then restored. Each worker appends one JSON line per batch to
+``stages-<pid>-<tag>.jsonl`` in a folder the caller owns (written as each batch is made);
+``summarize`` turns the lines of a window into shares with intervals. In the training process
+the pin-memory copy is timed per batch (``PinTimes``). What the timers cost is measured in
+each worker (``calibrate``) and reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ioprof.core.results import REST_OF_GETITEM, LoaderStages, StageTime
+from ioprof.core.stats import ratio_interval
+
+ROWS_GLOB = "stages-*.jsonl"
+READ, DECODE, COLLATE, GETITEM = "read", "decode", "collate", "__getitem__"
+PIN, WAIT = "pin-memory copy", "wait for the batch"
+
+_CLOCK: StageClock | None = None  # this process's clock while its loader is timed
+
+
+def current() -> StageClock | None:
+    """This process's clock, while its loader's stages are timed."""
+    return _CLOCK
+
+
+class StageClock:
+    """One process's stage times, a row per batch, appended to its file."""
+
+    def __init__(self, folder: str, tag: int, seen: str) -> None:
+        self.path = os.path.join(folder, f"stages-{os.getpid()}-{tag}.jsonl")
+        self.tag = tag
+        self.seen = seen
+        self.current: dict[str, float] = {}
+        self.calls = 0
+        self.cost_s_per_call = 0.0
+        self._file: Any = None
+
+    def add(self, name: str, seconds: float) -> None:
+        self.current[name] = self.current.get(name, 0.0) + seconds
+        self.calls += 1
+
+    def batch(self, samples: int, fetch_s: float, collate_s: float, end_s: float) -> None:
+        row = {
+            "pid": os.getpid(),
+            "tag": self.tag,
+            "t": end_s,
+            "n": samples,
+            "fetch_s": fetch_s,
+            "collate_s": collate_s,
+            "stages": self.current,
+            "calls": self.calls + 2,  # the fetch's and the collate's timers
+            "cost_s_per_call": self.cost_s_per_call,
+            "seen": self.seen,
+        }
+        self.current, self.calls = {}, 0
+        try:  # one short append per batch, readable at once (a few µs; batches take milliseconds)
+            if self._file is None:
+                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115  (kept open for the worker's life)
+            self._file.write(json.dumps(row) + "\n")
+            self._file.flush()
+        except OSError:  # the folder went away: the rows are lost, never the batch
+            pass
+
+    def flush(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+
+
+class TimedStage:
+    """A callable timed as one stage under its name: a transform, a custom file loader."""
+
+    def __init__(self, name: str, fn: Callable[..., Any]) -> None:
+        self.name = name
+        self.fn = fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        clock = _CLOCK
+        if clock is None:
+            return self.fn(*args, **kwargs)
+        t0 = time.perf_counter()
+        out = self.fn(*args, **kwargs)
+        clock.add(self.name, time.perf_counter() - t0)
+        return out
+
+    def __getattr__(self, name: str) -> Any:  # code that inspects its transforms still sees theirs
+        if name == "fn":
+            raise AttributeError(name)
+        return getattr(self.fn, name)
+
+    def __repr__(self) -> str:
+        return repr(self.fn)
+
+
+class _TimedReads:
+    """A file whose reads are timed (PIL reads the header at open and the pixels at convert())."""
+
+    def __init__(self, f: Any) -> None:
+        self._f = f
+        self.read_s = 0.0
+
+    def _timed(self, method: str, *args: Any) -> Any:
+        t0 = time.perf_counter()
+        out = getattr(self._f, method)(*args)
+        self.read_s += time.perf_counter() - t0
+        return out
+
+    def read(self, *args: Any) -> Any:
+        return self._timed("read", *args)
+
+    def readinto(self, *args: Any) -> Any:
+        return self._timed("readinto", *args)
+
+    def read1(self, *args: Any) -> Any:
+        return self._timed("read1", *args)
+
+    def readline(self, *args: Any) -> Any:
+        return self._timed("readline", *args)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_f":
+            raise AttributeError(name)
+        return getattr(self._f, name)
+
+
+def timed_pil_loader(path: str) -> Any:
+    """torchvision's ``pil_loader`` (open, then ``convert("RGB")``) with the read and the decode
+    timed apart: the file's open and reads are ``read``, the rest is ``decode``."""
+    from PIL import Image
+
+    t0 = time.perf_counter()
+    with open(path, "rb") as raw:
+        t_open = time.perf_counter() - t0
+        f = _TimedReads(raw)
+        img = Image.open(f)
+        out = img.convert("RGB")
+    total = time.perf_counter() - t0
+    clock = _CLOCK
+    if clock is not None:
+        read = t_open + f.read_s
+        clock.add(READ, read)
+        clock.add(DECODE, max(0.0, total - read))
+    return out
+
+
+class _TimedCollate:
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+        self.last_s = 0.0
+
+    def __call__(self, data: Any) -> Any:
+        t0 = time.perf_counter()
+        out = self.fn(data)
+        self.last_s = time.perf_counter() - t0
+        return out
+
+
+def _timed_fetch(original: Callable[[Any, Any], Any], clock: Callable[[], StageClock | None]) -> Any:
+    """A fetcher's ``fetch`` that times the batch and its collate, when ``clock()`` gives one."""
+
+    def fetch(fetcher: Any, index: Any) -> Any:
+        c = clock()
+        if c is None:
+            return original(fetcher, index)
+        collate = fetcher.collate_fn
+        if not isinstance(collate, _TimedCollate):
+            collate = fetcher.collate_fn = _TimedCollate(collate)
+        collate.last_s = 0.0
+        t0 = time.perf_counter()
+        data = original(fetcher, index)
+        t1 = time.perf_counter()
+        samples = len(index) if getattr(fetcher, "auto_collation", False) and hasattr(index, "__len__") else 1
+        c.batch(samples, t1 - t0, collate.last_s, t1)
+        return data
+
+    fetch._ioprof = True  # type: ignore[attr-defined]
+    return fetch
+
+
+def _patch_fetcher_classes() -> None:
+    """In a worker process: time every fetch of this process (only this process is changed)."""
+    from torch.utils.data._utils import fetch as fetch_mod
+
+    for cls in (fetch_mod._MapDatasetFetcher, fetch_mod._IterableDatasetFetcher):
+        if not getattr(cls.fetch, "_ioprof", False):
+            cls.fetch = _timed_fetch(cls.fetch, lambda: _CLOCK)  # type: ignore[method-assign]
+
+
+# -- the dataset's loader and transforms --------------------------------------------------------
+
+
+def _innermost(dataset: Any) -> Any:
+    """The dataset that loads and transforms (through ``Subset``-like wrappers' ``.dataset``)."""
+    seen: set[int] = set()
+    while id(dataset) not in seen:
+        seen.add(id(dataset))
+        if hasattr(dataset, "transform") or hasattr(dataset, "loader"):
+            return dataset
+        inner = getattr(dataset, "dataset", None)
+        if inner is None:
+            return dataset
+        dataset = inner
+    return dataset
+
+
+def _names(transforms: Sequence[Any]) -> list[str]:
+    """Class names, numbered where one class appears more than once ("Resize", "Resize (2)")."""
+    out: list[str] = []
+    for t in transforms:
+        base = type(t).__name__
+        n = sum(1 for o in out if o == base or o.startswith(f"{base} ("))
+        out.append(base if n == 0 else f"{base} ({n + 1})")
+    return out
+
+
+def instrument(dataset: Any) -> tuple[str, Callable[[], None]]:
+    """Time the file loader and each transform of ``dataset`` (or what it wraps). Returns what
+    could be seen (``stages`` | ``getitem``) and how to undo it."""
+    ds = _innermost(dataset)
+    undo: list[Callable[[], None]] = []
+    seen = "getitem"
+    if getattr(ds, "ioprof_stages", False):  # ioprof's own dataset times its read and decode itself
+        seen = "stages"
+    loader = getattr(ds, "loader", None)
+    if callable(loader) and not isinstance(loader, TimedStage):
+        ds.loader = timed_pil_loader if _is_pil_loader(loader) else TimedStage("load (read + decode)", loader)
+        undo.append(lambda: setattr(ds, "loader", loader))
+        seen = "stages"
+    transform = getattr(ds, "transform", None)
+    inner = getattr(transform, "transforms", None)
+    if (
+        transform is not None
+        and isinstance(inner, list)
+        and not any(isinstance(t, TimedStage) for t in inner)
+    ):
+        transform.transforms = [TimedStage(n, t) for n, t in zip(_names(inner), inner, strict=True)]
+        undo.append(lambda: setattr(transform, "transforms", inner))
+    elif callable(transform) and not isinstance(transform, TimedStage):
+        ds.transform = TimedStage(type(transform).__name__, transform)
+        undo.append(lambda: setattr(ds, "transform", transform))
+    target = getattr(ds, "target_transform", None)
+    if callable(target) and not isinstance(target, TimedStage):
+        ds.target_transform = TimedStage("target_transform", target)
+        undo.append(lambda: setattr(ds, "target_transform", target))
+
+    def undo_all() -> None:
+        for u in reversed(undo):
+            u()
+
+    return seen, undo_all
+
+
+def _is_pil_loader(loader: Any) -> bool:
+    """torchvision's default loader with the PIL backend, or its pil_loader: read with PIL."""
+    try:
+        import torchvision
+        from torchvision.datasets import folder
+    except ImportError:
+        return False
+    if loader is folder.pil_loader:
+        return True
+    return loader is folder.default_loader and torchvision.get_image_backend() == "PIL"
+
+
+def calibrate(clock: StageClock, calls: int = 2000) -> float:
+    """Seconds one stage timer adds to the call it wraps, measured here (the no-op's own cost
+    taken off), so that the report can say what timing cost."""
+    global _CLOCK
+    noop = TimedStage("calibration", lambda x: x)
+    saved, _CLOCK = _CLOCK, clock
+    try:
+        t0 = time.perf_counter()
+        for i in range(calls):
+            noop(i)
+        timed = time.perf_counter() - t0
+        bare = noop.fn
+        t0 = time.perf_counter()
+        for i in range(calls):
+            bare(i)
+        untimed = time.perf_counter() - t0
+    finally:
+        _CLOCK = saved
+        clock.current.pop("calibration", None)
+        clock.calls = 0
+    return max(0.0, (timed - untimed) / calls)
+
+
+def start(folder: str, tag: int, dataset: Any) -> Callable[[], None]:
+    """Time this process's stages (in a worker: its copy of the dataset). Returns the undo."""
+    global _CLOCK
+    seen, undo = instrument(dataset)
+    clock = StageClock(folder, tag, seen)
+    clock.cost_s_per_call = calibrate(clock)
+    _CLOCK = clock
+
+    def stop() -> None:
+        global _CLOCK
+        clock.flush()
+        if _CLOCK is clock:
+            _CLOCK = None
+        undo()
+
+    return stop
+
+
+class WorkerStages:
+    """A loader's ``worker_init_fn``: runs the loader's own, then times this worker's stages.
+    Picklable, so that spawn and forkserver workers get it too."""
+
+    def __init__(self, folder: str, tag: int, own: Callable[[int], None] | None) -> None:
+        self.folder = folder
+        self.tag = tag
+        self.own = own
+
+    def __call__(self, worker_id: int) -> None:
+        if self.own is not None:
+            self.own(worker_id)
+        if not os.path.isdir(self.folder):
+            return  # no longer watched
+        try:
+            from multiprocessing.util import Finalize
+
+            from torch.utils.data import get_worker_info
+
+            info = get_worker_info()
+            stop = start(self.folder, self.tag, info.dataset if info is not None else None)
+            _patch_fetcher_classes()
+            Finalize(None, stop, exitpriority=10)  # the last rows, when the worker exits
+        except Exception:  # timing is a nicety: a worker must never fail for it
+            return
+
+
+def time_in_process(iterator: Any, folder: str, tag: int, dataset: Any) -> Callable[[], None]:
+    """A loader without workers: time its fetcher and dataset in this process. Returns the undo."""
+    fetcher = getattr(iterator, "_dataset_fetcher", None)
+    if fetcher is None:
+        return lambda: None
+    stop = start(folder, tag, dataset)
+    original = type(fetcher).fetch
+    timed = _timed_fetch(original, lambda: _CLOCK)
+    fetcher.fetch = lambda index: timed(fetcher, index)
+
+    def undo() -> None:
+        fetcher.__dict__.pop("fetch", None)
+        if isinstance(fetcher.collate_fn, _TimedCollate):
+            fetcher.collate_fn = fetcher.collate_fn.fn
+        stop()
+
+    return undo
+
+
+# -- the pin-memory copy, in the training process -----------------------------------------------
+
+
+class PinTimes:
+    """Times torch's pin-memory copy of each batch (the pin thread's, or the main thread's without
+    workers): (thread ident, end time, seconds), the outermost call of its recursion only."""
+
+    def __init__(self) -> None:
+        self.records: deque[tuple[int, float, float]] = deque(maxlen=50_000)
+        self._depth = threading.local()
+        self._undo: Callable[[], None] | None = None
+
+    def install(self) -> None:
+        from torch.utils.data._utils import pin_memory as pin_mod
+
+        original = pin_mod.pin_memory
+        times = self
+
+        def pin_memory(data: Any, device: Any = None) -> Any:
+            depth = getattr(times._depth, "n", 0)
+            times._depth.n = depth + 1
+            t0 = time.perf_counter()
+            try:
+                return original(data, device)
+            finally:
+                times._depth.n = depth
+                if depth == 0:
+                    t1 = time.perf_counter()
+                    times.records.append((threading.get_ident(), t1, t1 - t0))
+
+        pin_mod.pin_memory = pin_memory
+        self._undo = lambda: setattr(pin_mod, "pin_memory", original)
+
+    def uninstall(self) -> None:
+        if self._undo is not None:
+            self._undo()
+            self._undo = None
+
+    def between(self, thread: int | None, start_s: float, end_s: float) -> list[float]:
+        return [
+            s
+            for ident, t, s in list(self.records)
+            if start_s <= t <= end_s and (thread is None or ident == thread)
+        ]
+
+
+# -- reading the rows back ----------------------------------------------------------------------
+
+
+def read_rows(folder: str | Path, tag: int | None = None) -> list[dict[str, Any]]:
+    """Every complete row in ``folder`` (of one loader's ``tag``), ordered by time."""
+    rows: list[dict[str, Any]] = []
+    for path in sorted(Path(folder).glob(ROWS_GLOB)):
+        with contextlib.suppress(OSError):
+            for line in path.read_text(encoding="utf-8").splitlines():
+                with contextlib.suppress(ValueError):
+                    row = json.loads(line)
+                    if tag is None or row.get("tag") == tag:
+                        rows.append(row)
+    rows.sort(key=lambda r: r["t"])
+    return rows
+
+
+def summarize(
+    rows: Sequence[dict[str, Any]],
+    *,
+    start_s: float,
+    end_s: float,
+    workers: int,
+    main: Sequence[tuple[str, Sequence[float]]] = (),
+) -> LoaderStages | None:
+    """The window's rows (batches that ended within it) as stages with their intervals, costliest
+    first; ``main``: (name, seconds per batch) of the training process's stages."""
+    rows = [r for r in rows if start_s <= r["t"] <= end_s and r["n"] > 0 and r["fetch_s"] > 0]
+    if len(rows) < 2:
+        return None
+    seen = "stages" if all(r["seen"] == "stages" for r in rows) else "getitem"
+    per_stage = _per_stage(rows, seen)
+    n = [float(r["n"]) for r in rows]
+    fetch = [float(r["fetch_s"]) for r in rows]
+    group = max(1, workers)
+    worker = []
+    for name, secs in per_stage.items():
+        each, share = ratio_interval(secs, n, group), ratio_interval(secs, fetch, group)
+        worker.append(
+            StageTime(name, "worker", each.value, each.low, each.high, share.value, share.low, share.high)
+        )
+    worker.sort(key=lambda s: -s.s_per_sample)
+    total = ratio_interval(fetch, n, group)
+    cost = sum(r["calls"] * r["cost_s_per_call"] for r in rows) / sum(n)
+    return LoaderStages(
+        worker=tuple(worker),
+        main=tuple(_main_stage(name, secs) for name, secs in main if secs),
+        worker_s_per_sample=total.value,
+        worker_low_s=total.low,
+        worker_high_s=total.high,
+        samples=int(sum(n)),
+        batches=len(rows),
+        processes=len({r["pid"] for r in rows}),
+        seen=seen,
+        timing_cost_s_per_sample=cost,
+        note=""
+        if seen == "stages"
+        else "the dataset is not ImageFolder-like (no file loader or transform to time one by one): "
+        "only its __getitem__ as a whole and the collate are timed",
+    )
+
+
+def _per_stage(rows: Sequence[dict[str, Any]], seen: str) -> dict[str, list[float]]:
+    """Each stage's seconds per row (0 where a batch had none), the rest of the fetch apart."""
+    names: list[str] = []
+    for r in rows:
+        names.extend(k for k in r["stages"] if k not in names)
+    out: dict[str, list[float]] = {name: [] for name in names}
+    out[COLLATE] = []
+    rest_name = REST_OF_GETITEM if seen == "stages" else GETITEM
+    out[rest_name] = []
+    for r in rows:
+        for name in names:
+            out[name].append(float(r["stages"].get(name, 0.0)))
+        out[COLLATE].append(float(r["collate_s"]))
+        named = sum(r["stages"].values()) + r["collate_s"]
+        out[rest_name].append(max(0.0, r["fetch_s"] - named))
+    return out
+
+
+def _main_stage(name: str, seconds: Sequence[float]) -> StageTime:
+    each = ratio_interval(list(seconds), [1.0] * len(seconds))
+    return StageTime(name, "main", each.value, each.low, each.high)
+
+
+@contextlib.contextmanager
+def folder_for(parent: str | None = None) -> Iterator[str]:
+    """A fresh folder for a loader's rows, removed afterwards."""
+    import shutil
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="ioprof-stages-", dir=parent)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,170 @@
+"""*Inside the loader*, in a sweep's and a run's report: each stage of a sample in the workers
+(costliest first, with intervals), the training process's own stages per batch, the memory of
+the loader's processes against RAM and /dev/shm, and the threads that ran against the cores. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ioprof.conclude.inside import max_workers_ram, max_workers_shm
+from ioprof.core.config import worker_count
+from ioprof.core.results import CellResult, CoreUse, LoaderStages, SweepResult, WorkerMemory
+from ioprof.render import words
+from ioprof.render.fmt import pct, rate, size
+from ioprof.render.mdtable import table
+
+HOW = (
+    "Timed inside the workers as they ran (fork, spawn and forkserver alike): each batch's fetch, its "
+    "collate, the file's read and the decode apart (PIL decodes when the pixels are first used, so the "
+    "file object's reads are timed and the rest is decode), each transform of the dataset's "
+    "`transforms.Compose` by its class name; `rest of __getitem__` is what the fetch took beyond them. "
+    "Shares are of the workers' time per sample; intervals are 95 %, from batch means."
+)
+
+
+def section(result: SweepResult) -> list[str]:
+    """The section, for the cells whose inside was looked at (a sweep: each dataset's best
+    setting in full and one line for each other cell; a run: every loader)."""
+    cells = [c for c in result.cells if c.status == "ok" and c.inside is not None]
+    if not cells:
+        return []
+    out = ["## Inside the loader", "", HOW, ""]
+    best = _shown(result, cells)
+    for c in best:
+        out += _cell(c)
+    rest = [c for c in cells if c not in best and c.inside is not None and c.inside.stages is not None]
+    if rest:
+        out += ["Other settings, their costliest stage:", ""]
+        out += [f"- {c.dataset} {c.setting.label}: {_lead(c)}" for c in rest] + [""]
+    return out
+
+
+def _shown(result: SweepResult, cells: Sequence[CellResult]) -> list[CellResult]:
+    if result.kind == "run":
+        return list(cells)
+    out = []
+    for label in dict.fromkeys(c.dataset for c in cells):
+        mine = [c for c in cells if c.dataset == label]
+        out.append(max(mine, key=lambda c: c.img_per_s))
+    return out
+
+
+def _lead(c: CellResult) -> str:
+    s = c.inside.stages if c.inside is not None else None
+    lead = s.leading() if s is not None else None
+    if lead is None or lead.share is None:
+        return "not timed"
+    whose = "the workers'" if c.workers else "its"
+    return f"{lead.name}, {words.share_range(lead.share, lead.share_low, lead.share_high)} of {whose} time per sample"
+
+
+def _cell(c: CellResult) -> list[str]:
+    assert c.inside is not None
+    out = [f"### {c.dataset} — {c.setting.label}", ""]
+    if c.inside.stages is not None:
+        out += stages_table(c.inside.stages)
+    else:
+        out += [
+            "Stages: not timed (too few batches in the window, or the workers could not be instrumented).",
+            "",
+        ]
+    if c.inside.memory is not None:
+        out += [memory_line(c.inside.memory), ""]
+    if c.inside.cores is not None:
+        out += [cores_line(c.inside.cores), ""]
+    return out
+
+
+def _mb(x_bytes: float) -> str:
+    return f"{x_bytes / 1e6:,.1f}".replace("-", "−")
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:,.2f}"
+
+
+def _ms_range(low: float, high: float) -> str:
+    known = low == low and high == high and abs(low) != float("inf") and abs(high) != float("inf")
+    return f"[{_ms(max(0.0, low))}–{_ms(high)}]" if known else "[± ?]"
+
+
+def stages_table(s: LoaderStages) -> list[str]:
+    rows = [
+        [
+            st.name,
+            f"{_ms(st.s_per_sample)} {_ms_range(st.low_s, st.high_s)}",
+            words.share_range(st.share, st.share_low, st.share_high) if st.share is not None else "—",
+        ]
+        for st in s.worker
+    ]
+    out = [*table(["stage (in the workers)", "ms per sample", "share"], rows), ""]
+    cost = s.timing_cost_s_per_sample / s.worker_s_per_sample if s.worker_s_per_sample > 0 else 0.0
+    out.append(
+        f"The workers took {_ms(s.worker_s_per_sample)} ms per sample {_ms_range(s.worker_low_s, s.worker_high_s)} "
+        f"({s.samples:,} samples, {s.batches:,} batches, {s.processes} process(es)); the named stages explain "
+        f"{pct(s.named_share, 0)} of it. The timers cost {s.timing_cost_s_per_sample * 1e6:,.1f} µs per sample "
+        f"({pct(cost, 2)}), measured in each worker." + (f" Note: {s.note}." if s.note else "")
+    )
+    if s.main:
+        main = "; ".join(
+            f"{st.name} {_ms(st.s_per_batch)} ms {_ms_range(st.low_s, st.high_s)}" for st in s.main
+        )
+        out.append(
+            f"In the training process, per batch: {main} (the pin-memory copy runs on its own thread while the "
+            "loop waits or trains)."
+        )
+    return [*out, ""]
+
+
+def memory_line(m: WorkerMemory) -> str:
+    g = m.growth_bytes_per_1000_samples
+    if g is None:
+        growth = "growth per sample: too few readings for a slope"
+    elif m.growth_low is not None and m.growth_high is not None:
+        interval = f"[{_mb(m.growth_low)}–{_mb(m.growth_high)}] MB"
+        growth = (
+            f"growth {_mb(g)} MB per 1,000 samples {interval}"
+            if m.growth_low > 0
+            else f"no growth beyond the noise ({_mb(g)} MB per 1,000 samples {interval})"
+        )
+    else:
+        growth = f"growth {size(g)} per 1,000 samples (± ?)"
+    line = f"Memory: the training process holds {size(m.main_uss_bytes)} of its own (USS; PSS {size(m.main_pss_bytes)})"
+    if m.workers:
+        line += (
+            f", each worker {size(m.worker_uss_bytes)} (PSS {size(m.worker_pss_bytes)}), {growth}. Batches in "
+            f"flight: {size(m.batch_bytes)} a batch × prefetch_factor {m.prefetch_factor} × "
+            f"{worker_count(m.workers)} = {size(m.shm_in_flight_bytes)} in /dev/shm"
+        )
+        if m.shm_free_bytes is not None and m.shm_total_bytes is not None:
+            line += f" ({size(m.shm_free_bytes)} free of {size(m.shm_total_bytes)})"
+        fits = []
+        ram, shm = max_workers_ram(m), max_workers_shm(m)
+        if ram is not None:
+            fits.append(
+                f"{worker_count(ram)} in RAM ({size(m.ram_available_bytes)} available: {m.ram_source})"
+            )
+        if shm is not None:
+            fits.append(f"{worker_count(shm)} in /dev/shm")
+        if fits:
+            line += ". At most " + " and ".join(fits) + " fit"
+    else:
+        line += f", {growth}"
+    return line + "."
+
+
+def cores_line(c: CoreUse) -> str:
+    parts = [
+        f"{c.intra_op_threads} intra-op" + (f" × {c.ranks_on_host} ranks" if c.ranks_on_host > 1 else "")
+    ]
+    if c.pin_memory_thread:
+        parts.append("1 pin-memory")
+    if c.workers:
+        parts.append(f"{worker_count(c.workers)} × {c.threads_per_worker}")
+    state = "**oversubscribed**" if c.oversubscribed else "within the cores"
+    return (
+        f"Cores: {c.threads_busy} thread(s) ran at least a tenth of the time (could run: {' + '.join(parts)} = "
+        f"{c.threads_wanted}) on {c.affinity_cores} core(s) of the affinity mask, {rate(c.cpu_busy_cores)} "
+        f"cores busy: {state}."
+    )

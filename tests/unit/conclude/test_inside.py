@@ -1,0 +1,138 @@
+"""What a look inside the loader concludes, on hand-built results: the costliest stage in the
+verdict, workers that fit in RAM and /dev/shm, memory that grows, threads beyond the cores."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import builders
+import pytest
+
+from ioprof.conclude import inside
+from ioprof.conclude.sweep import conclude
+from ioprof.core.findings import CoresOversubscribed, ShmTooSmall, WorkerMemoryGrows, WorkersDoNotFit
+from ioprof.core.results import CoreUse, LoaderInside, LoaderStages, ScriptInfo, StageTime, WorkerMemory
+from ioprof.render import sweep as report
+from ioprof.render import words
+
+MB = 1_000_000
+
+
+def memory(**kw: object) -> WorkerMemory:
+    base = dict(
+        main_uss_bytes=400 * MB, main_pss_bytes=500 * MB, worker_uss_bytes=100 * MB, worker_pss_bytes=200 * MB,
+        growth_bytes_per_1000_samples=None, growth_low=None, growth_high=None, readings=10,
+        batch_bytes=20 * MB, prefetch_factor=2, workers=4, shm_total_bytes=64 * 2**20, shm_free_bytes=64 * 2**20,
+        ram_available_bytes=2_000 * MB, ram_source="the host's available memory", samples_per_epoch=100_000,
+    )  # fmt: skip
+    return WorkerMemory(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def stages(lead: str = "GaussianBlur") -> LoaderStages:
+    return LoaderStages(
+        worker=(
+            StageTime(lead, "worker", 0.007, 0.006, 0.008, 0.7, 0.66, 0.74),
+            StageTime("decode", "worker", 0.002, 0.0018, 0.0022, 0.2, 0.18, 0.22),
+            StageTime("rest of __getitem__", "worker", 0.001, 0.0009, 0.0011, 0.1, 0.09, 0.11),
+        ),
+        main=(StageTime("wait for the batch", "main", 0.05, 0.04, 0.06),),
+        worker_s_per_sample=0.010, worker_low_s=0.009, worker_high_s=0.011,
+        samples=800, batches=100, processes=4, seen="stages", timing_cost_s_per_sample=4e-6,
+    )  # fmt: skip
+
+
+def cores(busy: int, cpu: float, mask: int = 1) -> CoreUse:
+    return CoreUse(mask, 1, 1, True, 4, 1, busy, cpu, 30.0)
+
+
+def test_workers_that_fit_in_ram_and_in_dev_shm() -> None:
+    m = memory()
+    # /dev/shm: 64 MiB free before the first batch ÷ (20 MB × prefetch 2) per worker
+    assert inside.max_workers_shm(m) == 64 * 2**20 // (40 * MB) == 1
+    # RAM: 2,000 MB available + 4 × 100 MB held + 160 MB in flight; each worker 100 MB + 40 MB of batches
+    assert inside.max_workers_ram(m) == (2_000 + 400 + 160) // 140
+    # growth of 1 MB per sample over an epoch of 100,000 samples split among w workers: 100 GB whatever w
+    grows = memory(growth_bytes_per_1000_samples=1_000 * MB, growth_low=900 * MB, growth_high=1_100 * MB)
+    assert inside.max_workers_ram(grows) == 0
+    # noise (an interval down to zero) is not growth
+    noise = memory(growth_bytes_per_1000_samples=1_000 * MB, growth_low=-5 * MB, growth_high=2_000 * MB)
+    assert inside.max_workers_ram(noise) == inside.max_workers_ram(m)
+
+
+def test_findings_name_what_would_fail_before_it_does() -> None:
+    cell = builders.cell(workers=8, wait=0.3, step=0.1, jitter=0.01)
+    grows = memory(
+        workers=8,
+        growth_bytes_per_1000_samples=20 * MB,
+        growth_low=15 * MB,
+        growth_high=25 * MB,
+        samples_per_epoch=50_000,
+    )
+    cell = replace(cell, inside=LoaderInside(stages(), grows, cores(busy=6, cpu=0.97)))
+    r = conclude(builders.sweep_result((cell,)))
+    found = {type(f): f for f in r.analysis.findings}
+    over = found[CoresOversubscribed]
+    assert isinstance(over, CoresOversubscribed) and over.the_limit and over.threads_busy == 6
+    grow = found[WorkerMemoryGrows]
+    assert isinstance(grow, WorkerMemoryGrows) and grow.epoch_cost_bytes == pytest.approx(20 * 50 * MB)
+    fit = found[WorkersDoNotFit]
+    assert isinstance(fit, WorkersDoNotFit) and fit.max_workers_shm == 1 and fit.workers == 8
+    text = " ".join(words.finding(f) for f in r.analysis.findings)
+    assert "oversubscribed — 6 threads ran" in text and "This is what limits it" in text
+    assert "at most 1 worker fit" in text and "--shm-size" in text and "copy-on-read" in text
+
+
+def test_within_the_cores_and_memory_nothing_is_said() -> None:
+    cell = replace(
+        builders.cell(workers=2),
+        inside=LoaderInside(stages(), memory(workers=2, shm_free_bytes=2**30), cores(2, 1.5, mask=2)),
+    )
+    r = conclude(builders.sweep_result((cell,)))
+    kinds = {f.kind for f in r.analysis.findings}
+    assert not kinds & {"cores-oversubscribed", "workers-do-not-fit", "worker-memory-grows"}
+
+
+def test_a_decode_verdict_points_to_the_costliest_stage() -> None:
+    slow = replace(builders.cell(workers=4, wait=0.3, step=0.1, jitter=0.01), inside=LoaderInside(stages()))
+    r = conclude(builders.sweep_result((slow,), compute_rate=1000.0))
+    line = words.verdict_line(r.analysis)
+    assert r.analysis.overall_bottleneck == "decode"
+    assert "Costliest stage in the loader: **GaussianBlur**, 70 % [66–74]" in line
+    v = r.analysis.datasets[0]
+    assert v.leading_stage == "GaussianBlur" and v.leading_share == pytest.approx(0.7)
+    md = report.render_markdown(r)
+    assert "## Inside the loader" in md and "| GaussianBlur | 7.00 [6.00–8.00] | 70 % [66–74] |" in md
+
+
+def test_rest_of_getitem_leads_only_when_nothing_else_was_timed() -> None:
+    s = replace(
+        stages(),
+        worker=(
+            StageTime("rest of __getitem__", "worker", 0.009, 0.008, 0.01, 0.9, 0.8, 1.0),
+            *stages().worker[:1],
+        ),
+    )
+    assert s.leading().name == "GaussianBlur"  # type: ignore[union-attr]
+
+
+def test_a_run_that_ran_out_of_dev_shm_says_so_in_one_line() -> None:
+    r = builders.sweep_result((builders.cell(),))
+    script = ScriptInfo(
+        "python train.py",
+        1,
+        "failed",
+        1,
+        0,
+        5,
+        100,
+        60.0,
+        False,
+        False,
+        0.0,
+        shm_failure="a DataLoader worker ran out of shared memory: x",
+    )
+    found = inside.findings(replace(r, script=script), ())
+    assert found == (ShmTooSmall("a DataLoader worker ran out of shared memory: x", failed=True),)
+    assert words.finding(found[0]).startswith(
+        "Your script failed because a DataLoader worker ran out of shared memory"
+    )

@@ -1,0 +1,225 @@
+"""Stages timed inside real DataLoader workers (fork, spawn, forkserver), the rows summarized,
+and the training process's objects left as they were."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, Dataset
+from torchvision import datasets, transforms
+
+from ioprof.core.results import REST_OF_GETITEM
+from ioprof.measure import stages
+
+
+def _blurred(root: Path) -> datasets.ImageFolder:
+    """An ImageNet-style Compose with a planted slow transform (a large-kernel GaussianBlur)."""
+    return datasets.ImageFolder(
+        str(root),
+        transforms.Compose(
+            [
+                transforms.RandomResizedCrop(64),
+                transforms.GaussianBlur(31, sigma=8.0),
+                transforms.RandomHorizontalFlip(),
+                transforms.ToTensor(),
+                transforms.Normalize([0.5] * 3, [0.5] * 3),
+            ]
+        ),
+    )
+
+
+def _timed(loader: DataLoader, folder: str, passes: int = 1) -> stages.LoaderStages | None:
+    t0 = time.perf_counter()
+    for _ in range(passes):
+        for _batch in loader:
+            pass
+    del _batch
+    return stages.summarize(
+        stages.read_rows(folder, 1), start_s=t0, end_s=time.perf_counter() + 60, workers=loader.num_workers
+    )
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_a_planted_slow_transform_is_named_first_in_every_kind_of_worker(
+    small_set: Path, tmp_path: Path, method: str
+) -> None:
+    ds = _blurred(small_set)
+    folder = str(tmp_path)
+    loader = DataLoader(
+        ds,
+        batch_size=4,
+        num_workers=2,
+        worker_init_fn=stages.WorkerStages(folder, 1, None),
+        multiprocessing_context=method,
+    )
+    s = _timed(loader, folder)
+    assert s is not None and s.seen == "stages" and s.processes == 2 and s.samples == len(ds)
+    names = [st.name for st in s.worker]
+    assert names[0] == "GaussianBlur", names
+    assert {
+        "read",
+        "decode",
+        "RandomResizedCrop",
+        "ToTensor",
+        "Normalize",
+        "collate",
+        REST_OF_GETITEM,
+    } <= set(names)
+    # the named stages account for the workers' own time per sample, measured around each fetch
+    assert s.named_share > 0.9 and sum(st.s_per_sample for st in s.worker) == pytest.approx(
+        s.worker_s_per_sample
+    )
+    assert all(st.share is not None and 0 <= st.share <= 1 for st in s.worker)
+    lead = s.worker[0]
+    assert lead.low_s <= lead.s_per_sample <= lead.high_s and lead.share_low < lead.share < lead.share_high  # type: ignore[operator]
+    assert 0 < s.timing_cost_s_per_sample < 0.05 * s.worker_s_per_sample
+    # the training process's dataset is untouched: its transforms are the user's own objects
+    assert (
+        type(ds.transform.transforms[1]).__name__ == "GaussianBlur"
+        and ds.loader is datasets.folder.default_loader
+    )
+
+
+def test_the_loaders_own_worker_init_fn_still_runs_first(small_set: Path, tmp_path: Path) -> None:
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    loader = DataLoader(
+        _blurred(small_set),
+        batch_size=8,
+        num_workers=2,
+        worker_init_fn=stages.WorkerStages(str(tmp_path), 1, _MarkWorker(str(seen))),
+    )
+    assert _timed(loader, str(tmp_path)) is not None
+    assert sorted(p.name for p in seen.iterdir()) == ["0", "1"]
+
+
+class _MarkWorker:
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def __call__(self, worker_id: int) -> None:
+        Path(self.folder, str(worker_id)).write_text("")
+
+
+def test_a_loader_without_workers_is_timed_in_process_and_restored(small_set: Path, tmp_path: Path) -> None:
+    ds = _blurred(small_set)
+    inner = ds.transform.transforms
+    loader = DataLoader(ds, batch_size=4, num_workers=0)
+    it = iter(loader)
+    undo = stages.time_in_process(it, str(tmp_path), 1, ds)
+    t0 = time.perf_counter()
+    for _ in it:
+        pass
+    undo()
+    s = stages.summarize(stages.read_rows(tmp_path, 1), start_s=t0, end_s=time.perf_counter(), workers=0)
+    assert s is not None and s.worker[0].name == "GaussianBlur" and s.processes == 1
+    assert ds.transform.transforms is inner and ds.loader is datasets.folder.default_loader
+    assert stages.current() is None
+
+
+class _Custom(Dataset):
+    """Not ImageFolder-like: no file loader, no transform to time one by one."""
+
+    def __len__(self) -> int:
+        return 32
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        time.sleep(0.002)
+        return torch.zeros(3, 8, 8)
+
+
+def test_a_custom_dataset_gets_what_can_be_seen_and_says_so(tmp_path: Path) -> None:
+    loader = DataLoader(
+        _Custom(), batch_size=4, num_workers=2, worker_init_fn=stages.WorkerStages(str(tmp_path), 1, None)
+    )
+    s = _timed(loader, str(tmp_path))
+    assert s is not None and s.seen == "getitem" and "not ImageFolder-like" in s.note
+    assert [st.name for st in s.worker] == ["__getitem__", "collate"]
+    assert s.worker[0].s_per_sample >= 0.002
+
+
+def test_read_and_decode_are_split_where_pil_decodes_lazily(
+    small_set: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow file (its reads take 20 ms each) is charged to read, not to decode — PIL reads the
+    pixels only in convert(), so timing open() alone would charge them to decode."""
+    import builtins
+
+    real_open = builtins.open
+
+    class SlowFile:
+        def __init__(self, f):  # type: ignore[no-untyped-def]
+            self.f = f
+
+        def read(self, *a):  # type: ignore[no-untyped-def]
+            time.sleep(0.02)
+            return self.f.read(*a)
+
+        def readinto(self, *a):  # type: ignore[no-untyped-def]
+            time.sleep(0.02)
+            return self.f.readinto(*a)
+
+        def __getattr__(self, name):  # type: ignore[no-untyped-def]
+            return getattr(self.f, name)
+
+        def __enter__(self):  # type: ignore[no-untyped-def]
+            return self
+
+        def __exit__(self, *a):  # type: ignore[no-untyped-def]
+            self.f.close()
+
+    def slow_open(path, mode="r", *a, **k):  # type: ignore[no-untyped-def]
+        f = real_open(path, mode, *a, **k)
+        return SlowFile(f) if "b" in mode and str(path).endswith(".jpg") else f
+
+    clock = stages.StageClock(str(Path(small_set).parent), 99, "stages")
+    monkeypatch.setattr(stages, "_CLOCK", clock)
+    monkeypatch.setattr(builtins, "open", slow_open)
+    path = next(Path(small_set).rglob("*.jpg"))
+    image = stages.timed_pil_loader(str(path))
+    assert image.mode == "RGB"
+    assert clock.current["read"] >= 0.02 and clock.current["decode"] < clock.current["read"]
+
+
+def test_rows_outside_the_window_or_empty_are_left_out() -> None:
+    def row(t: float, n: int, blur: float, pid: int = 1) -> dict:  # type: ignore[type-arg]
+        return {
+            "pid": pid, "tag": 1, "t": t, "n": n, "fetch_s": blur + 0.01, "collate_s": 0.002,
+            "stages": {"GaussianBlur": blur, "decode": 0.004}, "calls": 4, "cost_s_per_call": 1e-6, "seen": "stages",
+        }  # fmt: skip
+
+    rows = (
+        [row(0.5, 4, 9.0)]
+        + [row(1 + i, 4, 0.02 + 0.001 * (i % 3), pid=1 + i % 2) for i in range(12)]
+        + [row(99, 4, 9.0)]
+    )
+    s = stages.summarize(rows, start_s=1.0, end_s=20.0, workers=2, main=[(stages.WAIT, [0.01, 0.03])])
+    assert s is not None and s.batches == 12 and s.samples == 48 and s.processes == 2
+    blur = s.worker[0]
+    assert blur.name == "GaussianBlur" and blur.s_per_sample == pytest.approx(0.021 / 4, rel=0.01)
+    rest = next(st for st in s.worker if st.name == REST_OF_GETITEM)
+    assert rest.s_per_sample == pytest.approx((0.01 - 0.004 - 0.002) / 4, rel=0.01)
+    assert s.timing_cost_s_per_sample == pytest.approx(1e-6)
+    (wait,) = s.main
+    assert wait.where == "main" and wait.s_per_batch == pytest.approx(0.02) and math.isfinite(wait.high_s)
+    assert stages.summarize(rows[:1], start_s=0, end_s=1, workers=2) is None
+
+
+def test_pin_memory_is_timed_once_per_batch_not_per_nested_tensor() -> None:
+    from torch.utils.data._utils import pin_memory as pin_mod
+
+    pins = stages.PinTimes()
+    calls = []
+    original = pin_mod.pin_memory
+    pin_mod.pin_memory = lambda data, device=None: calls.append(1) or data  # the recursion's innermost
+    try:
+        pins.install()
+        pin_mod.pin_memory([torch.zeros(2), torch.zeros(2)])
+    finally:
+        pins.uninstall()
+        pin_mod.pin_memory = original
+    assert len(pins.records) == 1 and calls == [1]
