@@ -44,6 +44,11 @@ class Run:
         return self._frame("ceilings")
 
     @property
+    def stages(self) -> Any:
+        """Sweeps and runs: one row per stage inside each cell's loader (``Inside the loader``)."""
+        return self._frame("stages")
+
+    @property
     def loaders(self) -> Any:
         """``ioprof run``: every DataLoader of the user's script."""
         return self._frame("loaders")

@@ -125,6 +125,16 @@ def add_loader(p: argparse.ArgumentParser, *, loaders: bool = True) -> None:
     add_start_method(p)
 
 
+def add_inside(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-inside",
+        dest="inside",
+        action="store_false",
+        default=S,
+        help="do not time each stage inside the loader's workers, nor read their memory and threads",
+    )
+
+
 def add_start_method(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--start-method",

@@ -66,13 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help=f"each measurement of your loader alone runs at least this long, at most 3x (default {d.probe_seconds:g})",
     )
-    p.add_argument(
-        "--no-inside",
-        dest="inside",
-        action="store_false",
-        default=argparse.SUPPRESS,
-        help="do not time each stage inside your loader's workers, nor read their memory and threads",
-    )
+    args.add_inside(p)
     args.add_out(p)
     p.add_argument(
         "argv",

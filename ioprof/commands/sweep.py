@@ -31,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     args.add_training(p)
     args.add_run(p)
     args.add_out(p)
+    args.add_inside(p)
     p.add_argument(
         "--no-probe",
         dest="probe",

@@ -189,6 +189,7 @@ class SweepConfig:
     out_dir: str | None = None
     cache_dir: str | None = None  # where generated datasets are kept; None: the user cache folder
     start_method: str | None = None  # loader workers: fork | spawn | forkserver; None: Python's default
+    inside: bool = True  # time each stage inside the loader's workers; read their memory and threads
 
     @property
     def needs_data(self) -> bool:

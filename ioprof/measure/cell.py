@@ -88,6 +88,7 @@ class CellPlan:
     prefetch_factor: int | None = None  # DataLoader's default (2) when None
     keep_warm: frozenset[str] = frozenset()  # cold regime: files left resident (the share RAM would hold)
     loader: LoaderFactory | None = None  # another input pipeline than ioprof's DataLoader (``whatif``)
+    inside: bool = True  # stages timed in the workers, their memory and threads read (``inside``)
 
 
 # Builds an alternative input pipeline for a cell: (plan, paths, labels, blobs, cache) → batches.
@@ -198,7 +199,7 @@ def _cell_loader(plan: CellPlan, stage_folder: str) -> tuple[Iterable[Batch], Ca
         start_method=plan.start_method,
         prefetch_factor=plan.prefetch_factor,
         keep_warm=plan.keep_warm,
-        worker_init_fn=stages.WorkerStages(stage_folder, 0, None),
+        worker_init_fn=stages.WorkerStages(stage_folder, 0, None) if plan.inside else None,
     )
     return dl, cache
 
@@ -215,7 +216,7 @@ def run_cell(
     /dev/shm is refused before it starts, and a worker that dies of it is said to: ``ShmTooSmall``)."""
     folder = tempfile.mkdtemp(prefix="ioprof-stages-")
     pins = stages.PinTimes()
-    if plan.pin_memory:
+    if plan.pin_memory and plan.inside:
         pins.install()
     try:
         return _run_cell(plan, step, gpu, failures, clock, folder, pins)
@@ -255,7 +256,8 @@ def _run_cell(
     try:
         for i in range(warmup + run.max_steps):
             if i == warmup:
-                inside.start(lambda: pids)
+                if plan.inside:
+                    inside.start(lambda: pids)
                 io_before, mount_before = iocounters.snapshot(pids, clock()), mount.snapshot()
                 window_start, window_mark = io_before.at_s, step.mark()
                 gpu.start()
@@ -300,6 +302,8 @@ def _run_cell(
         window_mark=window_mark,
         mount=(mount_before, mount_after),
     )
+    if not plan.inside:
+        return result
     main = [(stages.PIN, pins.between(None, window_start, io_after.at_s)), (stages.WAIT, window.waits)]
     return replace(result, inside=inside.result(window_start, io_after.at_s, main))
 
@@ -312,7 +316,7 @@ def _iterate(
     children_before = iocounters.child_pids()
     it = iter(dl)
     undo = None
-    if plan.loader is None and not plan.setting.workers:
+    if plan.inside and plan.loader is None and not plan.setting.workers:
         undo = stages.time_in_process(it, folder, 0, getattr(dl, "dataset", None))
     if plan.setting.processes == 0:
         return it, [os.getpid()], undo

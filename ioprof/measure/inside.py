@@ -22,7 +22,10 @@ from ioprof.core.stats import pooled_slope
 from ioprof.host.processes import ProcessReading, busy_threads, read_process, shm_space
 from ioprof.measure import stages
 
-EVERY_S = 1.0  # memory and thread readings: often enough for a slope, cheap enough to ignore
+EVERY_S = 2.0  # memory and thread readings: often enough for a slope…
+# …but no more than this share of one core: the kernel walks each process's page tables to sum
+# its private pages (about 20 ms for a worker forked from a process that loaded torch)
+READING_BUDGET = 0.01
 PAIR_MAX_S = 3 * EVERY_S  # two readings further apart have a pause between them
 
 
@@ -64,6 +67,7 @@ class InsideRecorder:
         self.shm_at_start = shm_space()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self.reading_s = 0.0  # what the last reading took
         self._stop = threading.Event()
 
     def first_batch(self, batch: Any) -> int:
@@ -71,10 +75,10 @@ class InsideRecorder:
             self.batch_bytes = batch_bytes(batch)
         return self.batch_bytes
 
-    def read(self, pids: Sequence[int]) -> None:
-        """Memory and thread CPU of the training process and ``pids``, now."""
+    def read(self, pids: Sequence[int], *, main: bool = True) -> None:
+        """Memory and thread CPU of ``pids`` (and of the training process, with ``main``), now."""
         at_s = time.perf_counter()
-        for pid in {os.getpid(), *pids}:
+        for pid in {*pids, *([os.getpid()] if main else [])}:
             r = read_process(pid, at_s)
             if r is not None:
                 with self._lock:
@@ -86,12 +90,19 @@ class InsideRecorder:
         if self._thread is not None:
             return
         stop = self._stop = threading.Event()
+        workers = self.workers > 0
 
         def loop() -> None:
+            first = True
             while True:
+                t0 = time.perf_counter()
                 with contextlib.suppress(Exception):  # a reading is a nicety: never break what it watches
-                    self.read(pids())
-                if stop.wait(EVERY_S):
+                    # the training process (a large one: reading it costs most) at the start and the
+                    # end; its own samples' growth between, only where it makes them (no workers)
+                    self.read(pids(), main=first or not workers)
+                first = False
+                self.reading_s = time.perf_counter() - t0
+                if stop.wait(max(EVERY_S, self.reading_s / READING_BUDGET)):
                     return
 
         self._thread = threading.Thread(target=loop, name="ioprof-inside", daemon=True)

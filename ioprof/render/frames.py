@@ -77,6 +77,46 @@ def cells_frame(result: SweepResult) -> pd.DataFrame:
     return pd.DataFrame([_cell_row(c) for c in result.cells], columns=list(CELL_COLUMNS))
 
 
+STAGE_COLUMNS = (
+    "dataset",
+    "loader",
+    "workers",
+    "stage",
+    "where",
+    "s_per_sample",
+    "s_per_sample_low",
+    "s_per_sample_high",
+    "share",
+    "share_low",
+    "share_high",
+)
+
+
+def stages_frame(result: SweepResult) -> pd.DataFrame:
+    """One row per stage of each cell whose loader was looked inside (``where``: worker stages per
+    sample, main-process stages per batch in the ``s_per_sample`` columns)."""
+    rows = []
+    for c in result.cells:
+        s = c.inside.stages if c.inside is not None else None
+        for st in (*s.worker, *s.main) if s is not None else ():
+            rows.append(
+                dict(
+                    dataset=c.dataset,
+                    loader=c.loader,
+                    workers=c.workers,
+                    stage=st.name,
+                    where=st.where,
+                    s_per_sample=st.s_per_sample,
+                    s_per_sample_low=st.low_s,
+                    s_per_sample_high=st.high_s,
+                    share=st.share,
+                    share_low=st.share_low,
+                    share_high=st.share_high,
+                )
+            )
+    return pd.DataFrame(rows, columns=list(STAGE_COLUMNS))
+
+
 def ceilings_frame(result: SweepResult | PlaceResult) -> pd.DataFrame:
     """One row per stage ceiling: compute, each decode setting, each storage concurrency."""
     rows: list[dict[str, Any]] = []

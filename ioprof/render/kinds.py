@@ -41,6 +41,7 @@ def _unchanged(result: Any) -> Any:
 _SWEEP_FRAMES: dict[str, Callable[[Any], Any]] = {
     "cells": frames.cells_frame,
     "ceilings": frames.ceilings_frame,
+    "stages": frames.stages_frame,
 }
 KINDS: dict[str, Kind] = {
     "sweep": Kind(sweep_conclusion.conclude, sweep.write, sweep.headline, _SWEEP_FRAMES),

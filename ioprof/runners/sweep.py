@@ -196,6 +196,7 @@ def _plans(
             start_method=config.start_method,
             emulated=emulated,
             sample=sample if emulated is not None else None,
+            inside=config.inside,
         )
         for setting in config.settings()
     ]

@@ -118,6 +118,10 @@ def test_the_imagenet_example_on_a_slow_link_is_storage_bound(runs: Any) -> None
     assert all(d["cache"]["regime"] == "memory" for d in ceilings["decode"])
     assert min(d["img_per_s"] for d in ceilings["decode"]) > 3 * ceilings["storage"][0]["img_per_s"]
     assert not any(f["kind"] == "fetched-above-storage" for f in r["analysis"]["findings"])
+    # inside its workers the network read leads, charged to read — not to decode, though PIL reads
+    # the pixels only when it decodes them
+    stages = cell["inside"]["stages"]
+    assert stages["worker"][0]["name"] == "read" and stages["worker"][0]["share"] > 0.5, stages["worker"]
     report = (runs["example"]["out"] / "report.md").read_text()
     assert report.startswith("# ioprof run") and "the bottleneck is storage**: loader 1" in report
     assert "in memory: " in report and "| loader 2 | evaluation |" in report

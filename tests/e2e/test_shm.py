@@ -120,9 +120,19 @@ def test_run_warns_at_the_first_batch_when_the_batches_in_flight_would_not_fit(
     """Room for a few batches (393 kB each at 64 px) but not for 2 workers × prefetch_factor 24."""
     out = tmp_path / "run"
     p = with_small_shm(
-        "16m", "run", "--no-probe", "--steps", "4", "--out", str(out), "--", sys.executable, str(paths.IMAGENET_LIKE), str(folder),
+        "16m",
+        "run",
+        "--no-probe",
+        "--steps",
+        "4",
+        "--out",
+        str(out),
+        "--",
+        sys.executable,
+        str(paths.IMAGENET_LIKE),
+        str(folder),
         *"-j 2 -b 8 --crop 64 --prefetch-factor 24 -a squeezenet1_1".split(),
-    )  # fmt: skip
+    )
     warning = "ioprof: warning: loader 1: the DataLoader's batches in flight need 18.9 MB of /dev/shm (0.39 MB a batch × prefetch_factor 24 × 2 workers)"
     assert any(line.startswith(warning) for line in p.stderr.splitlines()), p.stderr
     r = json.loads((out / "results.json").read_text())

@@ -20,11 +20,23 @@ MB = 1_000_000
 
 def memory(**kw: object) -> WorkerMemory:
     base = dict(
-        main_uss_bytes=400 * MB, main_pss_bytes=500 * MB, worker_uss_bytes=100 * MB, worker_pss_bytes=200 * MB,
-        growth_bytes_per_1000_samples=None, growth_low=None, growth_high=None, readings=10,
-        batch_bytes=20 * MB, prefetch_factor=2, workers=4, shm_total_bytes=64 * 2**20, shm_free_bytes=64 * 2**20,
-        ram_available_bytes=2_000 * MB, ram_source="the host's available memory", samples_per_epoch=100_000,
-    )  # fmt: skip
+        main_uss_bytes=400 * MB,
+        main_pss_bytes=500 * MB,
+        worker_uss_bytes=100 * MB,
+        worker_pss_bytes=200 * MB,
+        growth_bytes_per_1000_samples=None,
+        growth_low=None,
+        growth_high=None,
+        readings=10,
+        batch_bytes=20 * MB,
+        prefetch_factor=2,
+        workers=4,
+        shm_total_bytes=64 * 2**20,
+        shm_free_bytes=64 * 2**20,
+        ram_available_bytes=2_000 * MB,
+        ram_source="the host's available memory",
+        samples_per_epoch=100_000,
+    )
     return WorkerMemory(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -36,9 +48,15 @@ def stages(lead: str = "GaussianBlur") -> LoaderStages:
             StageTime("rest of __getitem__", "worker", 0.001, 0.0009, 0.0011, 0.1, 0.09, 0.11),
         ),
         main=(StageTime("wait for the batch", "main", 0.05, 0.04, 0.06),),
-        worker_s_per_sample=0.010, worker_low_s=0.009, worker_high_s=0.011,
-        samples=800, batches=100, processes=4, seen="stages", timing_cost_s_per_sample=4e-6,
-    )  # fmt: skip
+        worker_s_per_sample=0.010,
+        worker_low_s=0.009,
+        worker_high_s=0.011,
+        samples=800,
+        batches=100,
+        processes=4,
+        seen="stages",
+        timing_cost_s_per_sample=4e-6,
+    )
 
 
 def cores(busy: int, cpu: float, mask: int = 1) -> CoreUse:

@@ -188,9 +188,17 @@ def test_read_and_decode_are_split_where_pil_decodes_lazily(
 def test_rows_outside_the_window_or_empty_are_left_out() -> None:
     def row(t: float, n: int, blur: float, pid: int = 1) -> dict:  # type: ignore[type-arg]
         return {
-            "pid": pid, "tag": 1, "t": t, "n": n, "fetch_s": blur + 0.01, "collate_s": 0.002,
-            "stages": {"GaussianBlur": blur, "decode": 0.004}, "calls": 4, "cost_s_per_call": 1e-6, "seen": "stages",
-        }  # fmt: skip
+            "pid": pid,
+            "tag": 1,
+            "t": t,
+            "n": n,
+            "fetch_s": blur + 0.01,
+            "collate_s": 0.002,
+            "stages": {"GaussianBlur": blur, "decode": 0.004},
+            "calls": 4,
+            "cost_s_per_call": 1e-6,
+            "seen": "stages",
+        }
 
     rows = (
         [row(0.5, 4, 9.0)]
