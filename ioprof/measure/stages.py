@@ -461,8 +461,9 @@ def summarize(
     worker = []
     for name, secs in per_stage.items():
         each, share = ratio_interval(secs, n, group), ratio_interval(secs, fetch, group)
+        low, high = max(0.0, share.low), min(1.0, share.high)  # a share lies in [0, 1]
         worker.append(
-            StageTime(name, "worker", each.value, each.low, each.high, share.value, share.low, share.high)
+            StageTime(name, "worker", each.value, max(0.0, each.low), each.high, share.value, low, high)
         )
     worker.sort(key=lambda s: -s.s_per_sample)
     total = ratio_interval(fetch, n, group)

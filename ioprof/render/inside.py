@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ioprof.conclude.inside import max_workers_ram, max_workers_shm
+from ioprof.conclude.inside import MAX_WORKERS_CHECKED, max_workers_ram, max_workers_shm
 from ioprof.core.config import worker_count
 from ioprof.core.results import CellResult, CoreUse, LoaderStages, SweepResult, WorkerMemory
 from ioprof.render import words
@@ -110,9 +110,14 @@ def stages_table(s: LoaderStages) -> list[str]:
         main = "; ".join(
             f"{st.name} {_ms(st.s_per_batch)} ms {_ms_range(st.low_s, st.high_s)}" for st in s.main
         )
+        pinned = any(st.name == "pin-memory copy" for st in s.main)
         out.append(
-            f"In the training process, per batch: {main} (the pin-memory copy runs on its own thread while the "
-            "loop waits or trains)."
+            f"In the training process, per batch: {main}"
+            + (
+                " (the pin-memory copy runs on its own thread while the loop waits or trains)."
+                if pinned
+                else "."
+            )
         )
     return [*out, ""]
 
@@ -139,19 +144,22 @@ def memory_line(m: WorkerMemory) -> str:
         )
         if m.shm_free_bytes is not None and m.shm_total_bytes is not None:
             line += f" ({size(m.shm_free_bytes)} free of {size(m.shm_total_bytes)})"
-        fits = []
-        ram, shm = max_workers_ram(m), max_workers_shm(m)
-        if ram is not None:
-            fits.append(
-                f"{worker_count(ram)} in RAM ({size(m.ram_available_bytes)} available: {m.ram_source})"
-            )
-        if shm is not None:
-            fits.append(f"{worker_count(shm)} in /dev/shm")
-        if fits:
-            line += ". At most " + " and ".join(fits) + " fit"
+        line += ". " + _fit(m)
     else:
         line += f", {growth}"
     return line + "."
+
+
+def _fit(m: WorkerMemory) -> str:
+    """The most workers that fit in RAM and in /dev/shm, in words."""
+    fits = []
+    for where, n in (("RAM", max_workers_ram(m)), ("/dev/shm", max_workers_shm(m))):
+        if n is None:
+            continue
+        many = f"more than {MAX_WORKERS_CHECKED}" if n >= MAX_WORKERS_CHECKED else f"at most {n}"
+        extra = f" ({size(m.ram_available_bytes)} available: {m.ram_source})" if where == "RAM" else ""
+        fits.append(f"{many} in {where}{extra}")
+    return ("Workers that fit: " + "; ".join(fits)) if fits else ""
 
 
 def cores_line(c: CoreUse) -> str:

@@ -82,7 +82,7 @@ def share_range(value: float, low: float | None, high: float | None) -> str:
     """A share with its interval where there is one: ``62 % [58–66]``."""
     if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
         return share_ci(Interval.unknown(value), 0)
-    return share_ci(Interval(value, low, high, 2), 0)
+    return share_ci(Interval(value, max(0.0, low), min(1.0, high), 2), 0)
 
 
 def _oversubscribed(x: f.CoresOversubscribed) -> str:

@@ -231,3 +231,25 @@ def test_pin_memory_is_timed_once_per_batch_not_per_nested_tensor() -> None:
         pins.uninstall()
         pin_mod.pin_memory = original
     assert len(pins.records) == 1 and calls == [1]
+
+
+def test_a_transforms_v2_compose_is_timed_by_name_too(small_set: Path, tmp_path: Path) -> None:
+    from torchvision.transforms import v2
+
+    tf = v2.Compose(
+        [
+            v2.PILToTensor(),
+            v2.RandomResizedCrop(64, antialias=True),
+            v2.GaussianBlur(31, sigma=8.0),
+            v2.ToDtype(torch.float32, scale=True),
+        ]
+    )
+    loader = DataLoader(
+        datasets.ImageFolder(str(small_set), tf),
+        batch_size=4,
+        num_workers=2,
+        worker_init_fn=stages.WorkerStages(str(tmp_path), 1, None),
+    )
+    s = _timed(loader, str(tmp_path))
+    assert s is not None and s.worker[0].name == "GaussianBlur"
+    assert {"PILToTensor", "RandomResizedCrop", "ToDtype", "read", "decode"} <= {st.name for st in s.worker}
