@@ -256,8 +256,8 @@ def _run_cell(
     try:
         for i in range(warmup + run.max_steps):
             if i == warmup:
-                if plan.inside:
-                    inside.start(lambda: pids)
+                if plan.inside:  # before the window: reading a process's memory stalls it a moment
+                    inside.read(pids)
                 io_before, mount_before = iocounters.snapshot(pids, clock()), mount.snapshot()
                 window_start, window_mark = io_before.at_s, step.mark()
                 gpu.start()
@@ -285,7 +285,8 @@ def _run_cell(
         step.drain()  # the window ends when the GPU has done its last step, not when it was enqueued
         io_after, mount_after = iocounters.snapshot(pids, clock()), mount.snapshot()
     finally:
-        inside.stop(pids)
+        if plan.inside and window.waits:  # after the window, for the same reason
+            inside.read(pids)
         telemetry = gpu.stop()
         if undo is not None:
             undo()
@@ -333,6 +334,7 @@ def _recorder(plan: CellPlan, folder: str, files: int) -> InsideRecorder:
         pin_memory=plan.pin_memory,
         persistent_workers=False,
         samples_per_epoch=files,
+        pauses=False,
     )
 
 

@@ -56,12 +56,14 @@ class InsideRecorder:
         persistent_workers: bool,
         samples_per_epoch: int | None,
         ranks_on_host: int = 1,
+        pauses: bool = True,
     ) -> None:
         self.folder, self.tag, self.workers = folder, tag, workers
         self.prefetch_factor = prefetch_factor or 0
         self.pin_memory, self.persistent = pin_memory, persistent_workers
         self.samples_per_epoch = samples_per_epoch
         self.ranks_on_host = ranks_on_host
+        self.pauses = pauses  # the loop may pause between readings (a user's evaluation, a probe)
         self.readings: dict[int, list[ProcessReading]] = {}
         self.batch_bytes = 0
         self.shm_at_start = shm_space()
@@ -85,8 +87,10 @@ class InsideRecorder:
                     self.readings.setdefault(pid, []).append(r)
 
     def start(self, pids: Callable[[], Sequence[int]]) -> None:
-        """Read now and every EVERY_S on a thread of its own, never in the timed loop (reading a
-        process's memory walks its page tables: milliseconds)."""
+        """Read now and every EVERY_S on a thread of its own, never in the timed loop: reading a
+        process's memory walks its page tables (milliseconds, the process stalled meanwhile if it
+        maps memory), so the readings are held to ``READING_BUDGET`` of the time. A window too
+        short for that (a sweep's cell) is read before and after it instead (``read``)."""
         if self._thread is not None:
             return
         stop = self._stop = threading.Event()
@@ -188,7 +192,7 @@ class InsideRecorder:
             (a, b)
             for rs in spans.values()
             for a, b in itertools.pairwise(rs)
-            if 0 < b.at_s - a.at_s <= PAIR_MAX_S
+            if 0 < b.at_s - a.at_s <= (PAIR_MAX_S if self.pauses else float("inf"))
         ]
         if not pairs:
             return None

@@ -29,7 +29,7 @@ def section(result: SweepResult) -> list[str]:
     cells = [c for c in result.cells if c.status == "ok" and c.inside is not None]
     if not cells:
         return []
-    out = ["## Inside the loader", "", HOW, ""]
+    out = ["## Inside the loader", "", HOW, "", "![Where a sample's time goes](stages.png)", ""]
     best = _shown(result, cells)
     for c in best:
         out += _cell(c)

@@ -331,3 +331,50 @@ def plot_devices(result: object, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+STAGES_PNG = "stages.png"
+STAGES_SHOWN = 6  # the costliest stages of all cells get a colour each; the rest are "other"
+
+
+def plot_stages(result: SweepResult, path: Path) -> bool:
+    """A bar per cell of its workers' time per sample, split into its stages (the costliest named,
+    the rest as "other"). Returns False, writing nothing, when no cell's stages were timed."""
+    cells = [
+        c for c in result.cells if c.status == "ok" and c.inside is not None and c.inside.stages is not None
+    ]
+    if not cells:
+        return False
+    totals: dict[str, float] = {}
+    for c in cells:
+        assert c.inside is not None and c.inside.stages is not None
+        for st in c.inside.stages.worker:
+            totals[st.name] = totals.get(st.name, 0.0) + st.s_per_sample
+    named = sorted(totals, key=lambda n: -totals[n])[:STAGES_SHOWN]
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, ax = plt.subplots(figsize=(8.5, 1.4 + 0.45 * len(cells)), dpi=110)
+    labels = [f"{c.dataset} · {c.setting.label}" for c in cells]
+    left = [0.0] * len(cells)
+    for k, name in enumerate([*named, "other"]):
+        widths = []
+        for c in cells:
+            assert c.inside is not None and c.inside.stages is not None
+            stages = c.inside.stages.worker
+            ms = [
+                st.s_per_sample * 1e3
+                for st in stages
+                if (st.name == name) or (name == "other" and st.name not in named)
+            ]
+            widths.append(sum(ms))
+        color = colors[k % len(colors)] if name != "other" else "0.75"
+        ax.barh(labels, widths, left=left, color=color, label=name, height=0.6)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.invert_yaxis()
+    ax.set_xlabel("ms per sample in a worker (the training process, without workers)")
+    ax.set_title("Inside the loader: where a sample's time goes", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True

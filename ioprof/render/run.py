@@ -11,7 +11,7 @@ from ioprof.render import inside, words
 from ioprof.render import sweep as markdown
 from ioprof.render.fmt import duration, mb, pct, rate, rate_ci
 from ioprof.render.mdtable import table
-from ioprof.render.plots import GPU_UTIL_PNG, plot_gpu_utilization
+from ioprof.render.plots import GPU_UTIL_PNG, STAGES_PNG, plot_gpu_utilization, plot_stages
 from ioprof.render.results_csv import render_csv
 
 
@@ -205,6 +205,7 @@ def write(result: SweepResult, out_dir: Path) -> Path:
     (No throughput plot: one point per loader, a table says it better.)"""
     out_dir.mkdir(parents=True, exist_ok=True)
     plot_gpu_utilization(result, out_dir / GPU_UTIL_PNG)
+    plot_stages(result, out_dir / STAGES_PNG)
     atomic_write_text(out_dir / "results.csv", render_csv(result))
     report = out_dir / "report.md"
     atomic_write_text(report, render_run_markdown(result))

@@ -16,7 +16,14 @@ from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BO
 from ioprof.render import inside, words
 from ioprof.render.fmt import mb, ms, pct, rate, rate_ci, share_ci
 from ioprof.render.mdtable import table
-from ioprof.render.plots import GPU_UTIL_PNG, THROUGHPUT_PNG, plot_gpu_utilization, plot_throughput
+from ioprof.render.plots import (
+    GPU_UTIL_PNG,
+    STAGES_PNG,
+    THROUGHPUT_PNG,
+    plot_gpu_utilization,
+    plot_stages,
+    plot_throughput,
+)
 from ioprof.render.results_csv import render_csv
 
 NVML_NOTE = (
@@ -497,6 +504,7 @@ def write(result: SweepResult, out_dir: Path) -> Path:
     if result.cells:
         plot_throughput(result, out_dir / THROUGHPUT_PNG)
     plot_gpu_utilization(result, out_dir / GPU_UTIL_PNG)
+    plot_stages(result, out_dir / STAGES_PNG)
     atomic_write_text(out_dir / "results.csv", render_csv(result))
     report = out_dir / "report.md"
     atomic_write_text(report, render_markdown(result))
