@@ -420,6 +420,7 @@ class Watcher:
                 self.pins.uninstall()
             for rec in self.loaders.values():
                 rec.untime_workers()
+            self.stop_readings()
 
         self._undo.append(undo)
 
@@ -434,6 +435,13 @@ class Watcher:
     def uninstall(self) -> None:
         while self._undo:
             self._undo.pop()()
+
+    def stop_readings(self) -> None:
+        """End every loader's memory and thread readings, with a last one now (the block or the
+        script ends with windows still open)."""
+        for rec in list(self.loaders.values()):
+            if rec.inside is not None and not rec.done:
+                rec.inside.stop(list(rec.window._pids))
 
     def failed(self, error: BaseException) -> None:
         """The script failed with ``error``: one line where a loader's worker ran out of /dev/shm."""
@@ -752,7 +760,13 @@ def attach_from_env() -> Watcher | None:
         watcher.failed(error)
 
     sys.excepthook = excepthook
-    atexit.register(lambda: watcher.write("exit") if watcher.loaders or watcher.optimizer_steps else None)
+
+    def at_exit() -> None:
+        if watcher.loaders or watcher.optimizer_steps:
+            watcher.stop_readings()
+            watcher.write("exit")
+
+    atexit.register(at_exit)
     return watcher
 
 

@@ -3,7 +3,6 @@ nothing lost, one line."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -17,6 +16,7 @@ from pathlib import Path
 import paths
 import psutil
 import pytest
+from paths import tree_digest
 
 REPO = paths.REPO
 
@@ -53,16 +53,6 @@ def wait_for_line(p: subprocess.Popen[str], needle: str, timeout_s: float = 300)
         if needle in line:
             return lines
     raise AssertionError(f"never saw {needle!r}; got:\n{''.join(lines)}")
-
-
-def tree_digest(root: Path) -> str:
-    h = hashlib.sha256()
-    for f in sorted(root.rglob("*")):
-        st = f.lstat()
-        h.update(f"{f.relative_to(root)} {st.st_mode} {st.st_mtime_ns}".encode())
-        if f.is_file():
-            h.update(f.read_bytes())
-    return h.hexdigest()
 
 
 @pytest.mark.slow

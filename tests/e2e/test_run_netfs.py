@@ -136,7 +136,11 @@ def test_ddp_ranks_share_one_storage_probe_and_the_hosts_counter(runs: Any) -> N
     assert roles["rank 0 · loader 1"] == roles["rank 1 · loader 1"] == "training"
     assert roles["rank 0 · loader 2"] == roles["rank 1 · loader 2"] == "evaluation"
     cells = [_cell(r, f"rank {k} · loader 1") for k in (0, 1)]
-    assert [c["verdict"]["bottleneck"] for c in cells] == ["storage", "storage"]
+    # in lockstep (DDP's all-reduce) one rank may spend its wait in the collective rather than in next():
+    # its own data wait is then small and it reads as not input-bound; the other waits on the link.
+    # Neither may be blamed on decode, and the headline is the rank that waits for data.
+    verdicts = [c["verdict"]["bottleneck"] for c in cells]
+    assert "storage" in verdicts and set(verdicts) <= {"storage", "compute"}, verdicts
     # one storage probe for the host, at both ranks' readers, shared by both
     storage = [s for c in r["ceilings"] if c["dataset"].endswith("loader 1") for s in c["storage"]]
     assert len(storage) == 2 and {(s["concurrency"], s["shared_by"]) for s in storage} == {(2, 2)}

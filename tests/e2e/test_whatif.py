@@ -12,6 +12,7 @@ from pathlib import Path
 import paths
 import pytest
 from cli import ioprof
+from paths import tree_digest
 
 REPO = paths.REPO
 
@@ -92,8 +93,6 @@ def test_a_compute_bound_run_is_told_nothing_helps(small_set: Path, tmp_path: Pa
 
 @pytest.mark.slow
 def test_ctrl_c_removes_the_scratch_folder_and_the_data_is_only_read(large_set: Path, tmp_path: Path) -> None:
-    from test_reliability import tree_digest
-
     before = tree_digest(large_set)
     proc = subprocess.Popen(
         [

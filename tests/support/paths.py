@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -11,3 +12,14 @@ AWKWARD = REPO / "datasets_fixtures" / "awkward"
 SCRIPTS = TESTS / "scripts"
 IMAGENET_LIKE = SCRIPTS / "train_imagenet_like.py"  # written here as PyTorch's ImageNet example is
 IMAGENET_EXAMPLE = SCRIPTS / "thirdparty" / "pytorch_examples_imagenet" / "main.py"  # nobody here wrote it
+
+
+def tree_digest(root: Path) -> str:
+    """A digest of every name, mode, mtime and byte under ``root``: equal before and after means untouched."""
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*")):
+        st = f.lstat()
+        h.update(f"{f.relative_to(root)} {st.st_mode} {st.st_mtime_ns}".encode())
+        if f.is_file():
+            h.update(f.read_bytes())
+    return h.hexdigest()

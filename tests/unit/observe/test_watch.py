@@ -301,8 +301,9 @@ def test_watch_names_a_planted_slow_transform_first(small_set: Path) -> None:
 
     tf = transforms.Compose(
         [
-            transforms.RandomResizedCrop(32),
-            transforms.GaussianBlur(31, sigma=8.0),
+            transforms.RandomResizedCrop(96),
+            transforms.GaussianBlur(41, sigma=10.0),
+            transforms.Resize(32),
             transforms.RandomHorizontalFlip(),
             transforms.ToTensor(),
         ]
