@@ -250,14 +250,16 @@ def _run_cell(
     inside = _recorder(plan, folder, len(ds.images.paths))  # /dev/shm read before any batch is in it
     t_created = clock()
     it, pids, undo = _iterate(dl, plan, folder)
+    if plan.inside:
+        # before the warm-up, not at the window's start: reading a process's memory takes tens of
+        # ms, during which workers would read ahead the window's batches before its counters start
+        inside.read(pids)
     startup_s = 0.0
     stopped_by = ""
     telemetry: GpuTelemetry | None = None
     try:
         for i in range(warmup + run.max_steps):
             if i == warmup:
-                if plan.inside:  # before the window: reading a process's memory stalls it a moment
-                    inside.read(pids)
                 io_before, mount_before = iocounters.snapshot(pids, clock()), mount.snapshot()
                 window_start, window_mark = io_before.at_s, step.mark()
                 gpu.start()
