@@ -198,9 +198,10 @@ class InsideRecorder:
             return None
         moments = sorted({a.at_s for a, _ in pairs})
         window_s = sum(max(b.at_s - a.at_s for a, b in pairs if a.at_s == t) for t in moments)
-        busy_at = [sum(busy_threads(a, b)[0] for a, b in pairs if a.at_s == t) for t in moments]
-        cpu = sum(busy_threads(a, b)[1] for a, b in pairs)
-        per_worker = [busy_threads(a, b)[0] for a, b in pairs if a.pid != os.getpid()]
+        busy = [(a, *busy_threads(a, b)) for a, b in pairs]  # (first reading, threads busy, CPU s)
+        busy_at = [sum(n for a, n, _ in busy if a.at_s == t) for t in moments]
+        cpu = sum(c for _, _, c in busy)
+        per_worker = [n for a, n, _ in busy if a.pid != os.getpid()]
         return CoreUse(
             affinity_cores=usable_cores(),
             intra_op_threads=torch.get_num_threads(),
