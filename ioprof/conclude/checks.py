@@ -28,12 +28,13 @@ from ioprof.core.findings import (
     OffPrediction,
     PagesNotKept,
     ProbeFailed,
+    SplitsDisagree,
     StageUndetermined,
     TrainingNotMeasured,
     UndecodableSamples,
     WorkersExceedCores,
 )
-from ioprof.core.results import CellResult, SweepResult
+from ioprof.core.results import CellResult, SweepResult, WaitSplit
 from ioprof.core.thresholds import (
     CONTRADICTION_MIN_BYTES,
     CONTRADICTION_SHARE,
@@ -108,9 +109,7 @@ def _evaluation(result: SweepResult) -> set[str]:
 
 
 def stages_undetermined(result: SweepResult) -> list[Finding]:
-    why = result.script.probe_notes if result.script is not None else ()
-    if result.script is not None and not result.config.get("probe", True):
-        why = ("--no-probe: the pipeline was not measured alone", *why)
+    why = probe_reasons(result)
     evaluation = _evaluation(result)
     return [
         StageUndetermined(c.dataset, c.setting.label, c.data_wait_share, why)
@@ -151,8 +150,20 @@ def fetched_impossible(result: SweepResult) -> list[Finding]:
                 )
             )
     if unchecked and result.kind == "run":
-        out.append(FetchedUnchecked(tuple(unchecked)))
+        out.append(FetchedUnchecked(tuple(unchecked), "; ".join(probe_reasons(result))))
     return out
+
+
+def probe_reasons(result: SweepResult) -> tuple[str, ...]:
+    """Why a user's pipeline was not (fully) measured alone: --no-probe, the condition that kept
+    the probe from running, or what it could not measure."""
+    s = result.script
+    if s is None:
+        return ()
+    if not result.config.get("probe", True):
+        return ("--no-probe: the pipeline was not measured alone",)
+    refused = (f"not probed: {s.probe_refused}",) if s.probe_refused else ()
+    return (*refused, *s.probe_notes)
 
 
 def script_roles(result: SweepResult) -> list[Finding]:
@@ -169,6 +180,20 @@ def script_roles(result: SweepResult) -> list[Finding]:
     if result.loaders and "no-optimizer" in roles:
         out.append(NoOptimizerSteps(tuple(lo.key for lo in result.loaders)))
     out += [IteratedOffThread(lo.key, lo.off_thread) for lo in result.loaders if lo.off_thread]
+    return out
+
+
+def splits_disagree(result: SweepResult) -> list[Finding]:
+    """Where both methods ran, they must agree: the ceilings' stage against the kernel's call."""
+    out: list[Finding] = []
+    for c in _ok(result):
+        v = c.verdict
+        if v is None or v.decided_by != "ceilings" or v.kernel_call in ("", "mixed") or c.wait_split is None:
+            continue
+        kernel = WaitSplit.STAGE[v.kernel_call]
+        if kernel != v.bottleneck:
+            shares = tuple((k, i.value) for k, i in c.wait_split.shares().items())
+            out.append(SplitsDisagree(c.dataset, c.setting.label, v.bottleneck, v.kernel_call, shares))
     return out
 
 
@@ -234,18 +259,25 @@ def workers_exceed_cores(result: SweepResult) -> list[Finding]:
 
 
 def datasets_fit_in_ram(result: SweepResult) -> list[Finding]:
-    """Datasets the page cache could hold: later epochs come from RAM — where the filesystem keeps
-    read pages at all; on one that drops them (sshfs) every epoch reads the storage, said apart."""
+    """Datasets the page cache could hold: later epochs come from RAM — said only where the size is
+    known and the filesystem was checked to keep read pages; on one that drops them (sshfs, a URL
+    fetched again at each read) every epoch reads the storage, said apart. A dataset whose size or
+    filesystem is unknown gets no claim either way."""
     ram = result.machine.ram_for_cache_bytes or result.machine.ram_bytes
-    small = [i for i in result.datasets if i.total_bytes * DATASET_TO_RAM_FOR_COLD_EPOCHS <= ram]
-    kept = [i for i in small if i.keeps_pages is not False]
-    dropped = [i for i in small if i.keeps_pages is False]
+    small = [
+        i
+        for i in result.datasets
+        if i.total_bytes is not None and i.total_bytes * DATASET_TO_RAM_FOR_COLD_EPOCHS <= ram
+    ]
+    kept = [i for i in small if i.keeps_pages is True and i.fs_type]
+    dropped = [i for i in small if i.keeps_pages is False and i.fs_type]
     out: list[Finding] = []
     if kept:
         out.append(
             DatasetsFitInRam(
                 tuple(i.label for i in kept),
-                tuple(i.total_bytes for i in kept),
+                tuple(i.listed_bytes for i in kept),
+                tuple(i.fs_type or "" for i in kept),
                 ram,
                 DATASET_TO_RAM_FOR_COLD_EPOCHS,
                 cold_cells=any(c.cache.regime == "cold" for c in result.cells),
@@ -253,7 +285,7 @@ def datasets_fit_in_ram(result: SweepResult) -> list[Finding]:
             )
         )
     if dropped:
-        out.append(PagesNotKept(tuple(i.label for i in dropped), tuple(i.fs_type for i in dropped)))
+        out.append(PagesNotKept(tuple(i.label for i in dropped), tuple(i.fs_type or "" for i in dropped)))
     return out
 
 
@@ -296,6 +328,7 @@ CHECKS: Sequence[Callable[[SweepResult], list[Finding]]] = (
     regimes_not_verified,
     fetched_unknown,
     stages_undetermined,
+    splits_disagree,
     borderline,
     probe_failures,
     samples,

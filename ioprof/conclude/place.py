@@ -29,7 +29,7 @@ def fits(c: CandidateResult, total_bytes: int) -> bool:
 
 
 def fits_in_ram(result: PlaceResult) -> bool:
-    return result.dataset.total_bytes <= result.ram_available_bytes
+    return result.dataset.listed_bytes <= result.ram_available_bytes
 
 
 def reading_epochs(c: CandidateResult, result: PlaceResult) -> int:
@@ -62,7 +62,7 @@ def _decide(c: CandidateResult, result: PlaceResult, current: PlaceDecision | No
     best_w = max(by_workers, key=lambda k: (by_workers[k], -int(k)))
     predicted = by_workers[best_w]
     storage_rate = next(s.img_per_s for s in c.storage if s.concurrency == int(best_w))
-    files = result.dataset.files
+    files = result.dataset.listed_files
     epoch_s = files / predicted if predicted > 0 else math.inf
     warm = max(_predicted(result, int(w), None)[0] for w in by_workers)
     reading = reading_epochs(c, result)
@@ -70,7 +70,7 @@ def _decide(c: CandidateResult, result: PlaceResult, current: PlaceDecision | No
     total_s = epoch_s * reading + later_s * (result.epochs - reading)
     copy_s = saved = pays = None
     if c.kind == "candidate" and c.write_mb_per_s:
-        copy_s = result.dataset.total_bytes / 1e6 / c.write_mb_per_s
+        copy_s = result.dataset.listed_bytes / 1e6 / c.write_mb_per_s
         if current is not None:
             saved = current.total_s - total_s
             pays = saved > copy_s
@@ -88,7 +88,7 @@ def _decide(c: CandidateResult, result: PlaceResult, current: PlaceDecision | No
         copy_s=copy_s,
         saved_s=saved,
         copy_pays_off=pays,
-        fits=c.kind != "candidate" or fits(c, result.dataset.total_bytes),
+        fits=c.kind != "candidate" or fits(c, result.dataset.listed_bytes),
         reading_epochs=reading,
         warm_img_per_s=warm,
         total_s=total_s,

@@ -32,10 +32,12 @@ from ioprof.core.results import (
     StorageCeiling,
     SweepResult,
     TransferCeiling,
+    WaitSplit,
 )
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import (
     HIGHLY_INPUT_BOUND_SHARE,
+    KERNEL_SPLIT_MIN_UNITS,
     MODERATELY_INPUT_BOUND_SHARE,
     PUBLISHED_SHARE_TUNED,
     RESIDUAL_TOLERANCE,
@@ -151,17 +153,36 @@ def residual(measured: Interval, prediction: Prediction) -> tuple[float, bool]:
     return r, abs(r) > max(RESIDUAL_TOLERANCE, spread)
 
 
+def kernel_call(split: WaitSplit | None) -> str:
+    """What the awaited producer mostly did while the loop waited: source (off-CPU), cpu, cores
+    (runnable, waiting for a CPU); "mixed" when no part's interval lies above the others'; ""
+    when too few waits were read."""
+    if split is None or len(split.wait_s) < KERNEL_SPLIT_MIN_UNITS or sum(split.wait_s) <= 0:
+        return ""
+    shares = split.shares()
+    top = max(shares, key=lambda k: shares[k].value)
+    rest = [v for k, v in shares.items() if k != top]
+    if shares[top].known and all(v.known and shares[top].low > v.high for v in rest):
+        return top
+    return "mixed"
+
+
 def cell_verdict(cell: CellResult, rates: dict[str, float], *, compute_async: bool) -> CellVerdict:
-    """Bottleneck and input-bound class of one cell, with the numbers they rest on."""
+    """Bottleneck and input-bound class of one cell, with the numbers they rest on: the stage
+    ceilings decide where they were measured; where none was, the kernel's split of the waits."""
     share = cell.wait_share()
     klass, between = classify_interval(share)
     inputs = {k: v for k, v in rates.items() if k in INPUT_STAGES and math.isfinite(v)}
+    call = kernel_call(cell.wait_split)
+    decided_by = ""
     if between[1] == "not":
         bottleneck = "compute"
     elif inputs:
-        bottleneck = min(inputs, key=lambda k: inputs[k])
+        bottleneck, decided_by = min(inputs, key=lambda k: inputs[k]), "ceilings"
+    elif call in WaitSplit.STAGE:
+        bottleneck, decided_by = WaitSplit.STAGE[call], "kernel"
     else:
-        bottleneck = "undetermined"  # input-bound, but no input stage's ceiling to blame
+        bottleneck = "undetermined"  # input-bound, but no input stage to blame
     prediction = predict(cell.setting, rates, compute_async=compute_async)
     res, unexplained = (
         residual(cell.throughput(), prediction) if prediction and cell.img_per_s > 0 else (None, False)
@@ -180,6 +201,8 @@ def cell_verdict(cell: CellResult, rates: dict[str, float], *, compute_async: bo
         residual_unexplained=unexplained,
         rates=rates,
         storage_miss_ratio=cell.miss_ratio(),
+        decided_by=decided_by,
+        kernel_call=call,
     )
 
 
@@ -338,7 +361,7 @@ def _storage_advice(
 ) -> dict[str, Any]:
     """Storage bandwidth needed against the best measured (cold) figure, and whether more
     concurrent readers help (per-file latency) or not (bandwidth)."""
-    need_mb = (demand or 0.0) * info.mean_file_bytes / 1e6
+    need_mb = (demand or 0.0) * info.mean_file_bytes / 1e6 if info.mean_file_bytes is not None else None
     measured = [
         s
         for s in (ceilings.storage if ceilings else ())
@@ -355,7 +378,9 @@ def _storage_advice(
         "storage_mb_per_s_measured": best_mb,
         "storage_img_per_s_best": best.img_per_s if best else None,
         "storage_best_readers": best.concurrency if best else None,
-        "storage_suffices": None if best_mb is None or not demand else best_mb >= need_mb * STORAGE_HEADROOM,
+        "storage_suffices": None
+        if best_mb is None or not demand or need_mb is None
+        else best_mb >= need_mb * STORAGE_HEADROOM,
         "storage_scales_with_readers": scales,
     }
 

@@ -62,7 +62,7 @@ def _ranked(
     assert alt.cell is not None and base.cell is not None and ctrl.cell is not None
     mine, theirs = alt.cell.throughput(), base.cell.throughput()
     beyond = alt.name != "baseline" and compare_cells(ctrl.cell, alt.cell).change != "within-noise"
-    scale = result.dataset.total_bytes / alt.sample_bytes if alt.sample_bytes else None
+    scale = result.dataset.listed_bytes / alt.sample_bytes if alt.sample_bytes else None
     data_gain, estimated = _on_data_storage(alt, base, result)
     storage_gain = ctrl.cell.img_per_s / base.cell.img_per_s if ctrl.name == CONTROL else None
     return RankedAlternative(

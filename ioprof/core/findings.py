@@ -40,6 +40,11 @@ class CellVerdict:
     residual_unexplained: bool
     rates: dict[str, float]  # the ceilings used (img/s), storage scaled to the bytes fetched
     storage_miss_ratio: float | None  # share of requested bytes fetched from storage (None: unknown)
+    # which method decided the bottleneck: "ceilings" (each stage measured alone), "kernel" (what
+    # the awaited producer did while the loop waited), "" (no input stage to blame); and the
+    # kernel's own call — source | cpu | cores, "mixed" when no part stands out, "" unread
+    decided_by: str = ""
+    kernel_call: str = ""
 
 
 # -- advice for one dataset --------------------------------------------------------------------
@@ -66,8 +71,8 @@ class Advice:
     cores_suffice: bool
     decode_shortfall: float | None  # best decode ceiling / demand, when below 1
     # storage
-    mean_file_bytes: float
-    storage_mb_per_s_needed: float
+    mean_file_bytes: float | None  # None: what the dataset reads per image is not known
+    storage_mb_per_s_needed: float | None
     storage_mb_per_s_measured: float | None  # best real (or emulated) cold figure
     storage_img_per_s_best: float | None
     storage_best_readers: int | None
@@ -144,6 +149,7 @@ class DatasetsFitInRam(Finding):
     kind: ClassVar[str] = "datasets-fit-in-ram"
     datasets: tuple[str, ...]
     sizes_bytes: tuple[int, ...]
+    fs_types: tuple[str, ...]  # the filesystem checked to keep read pages, each dataset's
     ram_bytes: int
     ratio: float  # MLPerf Storage's dataset-to-RAM ratio for cold epochs
     cold_cells: bool = True  # the cells were measured cold (evicting after each read)
@@ -209,7 +215,7 @@ class FetchContradiction(Finding):
     requested_bytes: int
     fetched_bytes: int
     method: str
-    fs_type: str
+    fs_type: str | None
 
 
 @dataclass(frozen=True)
@@ -227,7 +233,7 @@ class NotAsAsked(Finding):
 class FetchedUnknown(Finding):
     kind: ClassVar[str] = "fetched-unknown"
     dataset: str
-    fs_type: str
+    fs_type: str | None  # None: the dataset's filesystem was not identified
     settings: tuple[str, ...]
 
 
@@ -281,6 +287,19 @@ class FetchedUnchecked(Finding):
 
     kind: ClassVar[str] = "fetched-unchecked"
     cells: tuple[str, ...]
+    why: str = ""  # why the storage was not read alone
+
+
+@dataclass(frozen=True)
+class SplitsDisagree(Finding):
+    """The stage ceilings and the kernel's split of the waits blame different stages."""
+
+    kind: ClassVar[str] = "splits-disagree"
+    dataset: str
+    setting: str
+    by_ceilings: str  # storage | decode
+    by_kernel: str  # source | cpu | cores
+    shares: tuple[tuple[str, float], ...]  # the kernel's parts of the wait
 
 
 @dataclass(frozen=True)

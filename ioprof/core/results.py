@@ -10,7 +10,7 @@ The file format (``results.json``) is ``resultfile``'s.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ioprof.core.config import LoaderSetting
 from ioprof.core.stats import Interval, ratio_interval, wait_share_interval
@@ -42,22 +42,41 @@ class MachineInfo:
 
 @dataclass(frozen=True)
 class DatasetInfo:
-    """One dataset the run read."""
+    """One dataset the run read. A figure nobody could read is None, never 0 or "": a user's
+    dataset that does not say what it reads has no known size, file size or filesystem."""
 
     label: str  # "500x375" for generated sets, the path for --data
     path: str
     generated: bool
-    files: int
-    total_bytes: int
-    mean_file_bytes: float
-    mean_width_px: float
-    mean_height_px: float
-    bits_per_pixel: float
-    fs_type: str
-    mount_source: str
-    classes: int
+    files: int | None  # files (loose files), shards or objects it reads; None: unknown
+    total_bytes: int | None
+    mean_file_bytes: float | None  # bytes per sample: a loose file's, or a shard's ÷ its samples
+    mean_width_px: float | None
+    mean_height_px: float | None
+    bits_per_pixel: float | None
+    fs_type: str | None  # None: its filesystem was not identified (a URL's is "http", "https"…)
+    mount_source: str | None
+    classes: int | None
     fs_kind: str = ""  # block | network | fuse | ram | unknown (pagecache.FilesystemInfo.kind)
     keeps_pages: bool | None = None  # its filesystem keeps read pages cached (sshfs drops them at each open)
+    samples: int | None = None  # samples it holds (the dataset's length), where known
+
+    # A dataset ioprof listed itself (sweep, place, whatif, profile: files it found and stat'ed)
+    # always has these; only a user's dataset observed by ``run`` may not.
+    @property
+    def listed_files(self) -> int:
+        assert self.files is not None, f"{self.label}: number of files unknown"
+        return self.files
+
+    @property
+    def listed_bytes(self) -> int:
+        assert self.total_bytes is not None, f"{self.label}: size unknown"
+        return self.total_bytes
+
+    @property
+    def listed_file_bytes(self) -> float:
+        assert self.mean_file_bytes is not None, f"{self.label}: file size unknown"
+        return self.mean_file_bytes
 
 
 @dataclass(frozen=True)
@@ -126,12 +145,57 @@ class IoCounts:
     read_chars: int  # rchar: bytes returned by all their reads (page-cache hits, pipes included)
     processes: int
     window_s: float
+    own_read_chars: int | None = None  # their own threads' rchar: no reaped child's (run)
 
     def derived(self) -> dict[str, Any]:
         """Figures users look for in the file (ignored when loading)."""
         return {
             "read_bytes_mb_per_s": self.read_bytes / 1e6 / self.window_s if self.window_s > 0 else 0.0,
             "read_chars_mb_per_s": self.read_chars / 1e6 / self.window_s if self.window_s > 0 else 0.0,
+        }
+
+
+@dataclass(frozen=True)
+class WaitSplit:
+    """What the batch's producer did while the training loop waited for it, per measured unit
+    (``observe.producers``): its producing thread on a CPU, that thread runnable but waiting for
+    a CPU (run-queue delay), and its process's other threads on a CPU (an OpenMP team, a decoder's
+    threads). The rest of the wait it was off-CPU: blocked reading its source, or on a lock.
+    Units whose producer could not be told (the batch had already arrived) are left out.
+    """
+
+    # the stage each part blames: off-CPU is the source; on a CPU, or waiting for one, the
+    # pipeline's own CPU work (decode and augment)
+    STAGE: ClassVar[dict[str, str]] = {"source": "storage", "cpu": "decode", "cores": "decode"}
+
+    wait_s: tuple[float, ...]
+    cpu_s: tuple[float, ...]  # the producing thread's
+    runq_s: tuple[float, ...]
+    others_cpu_s: tuple[float, ...]  # its process's other threads' (may read below 0 per unit: ticks)
+    producer: str  # worker | main (the training process loads, without workers)
+    units: int  # measured units in the window (these are the ones whose producer was known)
+    looks: int = 1
+
+    def parts(self) -> dict[str, list[float]]:
+        """Per unit, seconds of the wait in each state: cpu (all the process's threads, at most the
+        wait), cores (runnable, waiting for one), source (the rest: off-CPU)."""
+        cpu, runq, off = [], [], []
+        for w, c, r, o in zip(self.wait_s, self.cpu_s, self.runq_s, self.others_cpu_s, strict=True):
+            on = min(w, max(0.0, c + o))
+            q = min(w - on, max(0.0, r))
+            cpu.append(on)
+            runq.append(q)
+            off.append(w - on - q)
+        return {"cpu": cpu, "cores": runq, "source": off}
+
+    def shares(self) -> dict[str, Interval]:
+        """Each state's share of the waits, with its 95 % interval (batch means over units)."""
+        if not self.wait_s:
+            return {}
+        waits = list(self.wait_s)
+        return {
+            name: ratio_interval(xs, waits, 1, self.looks).clipped(0.0, 1.0)
+            for name, xs in self.parts().items()
         }
 
 
@@ -248,6 +312,8 @@ class StorageCeiling:
     stopped_by: str = ""  # files | interval | seconds
     shared_by: int = 1  # processes (ranks on one host) whose readers it was measured for together
     looks: int = 1  # how often a stopping rule looked at its interval (``stats.LOOKS``), or 1
+    latency_kind: str = "whole file"  # what latency_s times: a whole file's read, or its first byte (streams)
+    where: str = ""  # what was read, when not files on a filesystem: "http://host:port", "a command"
 
     def _spans(self) -> list[float]:
         if not self.completed_s:  # a schema-1 file kept no completions: no interval
@@ -497,6 +563,7 @@ class CellResult:
     bytes_window_s: float | None = None  # seconds the byte counters cover, when not elapsed_s
     looks: int = 1  # how often the stopping rule looked at its interval (``stats.LOOKS``), or 1
     inside: LoaderInside | None = None  # stages per sample, memory per worker, threads against cores
+    wait_split: WaitSplit | None = None  # what the awaited producer did while the loop waited (run)
 
     @property
     def setting(self) -> LoaderSetting:
@@ -652,6 +719,8 @@ class ScriptInfo:
     probed: bool  # the user's loader and files were measured alone after the window
     probe_pause_s: float  # how long that paused the user's training
     probe_notes: tuple[str, ...] = ()  # what the probe could not measure, and why
+    probe_refused: str = ""  # why the training loader was never probed (the condition that failed)
+    probe_when: str = ""  # when it was probed: after its window, at the end of a pass, at exit
     shm_failure: str = ""  # a worker died for want of /dev/shm: the one line that says so
     shm_warnings: tuple[str, ...] = ()  # batches in flight that would not fit, seen at the first batch
 

@@ -219,6 +219,15 @@ class Interval:
         scale = value / self.value
         return Interval(value, self.low * scale, self.high * scale, self.batches)
 
+    def clipped(self, lo: float, hi: float) -> Interval:
+        """The same figure held to [lo, hi] (a share cannot lie outside [0, 1])."""
+        return Interval(
+            min(hi, max(lo, self.value)),
+            min(hi, max(lo, self.low)),
+            min(hi, max(lo, self.high)),
+            self.batches,
+        )
+
     @classmethod
     def exact(cls, value: float) -> Interval:
         """A figure with no spread to speak of (a simulated rate)."""

@@ -45,3 +45,7 @@ STRAGGLER_GAP = 0.05
 # scaling (N GPUs ÷ N × one GPU). ioprof's choice: below it, most of what the extra GPU costs is
 # lost to communication and waiting.
 MULTI_DEVICE_PAYS_EFFICIENCY = 0.75
+# The kernel's split of the waits (``results.WaitSplit``): it decides a stage only from at least
+# this many waits whose producer was known, and only when the largest part's 95 % interval lies
+# above every other part's — ioprof's choice: a wrong stage is worse than none.
+KERNEL_SPLIT_MIN_UNITS = 10

@@ -98,10 +98,10 @@ def describe(
                 heights.append(im.height)
         except (OSError, ValueError, Image.DecompressionBombError):
             continue
-    total = sum(sizes)
-    mean_w = sum(widths) / len(widths) if widths else 0.0
-    mean_h = sum(heights) / len(heights) if heights else 0.0
-    mean_bytes = total / len(sizes) if sizes else 0.0
+    total = sum(sizes) if sizes else None
+    mean_w = sum(widths) / len(widths) if widths else None
+    mean_h = sum(heights) / len(heights) if heights else None
+    mean_bytes = sum(sizes) / len(sizes) if sizes else None
     fs = filesystem_of(images.root)
     return DatasetInfo(
         label=label,
@@ -112,10 +112,10 @@ def describe(
         mean_file_bytes=mean_bytes,
         mean_width_px=mean_w,
         mean_height_px=mean_h,
-        bits_per_pixel=mean_bytes * 8 / (mean_w * mean_h) if mean_w and mean_h else 0.0,
+        bits_per_pixel=mean_bytes * 8 / (mean_w * mean_h) if mean_bytes and mean_w and mean_h else None,
         fs_type=fs.fs_type,
         mount_source=fs.source,
-        classes=len(images.classes),
+        classes=len(images.classes) if images.layout != "listed" else None,
         fs_kind=fs.kind,
         keeps_pages=keeps_pages(sample, fs),
     )

@@ -39,7 +39,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ioprof.observe.userdata import batch_images, dataset_files
+from ioprof.observe.producers import Producers
+from ioprof.observe.userdata import batch_images
 
 ENV = "IOPROF_WATCH"
 # A training loader whose pass ended with at least this many measured batches is probed then,
@@ -83,6 +84,11 @@ class _Loader:
             marks=watcher.gpu_marks(),
         )
         self.counters = watcher.mount_counters(self.settings["dataset_root"])
+        self.opened: list[str] = []  # files its workers held open (a dataset that names none)
+        self.producers = Producers()
+        self._mark: Any = None  # the awaited producer's scheduler totals at the last call
+        self.pass_batches = 0  # batches returned in the current pass
+        self._ended: Any = None  # the iterator whose pass was ended (before its StopIteration)
         import psutil  # noqa: F401  (imported here, not in the first timed batch)
 
         self.inside = watcher.inside_recorder(self) if cfg.inside else None
@@ -108,9 +114,21 @@ class _Loader:
 
     # -- called from the patched iterator ------------------------------------------------------
 
+    def before_new_pass(self) -> None:
+        """``iter()`` on a loader whose last pass has not ended: trainers that count batches
+        themselves (Lightning) never exhaust the iterator, so its pass ends here."""
+        current = self._current()
+        if current is not None and not self._was_ended(current):
+            self.iterator_ended(current)
+
+    def _was_ended(self, it: Any) -> bool:
+        return self._ended is not None and self._ended() is it
+
     def new_iterator(self, it: Any) -> None:
         self._iterator = weakref.ref(it)
+        self.pass_batches = 0
         workers = [p.pid for p in getattr(it, "_workers", []) or [] if getattr(p, "pid", None)]
+        self.producers.forget(set(self.window._pids) - set(workers))
         self.window.pass_started(workers or [os.getpid()])
         if not self.done:
             self.window_pids.update(workers or [os.getpid()])
@@ -151,6 +169,7 @@ class _Loader:
         if ident not in self.thread_names:
             self.thread_names[ident] = threading.current_thread().name
         finished = w.call(t_call, self.watcher.optimizer_steps, ident)
+        self._mark = self.producers.mark(it) if w.started and not w.done else None
         if w.started and not started:
             self.window_start_s = t_call
             if self.inside is not None:
@@ -166,9 +185,16 @@ class _Loader:
             self.window.batches += 1
             return
         images = batch_images(batch, self.settings["batch_size"] or 1)
-        self.window.returned(t_call, t_return, images)
+        split = self.producers.split(self._mark) if self._mark is not None else None
+        self._mark = None
+        self.window.returned(t_call, t_return, images, split)
         if self.inside is not None and not self.inside.batch_bytes:
             self._first_batch(batch)
+        if not self.window.started and not self.opened and self.settings["source"] is None:
+            self._discover()
+        self.pass_batches += 1
+        if self.pass_batches == self.settings["batches_per_pass"]:
+            self.iterator_ended(it)  # its last batch: the pass is over, whether or not it is exhausted
 
     def _first_batch(self, batch: Any) -> None:
         """The first batch shows its size: warn now if the batches in flight cannot fit in /dev/shm."""
@@ -182,8 +208,23 @@ class _Loader:
             self.shm_warning = line
             sys.stderr.write(f"ioprof: warning: loader {self.index}: {line}\n")
 
+    def _discover(self) -> None:
+        """During warm-up, for a dataset that does not say what it reads: the files its workers
+        hold open, and so the mount whose counters count its bytes (made now, not in the window)."""
+        if not self.settings["num_workers"]:
+            return
+        from ioprof.sources import files, opened
+
+        found = opened.held_open(self.window._pids)
+        if found:
+            self.opened = found
+            root = files.common_root(found)
+            self.settings["dataset_root"] = root
+            self.counters = self.watcher.mount_counters(root)
+
     def iterator_ended(self, it: Any) -> None:
-        if self._current() is it:
+        if self._current() is it and not self._was_ended(it):
+            self._ended = weakref.ref(it)
             self._restore_in_process()
             self.window.pass_ended()
             self.watcher.pass_ended(self)
@@ -239,14 +280,14 @@ class _Loader:
         return self.thread_names.get(min(others), "another thread")
 
     def dataset_info(self) -> Any:
-        """The dataset's description (sizes from a sample of its files), when it lists them."""
-        files = self.settings["files"]
-        if not files:
-            return None
-        from ioprof.datasets.discover import ImageList, describe
+        """The dataset's description (sizes from a sample of what it reads), where its source is
+        known or its workers were seen holding files open; None where nothing is known."""
+        from ioprof import sources
 
-        images = ImageList(self.settings["dataset_root"], tuple(files), (0,) * len(files), ("",), "listed")
-        return describe(images, self.settings["dataset_root"], generated=False, stat_limit=2000)
+        source = self.settings["source"]
+        if source is None and self.opened:
+            source = sources.from_opened(self.opened)
+        return sources.describe(source, self.settings["dataset_root"]) if source is not None else None
 
     def observed(self) -> dict[str, Any]:
         """This loader's window as plain data (``result.build_result`` reads it)."""
@@ -261,8 +302,12 @@ class _Loader:
         return {
             "index": self.index,
             "role": self.role,
-            "settings": {k: v for k, v in self.settings.items() if k != "files"},
+            "settings": {k: v for k, v in self.settings.items() if k not in ("files", "source")},
             "files_known": len(self.settings["files"]),
+            "source": _source_fields(self.settings["source"]),
+            "opened": self.opened[:20],
+            "producer": "worker" if self.settings["num_workers"] else "main",
+            "splits": list(w.splits),
             "batches": w.batches,
             "passes": w.passes,
             "gaps_left_out": w.gaps,
@@ -282,6 +327,13 @@ class _Loader:
                 "read_chars": t.read_chars,
                 "processes": t.processes,
                 "window_s": t.seconds,
+                "own_read_chars": t.own_chars,
+            },
+            "cpu": {
+                "cpu_s": t.cpu_s,
+                "window_s": t.cpu_window_s,
+                "thread_cpu_s": t.thread_cpu_s,
+                "thread_runq_s": t.thread_runq_s,
             },
             "mount": {
                 "nfs_bytes": t.nfs_bytes,
@@ -296,15 +348,44 @@ class _Loader:
         }
 
 
+def _source_fields(source: Any) -> dict[str, Any] | None:
+    """A source as plain data: what it is and where, not its list of items."""
+    if source is None:
+        return None
+    return {
+        "kind": source.kind,
+        "label": source.label,
+        "root": source.root,
+        "where": source.where,
+        "counted_by": source.counted_by,
+        "items": source.count if source.count is not None else len(source.items),
+    }
+
+
 def _settings(loader: Any) -> dict[str, Any]:
+    from torch.utils.data import IterableDataset
+
+    from ioprof import sources
+
     ctx = getattr(loader, "multiprocessing_context", None)
     ds = loader.dataset
     try:
         length: int | None = len(ds)
     except TypeError:
         length = None
-    files = dataset_files(ds)
-    root = getattr(ds, "root", "") or (os.path.commonpath(files[:1000]) if files else "")
+    iterable = isinstance(ds, IterableDataset)
+    try:
+        per_pass = None if iterable else len(loader)
+    except TypeError:
+        per_pass = None
+    try:
+        source = sources.find(ds)
+        unknown = "" if source is not None else sources.unknown(ds)
+    except Exception as e:  # a dataset's own properties may raise: then nothing is known of its source
+        source, unknown = (
+            None,
+            f"what {type(ds).__name__} reads could not be read off it ({type(e).__name__}: {e})",
+        )
     return {
         "num_workers": int(loader.num_workers),
         "batch_size": loader.batch_size,
@@ -316,8 +397,12 @@ def _settings(loader: Any) -> dict[str, Any]:
         "start_method": _start_method(ctx, int(loader.num_workers)),
         "dataset_class": type(ds).__name__,
         "dataset_len": length,
-        "dataset_root": str(root),
-        "files": files,
+        "dataset_root": source.root if source is not None else "",
+        "files": list(source.items) if source is not None and source.root else [],
+        "iterable": iterable,
+        "batches_per_pass": per_pass,
+        "source": source,
+        "source_unknown": unknown,
     }
 
 
@@ -345,6 +430,7 @@ class Watcher:
         self.probes: dict[str, Any] = {}
         self.probed_index = 0
         self.probe_pause_s = 0.0
+        self.probe_refused = ""  # why the training loader was not probed, when it was not
         self.infos: dict[int, Any] = {}
         self.errors: list[str] = []
         self._only = weakref.ref(only) if only is not None else None
@@ -352,7 +438,6 @@ class Watcher:
         self._lock = threading.Lock()
         self._undo: list[Callable[[], None]] = []
         self._mounts: dict[str, Any] = {}
-        self._procs: dict[int, Any] = {}
         self.rank = int(os.environ.get("RANK", "0") or 0)
         self.world_size = int(os.environ.get("WORLD_SIZE", "1") or 1)
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0") or 0)
@@ -377,6 +462,8 @@ class Watcher:
 
         def __iter__(loader: Any) -> Any:
             rec = watcher.recorder(loader)
+            if rec is not None:
+                watcher.guard(rec, rec.before_new_pass)
             if rec is not None and rec.inside is not None:
                 watcher.guard(rec, watcher.time_workers, loader, rec)
             it = original_iter(loader)
@@ -544,27 +631,28 @@ class Watcher:
         return open_gpu_sampler(nvml_for_device(torch.device(self.device()))[1])
 
     def read_counters(self, rec: _Loader, pids: Sequence[int], at_s: float) -> Any:
-        """The I/O counters of a loader's processes and of its mount, now."""
+        """The I/O and CPU counters of a loader's processes (and of the training process: its CPU),
+        and its mount's counters, now."""
+        from ioprof.host import procstat
         from ioprof.observe.window import Reading
 
-        procs = {}
-        for pid in pids:
-            proc = self._procs.get(pid)
-            try:
-                if proc is None:
-                    proc = self._procs[pid] = psutil_process(pid)
-                io = proc.io_counters()
-            except Exception:  # gone (a worker reaped), or not readable
-                self._procs.pop(pid, None)
+        procs, own, cpu, threads = {}, {}, {}, {}
+        for pid in {*pids, os.getpid()}:
+            got = procstat.sample(pid)
+            if got is None:  # gone (a worker reaped), or not readable
                 continue
-            procs[pid] = (int(io.read_bytes), int(io.read_chars))
+            cpu[pid] = got.cpu_s + got.children_cpu_s
+            threads[pid] = {tid: (t.cpu_s, t.runq_s) for tid, t in got.threads.items()}
+            if pid in pids:
+                procs[pid] = (got.read_bytes, got.rchar)
+                own[pid] = got.own_rchar
         snap = rec.counters.snapshot() if rec.counters is not None else None
-        if snap is None:
-            return Reading(at_s, procs)
-        daemon = None
-        if snap.daemon_pid is not None and snap.daemon_read_chars is not None:
-            daemon = (snap.daemon_pid, snap.daemon_name, snap.daemon_read_chars)
-        return Reading(at_s, procs, snap.nfs_server_read_bytes, daemon)
+        nfs = daemon = None
+        if snap is not None:
+            nfs = snap.nfs_server_read_bytes
+            if snap.daemon_pid is not None and snap.daemon_read_chars is not None:
+                daemon = (snap.daemon_pid, snap.daemon_name, snap.daemon_read_chars)
+        return Reading(at_s, procs, nfs, daemon, own_chars=own, cpu=cpu, threads=threads)
 
     def mount_counters(self, root: str) -> Any:
         """The counters of the mount under ``root`` (made once per root, when a loader is first
@@ -583,33 +671,53 @@ class Watcher:
 
     def window_finished(self, rec: _Loader) -> None:
         """A window is complete: the first training loader's pipeline is measured alone."""
-        self._probe(rec)
+        self._probe(rec, "after its window")
         self.write("window")
 
     def pass_ended(self, rec: _Loader) -> None:
         """A pass ended before the window completed: a script shorter than the window is probed
         with what there is, between its passes."""
-        if not rec.done and len(rec.window.step_times) >= PROBE_MIN_UNITS and self._probe(rec):
+        if not rec.done and self._probe(rec, "at the end of its first training pass"):
             self.write("pass")
 
-    def _probe(self, rec: _Loader) -> bool:
+    def at_exit(self) -> None:
+        """The script ends: a training loader never probed (its window and passes too short, or
+        never ended) is probed now, if it still exists."""
+        for rec in sorted(self.loaders.values(), key=lambda r: r.index):
+            if self._probe(rec, "when your script ended"):
+                break
+
+    def _probe(self, rec: _Loader, when: str) -> bool:
+        """Measure the training loader's pipeline alone, once; otherwise note why not."""
         if rec.role != "training" or not self.config.probe or self.probes:
             return False
-        t0 = time.perf_counter()
-        loader = rec.loader()
-        if loader is not None:
-            from ioprof.observe.probe import probe_pipeline
-
-            self.probes = probe_pipeline(
-                loader,
-                rec.settings,
-                self.config.probe_seconds,
-                batch_images=rec.window.images[0] if rec.window.images else 0,
-                local_rank=self.local_rank,
-                local_world_size=self.local_world_size,
+        if len(rec.window.step_times) < PROBE_MIN_UNITS:
+            self.probe_refused = (
+                f"loader {rec.index}: only {len(rec.window.step_times)} batches were measured {when} "
+                f"(the probe needs {PROBE_MIN_UNITS} to know the batch and the step)"
             )
-            self.probed_index = rec.index
+            return False
+        loader = rec.loader()
+        if loader is None:
+            self.probe_refused = (
+                f"loader {rec.index} no longer existed {when} (freed before it could be probed)"
+            )
+            return False
+        t0 = time.perf_counter()
+        from ioprof.observe.probe import probe_pipeline
+
+        self.probes = probe_pipeline(
+            loader,
+            rec.settings,
+            self.config.probe_seconds,
+            batch_images=rec.window.images[0] if rec.window.images else 0,
+            local_rank=self.local_rank,
+            local_world_size=self.local_world_size,
+        )
+        self.probes["when"] = when
+        self.probed_index = rec.index
         self.probe_pause_s = time.perf_counter() - t0
+        self.probe_refused = ""
         return True
 
     def observation(self) -> dict[str, Any]:
@@ -636,6 +744,7 @@ class Watcher:
             "probes": to_jsonable(self.probes),
             "probed_index": self.probed_index,
             "probe_pause_s": self.probe_pause_s,
+            "probe_refused": self.probe_refused,
             "errors": self.errors,
             "shm_failure": self.shm_failure,
             "config": asdict(self.config),
@@ -666,12 +775,6 @@ def shutil_rmtree(path: str) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
-
-
-def psutil_process(pid: int) -> Any:
-    import psutil
-
-    return psutil.Process(pid)
 
 
 class CudaMarks:
@@ -764,6 +867,10 @@ def attach_from_env() -> Watcher | None:
     def at_exit() -> None:
         if watcher.loaders or watcher.optimizer_steps:
             watcher.stop_readings()
+            try:
+                watcher.at_exit()
+            except Exception as e:  # a probe at exit must never change how the script ends
+                watcher.errors.append(f"{type(e).__name__}: {e}"[:300])
             watcher.write("exit")
 
     atexit.register(at_exit)

@@ -2,17 +2,26 @@
 split by difference (DS-Analyzer's method):
 
 - **decode and augment**: their DataLoader's dataset, transforms and collate, with no model,
-  over a sample of their files copied into memory (``inmemory``) — never over the storage, so
-  the storage cannot hide inside this ceiling — at their worker count and at more;
-- **storage**: the same files read cold from their storage, at the loader's concurrency; under
-  torchrun once per host (by local rank 0) at all its ranks' readers together, each rank
-  getting its share;
+  over a sample of what it reads copied into memory (``ioprof.sources``) — never over the
+  storage, so the storage cannot hide inside this ceiling — at their worker count and at more;
+- **storage**: the same source read alone (files cold, URLs streamed), at the loader's
+  concurrency; under torchrun once per host (by local rank 0) at all its ranks' readers
+  together, each rank getting its share;
 - **compute**: the step the script itself showed between batches (``result``).
+
+The probe never hangs the user's training: its loaders have a deadline per batch, after which
+their workers are ended and the probe is abandoned with the reason. Its workers start the way
+the user's own start, except where theirs were forked once, early (persistent workers): a fork
+now, from a process whose thread pools (OpenMP) are running, can deadlock in a worker that uses
+them, so a fork server starts ours, where the dataset can be sent to one.
 """
 
 from __future__ import annotations
 
+import pickle
 import random
+import re
+import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -27,13 +36,17 @@ from ioprof.core.results import (
 )
 from ioprof.core.stats import LOOKS
 
-# The storage probe reads at least this many of the dataset's files cold (more at more readers).
-PROBE_STORAGE_FILES = 200
-PROBE_STORAGE_FILES_PER_READER = 50
 PROBE_STORAGE_MAX_S = 10.0
 # The loader alone runs at least ``probe_seconds``, then until its interval is narrow or this
 # many times as long.
 PROBE_DECODE_STRETCH = 3.0
+# A batch of the probe's loader that takes longer than this ends the probe: its workers are ended.
+PROBE_BATCH_TIMEOUT_S = 30.0
+_GUARD = re.compile(r"""if\s+__name__\s*==\s*['"]__main__['"]""")
+
+
+class ProbeAbandoned(RuntimeError):
+    """The probe's loader delivered no batch within its deadline: its workers were ended."""
 
 
 def probe_workers(num_workers: int, cores: int) -> list[int]:
@@ -59,7 +72,50 @@ class _Choices:
         return 10**9
 
 
-def _loader_alone(loader: Any, view: Any, workers: int, seconds: float, batch: int) -> DecodeCeiling:
+def start_method(loader: Any, settings: dict[str, Any], dataset: Any) -> tuple[Any, str]:
+    """The multiprocessing context the probe's workers start with, and why, when not the loader's
+    own. Persistent workers started by fork were forked once, early; a fork now (the training's
+    thread pools running) can deadlock a worker that uses them, so a fork server starts the
+    probe's — where the dataset can be sent to one and the script would not run again in it."""
+    own = loader.multiprocessing_context
+    if not settings["num_workers"] or not settings["persistent_workers"]:
+        return own, ""
+    if not settings["start_method"].startswith("fork") or settings["start_method"].startswith("forkserver"):
+        return own, ""
+    why = _not_for_forkserver(loader, dataset)
+    if why:
+        return own, f"its workers were forked, as yours were, though later than yours ({why})"
+    import multiprocessing
+
+    return multiprocessing.get_context(
+        "forkserver"
+    ), "its workers were started by a fork server (yours were forked before training began)"
+
+
+def _not_for_forkserver(loader: Any, dataset: Any) -> str:
+    """Why the probe's workers cannot come from a fork server, or ""."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if path and not getattr(main, "__spec__", None):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                guarded = bool(_GUARD.search(f.read()))
+        except OSError:
+            guarded = False
+        if not guarded:
+            return 'your script has no `if __name__ == "__main__":` guard: a fork server would run it again'
+    try:
+        pickle.dumps(
+            (dataset, loader.collate_fn, getattr(loader.worker_init_fn, "own", loader.worker_init_fn))
+        )
+    except Exception as e:  # any failure to pickle: the fork server cannot be handed the dataset
+        return f"your dataset cannot be sent to another process ({type(e).__name__})"
+    return ""
+
+
+def _loader_alone(
+    loader: Any, view: Any, workers: int, seconds: float, batch: int, context: Any
+) -> DecodeCeiling:
     """The user's dataset (its in-memory view), collate and batch size in a fresh DataLoader, no model."""
     from torch.utils.data import DataLoader
 
@@ -68,21 +124,34 @@ def _loader_alone(loader: Any, view: Any, workers: int, seconds: float, batch: i
         "collate_fn": loader.collate_fn,
         "pin_memory": False,  # decode and augment only: pinning is the main process's copy
         "worker_init_fn": getattr(loader.worker_init_fn, "own", loader.worker_init_fn),  # not ioprof's timers
-        "batch_size": loader.batch_size or batch or 1,
+        "batch_size": loader.batch_size,
         "drop_last": loader.drop_last,
-        "sampler": _Choices(view.positions),
     }
+    if view.positions is not None:  # map-style: drawn at random from what is in memory
+        kwargs["sampler"] = _Choices(view.positions)
+        kwargs["batch_size"] = loader.batch_size or batch or 1
     if workers:
-        kwargs["multiprocessing_context"] = loader.multiprocessing_context
+        kwargs["multiprocessing_context"] = context
         kwargs["prefetch_factor"] = loader.prefetch_factor or 2
+        kwargs["timeout"] = PROBE_BATCH_TIMEOUT_S
     with warnings.catch_warnings():  # torch's warning about more workers than cores: ioprof's choice
         warnings.simplefilter("ignore", UserWarning)
         probe = DataLoader(view.dataset, **kwargs)
         probe._ioprof_probe = True  # not one of the user's loaders
         it = iter(probe)
     try:
-        images, spans, stopped_by = _time_batches(it, workers, seconds, kwargs["batch_size"])
+        images, spans, stopped_by = _time_batches(it, workers, seconds, kwargs["batch_size"] or batch or 1)
+    except RuntimeError as e:
+        if "timed out" in str(e):
+            raise ProbeAbandoned(
+                f"at {workers} worker(s) no batch came within {PROBE_BATCH_TIMEOUT_S:.0f} s; its workers "
+                "were ended (a worker stuck at start, or in a thread pool it inherited)"
+            ) from e
+        raise
     finally:
+        shutdown = getattr(it, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()  # joins, then terminates what does not end: nothing of the probe lingers
         del it
     elapsed = max(sum(spans), 1e-9)
     setting = LoaderSetting.multiprocess(workers) if workers else LoaderSetting.serial()
@@ -91,7 +160,7 @@ def _loader_alone(loader: Any, view: Any, workers: int, seconds: float, batch: i
         1.0,
         True,
         "memfd",
-        f"in memory: {view.files} of your files ({view.bytes / 1e6:,.1f} MB) copied into RAM",
+        f"in memory: {view.source} ({view.bytes / 1e6:,.1f} MB) copied into RAM",
     )
     return DecodeCeiling(
         loader=setting.kind,
@@ -144,57 +213,69 @@ def probe_pipeline(
     local_rank: int = 0,
     local_world_size: int = 1,
 ) -> dict[str, Any]:
-    """The user's loader alone over an in-memory sample, and the storage under its files, cold."""
-    decode, decode_note, error = _probe_decode(loader, settings, seconds, batch_images)
-    storage, storage_note = _probe_storage(settings, local_rank, local_world_size)
+    """The user's loader alone over an in-memory sample, and its source read alone."""
+    decode, notes, error, per_sample = _probe_decode(loader, settings, seconds, batch_images)
+    storage, storage_note = _probe_storage(settings, per_sample, local_rank, local_world_size)
     return {
         "decode": decode,
         "storage": storage,
-        "decode_note": decode_note,
+        "decode_note": notes,
         "storage_note": storage_note,
         "error": error,
+        "bytes_per_sample": per_sample,
     }
 
 
 def _probe_decode(
     loader: Any, settings: dict[str, Any], seconds: float, batch: int
-) -> tuple[list[DecodeCeiling], str, str]:
+) -> tuple[list[DecodeCeiling], str, str, float | None]:
+    """Decode ceilings at the probe's worker counts, a note on how (or why not), an error that
+    stopped them, and the source's bytes per sample as the copy in memory showed them."""
+    from ioprof import sources
     from ioprof.host.machine import usable_cores
-    from ioprof.observe.inmemory import memory_view
 
-    if getattr(loader, "batch_size", None) is None and not batch:
-        return [], "your loader has no batch size ioprof could read (a batch sampler)", ""
-    view = memory_view(loader.dataset)
+    if getattr(loader, "batch_size", None) is None and not batch and not settings.get("iterable"):
+        return [], "your loader has no batch size ioprof could read (a batch sampler)", "", None
+    source = settings["source"]
+    if source is None:
+        return [], f"decode alone not measured: {settings['source_unknown']}", "", None
+    view = sources.in_memory(source, loader.dataset, workers=max(1, settings["num_workers"]))
     if isinstance(view, str):
-        return [], f"decode alone not measured: {view}", ""
+        return [], f"decode alone not measured: {view}", "", None
+    per_sample = view.bytes / view.files if view.files else None
+    context, note = start_method(loader, settings, view.dataset)
     decode: list[DecodeCeiling] = []
     try:
         for w in probe_workers(settings["num_workers"], usable_cores()):
-            decode.append(_loader_alone(loader, view, w, seconds, batch))
+            decode.append(_loader_alone(loader, view, w, seconds, batch, context if w else None))
+    except ProbeAbandoned as e:
+        return decode, note, f"the probe was abandoned: {e}", per_sample
     except Exception as e:  # the user's dataset may not survive a second loader: say so, go on
-        return decode, "", f"{type(e).__name__}: {e}"[:300]
+        return decode, note, f"{type(e).__name__}: {e}"[:300], per_sample
     finally:
         view.close()
-    return decode, "", ""
+    return decode, note, "", per_sample
 
 
 def _probe_storage(
-    settings: dict[str, Any], local_rank: int, local_world_size: int
+    settings: dict[str, Any], per_sample: float | None, local_rank: int, local_world_size: int
 ) -> tuple[list[StorageCeiling], str]:
-    """The files read cold, once per host, at every local rank's readers together."""
-    from ioprof.host.pagecache import filesystem_of
-    from ioprof.measure.storage import probe_storage
+    """The source read alone, once per host, at every local rank's readers together."""
+    from ioprof import sources
 
-    files: list[str] = settings["files"]
-    if not files:
-        return [], "your dataset does not list its files, so the storage under them could not be read alone"
+    source = settings["source"]
+    if source is None:
+        return [], "the storage was not read alone: your dataset does not say what it reads"
     if local_rank != 0:
         return [], "the storage is read alone once per host, by local rank 0, for all its ranks"
     readers = max(1, settings["num_workers"]) * local_world_size
-    count = min(len(files), max(PROBE_STORAGE_FILES, PROBE_STORAGE_FILES_PER_READER * readers))
-    sample = random.Random(0).sample(files, count)
-    root = settings["dataset_root"] or sample[0]
-    ceiling = probe_storage(
-        sample, readers, filesystem_of(sample[0]), max_seconds=PROBE_STORAGE_MAX_S, root=root
-    )
+    try:
+        ceiling = sources.read_alone(
+            source,
+            readers,
+            max_seconds=PROBE_STORAGE_MAX_S,
+            bytes_per_sample=per_sample if source.urls or source.kind != "files" else None,
+        )
+    except OSError as e:
+        return [], f"the storage was not read alone: {source.where} could not be read ({e})"
     return [replace(ceiling, shared_by=local_world_size)], ""

@@ -32,6 +32,7 @@ from ioprof.core.results import (
     ScriptInfo,
     StorageCeiling,
     SweepResult,
+    WaitSplit,
 )
 from ioprof.core.stats import data_wait_share
 
@@ -44,10 +45,20 @@ def _key(obs: dict[str, Any], loader: dict[str, Any]) -> str:
 
 
 def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
-    """Bytes fetched over the spans the counters covered, by the mount's method."""
+    """Bytes fetched over the spans the counters covered, by the source's method: the mount's
+    (block I/O, NFS client statistics, the FUSE daemon), or, for a source read through pipes and
+    TLS sockets (tar shards over HTTP through curl), what the loader's processes were handed."""
     from ioprof.host.fetched import FetchSnapshot, decide
     from ioprof.host.pagecache import filesystem_of
 
+    source = loader.get("source") or {}
+    if source.get("counted_by") == "own-rchar" and io.own_read_chars is not None and io.window_s > 0:
+        return Fetched(
+            io.own_read_chars,
+            "own-rchar",
+            f"what the loader's processes read from {source.get('where', 'its source')} through pipes and "
+            "TLS sockets (rchar of their own threads: each byte once, no child's)",
+        )
     root = loader["settings"]["dataset_root"]
     mount = loader.get("mount") or {}
     if not root or not mount.get("spans"):
@@ -67,13 +78,30 @@ def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
     )
 
 
+def _wait_split(loader: dict[str, Any], waits: list[float]) -> WaitSplit | None:
+    """The units whose producer was known, with what it did while the loop waited (host clock)."""
+    splits = loader.get("splits") or []
+    host = loader.get("host_waits") or waits
+    known = [(w, sp) for w, sp in zip(host, splits, strict=False) if sp is not None]
+    if not known:
+        return None
+    return WaitSplit(
+        wait_s=tuple(w for w, _ in known),
+        cpu_s=tuple(sp[0] for _, sp in known),
+        runq_s=tuple(sp[1] for _, sp in known),
+        others_cpu_s=tuple(sp[2] for _, sp in known),
+        producer=loader.get("producer", "worker"),
+        units=len(host),
+    )
+
+
 def _cell(key: str, loader: dict[str, Any], config: Any) -> CellResult:
     from ioprof.core.resultfile import from_jsonable
 
     s = loader["settings"]
     waits, steps, images = loader["waits"], loader["steps"], loader["images"]
     elapsed = sum(waits) + sum(steps)  # pauses left out (evaluation, checkpoints) are not in it
-    io = from_jsonable(IoCounts, loader["io"])
+    io = from_jsonable(IoCounts, {"own_read_chars": None, **loader["io"]})
     setting = LoaderSetting.multiprocess(s["num_workers"]) if s["num_workers"] else LoaderSetting.serial()
     gpu = from_jsonable(GpuTelemetry, loader["gpu"]) if loader.get("gpu") else GpuTelemetry(False, "")
     cell = CellResult(
@@ -100,6 +128,7 @@ def _cell(key: str, loader: dict[str, Any], config: Any) -> CellResult:
     )
     if loader.get("inside"):
         cell = replace(cell, inside=from_jsonable(LoaderInside, loader["inside"]))
+    cell = replace(cell, wait_split=_wait_split(loader, waits))
     fetched = _fetched(loader, io)
     return replace(cell, fetched=fetched) if fetched is not None else cell
 
@@ -232,7 +261,9 @@ def build_result(
             cell = _cell(key, loader, config)
             cells.append(cell)
             hosts[key] = (obs.get("host", ""), loader["index"])
-            datasets.append(_dataset_info(key, loader))
+            probed = obs.get("probed_index") == loader["index"]
+            per_sample = (obs.get("probes") or {}).get("bytes_per_sample") if probed else None
+            datasets.append(_dataset_info(key, loader, per_sample))
             step = _step_ceiling(cell, device, loader.get("clock", "host"))
             if compute is None and loader["role"] == "training":
                 compute = step
@@ -315,6 +346,8 @@ def _script(
         probed=any(c.decode or c.storage for c in ceilings),
         probe_pause_s=max((o.get("probe_pause_s", 0.0) for o in ordered), default=0.0),
         probe_notes=tuple(notes),
+        probe_refused=next((o["probe_refused"] for o in ordered if o.get("probe_refused")), ""),
+        probe_when=next(((o.get("probes") or {}).get("when", "") for o in ordered if o.get("probes")), ""),
         shm_failure=next((o["shm_failure"] for o in ordered if o.get("shm_failure")), ""),
         shm_warnings=tuple(
             dict.fromkeys(
@@ -327,23 +360,28 @@ def _script(
     )
 
 
-def _dataset_info(key: str, loader: dict[str, Any]) -> DatasetInfo:
+def _dataset_info(key: str, loader: dict[str, Any], per_sample: float | None = None) -> DatasetInfo:
+    """What is known of the loader's dataset; what is not is None. ``per_sample``: its bytes per
+    sample as the probe's copy in memory showed them (tar shards hold many samples a file)."""
     info = loader.get("dataset_info")
-    if info:
-        return DatasetInfo(**{**info, "label": key})
     s = loader["settings"]
+    if info:
+        out = DatasetInfo(**{**info, "label": key})
+        if out.mean_file_bytes is None and per_sample:
+            out = replace(out, mean_file_bytes=per_sample)
+        return out
     return DatasetInfo(
         label=key,
         path=s["dataset_root"],
         generated=False,
-        files=s["dataset_len"] or 0,
-        total_bytes=0,
-        mean_file_bytes=0.0,
-        mean_width_px=0.0,
-        mean_height_px=0.0,
-        bits_per_pixel=0.0,
-        fs_type="",
-        mount_source="",
-        classes=0,
-        fs_kind="",
+        files=None,
+        total_bytes=None,
+        mean_file_bytes=per_sample,
+        mean_width_px=None,
+        mean_height_px=None,
+        bits_per_pixel=None,
+        fs_type=None,
+        mount_source=None,
+        classes=None,
+        samples=s.get("dataset_len"),
     )

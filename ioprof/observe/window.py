@@ -45,6 +45,11 @@ class Reading:
     procs: dict[int, tuple[int, int]]  # pid → (read_bytes, read_chars)
     nfs_bytes: int | None = None  # the mount's NFS client: bytes read from the server
     daemon: tuple[int, str, int] | None = None  # the FUSE daemon: (pid, name, rchar)
+    own_chars: dict[int, int] = field(default_factory=dict)  # pid → its own threads' rchar (no child's)
+    # pid → CPU seconds of the process, its threads and the children it reaped (the training
+    # process and the loader's processes), and each thread's (CPU s, run-queue s)
+    cpu: dict[int, float] = field(default_factory=dict)
+    threads: dict[int, dict[int, tuple[float, float]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -59,6 +64,11 @@ class Totals:
     daemon_bytes: int | None = None
     daemon: tuple[int, str] | None = None
     spans: int = 0
+    own_chars: int = 0  # the processes' own threads' reads (pipes, TLS sockets, files), no child's
+    cpu_s: float = 0.0  # CPU of the training process and the loader's, over the spans
+    cpu_window_s: float = 0.0  # the seconds of the spans whose CPU was read at both ends
+    thread_cpu_s: dict[str, float] = field(default_factory=dict)  # "pid/tid" → CPU s over the spans
+    thread_runq_s: dict[str, float] = field(default_factory=dict)  # "pid/tid" → run-queue s
 
     def add(self, a: Reading, b: Reading) -> None:
         if b.at_s <= a.at_s:
@@ -67,17 +77,42 @@ class Totals:
         self.seconds += b.at_s - a.at_s
         self.read_bytes += sum(b.procs[p][0] - a.procs[p][0] for p in common)
         self.read_chars += sum(b.procs[p][1] - a.procs[p][1] for p in common)
+        self.own_chars += sum(
+            b.own_chars[p] - a.own_chars[p] for p in a.own_chars.keys() & b.own_chars.keys()
+        )
         self.processes = max(self.processes, len(common))
         self.spans += 1
+        self._add_cpu(a, b)
         if a.nfs_bytes is not None and b.nfs_bytes is not None:
             self.nfs_bytes = (self.nfs_bytes or 0) + b.nfs_bytes - a.nfs_bytes
         if a.daemon is not None and b.daemon is not None and a.daemon[0] == b.daemon[0]:
             self.daemon_bytes = (self.daemon_bytes or 0) + b.daemon[2] - a.daemon[2]
             self.daemon = (b.daemon[0], b.daemon[1])
 
+    def _add_cpu(self, a: Reading, b: Reading) -> None:
+        """CPU over the span: every process read at both ends (one gone meanwhile is left out, and
+        the span's CPU then says so by covering fewer seconds)."""
+        if not a.cpu or a.cpu.keys() != b.cpu.keys():
+            return
+        self.cpu_s += sum(max(0.0, b.cpu[p] - a.cpu[p]) for p in a.cpu)
+        self.cpu_window_s += b.at_s - a.at_s
+        for pid, threads in b.threads.items():
+            before = a.threads.get(pid, {})
+            for tid, (cpu, runq) in threads.items():
+                c0, r0 = before.get(tid, (0.0, 0.0))  # a thread born within the span: from 0
+                key = f"{pid}/{tid}"
+                self.thread_cpu_s[key] = self.thread_cpu_s.get(key, 0.0) + max(0.0, cpu - c0)
+                self.thread_runq_s[key] = self.thread_runq_s.get(key, 0.0) + max(0.0, runq - r0)
+
     def plus(self, a: Reading | None, b: Reading | None) -> Totals:
         """These totals with one more span (an open segment's), without changing them."""
-        out = Totals(**self.__dict__)
+        out = Totals(
+            **{
+                **self.__dict__,
+                "thread_cpu_s": dict(self.thread_cpu_s),
+                "thread_runq_s": dict(self.thread_runq_s),
+            }
+        )
         if a is not None and b is not None:
             out.add(a, b)
         return out
@@ -114,6 +149,7 @@ class _Pending:
     images: int
     call_mark: Any
     return_mark: Any
+    split: tuple[float, float, float] | None = None
 
 
 @dataclass
@@ -131,6 +167,9 @@ class LoaderWindow:
     step_times: list[float] = field(default_factory=list)
     images: list[int] = field(default_factory=list)
     units: list[tuple[Any, Any, Any]] = field(default_factory=list)  # GPU events per unit
+    # per unit, what its producer did while the loop waited (``producers``): (its thread's CPU s,
+    # its thread's run-queue s, its other threads' CPU s), or None where it could not be told
+    splits: list[tuple[float, float, float] | None] = field(default_factory=list)
     totals: Totals = field(default_factory=Totals)
     passes: int = 0
     batches: int = 0
@@ -191,8 +230,11 @@ class LoaderWindow:
             self._begin(t_call, mark)
         return False
 
-    def returned(self, t_call: float, t_return: float, images: int) -> None:
-        """``next()`` returned a batch of ``images`` samples."""
+    def returned(
+        self, t_call: float, t_return: float, images: int, split: tuple[float, float, float] | None = None
+    ) -> None:
+        """``next()`` returned a batch of ``images`` samples (``split``: what its producer did
+        meanwhile)."""
         self.batches += 1
         self._last_return = t_return
         if self.done:
@@ -203,7 +245,7 @@ class LoaderWindow:
             return
         if self._open:
             ret = self.marks.mark() if self.marks is not None else None
-            self._pending = _Pending(t_return - t_call, images, self._call_mark, ret)
+            self._pending = _Pending(t_return - t_call, images, self._call_mark, ret, split)
         self._open = False
 
     # -- the window ----------------------------------------------------------------------------
@@ -221,6 +263,7 @@ class LoaderWindow:
         self.waits.append(p.wait_s)
         self.step_times.append(step)
         self.images.append(p.images)
+        self.splits.append(p.split)
         if self.marks is not None:
             self.units.append((p.call_mark, p.return_mark, mark))
         if self._seg_last is not None and t_call - self._seg_last.at_s >= COUNTERS_EVERY_S:

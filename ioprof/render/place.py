@@ -113,7 +113,7 @@ def render_place_markdown(result: PlaceResult) -> str:
     c = result.compute
     d = result.dataset
     kind = "simulated" if c.simulated else "measured"
-    fits = d.total_bytes <= result.ram_available_bytes
+    fits = d.listed_bytes <= result.ram_available_bytes
     ram = f"{result.ram_available_bytes / 1e9:,.1f} GB" + (
         f" ({result.ram_source})" if result.ram_source else ""
     )
@@ -127,7 +127,7 @@ def render_place_markdown(result: PlaceResult) -> str:
     out += [
         f"Demand: the {kind} compute ceiling, {rate_ci(c.throughput())} img/s ({c.label}). "
         f"Busy share = predicted ÷ demand; {MIN_BUSY_SHARE:.0%} is MLPerf Storage's bar for ResNet-50. "
-        f"The dataset ({gb(d.total_bytes)}) {'fits' if fits else 'does not fit'} in the {ram} the page cache can "
+        f"The dataset ({gb(d.listed_bytes)}) {'fits' if fits else 'does not fit'} in the {ram} the page cache can "
         "use: where it fits and the filesystem keeps read pages, only the first epoch reads the storage and "
         "the others run at the compute and decode rate; where it does not fit, or the filesystem drops read "
         "pages at every open (sshfs and other FUSE mounts by default — checked by reading files and looking "
@@ -155,7 +155,7 @@ def render_place_markdown(result: PlaceResult) -> str:
         "",
         "## How this was measured",
         "",
-        f"- Dataset: `{d.path}` — {d.files} files, {d.total_bytes / 1e6:,.1f} MB, mean {d.mean_file_bytes / 1e3:,.0f} kB, "
+        f"- Dataset: `{d.path}` — {d.listed_files} files, {d.listed_bytes / 1e6:,.1f} MB, mean {d.listed_file_bytes / 1e3:,.0f} kB, "
         f"on {d.fs_type} ({d.mount_source}); only read.",
         "- The current location is read where it is, cold (evicted and verified). Each candidate folder gets a "
         "shuffled sample copied into a temporary folder inside it (the copy is timed, fsync included, for the "

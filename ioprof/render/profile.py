@@ -169,7 +169,7 @@ def _how(r: ProfileResult, c: ProfileConclusions) -> list[str]:
     return [
         "## How this was measured",
         "",
-        f"- Dataset `{d.path}`: {d.files:,} files, {size(d.total_bytes)}; the real loader ({r.setting}) and model "
+        f"- Dataset `{d.path}`: {d.listed_files:,} files, {size(d.listed_bytes)}; the real loader ({r.setting}) and model "
         f"({r.config.get('model')}), SGD with momentum, cross-entropy.",
         "- Phases: per step, the host's time in `next()` (data wait), then the copy, forward (with the loss), "
         "backward, optimizer step and `loss.item()`. From storage: every file evicted before and after each read.",

@@ -10,7 +10,7 @@ from pathlib import Path
 from ioprof.conclude.sweep import is_sweep, speedup_over_serial
 from ioprof.core.findings import CpuIsTheDevice, FetchedAboveStorage
 from ioprof.core.resultfile import atomic_write_text
-from ioprof.core.results import CellResult, DatasetCeilings, SweepResult
+from ioprof.core.results import CellResult, DatasetCeilings, DatasetInfo, SweepResult
 from ioprof.core.stats import INTERIM_LOOKS, LOOKS, looks_level, share_below, summarize
 from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
 from ioprof.render import inside, words
@@ -436,11 +436,7 @@ def _how_measured(result: SweepResult, sweep: bool) -> list[str]:
     out.append("- Datasets:" if result.datasets else "- Datasets: none read (synthetic batches only).")
     for d in result.datasets:
         kind = "generated" if d.generated else "user data"
-        out.append(
-            f"  - {d.label} ({kind}): {d.files} files, {d.total_bytes / 1e6:,.1f} MB, mean "
-            f"{d.mean_file_bytes / 1e3:,.0f} kB at {d.mean_width_px:,.0f}×{d.mean_height_px:,.0f} "
-            f"({d.bits_per_pixel:.1f} bits/pixel), on {d.fs_type} ({d.mount_source}), `{d.path}`"
-        )
+        out.append(f"  - {d.label} ({kind}): {dataset_facts(d)}")
     return [
         *out,
         "",
@@ -514,3 +510,22 @@ def write(result: SweepResult, out_dir: Path) -> Path:
 def headline(result: SweepResult) -> str:
     """The verdict in one line."""
     return words.verdict_line(result.analysis).replace("**", "")
+
+
+def dataset_facts(d: DatasetInfo) -> str:
+    """What is known of a dataset, in words; what is not known is said so, never printed as 0."""
+    parts = [f"{d.files:,} files" if d.files is not None else "how many files: unknown"]
+    if d.total_bytes is not None:
+        parts.append(f"{d.total_bytes / 1e6:,.1f} MB")
+    if d.mean_file_bytes is not None:
+        at = (
+            f" at {d.mean_width_px:,.0f}×{d.mean_height_px:,.0f}"
+            if d.mean_width_px is not None and d.mean_height_px is not None
+            else ""
+        )
+        bpp = f" ({d.bits_per_pixel:.1f} bits/pixel)" if d.bits_per_pixel is not None else ""
+        parts.append(f"mean {d.mean_file_bytes / 1e3:,.0f} kB a sample{at}{bpp}")
+    else:
+        parts.append("size per sample unknown")
+    where = f"on {d.fs_type} ({d.mount_source})" if d.fs_type else "its filesystem not identified"
+    return ", ".join(parts) + f", {where}" + (f", `{d.path}`" if d.path else "")

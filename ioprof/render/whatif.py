@@ -175,8 +175,8 @@ def _how(result: WhatifResult) -> list[str]:
     return [
         "## How this was measured",
         "",
-        f"- A shuffled sample of {result.sample_files} files ({mb(result.sample_bytes)}) of `{d.path}` ({d.files} files, "
-        f"{size(d.total_bytes)}, on {d.fs_type}), only read. Each alternative ran end to end on it: the same transforms, "
+        f"- A shuffled sample of {result.sample_files} files ({mb(result.sample_bytes)}) of `{d.path}` ({d.listed_files} files, "
+        f"{size(d.listed_bytes)}, on {d.fs_type}), only read. Each alternative ran end to end on it: the same transforms, "
         f"batch {result.run.batch_size} and training step ({result.compute.label}), cache regime "
         f"{result.config.get('cache')}, until its interval was within ± 5 % or {result.config.get('seconds')} s.",
         f"- Copies and shards were made in a scratch folder in `{result.scratch}` ({result.scratch_fs}; "

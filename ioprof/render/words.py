@@ -213,12 +213,17 @@ def _storage_need(a: f.Advice) -> str:
         verdict = {
             True: "enough, with headroom",
             False: "too little headroom for it"
-            if a.storage_mb_per_s_measured >= a.storage_mb_per_s_needed
+            if a.storage_mb_per_s_measured >= (a.storage_mb_per_s_needed or 0.0)
             else "short of it",
             None: "",
         }[a.storage_suffices]
         where = f"; storage delivers {rate(a.storage_mb_per_s_measured)} MB/s cold" + (
             f", {verdict}" if verdict else ""
+        )
+    if a.storage_mb_per_s_needed is None or a.mean_file_bytes is None:
+        return (
+            f"{a.consumer.capitalize()} runs at {rate(a.demand_img_per_s)} img/s; the bytes it reads per image are "
+            f"not known (its dataset does not say what it reads), so neither is the bandwidth it needs{where}."
         )
     return (
         f"{a.consumer.capitalize()} at {rate(a.demand_img_per_s)} img/s draws {rate(a.storage_mb_per_s_needed)} MB/s "
@@ -227,11 +232,15 @@ def _storage_need(a: f.Advice) -> str:
 
 
 def _storage_fix(a: f.Advice) -> list[str]:
+    need = (
+        f"needs {rate(a.storage_mb_per_s_needed)} MB/s (mean file {a.mean_file_bytes / 1e3:,.0f} kB)"
+        if a.storage_mb_per_s_needed is not None and a.mean_file_bytes is not None
+        else "needs more (the bytes it reads per image are not known)"
+    )
     out = [
         f"Storage limits it: the storage delivers {rate(a.storage_mb_per_s_measured)} MB/s "
         f"({rate(a.storage_img_per_s_best)} img/s at {a.storage_best_readers} reader(s)), and training at "
-        f"{rate(a.demand_img_per_s)} img/s needs {rate(a.storage_mb_per_s_needed)} MB/s "
-        f"(mean file {a.mean_file_bytes / 1e3:,.0f} kB)."
+        f"{rate(a.demand_img_per_s)} img/s {need}."
     ]
     if a.storage_scales_with_readers:
         out.append(
@@ -295,7 +304,9 @@ def _cpu(x: f.CpuIsTheDevice) -> str:
 
 
 def _fit(x: f.DatasetsFitInRam) -> str:
-    sizes = ", ".join(f"{d} {size(b)}" for d, b in zip(x.datasets, x.sizes_bytes, strict=True))
+    sizes = ", ".join(
+        f"{d} {size(b)} on {fs}" for d, b, fs in zip(x.datasets, x.sizes_bytes, x.fs_types, strict=True)
+    )
     many = len(x.datasets) > 1
     how = (
         "the cold cells here evict each file after reading it, as a dataset larger than RAM would see"
@@ -305,7 +316,8 @@ def _fit(x: f.DatasetsFitInRam) -> str:
     source = f", {x.ram_source}" if x.ram_source else ""
     return (
         f"The dataset{'s' if many else ''} ({sizes}) fit{'' if many else 's'} in RAM ({x.ram_bytes / 1e9:,.0f} GB "
-        f"for the page cache{source}), on a filesystem that keeps read pages: in real training every epoch after "
+        f"for the page cache{source}), on a filesystem that keeps read pages (checked: files read and closed "
+        "stayed resident): in real training every epoch after "
         f"the first would come from the page cache, not storage — {how} (MLPerf Storage asks for a dataset ≥ "
         f"{x.ratio:g}× RAM)."
     )
@@ -391,7 +403,8 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     f.FetchContradiction: _contradiction,
     f.NotAsAsked: lambda x: f"{x.dataset} {x.setting}: {x.note or x.regime + ' not verified'}.",
     f.FetchedUnknown: lambda x: (
-        f"{x.dataset}: bytes fetched from storage could not be counted on {x.fs_type} for "
+        f"{x.dataset}: bytes fetched from storage could not be counted on "
+        f"{x.fs_type or 'its storage (its filesystem was not identified)'} for "
         f"{', '.join(x.settings)} (no counter for it, and the cells were not verified cold); storage is "
         "assumed to serve every read."
     ),
@@ -418,7 +431,7 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     ),
     f.FetchedUnchecked: lambda x: (
         f"MB/s fetched for {', '.join(x.cells)} could not be checked against what the storage delivers: the "
-        "storage was not read alone (--no-probe, or the probe could not run)."
+        f"storage was not read alone ({x.why or 'no reason was recorded'})."
     ),
     f.ProbeFailed: lambda x: (
         f"{x.dataset} {x.stage} ceiling{', ' + x.setting if x.setting else ''}: failed — {x.error}."

@@ -231,7 +231,7 @@ def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress:
             sample_bytes,
             folder,
             config.workers,
-            dataset_bytes=dataset.info.total_bytes,
+            dataset_bytes=dataset.info.listed_bytes,
             seed=config.seed,
             progress=progress,
         )

@@ -145,7 +145,7 @@ def measure(
     # read pages (sshfs drops them at every open: every epoch reads the storage there)
     if (
         dataset.info.keeps_pages is not False
-        and dataset.info.total_bytes <= WARM_RAM_SHARE * memory_for_cache()[0]
+        and dataset.info.listed_bytes <= WARM_RAM_SHARE * memory_for_cache()[0]
     ):
         progress(f"profiling {steps} steps with the files in RAM (later epochs)…")
         it = iter(_loader(dataset, setting, crop_px, batch_size, big, "warm", seed, start_method))
@@ -197,7 +197,7 @@ def run_profile(
         dataset=dataset.info,
         setting=setting.label,
         batch_size=session.run.batch_size,
-        epoch_images=config.epoch_images or dataset.info.files,
+        epoch_images=config.epoch_images or dataset.info.listed_files,
         startup_s=m.startup_s,
         cold=m.cold,
         warm=m.warm,

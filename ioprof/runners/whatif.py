@@ -188,7 +188,7 @@ def gpu_decode(trial: Trial) -> AlternativeResult:
 def resized(trial: Trial, short_side: int) -> AlternativeResult:
     name = f"resized-{short_side}"
     info = trial.sample.info
-    if min(info.mean_width_px, info.mean_height_px) <= short_side:
+    if min(info.mean_width_px or 0.0, info.mean_height_px or 0.0) <= short_side:
         return _not(name, "already-small")
     paths, seconds, nbytes = alt.write_resized(trial.sample.images.paths, trial.scratch / name, short_side)
     trial.scratch_bytes += nbytes
@@ -199,14 +199,14 @@ def resized(trial: Trial, short_side: int) -> AlternativeResult:
             plan, sample=load_sample(copy.images, copy.fs, seed=0, max_files=10**9, max_bytes=10**12)
         )
     return _measured(
-        trial, name, copy, plan, prep_s=seconds, prep_bytes=nbytes, sample_bytes=info.total_bytes
+        trial, name, copy, plan, prep_s=seconds, prep_bytes=nbytes, sample_bytes=info.listed_bytes
     )
 
 
 def shards(trial: Trial) -> AlternativeResult:
     """Packed shards of the sample, in the scratch folder."""
     n = max(1, trial.workers) * SHARDS_PER_WORKER
-    size = max(1, trial.sample.info.total_bytes // n)
+    size = max(1, trial.sample.info.listed_bytes // n)
     paths, seconds, nbytes = alt.write_shards(
         trial.sample.images.paths, trial.sample.images.labels, trial.scratch / "shards", size
     )
@@ -221,7 +221,7 @@ def shards(trial: Trial) -> AlternativeResult:
         plan,
         prep_s=seconds,
         prep_bytes=nbytes,
-        sample_bytes=trial.sample.info.total_bytes,
+        sample_bytes=trial.sample.info.listed_bytes,
     )
 
 
@@ -238,7 +238,7 @@ def control(trial: Trial) -> AlternativeResult | None:
         str(shutil.copy(p, loose / f"{i:06d}{Path(p).suffix}"))
         for i, p in enumerate(trial.sample.images.paths)
     ]
-    trial.scratch_bytes += trial.sample.info.total_bytes
+    trial.scratch_bytes += trial.sample.info.listed_bytes
     copy = _copy_dataset("loose-on-scratch", copies, trial.sample.images.labels, trial.sample)
     return _measured(trial, "loose-on-scratch", copy, trial.plan(copy))
 
@@ -335,7 +335,7 @@ def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progres
     )
     scratch_base = Path(config.scratch_dir or tempfile.gettempdir())
     progress(
-        f"scratch: up to {3 * sample.info.total_bytes / 1e6:,.0f} MB of copies and shards of a {sample.info.files}-file "
+        f"scratch: up to {3 * sample.info.listed_bytes / 1e6:,.0f} MB of copies and shards of a {sample.info.listed_files}-file "
         f"sample in {scratch_base} (removed afterwards)"
     )
     scratch = Path(tempfile.mkdtemp(prefix="ioprof-whatif-", dir=scratch_base))
@@ -355,8 +355,8 @@ def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progres
         machine=session.machine,
         config=to_jsonable(asdict(config)),
         dataset=dataset.info,
-        sample_files=sample.info.files,
-        sample_bytes=sample.info.total_bytes,
+        sample_files=sample.info.listed_files,
+        sample_bytes=sample.info.listed_bytes,
         compute=compute,
         setting=trial.setting.label,
         scratch=str(scratch_base),
@@ -377,7 +377,7 @@ def _all(trial: Trial, dataset: Dataset) -> list[AlternativeResult]:
         *(lambda n=n: resized(trial, n) for n in RESIZE_SHORT_SIDES),
         lambda: shards(trial),
         lambda: loader_knobs(trial),
-        lambda: cache(trial, dataset.info.total_bytes),
+        lambda: cache(trial, dataset.info.listed_bytes),
     ]
     out: list[AlternativeResult] = []
     for step in steps:

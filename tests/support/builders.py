@@ -141,6 +141,7 @@ def dataset_info(label: str = "500x375", mean_bytes: float = 100_000.0, files: i
         mount_source="/dev/vda",
         classes=4,
         fs_kind="block",
+        keeps_pages=True,  # checked, as describe() checks it
     )
 
 

@@ -1,7 +1,7 @@
 """The layers, read from the folders: a module is covered the day it is added to one.
 
 Imports point one way: entry points (``cli``, ``commands/``, ``observe/``, ``notebook``) →
-``runners/`` → ``measure/`` → ``datasets/`` → ``host/`` → ``core/``, and entry points →
+``runners/`` → ``sources/`` → ``measure/`` → ``datasets/`` → ``host/`` → ``core/``, and entry points →
 ``render/`` → ``conclude/`` → ``core/``. ``core``, ``conclude`` and ``render`` never load torch
 or NVML; nothing below the runners imports a renderer; no module imports itself back through
 others (no cycles, lazy imports included); no function is longer than 80 lines.
@@ -28,7 +28,8 @@ MAY_IMPORT = {
     "host": {"core"},
     "datasets": {"core", "host"},
     "measure": {"core", "host", "datasets"},
-    "runners": {"core", "host", "datasets", "measure"},
+    "sources": {"core", "host", "datasets", "measure"},
+    "runners": {"core", "host", "datasets", "measure", "sources"},
     "conclude": {"core"},
     "render": {"core", "conclude"},
 }

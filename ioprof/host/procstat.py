@@ -1,0 +1,195 @@
+"""What the kernel's scheduler and I/O accounting say about a process and its threads, read
+straight from ``/proc`` (no psutil: these are read at batch boundaries of a user's loop, where
+microseconds count).
+
+- ``/proc/PID/task/TID/schedstat``: nanoseconds the thread ran on a CPU, nanoseconds it was
+  runnable but waiting for one (run-queue delay), and its time slices. What is neither was
+  off-CPU: blocked in a read (disk, network, a pipe), on a lock, or idle.
+- ``/proc/PID/stat``: the process's CPU time, all its threads, and its reaped children's.
+- ``/proc/PID/io`` and ``/proc/PID/task/TID/io``: ``rchar`` is what ``read()``-family calls
+  returned (files, pipes, TLS sockets: OpenSSL reads with ``read()``), ``read_bytes`` what was
+  fetched from a block device. Checked on this kernel: plain ``recv()`` on a socket (Python's
+  ``socket`` module, ``curl`` over plain HTTP) is not counted in ``rchar`` at all, and a reaped
+  child's counts fold into its parent's process total, not into any of its threads'. So the
+  own threads' ``rchar`` of a worker counts each byte it was handed once (a file's, a pipe's
+  from ``curl``, a TLS socket's) and never a child's again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+
+TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class ThreadTimes:
+    """One thread's scheduler totals so far."""
+
+    cpu_s: float  # on a CPU
+    runq_s: float  # runnable, waiting for a CPU
+
+
+@dataclass(frozen=True)
+class ProcSample:
+    """One process at one moment: CPU (its threads, and its reaped children apart), I/O counters,
+    and each thread's scheduler totals."""
+
+    pid: int
+    cpu_s: float  # utime + stime: every thread of the process, alive or exited
+    children_cpu_s: float  # cutime + cstime: children it reaped (a pass's workers, curl)
+    rchar: int  # the process's reads, reaped children included
+    read_bytes: int  # fetched from a block device, reaped children included
+    own_rchar: int  # its living threads' own reads: no child's
+    threads: dict[int, ThreadTimes]
+
+    @property
+    def runq_s(self) -> float:
+        return sum(t.runq_s for t in self.threads.values())
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def parse_schedstat(text: bytes) -> ThreadTimes:
+    run_ns, wait_ns, *_ = text.split()
+    return ThreadTimes(int(run_ns) / 1e9, int(wait_ns) / 1e9)
+
+
+def parse_stat(text: bytes) -> tuple[float, float]:
+    """(utime + stime, cutime + cstime) in seconds, from ``/proc/PID/stat``."""
+    fields = text[text.rindex(b")") + 2 :].split()
+    # after the command: state is field 3, utime 14, stime 15, cutime 16, cstime 17
+    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+    return (utime + stime) * TICK_S, (cutime + cstime) * TICK_S
+
+
+def parse_io(text: bytes) -> dict[str, int]:
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(b":")
+        out[name.decode()] = int(value)
+    return out
+
+
+def thread_times(pid: int) -> dict[int, ThreadTimes]:
+    """Every living thread of ``pid``: its CPU and run-queue totals."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return {}
+    out = {}
+    for tid in tids:
+        text = _read(f"/proc/{pid}/task/{tid}/schedstat")
+        if text:
+            out[int(tid)] = parse_schedstat(text)
+    return out
+
+
+def own_rchar(pid: int) -> int:
+    """``rchar`` of the living threads of ``pid``: what they read themselves, no child's."""
+    total = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for tid in tids:
+        text = _read(f"/proc/{pid}/task/{tid}/io")
+        if text:
+            total += parse_io(text).get("rchar", 0)
+    return total
+
+
+def sample(pid: int, *, threads: bool = True) -> ProcSample | None:
+    """``pid`` now (None when it is gone or cannot be read)."""
+    stat, io = _read(f"/proc/{pid}/stat"), _read(f"/proc/{pid}/io")
+    if not stat or not io:
+        return None
+    try:
+        cpu, children = parse_stat(stat)
+        counters = parse_io(io)
+    except (ValueError, IndexError):
+        return None
+    return ProcSample(
+        pid=pid,
+        cpu_s=cpu,
+        children_cpu_s=children,
+        rchar=counters.get("rchar", 0),
+        read_bytes=counters.get("read_bytes", 0),
+        own_rchar=own_rchar(pid),
+        threads=thread_times(pid) if threads else {},
+    )
+
+
+def children(pid: int) -> list[int]:
+    """The living children of ``pid`` (every thread's), from ``/proc/PID/task/TID/children``."""
+    out: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        text = _read(f"/proc/{pid}/task/{tid}/children")
+        if text:
+            out.extend(int(c) for c in text.split())
+    return out
+
+
+class ThreadClock:
+    """One thread's scheduler totals and its process's CPU, read cheaply and often (an open file
+    each, read with ``pread``: a few µs) — for the thread that produces a batch, at each wait."""
+
+    def __init__(self, pid: int, tid: int | None = None) -> None:
+        self.pid = pid
+        self.tid = tid or pid
+        self._sched = os.open(f"/proc/{pid}/task/{self.tid}/schedstat", os.O_RDONLY)
+        try:
+            self._stat = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        except OSError:
+            os.close(self._sched)
+            raise
+
+    def read(self) -> tuple[ThreadTimes, float] | None:
+        """(this thread's totals, its process's CPU seconds), or None once it is gone."""
+        try:
+            return parse_schedstat(os.pread(self._sched, 128, 0)), parse_stat(os.pread(self._stat, 1024, 0))[
+                0
+            ]
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def close(self) -> None:
+        for fd in (self._sched, self._stat):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+@dataclass(frozen=True)
+class MachineCpu:
+    """``/proc/stat``'s first line: the whole machine's busy and total CPU seconds."""
+
+    busy_s: float
+    total_s: float
+
+
+def machine_cpu() -> MachineCpu | None:
+    """The machine's CPU time so far, busy (user, nice, system, irq, softirq, steal) and in all."""
+    text = _read("/proc/stat")
+    if not text:
+        return None
+    fields = [int(x) for x in text.split(b"\n", 1)[0].split()[1:]]
+    user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    busy = user + nice + system + irq + softirq + steal
+    return MachineCpu(busy * TICK_S, (busy + idle + iowait) * TICK_S)

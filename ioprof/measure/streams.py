@@ -1,0 +1,152 @@
+"""The read bandwidth of a source read as streams: tar shards over HTTP or through a command,
+objects in a store — items too large, or too slow, to count one completion each.
+
+``concurrency`` readers (threads: a socket or pipe read releases the GIL) each take the next item,
+open it (the time to its first byte is that item's latency) and read it in chunks; every chunk is
+a completion (its bytes and when it arrived), so MB/s and its 95 % interval rest on raw samples
+even when only a few items finish. Stops at the cap, once the interval is within ±5 % at a fixed
+look, or when every item was read. Nothing on this host caches these bytes: every one of them
+crossed the network (or came out of the command).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import AbstractContextManager
+from typing import IO
+
+from ioprof.core.config import TARGET_REL_HALF_WIDTH
+from ioprof.core.results import CacheInfo, Fetched, StorageCeiling
+from ioprof.core.stats import LOOKS, is_look, percentile, ratio_interval
+
+CHUNK_BYTES = 256 * 1024
+FIRST_LOOK = 40  # chunks: 10 MB before the interval may stop the reading
+_MONITOR_S = 0.1
+
+Opener = Callable[[str], AbstractContextManager[IO[bytes]]]
+
+
+class _Streams:
+    def __init__(self, items: Sequence[str], open_item: Opener, clock: Callable[[], float]) -> None:
+        self._queue = iter(items)
+        self._open = open_item
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.stop = threading.Event()
+        self.started = 0.0
+        self.chunk_s: list[float] = []
+        self.chunk_bytes: list[int] = []
+        self.first_byte_s: list[float] = []
+        self.items_done = 0
+        self.items_read = 0
+        self.items_failed = 0
+        self.errors: list[str] = []
+
+    def reader(self) -> None:
+        while not self.stop.is_set():
+            with self._lock:
+                item = next(self._queue, None)
+            if item is None:
+                return
+            try:
+                self._read(item)
+            except OSError as e:
+                with self._lock:
+                    self.items_failed += 1
+                    self.errors.append(f"{item}: {e}")
+
+    def _read(self, item: str) -> None:
+        t0 = self._clock()
+        first = True
+        with self._open(item) as stream:
+            while not self.stop.is_set():
+                data = stream.read(CHUNK_BYTES)
+                if not data:
+                    with self._lock:
+                        self.items_done += 1
+                    return
+                now = self._clock()
+                with self._lock:
+                    if first:  # an item counts as read from its first chunk (a shard may not finish)
+                        self.first_byte_s.append(now - t0)
+                        self.items_read += 1
+                        first = False
+                    self.chunk_s.append(now - self.started)
+                    self.chunk_bytes.append(len(data))
+
+
+def probe_streams(
+    items: Sequence[str],
+    open_item: Opener,
+    concurrency: int,
+    *,
+    bytes_per_sample: float | None,
+    where: str,
+    max_seconds: float,
+    clock: Callable[[], float] = time.perf_counter,
+) -> StorageCeiling:
+    """Read ``items`` as streams with ``concurrency`` readers: MB/s, items/s, first-byte latency,
+    and the samples/s that bandwidth feeds (``bytes_per_sample``; None: one sample an item).
+    An item counts as read from its first chunk: a shard need not finish within the cap."""
+    streams = _Streams(items, open_item, clock)
+    streams.started = clock()
+    stopped_by = "files"
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures = [pool.submit(streams.reader) for _ in range(concurrency)]
+        look = FIRST_LOOK
+        while wait(futures, timeout=_MONITOR_S).not_done:
+            if clock() - streams.started >= max_seconds:
+                stopped_by = "seconds"
+                break
+            with streams._lock:
+                done_s, sizes = streams.chunk_s[:look], streams.chunk_bytes[:look]
+            if len(done_s) < look or not is_look(look, FIRST_LOOK):
+                continue
+            spans = [t - p for p, t in zip((0.0, *done_s[:-1]), done_s, strict=True)]
+            if ratio_interval([float(b) for b in sizes], spans, concurrency, LOOKS).rel_half_width <= (
+                TARGET_REL_HALF_WIDTH
+            ):
+                stopped_by = "interval"
+                break
+            look *= 2
+        streams.stop.set()
+        for f in futures:
+            f.result()
+    if not streams.chunk_s and streams.errors:
+        raise OSError(streams.errors[0])
+    elapsed = max(max(streams.chunk_s, default=0.0), 1e-9)
+    total = sum(streams.chunk_bytes)
+    lat = streams.first_byte_s
+    per_sample = bytes_per_sample if bytes_per_sample else None
+    cache = CacheInfo(
+        "cold",
+        0.0,
+        True,
+        "network",
+        f"every byte came from {where}: nothing on this host keeps it between reads",
+    )
+    return StorageCeiling(
+        concurrency=concurrency,
+        files=streams.items_read,
+        bytes=total,
+        elapsed_s=elapsed,
+        read_mb_per_s=total / 1e6 / elapsed,
+        files_per_s=streams.items_read / elapsed,
+        latency_s=tuple(lat),
+        latency_p50_s=percentile(lat, 50) if lat else 0.0,
+        latency_p99_s=percentile(lat, 99) if lat else 0.0,
+        img_per_s=total / per_sample / elapsed if per_sample else streams.items_read / elapsed,
+        storage_read_bytes=0,
+        cache=cache,
+        unreadable_files=streams.items_failed,
+        fetched=Fetched(total, "read-alone", f"every byte read from {where}"),
+        completed_s=tuple(streams.chunk_s),
+        completed_bytes=tuple(streams.chunk_bytes),
+        stopped_by=stopped_by,
+        looks=LOOKS,
+        latency_kind="first byte",
+        where=where,
+    )

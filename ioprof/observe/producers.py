@@ -1,0 +1,83 @@
+"""Whom a training loop is waiting for, and what that producer did while it waited.
+
+While the loop is blocked in ``next()``, one process makes its batch: with workers and in-order
+delivery, the worker holding the batch index the iterator expects next (the others may be idle,
+waiting for indices); without workers, the calling thread itself. Its scheduler totals
+(``host.procstat``) read at the call and at the return split the wait into time on a CPU (its
+thread, and the other threads of its process: an OpenMP team, a decoder's threads), runnable but
+waiting for a CPU (its thread's run-queue delay), and the rest: off-CPU — blocked reading its
+source (disk, network, a pipe), or on a lock. This needs no knowledge of the dataset.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from ioprof.host.procstat import ThreadClock, ThreadTimes
+
+Mark = tuple[tuple[int, int], ThreadTimes, float]  # ((pid, tid), the thread's totals, its process's CPU s)
+
+
+def awaited(it: Any) -> tuple[int, int] | None:
+    """(pid, tid) of what makes the batch ``it`` will return next; None when it is already there
+    or cannot be told (out-of-order delivery)."""
+    workers = getattr(it, "_workers", None)
+    if not workers:
+        return os.getpid(), threading.get_native_id()
+    if not getattr(it, "_in_order", True):
+        return None
+    info = getattr(it, "_task_info", {}).get(getattr(it, "_rcvd_idx", -1))
+    if not info or len(info) != 1:
+        return None  # arrived already (or no task for it)
+    try:
+        pid = workers[info[0]].pid
+    except (IndexError, AttributeError):
+        return None
+    return (pid, pid) if pid else None
+
+
+class Producers:
+    """Open scheduler clocks of the processes a loader's batches come from."""
+
+    def __init__(self) -> None:
+        self._clocks: dict[tuple[int, int], ThreadClock | None] = {}
+
+    def mark(self, it: Any) -> Mark | None:
+        """The awaited producer's totals now, at a call to ``next()``."""
+        who = awaited(it)
+        if who is None:
+            return None
+        if who not in self._clocks:
+            try:
+                self._clocks[who] = ThreadClock(*who)
+            except OSError:  # gone already, or not readable
+                self._clocks[who] = None
+        clock = self._clocks[who]
+        if clock is None:
+            return None
+        read = clock.read()
+        return (who, *read) if read is not None else None
+
+    def split(self, start: Mark | None) -> tuple[float, float, float] | None:
+        """(its thread's CPU s, its thread's run-queue s, its other threads' CPU s) since ``start``."""
+        if start is None:
+            return None
+        clock = self._clocks.get(start[0])
+        now = clock.read() if clock is not None else None
+        if now is None:
+            return None
+        (t0, proc0), (t1, proc1) = start[1:], now
+        own = t1.cpu_s - t0.cpu_s
+        return own, t1.runq_s - t0.runq_s, (proc1 - proc0) - own
+
+    def forget(self, pids: set[int]) -> None:
+        """Close the clocks of processes that are gone (a pass's workers)."""
+        for key in [k for k in self._clocks if k[0] in pids]:
+            clock = self._clocks.pop(key)
+            if clock is not None:
+                clock.close()
+
+    def close(self) -> None:
+        self.forget({k[0] for k in self._clocks})

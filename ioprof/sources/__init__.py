@@ -1,0 +1,204 @@
+"""Where a dataset's bytes come from, one module per kind of source: ``files`` (loose files a
+dataset lists: ImageFolder, timm's ImageDataset, through Subset and ConcatDataset), ``shards``
+(tar shards by URL: WebDataset, local, ``http(s)://``, ``pipe:``), ``custom`` (a dataset that
+names what it reads through ``ioprof_source()``), and ``opened`` (what a loader's workers hold
+open, read from the kernel, for a dataset none of these knows).
+
+Each answers the same questions, so that commands never test a dataset's class: what does it
+read (``find``), read that alone and cold (``read_alone``), how are the bytes it draws counted
+(``Source.counted_by``), and a copy of the pipeline that reads a sample from memory
+(``in_memory``).
+
+May import: ``ioprof.measure``, ``ioprof.datasets``, ``ioprof.host``, ``ioprof.core``.
+"""
+
+from __future__ import annotations
+
+import random
+import urllib.parse
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ioprof.core.results import DatasetInfo, StorageCeiling
+from ioprof.sources import custom, files, shards
+from ioprof.sources.memory import MemoryView, read_whole
+
+__all__ = ["Source", "custom", "files", "find", "in_memory", "memory", "opened", "read_alone", "shards"]
+
+# The storage read alone: at least this many items (more at more readers), for at most this long.
+READ_ALONE_ITEMS = 200
+READ_ALONE_ITEMS_PER_READER = 50
+ITEMS_LISTED = 100_000
+
+
+@dataclass(frozen=True)
+class Source:
+    """What one dataset reads.
+
+    ``kind``: files | shards | custom. ``items``: the files or URLs it reads (at most
+    ``ITEMS_LISTED``). ``root``: the folder they lie under, on one filesystem ("" for URLs).
+    ``where``: where the bytes come from in words (a folder, ``http://host:port``, a command).
+    ``counted_by``: how the bytes its loader draws are counted — ``filesystem`` (the mount's own
+    counters, or block I/O) or ``own-rchar`` (what the loader's processes were handed through
+    pipes and TLS sockets: ``curl`` piping a shard, an ``https`` client).
+    """
+
+    kind: str
+    label: str
+    items: tuple[str, ...]
+    root: str
+    where: str
+    counted_by: str
+    count: int | None = None  # items in all, where more than were listed
+
+    @property
+    def urls(self) -> bool:
+        return not self.root
+
+
+def _url_where(url: str) -> str:
+    if url.startswith("pipe:"):
+        return f"the command `{url[5:].split()[0] if url[5:].split() else url[5:]}`"
+    p = urllib.parse.urlparse(url)
+    return f"{p.scheme}://{p.netloc}"
+
+
+def _from_urls(kind: str, label: str, urls: list[str]) -> Source:
+    schemes = {shards.scheme(u) for u in urls}
+    if schemes == {"file"}:
+        paths = [shards.local_path(u) for u in urls]
+        root = files.common_root(paths)
+        return Source(kind, label, tuple(paths[:ITEMS_LISTED]), root, root, "filesystem", len(paths))
+    # curl's pipe (WebDataset's http/https), a pipe: command, TLS: the workers' own reads count them
+    counted = "own-rchar" if kind == "shards" or schemes <= {"pipe", "https"} else "unknown"
+    return Source(kind, label, tuple(urls[:ITEMS_LISTED]), "", _url_where(urls[0]), counted, len(urls))
+
+
+def find(dataset: Any) -> Source | None:
+    """What ``dataset`` reads, from the first source that knows it; None when none does."""
+    said = custom.declared(dataset)
+    if said is not None and "files" in said:
+        paths = said["files"]
+        root = files.common_root(paths)
+        return Source(
+            "custom", "the files your dataset names", tuple(paths[:ITEMS_LISTED]), root, root, "filesystem"
+        )
+    if said is not None:
+        return _from_urls("custom", "the URLs your dataset names", said["urls"])
+    if files.listed(dataset):
+        paths = files.files_of(dataset, ITEMS_LISTED)
+        root = str(getattr(dataset, "root", "") or "") or files.common_root(paths)
+        return Source("files", "loose files", tuple(paths), root, root, "filesystem")
+    urls = shards.urls_of(dataset)
+    if urls:
+        return _from_urls("shards", "tar shards", urls)
+    return None
+
+
+def unknown(dataset: Any) -> str:
+    """Why no source knows what ``dataset`` reads, in one line."""
+    names = ", ".join(files.FILE_LIST_ATTRIBUTES)
+    return (
+        f"{type(dataset).__name__} does not say what it reads: no list of files ({names}, on it or on "
+        f"its {'/'.join(files.HOLDER_ATTRIBUTES)}), no shard URLs (a WebDataset pipeline), no "
+        f"{custom.SOURCE_METHOD}()"
+    )
+
+
+def read_item(source: Source, item: str) -> bytes:
+    """One item's bytes, read as the pipeline would get them."""
+    if source.root:
+        return read_whole(item)
+    with shards.opened(item) as stream:
+        return stream.read()
+
+
+def in_memory(source: Source, dataset: Any, *, workers: int) -> MemoryView | str:
+    """A copy of ``dataset`` that reads a sample of its source from memory, or why not."""
+    if source.kind == "custom":
+        return custom.in_memory(dataset, lambda item: read_item(source, item))
+    if source.kind == "files":
+        return files.in_memory(dataset)
+    return shards.in_memory(dataset, workers=workers)
+
+
+def read_alone(
+    source: Source, readers: int, *, max_seconds: float, bytes_per_sample: float | None = None
+) -> StorageCeiling:
+    """The source read alone at ``readers`` concurrent readers: files cold (evicted, verified),
+    URLs streamed whole (every byte crosses the network)."""
+    count = min(len(source.items), max(READ_ALONE_ITEMS, READ_ALONE_ITEMS_PER_READER * readers))
+    sample = random.Random(0).sample(list(source.items), count)
+    if source.root:
+        from ioprof.host.pagecache import filesystem_of
+        from ioprof.measure.storage import probe_storage
+
+        return probe_storage(
+            sample, readers, filesystem_of(sample[0]), max_seconds=max_seconds, root=source.root
+        )
+    from ioprof.measure.streams import probe_streams
+
+    return probe_streams(
+        sample,
+        shards.opened,
+        readers,
+        bytes_per_sample=bytes_per_sample,
+        where=source.where,
+        max_seconds=max_seconds,
+    )
+
+
+def from_opened(paths: list[str]) -> Source:
+    """The files a loader's workers were seen holding open (``opened``), as a source."""
+    root = files.common_root(paths)
+    return Source("opened", "the files its workers held open", tuple(paths), root, root, "filesystem")
+
+
+# A URL source's size: this many of its items are asked for theirs (HTTP HEAD), and scaled.
+SIZED_URLS = 8
+
+
+def describe(source: Source, label: str, samples: int | None = None) -> DatasetInfo:
+    """What is known of a source's size and storage; None where it could not be read.
+    ``samples``: the dataset's length, where it has one (bytes per sample = its bytes ÷ them)."""
+    if source.root:
+        from ioprof.datasets.discover import ImageList
+        from ioprof.datasets.discover import describe as describe_files
+
+        n = len(source.items)
+        info = describe_files(
+            ImageList(source.root, source.items, (0,) * n, ("",), "listed"), label, False, stat_limit=2000
+        )
+        if source.kind == "files" or info.total_bytes is None or not samples:
+            return replace(info, samples=samples)
+        # shards, archives: a file holds many samples
+        return replace(
+            info,
+            mean_file_bytes=info.total_bytes / samples,
+            mean_width_px=None,
+            mean_height_px=None,
+            bits_per_pixel=None,
+            samples=samples,
+        )
+    count = source.count or len(source.items)
+    sizes = [shards.size_of(u) for u in source.items[:SIZED_URLS]]
+    known = [s for s in sizes if s is not None]
+    total = round(sum(known) / len(known) * count) if known and len(known) == len(sizes) else None
+    kind = shards.scheme(source.items[0])
+    return DatasetInfo(
+        label=label,
+        path=source.where,
+        generated=False,
+        files=count,
+        total_bytes=total,
+        mean_file_bytes=total / samples if total is not None and samples else None,
+        mean_width_px=None,
+        mean_height_px=None,
+        bits_per_pixel=None,
+        fs_type=kind,
+        mount_source=source.where,
+        classes=None,
+        fs_kind="network",
+        keeps_pages=False,  # a URL is fetched again at every read: no page cache keeps it
+        samples=samples,
+    )

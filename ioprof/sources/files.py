@@ -1,0 +1,219 @@
+"""Loose files: a dataset that keeps a list of the files it reads.
+
+Found on the dataset itself under a usual name (torchvision's ``ImageFolder``/``DatasetFolder``:
+``samples``/``imgs``; ``files``, ``paths``…), one level down on an object it holds (timm's
+``ImageDataset`` keeps them on its ``reader``), and through ``Subset`` and ``ConcatDataset``. The
+copy in memory replaces the chosen entries of a copy of every object between the dataset and
+the list — the user's dataset, its reader and its lists are never changed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ioprof.sources.memory import (
+    MEMORY_SAMPLE_BYTES,
+    MEMORY_SAMPLE_FILES,
+    MemoryCopies,
+    MemoryView,
+    read_whole,
+    shallow,
+    unavailable,
+)
+
+# Where datasets keep the list of their files: entries are paths, or (path, …) tuples.
+FILE_LIST_ATTRIBUTES = ("samples", "imgs", "files", "paths", "image_paths", "img_paths")
+# Objects a dataset may hold its list on (timm: ``reader``; older timm: ``parser``).
+HOLDER_ATTRIBUTES = ("reader", "parser", "data_source", "base")
+
+# an edge from an object to the next one on the way to the list: ("attr", name) or ("item", name, i)
+Edge = tuple[Any, ...]
+
+
+def path_of(item: Any) -> str | None:
+    """The path of one entry of a file list (a path, or a (path, …) tuple); None if it is neither."""
+    path = item[0] if isinstance(item, (list, tuple)) and item else item
+    return os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+
+
+def file_list(obj: Any) -> tuple[str, list[Any]] | None:
+    """(attribute, entries) of the list naming an object's files; None when it has none."""
+    for name in FILE_LIST_ATTRIBUTES:
+        items = getattr(obj, name, None)
+        if isinstance(items, (list, tuple)) and items and path_of(items[0]) is not None:
+            return name, list(items)
+    return None
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """Where one part's list lives: the edges from that part to the list's owner, and its name."""
+
+    edges: tuple[Edge, ...]
+    attr: str
+    items: list[Any]
+
+
+def _leaf(ds: Any) -> _Leaf | None:
+    found = file_list(ds)
+    if found is not None:
+        return _Leaf((), found[0], found[1])
+    for holder in HOLDER_ATTRIBUTES:
+        obj = getattr(ds, holder, None)
+        if obj is None or isinstance(obj, (list, tuple, str)):
+            continue
+        found = file_list(obj)
+        if found is not None:
+            return _Leaf((("attr", holder),), found[0], found[1])
+    return None
+
+
+def _is_subset(ds: Any) -> bool:
+    return hasattr(ds, "indices") and getattr(ds, "dataset", None) is not None
+
+
+def _parts(ds: Any) -> list[Any] | None:
+    parts = getattr(ds, "datasets", None)
+    return list(parts) if isinstance(parts, (list, tuple)) and hasattr(ds, "cumulative_sizes") else None
+
+
+def resolve(ds: Any, pos: int) -> tuple[tuple[Edge, ...], _Leaf, int] | None:
+    """The way from ``ds`` to the list holding its sample ``pos``: (edges, leaf, index in it)."""
+    if _is_subset(ds):
+        inner = resolve(ds.dataset, int(ds.indices[pos]))
+        return ((("attr", "dataset"), *inner[0]), inner[1], inner[2]) if inner else None
+    parts = _parts(ds)
+    if parts is not None:
+        i = bisect.bisect_right(ds.cumulative_sizes, pos)
+        local = pos - (ds.cumulative_sizes[i - 1] if i else 0)
+        inner = resolve(parts[i], local) if i < len(parts) else None
+        return ((("item", "datasets", i), *inner[0]), inner[1], inner[2]) if inner else None
+    leaf = _leaf(ds)
+    if leaf is None or pos >= len(leaf.items):
+        return None
+    return (), leaf, pos
+
+
+def listed(ds: Any) -> bool:
+    """Whether the dataset (through Subset and ConcatDataset) lists its files."""
+    if _is_subset(ds):
+        return listed(ds.dataset)
+    parts = _parts(ds)
+    if parts is not None:
+        return bool(parts) and all(listed(p) for p in parts)
+    return _leaf(ds) is not None
+
+
+def files_of(ds: Any, limit: int = 100_000) -> list[str]:
+    """The files a dataset reads, in its own order, where it lists them; [] where it does not."""
+    if _is_subset(ds):
+        files = files_of(ds.dataset, limit)
+        return [files[i] for i in list(ds.indices)[:limit] if i < len(files)] if files else []
+    parts = _parts(ds)
+    if parts is not None:
+        return [f for p in parts for f in files_of(p, limit)][:limit]
+    leaf = _leaf(ds)
+    return [path_of(i) or "" for i in leaf.items[:limit]] if leaf else []
+
+
+def _length(ds: Any) -> int:
+    try:
+        return len(ds)
+    except TypeError:
+        return 0
+
+
+def in_memory(
+    dataset: Any,
+    *,
+    max_files: int = MEMORY_SAMPLE_FILES,
+    max_bytes: int = MEMORY_SAMPLE_BYTES,
+    seed: int = 0,
+) -> MemoryView | str:
+    """A copy of the dataset with a random sample of its files in memory, or why not."""
+    why = unavailable()
+    if why:
+        return why
+    order = list(range(_length(dataset)))
+    random.Random(seed).shuffle(order)
+    copies = MemoryCopies()
+    # (edges to the owner) → the owner's new entries, made from its own list
+    changed: dict[tuple[Edge, ...], tuple[_Leaf, list[Any]]] = {}
+    positions: list[int] = []
+    try:
+        for pos in order:
+            if copies.view.files >= max_files or copies.view.bytes >= max_bytes:
+                break
+            found = resolve(dataset, pos)
+            if found is None:
+                continue
+            edges, leaf, index = found
+            key = (*edges, *leaf.edges)
+            entries = changed.setdefault(key, (leaf, list(leaf.items)))[1]
+            path = path_of(leaf.items[index]) or ""
+            entries[index] = _pointed(leaf.items[index], copies.add(path, read_whole(path)))
+            positions.append(pos)
+    except OSError as e:
+        return copies.fail(f"the sample could not be copied into memory ({e.strerror or e})")
+    if not positions:
+        return copies.fail("none of its files could be found through its lists")
+    copy = _rebuilt(dataset, changed)
+    return copies.done(copy, positions, f"{copies.view.files} of your files")
+
+
+def _pointed(item: Any, link: str) -> Any:
+    """The entry with its path replaced, of the same shape (path, tuple or list)."""
+    if isinstance(item, tuple):
+        return (link, *item[1:])
+    if isinstance(item, list):
+        return [link, *item[1:]]
+    return link
+
+
+def _step(obj: Any, edge: Edge) -> Any:
+    return getattr(obj, edge[1]) if edge[0] == "attr" else getattr(obj, edge[1])[edge[2]]
+
+
+def _rebuilt(root: Any, changed: dict[tuple[Edge, ...], tuple[_Leaf, list[Any]]]) -> Any:
+    """A copy of ``root`` in which every object on the way to a changed list is a shallow copy
+    and the list is the new one; everything else is shared, read-only, with the user's."""
+    copies: dict[tuple[Edge, ...], Any] = {(): shallow(root)}
+
+    def copied(path: tuple[Edge, ...]) -> Any:
+        if path in copies:
+            return copies[path]
+        parent = copied(path[:-1])
+        edge = path[-1]
+        obj = shallow(_step(parent, edge))
+        if edge[0] == "attr":
+            setattr(parent, edge[1], obj)
+        else:  # a ConcatDataset's part: its list of parts is copied before one is replaced
+            parts = list(getattr(parent, edge[1]))
+            parts[edge[2]] = obj
+            setattr(parent, edge[1], parts)
+        copies[path] = obj
+        return obj
+
+    for path, (leaf, entries) in changed.items():
+        owner = copied(path)
+        original = getattr(owner, leaf.attr)
+        new: Any = tuple(entries) if isinstance(original, tuple) else entries
+        for name in FILE_LIST_ATTRIBUTES:  # ImageFolder's imgs is the same list as its samples
+            if getattr(owner, name, None) is original:
+                setattr(owner, name, new)
+    return copies[()]
+
+
+def common_root(files: Sequence[str]) -> str:
+    """The folder every listed file lies under."""
+    if not files:
+        return ""
+    try:
+        return os.path.commonpath(files[:1000])
+    except ValueError:  # relative and absolute paths mixed
+        return os.path.dirname(files[0])

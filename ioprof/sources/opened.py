@@ -1,0 +1,58 @@
+"""What a loader's workers hold open, read from the kernel (``/proc/PID/fd``): for a dataset none
+of the other sources knows — one that reads members of an archive it keeps open, a database
+file — the files it really reads, and so the filesystem whose counters count its bytes.
+
+Left out: what every Python process opens (the interpreter's and its packages' files), torch's
+shared-memory batches, pipes, sockets and anonymous memory. A dataset that opens and closes a
+file per sample is seen only where a reading falls inside a read.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+
+_SKIP_PREFIXES = ("/dev/", "/proc/", "/sys/", "/memfd:", "anon_inode:", "socket:", "pipe:")
+
+
+def _library_roots() -> tuple[str, ...]:
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if p.endswith("-packages"))}
+    return tuple(sorted(os.path.realpath(r) + os.sep for r in roots if r))
+
+
+def held_open(pids: Iterable[int]) -> list[str]:
+    """Regular files the processes hold open that belong to no library: what a dataset reads."""
+    libraries = _library_roots()
+    seen: dict[str, None] = {}
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if (
+                not target.startswith("/")
+                or target.startswith(_SKIP_PREFIXES)
+                or target.startswith(libraries)
+            ):
+                continue
+            if target.endswith((".py", ".pyc", ".so", " (deleted)")) or _ioprof_own(target):
+                continue
+            try:
+                if not os.path.isfile(target):
+                    continue
+            except OSError:
+                continue
+            seen[target] = None
+    return list(seen)
+
+
+def _ioprof_own(path: str) -> bool:
+    """ioprof's own files in a worker: its stage rows and its copies in memory."""
+    name = os.path.basename(path)
+    return "ioprof-" in path or (name.startswith("stages-") and name.endswith(".jsonl"))

@@ -1,0 +1,163 @@
+"""Tar shards: a streaming dataset (WebDataset and its ``DataPipeline``) that reads samples from
+tar files named by URLs — local paths, ``file:``, ``http(s)://`` (WebDataset pipes them through
+``curl``), ``pipe:COMMAND``.
+
+What it reads is the URL list of the pipeline's shard stage (``SimpleShardList``,
+``ResampledShards``: any stage with a list of ``urls``). Read alone: each shard streamed whole,
+in chunks, at the loader's concurrency (``measure.streams``). In memory: the first samples of a
+few shards, as whole members, re-packed into tar files held in memory, and a copy of the
+pipeline whose shard stage names them — the user's pipeline is never changed.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import subprocess
+import tarfile
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, Any
+
+from ioprof.sources.memory import MemoryCopies, MemoryView, shallow, unavailable
+
+# The copy in memory: this many samples (a key's members together), from at most this many shards.
+MEMORY_SAMPLES = 64
+MEMORY_SHARDS = 2
+OPEN_TIMEOUT_S = 30.0
+
+
+def shard_stage(dataset: Any) -> tuple[int, Any] | None:
+    """(position, stage) of the pipeline stage listing the shards' URLs, or None."""
+    pipeline = getattr(dataset, "pipeline", None)
+    if not isinstance(pipeline, list):
+        return None
+    for i, stage in enumerate(pipeline):
+        urls = getattr(stage, "urls", None)
+        if isinstance(urls, (list, tuple)) and urls and all(isinstance(u, str) for u in urls):
+            return i, stage
+    return None
+
+
+def urls_of(dataset: Any) -> list[str]:
+    found = shard_stage(dataset)
+    return list(found[1].urls) if found else []
+
+
+def scheme(url: str) -> str:
+    """``file`` (a local path), ``http``, ``https``, ``pipe``, or another URL scheme."""
+    if url.startswith("pipe:"):
+        return "pipe"
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme in ("", "file") or len(parsed.scheme) == 1:  # a path (or a Windows drive)
+        return "file"
+    return parsed.scheme
+
+
+def local_path(url: str) -> str:
+    return url[len("file:") :] if url.startswith("file:") else url
+
+
+@contextmanager
+def opened(url: str, timeout_s: float = OPEN_TIMEOUT_S) -> Iterator[IO[bytes]]:
+    """A shard's bytes as a stream: a file, an HTTP response, or a command's output."""
+    kind = scheme(url)
+    if kind == "file":
+        with open(local_path(url), "rb") as f:
+            yield f
+    elif kind in ("http", "https"):
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            yield response
+    elif kind == "pipe":
+        proc = subprocess.Popen(url[len("pipe:") :], shell=True, stdout=subprocess.PIPE)
+        assert proc.stdout is not None
+        try:
+            yield proc.stdout
+        finally:
+            proc.stdout.close()
+            proc.kill()
+            proc.wait()
+    else:
+        raise OSError(f"ioprof cannot read {kind}:// URLs alone")
+
+
+def size_of(url: str) -> int | None:
+    """A shard's size in bytes, where it can be had without reading it (stat, HTTP HEAD)."""
+    kind = scheme(url)
+    try:
+        if kind == "file":
+            return os.stat(local_path(url)).st_size
+        if kind in ("http", "https"):
+            request = urllib.request.Request(url, method="HEAD")
+            with urllib.request.urlopen(request, timeout=OPEN_TIMEOUT_S) as response:
+                length = response.headers.get("Content-Length")
+                return int(length) if length else None
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _key(name: str) -> str:
+    """WebDataset's sample key: the member's name up to the first dot of its base name."""
+    folder, base = os.path.split(name)
+    return os.path.join(folder, base.split(".", 1)[0])
+
+
+def first_samples(stream: IO[bytes], samples: int) -> tuple[bytes, int]:
+    """The first ``samples`` samples of a tar stream, whole, as a tar of their own (its members
+    as they were), and how many samples it holds."""
+    out = io.BytesIO()
+    keys: list[str] = []
+    with tarfile.open(fileobj=stream, mode="r|*") as src, tarfile.open(fileobj=out, mode="w") as dst:
+        for member in src:
+            if not member.isfile():
+                continue
+            key = _key(member.name)
+            if key not in keys:
+                if len(keys) >= samples:
+                    break
+                keys.append(key)
+            data = src.extractfile(member)
+            dst.addfile(member, io.BytesIO(data.read() if data is not None else b""))
+    return out.getvalue(), len(keys)
+
+
+def in_memory(
+    dataset: Any, *, workers: int, samples: int = MEMORY_SAMPLES, seed: int = 0
+) -> MemoryView | str:
+    """A copy of the pipeline whose shard stage names tar files in memory (the first samples of a
+    few of its shards), or why not."""
+    why = unavailable()
+    found = shard_stage(dataset)
+    if why or found is None:
+        return why or "no shard list in this pipeline"
+    index, stage = found
+    urls = list(stage.urls)
+    random.Random(seed).shuffle(urls)
+    copies = MemoryCopies()
+    held = 0
+    links: list[str] = []
+    try:
+        for url in urls[:MEMORY_SHARDS]:
+            with opened(url) as stream:
+                data, n = first_samples(
+                    stream, max(1, (samples - held) // max(1, MEMORY_SHARDS - len(links)))
+                )
+            links.append(copies.add(urllib.parse.urlparse(local_path(url)).path or url, data))
+            held += n
+    except (OSError, tarfile.TarError) as e:
+        return copies.fail(f"its shards could not be copied into memory ({e})")
+    if not held:
+        return copies.fail("its shards held no samples")
+    copy = shallow(dataset)
+    copy.pipeline = list(dataset.pipeline)
+    shards = shallow(stage)
+    # every worker gets shards to read, for as long as the probe runs
+    shards.urls = links * max(1, -(-8 * max(1, workers) // len(links)))
+    copy.pipeline[index] = shards
+    view = copies.done(copy, None, f"the first {held} samples of {len(links)} of your shards")
+    view.files = held  # samples, for the report's "n of your …"
+    return view
