@@ -188,7 +188,12 @@ def splits_disagree(result: SweepResult) -> list[Finding]:
     out: list[Finding] = []
     for c in _ok(result):
         v = c.verdict
-        if v is None or v.decided_by != "ceilings" or v.kernel_call in ("", "mixed") or c.wait_split is None:
+        if (
+            v is None
+            or v.decided_by != "ceilings"
+            or v.kernel_call not in WaitSplit.STAGE
+            or c.wait_split is None
+        ):
             continue
         kernel = WaitSplit.STAGE[v.kernel_call]
         if kernel != v.bottleneck:

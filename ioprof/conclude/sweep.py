@@ -153,11 +153,17 @@ def residual(measured: Interval, prediction: Prediction) -> tuple[float, bool]:
     return r, abs(r) > max(RESIDUAL_TOLERANCE, spread)
 
 
-def kernel_call(split: WaitSplit | None) -> str:
-    """What the awaited producer mostly did while the loop waited: source (off-CPU), cpu, cores
-    (runnable, waiting for a CPU); "mixed" when no part's interval lies above the others'; ""
-    when too few waits were read."""
-    if split is None or len(split.wait_s) < KERNEL_SPLIT_MIN_UNITS or sum(split.wait_s) <= 0:
+def kernel_call(split: WaitSplit | None, input_bound: bool = True) -> str:
+    """What mostly happened while the loop waited: the producer off-CPU (source), on a CPU (cpu),
+    runnable but waiting for one (cores), or the training process receiving the batch (receive);
+    "mixed" when no part's interval lies above the others'; "" when there is nothing to judge: too
+    few waits read, or a loop that hardly waits (short waits are mostly the batch's hand-over)."""
+    if (
+        not input_bound
+        or split is None
+        or len(split.wait_s) < KERNEL_SPLIT_MIN_UNITS
+        or sum(split.wait_s) <= 0
+    ):
         return ""
     shares = split.shares()
     top = max(shares, key=lambda k: shares[k].value)
@@ -173,7 +179,7 @@ def cell_verdict(cell: CellResult, rates: dict[str, float], *, compute_async: bo
     share = cell.wait_share()
     klass, between = classify_interval(share)
     inputs = {k: v for k, v in rates.items() if k in INPUT_STAGES and math.isfinite(v)}
-    call = kernel_call(cell.wait_split)
+    call = kernel_call(cell.wait_split, between[0] != "not")
     decided_by = ""
     if between[1] == "not":
         bottleneck = "compute"

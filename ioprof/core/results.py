@@ -157,15 +157,17 @@ class IoCounts:
 
 @dataclass(frozen=True)
 class WaitSplit:
-    """What the batch's producer did while the training loop waited for it, per measured unit
-    (``observe.producers``): its producing thread on a CPU, that thread runnable but waiting for
-    a CPU (run-queue delay), and its process's other threads on a CPU (an OpenMP team, a decoder's
-    threads). The rest of the wait it was off-CPU: blocked reading its source, or on a lock.
-    Units whose producer could not be told (the batch had already arrived) are left out.
+    """What happened while the training loop waited for a batch, per measured unit
+    (``observe.producers``): the training process's calling thread on a CPU receiving a worker's
+    batch (unpickling it, rebuilding its tensors: its own work), and over the rest of the wait
+    the batch's producer — its thread on a CPU, that thread runnable but waiting for a CPU
+    (run-queue delay), its process's other threads on a CPU (an OpenMP team, a decoder's
+    threads); what is left it was off-CPU: blocked reading its source, or on a lock. Units whose
+    producer could not be told (the batch had already arrived) are left out.
     """
 
-    # the stage each part blames: off-CPU is the source; on a CPU, or waiting for one, the
-    # pipeline's own CPU work (decode and augment)
+    # the stage each part of the producer's time blames: off-CPU is the source; on a CPU, or
+    # waiting for one, the pipeline's own CPU work (decode and augment)
     STAGE: ClassVar[dict[str, str]] = {"source": "storage", "cpu": "decode", "cores": "decode"}
 
     wait_s: tuple[float, ...]
@@ -174,19 +176,27 @@ class WaitSplit:
     others_cpu_s: tuple[float, ...]  # its process's other threads' (may read below 0 per unit: ticks)
     producer: str  # worker | main (the training process loads, without workers)
     units: int  # measured units in the window (these are the ones whose producer was known)
+    receive_s: tuple[float, ...] = ()  # the calling thread's CPU (workers only: receiving the batch)
     looks: int = 1
 
     def parts(self) -> dict[str, list[float]]:
-        """Per unit, seconds of the wait in each state: cpu (all the process's threads, at most the
-        wait), cores (runnable, waiting for one), source (the rest: off-CPU)."""
-        cpu, runq, off = [], [], []
-        for w, c, r, o in zip(self.wait_s, self.cpu_s, self.runq_s, self.others_cpu_s, strict=True):
-            on = min(w, max(0.0, c + o))
-            q = min(w - on, max(0.0, r))
+        """Per unit, seconds of the wait in each state: receive (the training process's own work on
+        the batch), and of the rest the producer's: cpu (all its process's threads, at most that
+        rest), cores (runnable, waiting for one), source (off-CPU)."""
+        receive = list(self.receive_s) or [0.0] * len(self.wait_s)
+        cpu, runq, off, got = [], [], [], []
+        for w, c, r, o, g in zip(
+            self.wait_s, self.cpu_s, self.runq_s, self.others_cpu_s, receive, strict=True
+        ):
+            g = min(w, max(0.0, g))
+            rest = w - g
+            on = min(rest, max(0.0, c + o))
+            q = min(rest - on, max(0.0, r))
+            got.append(g)
             cpu.append(on)
             runq.append(q)
-            off.append(w - on - q)
-        return {"cpu": cpu, "cores": runq, "source": off}
+            off.append(rest - on - q)
+        return {"source": off, "cpu": cpu, "cores": runq, "receive": got}
 
     def shares(self) -> dict[str, Interval]:
         """Each state's share of the waits, with its 95 % interval (batch means over units)."""
@@ -314,6 +324,7 @@ class StorageCeiling:
     looks: int = 1  # how often a stopping rule looked at its interval (``stats.LOOKS``), or 1
     latency_kind: str = "whole file"  # what latency_s times: a whole file's read, or its first byte (streams)
     where: str = ""  # what was read, when not files on a filesystem: "http://host:port", "a command"
+    bytes_per_sample: float | None = None  # items of many samples (shards): img/s is MB/s ÷ this
 
     def _spans(self) -> list[float]:
         if not self.completed_s:  # a schema-1 file kept no completions: no interval
@@ -327,7 +338,15 @@ class StorageCeiling:
         )
 
     def file_rate(self) -> Interval:
-        """files/s (= img/s it can feed) with its 95 % interval."""
+        """img/s it can feed with its 95 % interval: files/s (one image a file), or for items of
+        many samples (shards) its bandwidth ÷ the bytes of a sample."""
+        if self.bytes_per_sample:
+            return ratio_interval(
+                [b / self.bytes_per_sample for b in self.completed_bytes],
+                self._spans(),
+                self.concurrency,
+                self.looks,
+            )
         return ratio_interval([1.0] * len(self.completed_s), self._spans(), self.concurrency, self.looks)
 
     def derived(self) -> dict[str, Any]:
@@ -412,7 +431,8 @@ class LoaderStages:
 
     ``seen``: ``stages`` when the dataset's file loader and transforms could be timed one by one
     (an ImageFolder-like dataset with a ``transforms.Compose``, or ioprof's own), ``getitem``
-    when only ``__getitem__`` as a whole and collate could be (a custom dataset).
+    when only ``__getitem__`` as a whole and collate could be (a custom dataset), ``iterator``
+    for an iterable dataset (its iterator's next, and collate).
     ``worker_s_per_sample`` is the workers' time per sample measured around each batch's fetch,
     apart from the stages: the named stages add up to it less ``rest of __getitem__``.
     """
@@ -721,6 +741,7 @@ class ScriptInfo:
     probe_notes: tuple[str, ...] = ()  # what the probe could not measure, and why
     probe_refused: str = ""  # why the training loader was never probed (the condition that failed)
     probe_when: str = ""  # when it was probed: after its window, at the end of a pass, at exit
+    probe_start: str = ""  # how the probe's workers started, where not as the loader's own
     shm_failure: str = ""  # a worker died for want of /dev/shm: the one line that says so
     shm_warnings: tuple[str, ...] = ()  # batches in flight that would not fit, seen at the first batch
 

@@ -40,6 +40,7 @@ from ioprof.core.stats import ratio_interval
 
 ROWS_GLOB = "stages-*.jsonl"
 READ, DECODE, COLLATE, GETITEM = "read", "decode", "collate", "__getitem__"
+NEXT = "next(iterator)"  # an iterable dataset's stage: its pipeline's next sample (or batch)
 PIN, WAIT = "pin-memory copy", "wait for the batch"
 
 _CLOCK: StageClock | None = None  # this process's clock while its loader is timed
@@ -197,7 +198,10 @@ def _timed_fetch(original: Callable[[Any, Any], Any], clock: Callable[[], StageC
         t0 = time.perf_counter()
         data = original(fetcher, index)
         t1 = time.perf_counter()
-        samples = len(index) if getattr(fetcher, "auto_collation", False) and hasattr(index, "__len__") else 1
+        if getattr(fetcher, "auto_collation", False) and hasattr(index, "__len__"):
+            samples = len(index)
+        else:  # batch_size=None: the dataset makes whole batches itself (WebDataset's .batched())
+            samples = batch_images(data, 1)
         c.batch(samples, t1 - t0, collate.last_s, t1)
         return data
 
@@ -316,7 +320,11 @@ def calibrate(clock: StageClock, calls: int = 2000) -> float:
 def start(folder: str, tag: int, dataset: Any) -> Callable[[], None]:
     """Time this process's stages (in a worker: its copy of the dataset). Returns the undo."""
     global _CLOCK
+    from torch.utils.data import IterableDataset
+
     seen, undo = instrument(dataset)
+    if isinstance(dataset, IterableDataset) and seen != "stages":
+        seen = "iterator"
     clock = StageClock(folder, tag, seen)
     clock.cost_s_per_call = calibrate(clock)
     _CLOCK = clock
@@ -453,7 +461,8 @@ def summarize(
     rows = [r for r in rows if start_s <= r["t"] <= end_s and r["n"] > 0 and r["fetch_s"] > 0]
     if len(rows) < 2:
         return None
-    seen = "stages" if all(r["seen"] == "stages" for r in rows) else "getitem"
+    kinds = {r["seen"] for r in rows}
+    seen = kinds.pop() if len(kinds) == 1 else "getitem"
     per_stage = _per_stage(rows, seen)
     n = [float(r["n"]) for r in rows]
     fetch = [float(r["fetch_s"]) for r in rows]
@@ -479,10 +488,7 @@ def summarize(
         processes=len({r["pid"] for r in rows}),
         seen=seen,
         timing_cost_s_per_sample=cost,
-        note=""
-        if seen == "stages"
-        else "the dataset is not ImageFolder-like (no file loader or transform to time one by one): "
-        "only its __getitem__ as a whole and the collate are timed",
+        note=STAGE_NOTES.get(seen, ""),
     )
 
 
@@ -493,7 +499,7 @@ def _per_stage(rows: Sequence[dict[str, Any]], seen: str) -> dict[str, list[floa
         names.extend(k for k in r["stages"] if k not in names)
     out: dict[str, list[float]] = {name: [] for name in names}
     out[COLLATE] = []
-    rest_name = REST_OF_GETITEM if seen == "stages" else GETITEM
+    rest_name = {"stages": REST_OF_GETITEM, "iterator": NEXT}.get(seen, GETITEM)
     out[rest_name] = []
     for r in rows:
         for name in names:
@@ -502,6 +508,30 @@ def _per_stage(rows: Sequence[dict[str, Any]], seen: str) -> dict[str, list[floa
         named = sum(r["stages"].values()) + r["collate_s"]
         out[rest_name].append(max(0.0, r["fetch_s"] - named))
     return out
+
+
+STAGE_NOTES = {
+    "getitem": "the dataset is not ImageFolder-like (no file loader or transform to time one by one): "
+    "only its __getitem__ as a whole and the collate are timed",
+    "iterator": "the dataset is iterable (a streaming pipeline): its iterator's next sample — reading, "
+    "decoding and transforming inside its pipeline — is timed as a whole, with the collate",
+}
+
+
+def batch_images(batch: Any, default: int) -> int:
+    """Samples in a batch: the leading dimension of its first tensor (however nested)."""
+    x = batch
+    for _ in range(4):
+        shape = getattr(x, "shape", None)
+        if shape is not None and len(shape) > 0:
+            return int(shape[0])
+        if isinstance(x, dict) and x:
+            x = next(iter(x.values()))
+        elif isinstance(x, (list, tuple)) and x:
+            x = x[0]
+        else:
+            break
+    return default
 
 
 def _main_stage(name: str, seconds: Sequence[float]) -> StageTime:

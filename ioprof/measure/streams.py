@@ -149,4 +149,5 @@ def probe_streams(
         looks=LOOKS,
         latency_kind="first byte",
         where=where,
+        bytes_per_sample=per_sample,
     )

@@ -39,8 +39,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ioprof.measure.stages import batch_images
 from ioprof.observe.producers import Producers
-from ioprof.observe.userdata import batch_images
 
 ENV = "IOPROF_WATCH"
 # A training loader whose pass ended with at least this many measured batches is probed then,
@@ -226,7 +226,7 @@ class _Loader:
         if self._current() is it and not self._was_ended(it):
             self._ended = weakref.ref(it)
             self._restore_in_process()
-            self.window.pass_ended()
+            self.window.pass_ended(time.perf_counter())
             self.watcher.pass_ended(self)
 
     def _current(self) -> Any:

@@ -182,7 +182,7 @@ def _time_batches(it: Any, workers: int, seconds: float, batch: int) -> tuple[li
     """Batches after the start-up burst: at least ``seconds``, then until ±5 % at a fixed look
     (``stats.is_look``), or the stretch."""
     from ioprof.core.stats import Looks, ratio_interval
-    from ioprof.observe.userdata import batch_images
+    from ioprof.measure.stages import batch_images
 
     for _ in range(max(1, workers)):  # the start-up burst
         next(it)
@@ -214,12 +214,13 @@ def probe_pipeline(
     local_world_size: int = 1,
 ) -> dict[str, Any]:
     """The user's loader alone over an in-memory sample, and its source read alone."""
-    decode, notes, error, per_sample = _probe_decode(loader, settings, seconds, batch_images)
+    decode, note, start, error, per_sample = _probe_decode(loader, settings, seconds, batch_images)
     storage, storage_note = _probe_storage(settings, per_sample, local_rank, local_world_size)
     return {
         "decode": decode,
         "storage": storage,
-        "decode_note": notes,
+        "decode_note": note,
+        "start_note": start,
         "storage_note": storage_note,
         "error": error,
         "bytes_per_sample": per_sample,
@@ -228,20 +229,21 @@ def probe_pipeline(
 
 def _probe_decode(
     loader: Any, settings: dict[str, Any], seconds: float, batch: int
-) -> tuple[list[DecodeCeiling], str, str, float | None]:
-    """Decode ceilings at the probe's worker counts, a note on how (or why not), an error that
-    stopped them, and the source's bytes per sample as the copy in memory showed them."""
+) -> tuple[list[DecodeCeiling], str, str, str, float | None]:
+    """Decode ceilings at the probe's worker counts, why they were not measured, how its workers
+    started (where not as the loader's), an error that stopped them, and the source's bytes per
+    sample as the copy in memory showed them."""
     from ioprof import sources
     from ioprof.host.machine import usable_cores
 
     if getattr(loader, "batch_size", None) is None and not batch and not settings.get("iterable"):
-        return [], "your loader has no batch size ioprof could read (a batch sampler)", "", None
+        return [], "your loader has no batch size ioprof could read (a batch sampler)", "", "", None
     source = settings["source"]
     if source is None:
-        return [], f"decode alone not measured: {settings['source_unknown']}", "", None
+        return [], f"decode alone not measured: {settings['source_unknown']}", "", "", None
     view = sources.in_memory(source, loader.dataset, workers=max(1, settings["num_workers"]))
     if isinstance(view, str):
-        return [], f"decode alone not measured: {view}", "", None
+        return [], f"decode alone not measured: {view}", "", "", None
     per_sample = view.bytes / view.files if view.files else None
     context, note = start_method(loader, settings, view.dataset)
     decode: list[DecodeCeiling] = []
@@ -249,12 +251,12 @@ def _probe_decode(
         for w in probe_workers(settings["num_workers"], usable_cores()):
             decode.append(_loader_alone(loader, view, w, seconds, batch, context if w else None))
     except ProbeAbandoned as e:
-        return decode, note, f"the probe was abandoned: {e}", per_sample
+        return decode, "", note, f"the probe was abandoned: {e}", per_sample
     except Exception as e:  # the user's dataset may not survive a second loader: say so, go on
-        return decode, note, f"{type(e).__name__}: {e}"[:300], per_sample
+        return decode, "", note, f"{type(e).__name__}: {e}"[:300], per_sample
     finally:
         view.close()
-    return decode, note, "", per_sample
+    return decode, "", note, "", per_sample
 
 
 def _probe_storage(

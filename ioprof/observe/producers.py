@@ -17,7 +17,8 @@ from typing import Any
 
 from ioprof.host.procstat import ThreadClock, ThreadTimes
 
-Mark = tuple[tuple[int, int], ThreadTimes, float]  # ((pid, tid), the thread's totals, its process's CPU s)
+# ((pid, tid), the producing thread's totals, its process's CPU s, the calling thread's totals)
+Mark = tuple[tuple[int, int], ThreadTimes, float, ThreadTimes | None]
 
 
 def awaited(it: Any) -> tuple[int, int] | None:
@@ -39,38 +40,57 @@ def awaited(it: Any) -> tuple[int, int] | None:
 
 
 class Producers:
-    """Open scheduler clocks of the processes a loader's batches come from."""
+    """Open scheduler clocks of the processes a loader's batches come from, and of the threads
+    that call ``next()`` (receiving a worker's batch — unpickling it, rebuilding its tensors —
+    is the training process's own work, not the worker's)."""
 
     def __init__(self) -> None:
         self._clocks: dict[tuple[int, int], ThreadClock | None] = {}
+
+    def _clock(self, who: tuple[int, int]) -> ThreadClock | None:
+        if who not in self._clocks:
+            try:
+                self._clocks[who] = ThreadClock(*who)
+            except OSError:  # gone already, or not readable
+                self._clocks[who] = None
+        return self._clocks[who]
+
+    def _caller(self, who: tuple[int, int]) -> tuple[tuple[int, int], ThreadTimes | None]:
+        me = (os.getpid(), threading.get_native_id())
+        if me == who:
+            return me, None
+        clock = self._clock(me)
+        read = clock.read() if clock is not None else None
+        return me, read[0] if read is not None else None
 
     def mark(self, it: Any) -> Mark | None:
         """The awaited producer's totals now, at a call to ``next()``."""
         who = awaited(it)
         if who is None:
             return None
-        if who not in self._clocks:
-            try:
-                self._clocks[who] = ThreadClock(*who)
-            except OSError:  # gone already, or not readable
-                self._clocks[who] = None
-        clock = self._clocks[who]
-        if clock is None:
+        clock = self._clock(who)
+        read = clock.read() if clock is not None else None
+        if read is None:
             return None
-        read = clock.read()
-        return (who, *read) if read is not None else None
+        return who, read[0], read[1], self._caller(who)[1]
 
-    def split(self, start: Mark | None) -> tuple[float, float, float] | None:
-        """(its thread's CPU s, its thread's run-queue s, its other threads' CPU s) since ``start``."""
+    def split(self, start: Mark | None) -> tuple[float, float, float, float] | None:
+        """(its thread's CPU s, its thread's run-queue s, its other threads' CPU s, the calling
+        thread's CPU s — 0 where it is the producer itself) since ``start``."""
         if start is None:
             return None
-        clock = self._clocks.get(start[0])
+        who, t0, proc0, caller0 = start
+        clock = self._clocks.get(who)
         now = clock.read() if clock is not None else None
         if now is None:
             return None
-        (t0, proc0), (t1, proc1) = start[1:], now
+        t1, proc1 = now
         own = t1.cpu_s - t0.cpu_s
-        return own, t1.runq_s - t0.runq_s, (proc1 - proc0) - own
+        caller = 0.0
+        if caller0 is not None:
+            caller1 = self._caller(who)[1]
+            caller = caller1.cpu_s - caller0.cpu_s if caller1 is not None else 0.0
+        return own, t1.runq_s - t0.runq_s, (proc1 - proc0) - own, caller
 
     def forget(self, pids: set[int]) -> None:
         """Close the clocks of processes that are gone (a pass's workers)."""

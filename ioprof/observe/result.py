@@ -92,6 +92,7 @@ def _wait_split(loader: dict[str, Any], waits: list[float]) -> WaitSplit | None:
         others_cpu_s=tuple(sp[2] for _, sp in known),
         producer=loader.get("producer", "worker"),
         units=len(host),
+        receive_s=tuple(sp[3] if len(sp) > 3 else 0.0 for _, sp in known),
     )
 
 
@@ -348,6 +349,9 @@ def _script(
         probe_notes=tuple(notes),
         probe_refused=next((o["probe_refused"] for o in ordered if o.get("probe_refused")), ""),
         probe_when=next(((o.get("probes") or {}).get("when", "") for o in ordered if o.get("probes")), ""),
+        probe_start=next(
+            ((o.get("probes") or {}).get("start_note", "") for o in ordered if o.get("probes")), ""
+        ),
         shm_failure=next((o["shm_failure"] for o in ordered if o.get("shm_failure")), ""),
         shm_warnings=tuple(
             dict.fromkeys(

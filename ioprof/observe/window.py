@@ -71,9 +71,9 @@ class Totals:
     thread_runq_s: dict[str, float] = field(default_factory=dict)  # "pid/tid" → run-queue s
 
     def add(self, a: Reading, b: Reading) -> None:
-        if b.at_s <= a.at_s:
-            return
         common = a.procs.keys() & b.procs.keys()
+        if b.at_s <= a.at_s or (a.procs and not common):  # no span, or its processes are gone
+            return
         self.seconds += b.at_s - a.at_s
         self.read_bytes += sum(b.procs[p][0] - a.procs[p][0] for p in common)
         self.read_chars += sum(b.procs[p][1] - a.procs[p][1] for p in common)
@@ -149,7 +149,7 @@ class _Pending:
     images: int
     call_mark: Any
     return_mark: Any
-    split: tuple[float, float, float] | None = None
+    split: tuple[float, float, float, float] | None = None
 
 
 @dataclass
@@ -168,8 +168,9 @@ class LoaderWindow:
     images: list[int] = field(default_factory=list)
     units: list[tuple[Any, Any, Any]] = field(default_factory=list)  # GPU events per unit
     # per unit, what its producer did while the loop waited (``producers``): (its thread's CPU s,
-    # its thread's run-queue s, its other threads' CPU s), or None where it could not be told
-    splits: list[tuple[float, float, float] | None] = field(default_factory=list)
+    # its thread's run-queue s, its other threads' CPU s, the calling thread's CPU s), or None
+    # where it could not be told
+    splits: list[tuple[float, float, float, float] | None] = field(default_factory=list)
     totals: Totals = field(default_factory=Totals)
     passes: int = 0
     batches: int = 0
@@ -202,8 +203,13 @@ class LoaderWindow:
         self._pending = None
         self._open = False
 
-    def pass_ended(self) -> None:
-        """The iterator ran out: the segment ends at the last unit's end."""
+    def pass_ended(self, at_s: float | None = None) -> None:
+        """The pass is over: the segment ends at the last unit's end, or — where its processes are
+        still there to be read (a pass that ended by its length, not by running out) — ``at_s``."""
+        if at_s is not None and self._seg_start is not None:
+            last = self.read(self._pids, at_s)
+            if last.procs.keys() == self._seg_start.procs.keys():  # a pass that ran out: its workers are gone
+                self._seg_last = last
         self.close_segment()
         self._last_return = None
 
@@ -231,7 +237,11 @@ class LoaderWindow:
         return False
 
     def returned(
-        self, t_call: float, t_return: float, images: int, split: tuple[float, float, float] | None = None
+        self,
+        t_call: float,
+        t_return: float,
+        images: int,
+        split: tuple[float, float, float, float] | None = None,
     ) -> None:
         """``next()`` returned a batch of ``images`` samples (``split``: what its producer did
         meanwhile)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ioprof.core.resultfile import atomic_write_text
-from ioprof.core.results import DatasetCeilings, ObservedLoader, SweepResult
+from ioprof.core.results import DatasetCeilings, ObservedLoader, StorageCeiling, SweepResult
 from ioprof.render import inside, words
 from ioprof.render import sweep as markdown
 from ioprof.render.fmt import duration, mb, pct, rate, rate_ci
@@ -63,10 +63,14 @@ def _script(result: SweepResult) -> list[str]:
         + (" — until ioprof stopped it (--stop-after)." if s.stop_after else "."),
     ]
     if s.probed:
+        when = f" {s.probe_when}" if s.probe_when else ""
+        start = f"; {s.probe_start}" if s.probe_start else ""
         out.append(
-            "- Your training loader's pipeline was then measured alone (below), in a pause of your training of "
-            f"{duration(s.probe_pause_s)}."
+            f"- Your training loader's pipeline was measured alone{when} (below), in a pause of your training of "
+            f"{duration(s.probe_pause_s)}{start}."
         )
+    elif s.probe_refused:
+        out.append(f"- Your training loader's pipeline was not measured alone: {s.probe_refused}.")
     out += [f"- Not measured: {note}." for note in s.probe_notes]
     return [*out, "", *table(_LOADER_HEAD, [_loader_row(lo) for lo in result.loaders]), "", _ROLES, ""]
 
@@ -148,13 +152,27 @@ def _alone(dc: DatasetCeilings) -> list[str]:
             if s.shared_by > 1
             else ""
         )
-        out += [
-            f"**Storage**: a sample of {s.files} of the files it lists, read cold at {s.concurrency} reader(s){shared}: "
-            f"{rate_ci(s.bandwidth())} MB/s, {rate_ci(s.file_rate())} files/s, latency p50 {s.latency_p50_s * 1e3:,.2f} ms; "
-            f"fetched {mb(s.fetched.bytes) if s.fetched.bytes is not None else '?'} ({s.fetched.method}).",
-            "",
-        ]
+        out += [_storage_alone(s, shared), ""]
     return out
+
+
+def _storage_alone(s: StorageCeiling, shared: str) -> str:
+    """One sentence: the source read alone — files cold, or streams (shards, objects) over the network."""
+    what = (
+        f"{s.files} of the items it reads, streamed from {s.where} (every byte crosses the network)"
+        if s.where
+        else f"a sample of {s.files} of the files it lists, read cold"
+    )
+    rate_line = (
+        f"{rate_ci(s.file_rate())} img/s at {s.bytes_per_sample / 1e3:,.1f} kB a sample"
+        if s.bytes_per_sample
+        else f"{rate_ci(s.file_rate())} files/s"
+    )
+    return (
+        f"**Storage**: {what}, at {s.concurrency} reader(s){shared}: {rate_ci(s.bandwidth())} MB/s, {rate_line}, "
+        f"latency ({s.latency_kind}) p50 {s.latency_p50_s * 1e3:,.2f} ms, p99 {s.latency_p99_s * 1e3:,.2f} ms; "
+        f"fetched {mb(s.fetched.bytes) if s.fetched.bytes is not None else '?'} ({s.fetched.method})."
+    )
 
 
 def _own_cost(result: SweepResult) -> list[str]:

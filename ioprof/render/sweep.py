@@ -193,7 +193,8 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
 
 
 def _evidence(result: SweepResult) -> list[str]:
-    """Per cell, the numbers its verdict was decided from."""
+    """Per cell, the numbers its verdict was decided from, and by which method."""
+    kernel = any(c.wait_split is not None for c in result.cells)
     rows = []
     for c in result.cells:
         v = c.verdict
@@ -204,9 +205,13 @@ def _evidence(result: SweepResult) -> list[str]:
             for k, x in sorted(v.rates.items())
         )
         miss = "unknown" if v.storage_miss_ratio is None else pct(v.storage_miss_ratio, 0)
-        rows.append(
-            [c.dataset, c.setting.label, v.bottleneck, ceilings or "—", miss, words.fetched(c.fetched)]
-        )
+        row = [c.dataset, c.setting.label, v.bottleneck, ceilings or "—", miss, words.fetched(c.fetched)]
+        if kernel:
+            row[3:3] = [
+                words.DECIDED_BY.get(v.decided_by, "—"),
+                words.wait_split(c.wait_split, v.kernel_call),
+            ]
+        rows.append(row)
     if not rows:
         return []
     head = [
@@ -217,6 +222,8 @@ def _evidence(result: SweepResult) -> list[str]:
         "share of bytes read fetched",
         "bytes fetched counted by",
     ]
+    if kernel:
+        head[3:3] = ["decided by", "while the loop waited, the producer of its batch was (kernel)"]
     return [
         "### What each verdict rests on",
         "",
@@ -225,6 +232,7 @@ def _evidence(result: SweepResult) -> list[str]:
         "The storage ceiling is scaled to the share of the bytes read that came from storage (a cell "
         "served by the page cache is not limited by the disk); where that share is unknown, storage is "
         "assumed to serve every read.",
+        *([] if not kernel else ["", words.KERNEL_SPLIT_NOTE]),
         "",
     ]
 

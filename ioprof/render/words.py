@@ -385,7 +385,57 @@ def _training_not_measured(x: f.TrainingNotMeasured) -> str:
     )
 
 
+DECIDED_BY = {
+    "ceilings": "stage ceilings (each stage alone)",
+    "kernel": "the kernel's split of the waits",
+}
+KERNEL_PARTS = {
+    "source": "off-CPU (its source)",
+    "cpu": "on a CPU",
+    "cores": "waiting for a core",
+    "receive": "the training process receiving it",
+}
+KERNEL_SPLIT_NOTE = (
+    "While the loop waited, the kernel was read (`/proc/PID/task/TID/schedstat`) for the thread that "
+    "waited — its own work on the batch (receiving it from a worker) — and for the process making the "
+    "batch (the worker holding the next batch index, or the training process itself without workers): "
+    "on a CPU (its thread and its process's other threads), runnable but waiting for a core (run-queue "
+    "delay), or off-CPU — blocked reading its source (disk, network, a pipe) or on a lock. This needs no "
+    "knowledge of the dataset; for an input-bound loader it decides the stage where no stage was measured "
+    "alone (off-CPU: storage; on a CPU or waiting for one: decode) and checks the stage ceilings where "
+    "they were. A part decides only when its interval lies above the others'."
+)
+
+
+def wait_split(split: Any, call: str) -> str:
+    """The kernel's parts of the waits, with intervals, and its call."""
+    if split is None:
+        return "not read"
+    parts = split.shares()
+    text = " · ".join(f"{KERNEL_PARTS[k]} {pct(i.value, 0)}{_ci(i)}" for k, i in parts.items())
+    verdict = {"": "too few waits to judge", "mixed": "no part stands out"}.get(
+        call, f"mostly {KERNEL_PARTS.get(call, call)}"
+    )
+    return f"{text} ({verdict}; {len(split.wait_s)} of {split.units} waits)"
+
+
+def _ci(i: Any) -> str:
+    return f" [{i.low * 100:.0f}–{i.high * 100:.0f}]" if i.known else ""
+
+
+def _disagree(x: f.SplitsDisagree) -> str:
+    parts = ", ".join(f"{KERNEL_PARTS[k]} {pct(v, 0)}" for k, v in x.shares)
+    return (
+        f"{x.dataset} {x.setting}: the stage ceilings blame {x.by_ceilings}, but while the loop waited the "
+        f"producer of its batch was mostly {KERNEL_PARTS[x.by_kernel]} ({parts}). The two methods disagree, "
+        "so which stage limits it is uncertain: a ceiling measured on a sample that differs from what training "
+        "reads (other files, another cache state), or a producer blocked on something other than its source "
+        "(a lock, a queue), can cause this."
+    )
+
+
 FINDING_WORDS: dict[type, Callable[[Any], str]] = {
+    f.SplitsDisagree: _disagree,
     f.CpuIsTheDevice: _cpu,
     f.DatasetsFitInRam: _fit,
     f.PagesNotKept: lambda x: (

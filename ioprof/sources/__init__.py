@@ -133,8 +133,16 @@ def read_alone(
         from ioprof.host.pagecache import filesystem_of
         from ioprof.measure.storage import probe_storage
 
-        return probe_storage(
+        ceiling = probe_storage(
             sample, readers, filesystem_of(sample[0]), max_seconds=max_seconds, root=source.root
+        )
+        if source.kind == "files" or not bytes_per_sample:
+            return ceiling
+        # a file of many samples (a shard): the samples/s its bandwidth feeds
+        return replace(
+            ceiling,
+            img_per_s=ceiling.read_mb_per_s * 1e6 / bytes_per_sample,
+            bytes_per_sample=bytes_per_sample,
         )
     from ioprof.measure.streams import probe_streams
 
@@ -169,12 +177,13 @@ def describe(source: Source, label: str, samples: int | None = None) -> DatasetI
         info = describe_files(
             ImageList(source.root, source.items, (0,) * n, ("",), "listed"), label, False, stat_limit=2000
         )
-        if source.kind == "files" or info.total_bytes is None or not samples:
+        if source.kind == "files":
             return replace(info, samples=samples)
-        # shards, archives: a file holds many samples
+        # shards, archives: a file holds many samples (bytes per sample: from the probe, where the
+        # dataset has no length)
         return replace(
             info,
-            mean_file_bytes=info.total_bytes / samples,
+            mean_file_bytes=info.total_bytes / samples if info.total_bytes is not None and samples else None,
             mean_width_px=None,
             mean_height_px=None,
             bits_per_pixel=None,

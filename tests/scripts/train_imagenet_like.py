@@ -50,6 +50,13 @@ def parse() -> argparse.Namespace:
         "--blur", default=0, type=int, help="a GaussianBlur of this kernel size in the training transform"
     )
     p.add_argument("--prefetch-factor", default=None, type=int)
+    p.add_argument("--persistent", action="store_true", help="persistent_workers=True")
+    p.add_argument(
+        "--worker-threads",
+        default=0,
+        type=int,
+        help="each worker raises torch's threads to this (worker_init_fn), for transforms that use torch ops",
+    )
     p.add_argument(
         "--keep-list",
         default=0,
@@ -94,6 +101,16 @@ def validate(loader: DataLoader, model: nn.Module) -> float:
     return correct / max(1, total)
 
 
+class WorkerThreads:
+    """A worker_init_fn that raises torch's intra-op threads in each worker (torch sets 1)."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+
+    def __call__(self, worker_id: int) -> None:
+        torch.set_num_threads(self.threads)
+
+
 def main() -> int:
     args = parse()
     distributed = "RANK" in os.environ
@@ -136,6 +153,8 @@ def main() -> int:
         pin_memory=True,
         sampler=sampler,
         prefetch_factor=args.prefetch_factor if args.workers else None,
+        persistent_workers=args.persistent and args.workers > 0,
+        worker_init_fn=WorkerThreads(args.worker_threads) if args.worker_threads else None,
     )
     val_loader = DataLoader(
         val_dataset, batch_size=args.batch_size, shuffle=False, num_workers=args.workers, pin_memory=True

@@ -1,0 +1,83 @@
+"""A user's training loop streaming WebDataset tar shards, written as WebDataset's README shows it:
+``wds.WebDataset(urls)`` with a shard shuffle, ``.shuffle().decode("pil").to_tuple("jpg", "cls")
+.map_tuple(transform, int)``, batched by the DataLoader (or by the pipeline, ``--batched``:
+``.batched(n)`` with ``batch_size=None``), a torchvision model, SGD. URLs are local paths,
+``http(s)://`` (WebDataset pipes them through curl) or ``pipe:`` commands, in brace notation.
+It knows nothing of ioprof: the tests run it unchanged under ``ioprof run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import torch
+import torchvision.models as models
+import torchvision.transforms as transforms
+import webdataset as wds
+from torch import nn
+from torch.utils.data import DataLoader
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="WebDataset training")
+    p.add_argument("urls", help="shard URLs, brace notation: http://host/train-{000000..000009}.tar")
+    p.add_argument("-a", "--arch", default="squeezenet1_1", help="torchvision model name")
+    p.add_argument("-j", "--workers", default=2, type=int)
+    p.add_argument("-b", "--batch-size", default=16, type=int)
+    p.add_argument("--crop", default=64, type=int)
+    p.add_argument("--epochs", default=1, type=int)
+    p.add_argument("--steps", default=0, type=int, help="stop each epoch after this many steps (0: all)")
+    p.add_argument(
+        "--blur", default=0, type=int, help="a GaussianBlur of this kernel size (a costly transform)"
+    )
+    p.add_argument(
+        "--batched", action="store_true", help="batch in the pipeline, DataLoader(batch_size=None)"
+    )
+    p.add_argument("--classes", default=4, type=int)
+    return p.parse_args()
+
+
+def main() -> int:
+    args = parse()
+    blur = [transforms.GaussianBlur(args.blur, sigma=args.blur / 4)] if args.blur else []
+    transform = transforms.Compose(
+        [
+            transforms.RandomResizedCrop(args.crop),
+            *blur,
+            transforms.RandomHorizontalFlip(),
+            transforms.ToTensor(),
+        ]
+    )
+    dataset = (
+        wds.WebDataset(args.urls, shardshuffle=100, nodesplitter=wds.split_by_node)
+        .shuffle(64)
+        .decode("pil")
+        .to_tuple("jpg", "cls")
+        .map_tuple(transform, int)
+    )
+    if args.batched:
+        dataset = dataset.batched(args.batch_size)
+        loader = DataLoader(dataset, batch_size=None, num_workers=args.workers)
+    else:
+        loader = DataLoader(dataset, batch_size=args.batch_size, num_workers=args.workers)
+    model: nn.Module = models.__dict__[args.arch](num_classes=args.classes)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), 0.01, momentum=0.9)
+    for epoch in range(args.epochs):
+        t0, seen = time.perf_counter(), 0
+        for step, (images, target) in enumerate(loader):
+            loss = criterion(model(images), torch.as_tensor(target))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            seen += images.shape[0]
+            if args.steps and step + 1 >= args.steps:
+                break
+        print(f"epoch {epoch}: {seen} images, {seen / (time.perf_counter() - t0):.1f} img/s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
