@@ -25,7 +25,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 import psutil
 
@@ -139,6 +138,40 @@ def read_blob(blob: bytes, emulated: EmulatedStorage | None = None) -> bytes:
     return blob
 
 
+class Readers:
+    """``n`` plain threads running ``target`` (not a ThreadPoolExecutor: a probe may run while the
+    interpreter exits, when ``concurrent.futures`` refuses new work); an exception in one is
+    raised again by ``join``."""
+
+    def __init__(self, n: int, target: Callable[[], None]) -> None:
+        self.errors: list[BaseException] = []
+        self._threads = [
+            threading.Thread(target=self._run, args=(target,), name="ioprof-reader", daemon=True)
+            for _ in range(n)
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _run(self, target: Callable[[], None]) -> None:
+        try:
+            target()
+        except BaseException as e:  # raised again in the caller's thread by join()
+            self.errors.append(e)
+
+    def running(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for them to end; whether any still runs."""
+        deadline = time.monotonic() + timeout_s
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        return any(t.is_alive() for t in self._threads)
+
+    def join(self) -> None:
+        for t in self._threads:
+            t.join()
+        if self.errors:
+            raise self.errors[0]
+
+
 class _Readers:
     """N threads reading the files of ``order`` one by one, recording each completion; a monitor
     stops them at the cap or once the bandwidth's interval is narrow enough."""
@@ -180,16 +213,17 @@ class _Readers:
     def run(self, concurrency: int, max_seconds: float | None) -> str:
         """Read until done, the cap, or a narrow interval; returns which stopped it."""
         self.started = self._clock()
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            futures = [pool.submit(self._reader) for _ in range(concurrency)]
-            stopped_by = self._monitor(futures, concurrency, max_seconds)
-            for f in futures:
-                f.result()
+        threads = Readers(concurrency, self._reader)
+        try:
+            stopped_by = self._monitor(threads, concurrency, max_seconds)
+        finally:
+            self._stop.set()
+            threads.join()
         return stopped_by
 
-    def _monitor(self, futures: list[Future[None]], concurrency: int, max_seconds: float | None) -> str:
+    def _monitor(self, threads: Readers, concurrency: int, max_seconds: float | None) -> str:
         look = STORAGE_PROBE_MIN_FILES  # the interval is looked at after 100, 200, 400… completions only
-        while wait(futures, timeout=_MONITOR_S).not_done:
+        while threads.running(_MONITOR_S):
             if max_seconds is not None and self._clock() - self.started >= max_seconds:
                 self._stop.set()
                 return "seconds"

@@ -14,13 +14,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AbstractContextManager
 from typing import IO
 
 from ioprof.core.config import TARGET_REL_HALF_WIDTH
 from ioprof.core.results import CacheInfo, Fetched, StorageCeiling
 from ioprof.core.stats import LOOKS, is_look, percentile, ratio_interval
+from ioprof.measure.storage import Readers
 
 CHUNK_BYTES = 256 * 1024
 FIRST_LOOK = 40  # chunks: 10 MB before the interval may stop the reading
@@ -94,10 +94,10 @@ def probe_streams(
     streams = _Streams(items, open_item, clock)
     streams.started = clock()
     stopped_by = "files"
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        futures = [pool.submit(streams.reader) for _ in range(concurrency)]
+    threads = Readers(concurrency, streams.reader)
+    try:
         look = FIRST_LOOK
-        while wait(futures, timeout=_MONITOR_S).not_done:
+        while threads.running(_MONITOR_S):
             if clock() - streams.started >= max_seconds:
                 stopped_by = "seconds"
                 break
@@ -112,9 +112,9 @@ def probe_streams(
                 stopped_by = "interval"
                 break
             look *= 2
+    finally:
         streams.stop.set()
-        for f in futures:
-            f.result()
+        threads.join()
     if not streams.chunk_s and streams.errors:
         raise OSError(streams.errors[0])
     elapsed = max(max(streams.chunk_s, default=0.0), 1e-9)

@@ -864,16 +864,30 @@ def attach_from_env() -> Watcher | None:
 
     sys.excepthook = excepthook
 
+    attached_in = os.getpid()
+
+    def probe_at_exit() -> None:
+        if os.getpid() != attached_in:
+            return  # a forked worker ending (multiprocessing runs threading's exit hooks in it)
+        try:
+            watcher.at_exit()
+        except Exception as e:  # a probe at exit must never change how the script ends
+            watcher.errors.append(f"{type(e).__name__}: {e}"[:300])
+
     def at_exit() -> None:
-        if watcher.loaders or watcher.optimizer_steps:
+        if os.getpid() == attached_in and (watcher.loaders or watcher.optimizer_steps):
             watcher.stop_readings()
-            try:
-                watcher.at_exit()
-            except Exception as e:  # a probe at exit must never change how the script ends
-                watcher.errors.append(f"{type(e).__name__}: {e}"[:300])
             watcher.write("exit")
 
-    atexit.register(at_exit)
+    # The probe at exit runs while the interpreter is still whole: threading's own exit hooks
+    # run before any atexit function, multiprocessing's among them (a probe starts workers).
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        register(probe_at_exit)
+        atexit.register(at_exit)
+    else:  # a Python without it: both at exit, the probe first (atexit runs them last in, first out)
+        atexit.register(at_exit)
+        atexit.register(probe_at_exit)
     return watcher
 
 

@@ -214,9 +214,13 @@ def probe_pipeline(
     local_world_size: int = 1,
 ) -> dict[str, Any]:
     """The user's loader alone over an in-memory sample, and its source read alone."""
-    decode, note, start, error, per_sample = _probe_decode(loader, settings, seconds, batch_images)
+    phases: dict[str, float] = {}
+    decode, note, start, error, per_sample = _probe_decode(loader, settings, seconds, batch_images, phases)
+    t0 = time.perf_counter()
     storage, storage_note = _probe_storage(settings, per_sample, local_rank, local_world_size)
+    phases["storage read alone"] = time.perf_counter() - t0
     return {
+        "phases_s": phases,
         "decode": decode,
         "storage": storage,
         "decode_note": note,
@@ -228,7 +232,7 @@ def probe_pipeline(
 
 
 def _probe_decode(
-    loader: Any, settings: dict[str, Any], seconds: float, batch: int
+    loader: Any, settings: dict[str, Any], seconds: float, batch: int, phases: dict[str, float]
 ) -> tuple[list[DecodeCeiling], str, str, str, float | None]:
     """Decode ceilings at the probe's worker counts, why they were not measured, how its workers
     started (where not as the loader's), an error that stopped them, and the source's bytes per
@@ -241,7 +245,9 @@ def _probe_decode(
     source = settings["source"]
     if source is None:
         return [], f"decode alone not measured: {settings['source_unknown']}", "", "", None
+    t0 = time.perf_counter()
     view = sources.in_memory(source, loader.dataset, workers=max(1, settings["num_workers"]))
+    phases["copy into memory"] = time.perf_counter() - t0
     if isinstance(view, str):
         return [], f"decode alone not measured: {view}", "", "", None
     per_sample = view.bytes / view.files if view.files else None
@@ -249,7 +255,9 @@ def _probe_decode(
     decode: list[DecodeCeiling] = []
     try:
         for w in probe_workers(settings["num_workers"], usable_cores()):
+            t0 = time.perf_counter()
             decode.append(_loader_alone(loader, view, w, seconds, batch, context if w else None))
+            phases[f"decode at {w} worker(s)"] = time.perf_counter() - t0
     except ProbeAbandoned as e:
         return decode, "", note, f"the probe was abandoned: {e}", per_sample
     except Exception as e:  # the user's dataset may not survive a second loader: say so, go on

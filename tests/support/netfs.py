@@ -1,6 +1,8 @@
 """A real network filesystem for tests that can run as root: sshfs (FUSE, SFTP over TCP) to an
 sshd inside a network namespace this helper creates, whose loopback is rate-limited with
-``tc qdisc … tbf``.
+``tc qdisc … tbf`` — and an HTTP server in the same namespace, behind the same link
+(``serve_http``): a command run inside the namespace (``in_namespace``) reaches it at
+``http://127.0.0.1:PORT``, every byte through the shaped loopback.
 
 The sshfs daemon runs in this mount namespace (so the mount is visible to the code under test);
 only its ssh transport runs inside the network namespace, through ``ssh_command``. All traffic
@@ -13,10 +15,12 @@ Every ``unavailable()`` reason is a skip reason: the tests skip cleanly without 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -28,6 +32,7 @@ from ioprof.datasets.synth import DatasetSpec, generate
 
 TOOLS = ("ip", "tc", "sshfs", "sshd", "ssh", "ssh-keygen", "fusermount3")
 PORT = 2222
+HTTP_PORT = 8088
 # tbf needs a burst larger than one packet; lo's MTU is 64 kB
 BURST = "256kb"
 
@@ -57,6 +62,57 @@ class NetMount:
     netns: str
     rate_mbit: float
     sshfs: subprocess.Popen[bytes]
+    http: subprocess.Popen[bytes] | None = None
+
+    def in_namespace(self, *command: str) -> list[str]:
+        """``command`` run inside the namespace: it reaches the HTTP server over the shaped link."""
+        return ["ip", "netns", "exec", self.netns, *command]
+
+    def serve_http(self) -> str:
+        """Serve the export (local disk) over HTTP inside the namespace; returns its base URL."""
+        if self.http is None:
+            self.http = subprocess.Popen(
+                self.in_namespace(
+                    sys.executable,
+                    "-m",
+                    "http.server",
+                    str(HTTP_PORT),
+                    "--bind",
+                    "127.0.0.1",
+                    "--directory",
+                    str(self.export),
+                ),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            deadline = time.monotonic() + 20
+            while subprocess.run(
+                self.in_namespace(
+                    "python3", "-c", f"import socket; socket.create_connection(('127.0.0.1', {HTTP_PORT}), 1)"
+                ),
+                capture_output=True,
+            ).returncode:
+                if time.monotonic() > deadline or self.http.poll() is not None:
+                    raise RuntimeError("the HTTP server in the namespace did not start")
+                time.sleep(0.2)
+        return f"http://127.0.0.1:{HTTP_PORT}"
+
+    def plain_http(self, urls: list[str]) -> PlainRead:
+        """What a plain client gets over the link: each URL read once, in order, one at a time."""
+        code = (
+            "import json, sys, time, urllib.request\n"
+            "urls = json.loads(sys.argv[1]); t0 = time.perf_counter(); n = 0\n"
+            "for u in urls: n += len(urllib.request.urlopen(u).read())\n"
+            "print(json.dumps([len(urls), n, time.perf_counter() - t0]))"
+        )
+        out = subprocess.run(
+            self.in_namespace(sys.executable, "-c", code, json.dumps(urls)),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        files, total, seconds = json.loads(out.stdout)
+        return PlainRead(files, total, seconds)
 
     def serve(self, spec: DatasetSpec, name: str) -> Path:
         """A generated dataset copied into the export (local disk) and synced: its path on the mount."""
@@ -134,6 +190,7 @@ def net_mount(workdir: Path, rate_mbit: float) -> Iterator[NetMount]:
     )
     sshd: subprocess.Popen[bytes] | None = None
     sshfs: subprocess.Popen[bytes] | None = None
+    mounted: NetMount | None = None
     made_ns = False
     try:
         _run("ip", "netns", "add", netns)
@@ -179,10 +236,11 @@ def net_mount(workdir: Path, rate_mbit: float) -> Iterator[NetMount]:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"sshfs did not mount: {log.read_text()}")
             time.sleep(0.5)  # sshd may still be starting
-        yield NetMount(mnt, export, netns, rate_mbit, sshfs)
+        mounted = NetMount(mnt, export, netns, rate_mbit, sshfs)
+        yield mounted
     finally:
         subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True, check=False)
-        for p in (sshfs, sshd):
+        for p in (sshfs, sshd, mounted.http if mounted is not None else None):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
