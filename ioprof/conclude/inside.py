@@ -20,10 +20,9 @@ from ioprof.core.findings import (
     WorkersDoNotFit,
 )
 from ioprof.core.results import CellResult, StageTime, SweepResult, WorkerMemory
+from ioprof.core.thresholds import GROWTH_NOISE_BYTES
 
 MAX_WORKERS_CHECKED = 256
-# Growth smaller than this per 1,000 samples is allocator noise, not copy-on-read.
-GROWTH_NOISE_BYTES = 1_000_000
 
 
 def leading_stage(cell: CellResult) -> StageTime | None:
@@ -34,7 +33,13 @@ def leading_stage(cell: CellResult) -> StageTime | None:
 
 def _growth_per_sample(m: WorkerMemory) -> float:
     g = m.growth_bytes_per_1000_samples
-    significant = g is not None and m.growth_low is not None and m.growth_low > 0 and g >= GROWTH_NOISE_BYTES
+    significant = (
+        g is not None
+        and m.growth_low is not None
+        and m.growth_low > 0
+        and g >= GROWTH_NOISE_BYTES
+        and not m.growth_note
+    )
     return (g or 0.0) / 1000 if significant else 0.0
 
 
@@ -42,7 +47,7 @@ def ram_need_bytes(m: WorkerMemory, workers: int) -> int:
     """RAM ``workers`` workers take over an epoch, with their batches in /dev/shm."""
     samples = m.samples_per_epoch or 0
     touched = samples if m.persistent_workers else samples / max(1, workers)
-    per_worker = m.worker_uss_bytes + _growth_per_sample(m) * touched
+    per_worker = (m.worker_uss_bytes or 0) + _growth_per_sample(m) * touched
     return round(workers * per_worker + m.batch_bytes * m.prefetch_factor * workers)
 
 
@@ -97,7 +102,7 @@ def _once(found: list[Finding]) -> list[Finding]:
 
 def _cores(cell: CellResult) -> list[Finding]:
     c = cell.inside.cores if cell.inside is not None else None
-    if c is None or not c.oversubscribed:
+    if c is None or c.cpu_busy_cores is None or not c.oversubscribed:
         return []
     waits = cell.verdict is not None and cell.verdict.input_bound in ("highly", "borderline")
     return [
@@ -113,6 +118,7 @@ def _cores(cell: CellResult) -> list[Finding]:
             c.threads_per_worker,
             c.pin_memory_thread,
             the_limit=waits,
+            runq_share=c.runq_share,
         )
     ]
 
@@ -134,6 +140,9 @@ def _memory(cell: CellResult, m: WorkerMemory, advised: int | None) -> list[Find
                 round(epoch),
                 m.samples_per_epoch,
                 m.persistent_workers,
+                cause=m.growth_cause or "unknown",
+                dataset_objects=m.dataset_objects,
+                samples=m.growth_samples,
             )
         )
     ram, shm = max_workers_ram(m), max_workers_shm(m)

@@ -245,12 +245,27 @@ def speedup_over_serial(
     return serial, best, ratio
 
 
+def tied_with(best: CellResult, cells: Sequence[CellResult]) -> list[CellResult]:
+    """The cells as fast as ``best`` within their intervals (``best`` first)."""
+    b = best.throughput()
+    out = [best]
+    for c in cells:
+        i = c.throughput()
+        if c is not best and b.known and i.known and i.high >= b.low and i.low <= b.high:
+            out.append(c)
+    return out
+
+
 def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict | None:
-    """One dataset's verdict: what limits its fastest setting, and which settings are input-bound."""
+    """One dataset's verdict: what limits its best setting, and which settings are input-bound.
+    The best setting is the least input-bound of those as fast as the fastest within their
+    intervals — a point estimate does not pick between equals."""
     ok = [c for c in cells if c.verdict is not None]
     if not ok:
         return None
-    top = max(ok, key=lambda c: c.img_per_s)
+    fastest = max(ok, key=lambda c: c.img_per_s)
+    ties = tied_with(fastest, ok)
+    top = min(ties, key=lambda c: (CLASS_ORDER[c.verdict.input_bound] if c.verdict else 9, c.data_wait_share))
     assert top.verdict is not None
     serial, best_mp, ratio = speedup_over_serial(ok)
     lead = inside.leading_stage(top)
@@ -276,6 +291,8 @@ def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict |
         leading_share=lead.share if lead else None,
         leading_share_low=lead.share_low if lead else None,
         leading_share_high=lead.share_high if lead else None,
+        tied_settings=tuple(c.setting.label for c in ties if c is not top),
+        fastest_setting=fastest.setting.label if fastest is not top else "",
     )
 
 

@@ -112,6 +112,10 @@ class DatasetVerdict:
     leading_share: float | None = None
     leading_share_low: float | None = None
     leading_share_high: float | None = None
+    # the other settings as fast as the fastest within their intervals: the best setting is the
+    # least input-bound of them all
+    tied_settings: tuple[str, ...] = ()
+    fastest_setting: str = ""  # the fastest by point estimate, where another tied with it waits less
 
 
 @dataclass(frozen=True)
@@ -370,6 +374,7 @@ class CoresOversubscribed(Finding):
     threads_per_worker: int
     pin_memory_thread: bool
     the_limit: bool  # the cell waits for data: the shared cores are what limits it
+    runq_share: float | None = None  # of runnable time, waiting for a core
 
 
 @dataclass(frozen=True)
@@ -391,8 +396,10 @@ class WorkersDoNotFit(Finding):
 
 @dataclass(frozen=True)
 class WorkerMemoryGrows(Finding):
-    """Each worker's own memory grew with the samples it produced (copy-on-read of the dataset's
-    Python objects): what it costs over an epoch at the worker count asked for."""
+    """Each worker's own memory grew with the samples it produced, after its warm-up: what it costs
+    over an epoch at the worker count asked for, and its cause where the evidence names one —
+    copy-on-read of a dataset holding many Python objects, a leak (growing over samples already
+    produced), or unknown."""
 
     kind: ClassVar[str] = "worker-memory-grows"
     dataset: str
@@ -404,6 +411,9 @@ class WorkerMemoryGrows(Finding):
     epoch_cost_bytes: int  # all workers' growth over one epoch (each epoch again with persistent workers)
     samples_per_epoch: int
     persistent_workers: bool
+    cause: str = "copy-on-read"  # copy-on-read | leak | unknown
+    dataset_objects: int | None = None
+    samples: int = 0  # samples per process the fit rests on
 
 
 @dataclass(frozen=True)

@@ -477,9 +477,9 @@ class WorkerMemory:
 
     main_uss_bytes: int
     main_pss_bytes: int
-    worker_uss_bytes: int  # mean over the workers, at the window's end
-    worker_pss_bytes: int
-    growth_bytes_per_1000_samples: float | None  # None: too few readings
+    worker_uss_bytes: int | None  # mean over the workers, at the window's end (None: none read)
+    worker_pss_bytes: int | None
+    growth_bytes_per_1000_samples: float | None  # None: not judged (``growth_note`` says why) or none
     growth_low: float | None
     growth_high: float | None
     readings: int
@@ -492,6 +492,12 @@ class WorkerMemory:
     ram_source: str
     samples_per_epoch: int | None  # the dataset's length (what each worker may still touch)
     persistent_workers: bool = False
+    growth_note: str = ""  # why no growth is given: the window too short to judge, a fit not steady
+    growth_samples: int = 0  # samples per process the fit rests on, after the warm-up
+    growth_cause: str = ""  # copy-on-read | leak | unknown (named only with evidence) | "" (no growth)
+    revisited: bool = False  # a process went on growing over samples it had already produced
+    dataset_objects: int | None = None  # Python objects the dataset holds (counted where it grows)
+    dataset_object_bytes: int | None = None
 
     @property
     def shm_in_flight_bytes(self) -> int:
@@ -514,8 +520,9 @@ class CoreUse:
     workers: int
     threads_per_worker: int  # most busy threads in one worker (torch's 1, more where OpenCV/OpenMP pools run)
     threads_busy: int
-    cpu_busy_cores: float
+    cpu_busy_cores: float | None  # None: the window had no span between two readings (too short)
     window_s: float
+    runq_share: float | None = None  # of the threads' runnable time, waiting for a core (schedstat)
 
     @property
     def threads_wanted(self) -> int:
@@ -526,13 +533,20 @@ class CoreUse:
 
     @property
     def oversubscribed(self) -> bool:
-        """More threads ran than there are cores in the mask, and those cores were full."""
-        busy = max(self.threads_busy, 1)
-        return busy > self.affinity_cores and self.cpu_busy_cores >= OVERSUBSCRIBED_BUSY * self.affinity_cores
+        """The cores in the mask were full and threads queued for them: runnable threads waited for
+        a core a good share of their time (run-queue delay), or, where that was not read, more
+        threads ran than there are cores."""
+        if self.cpu_busy_cores is None or self.cpu_busy_cores < OVERSUBSCRIBED_BUSY * self.affinity_cores:
+            return False
+        if self.runq_share is not None:
+            return self.runq_share >= OVERSUBSCRIBED_RUNQ_SHARE
+        return max(self.threads_busy, 1) > self.affinity_cores
 
 
-# The cores in the mask count as full from this share of their time busy.
+# The cores in the mask count as full from this share of their time busy, and oversubscribed when
+# runnable threads spent at least this share of their runnable time waiting for one of them.
 OVERSUBSCRIBED_BUSY = 0.85
+OVERSUBSCRIBED_RUNQ_SHARE = 0.20
 
 
 @dataclass(frozen=True)

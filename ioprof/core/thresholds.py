@@ -49,3 +49,24 @@ MULTI_DEVICE_PAYS_EFFICIENCY = 0.75
 # this many waits whose producer was known, and only when the largest part's 95 % interval lies
 # above every other part's — ioprof's choice: a wrong stage is worse than none.
 KERNEL_SPLIT_MIN_UNITS = 10
+# Worker memory growth is fitted only after each process's warm-up — its first two batches and at
+# least its first tenth of the samples it produced (pages first written after the fork: imports,
+# decoder and allocator buffers) — and only from this many samples over this many readings after it
+# (an evaluation pass of a few dozen samples a worker is too short to judge).
+GROWTH_WARMUP_BATCHES = 2
+GROWTH_WARMUP_SHARE = 0.10
+GROWTH_MIN_SAMPLES = 100
+GROWTH_MIN_READINGS = 3
+# Growth smaller than this per 1,000 samples is allocator noise.
+GROWTH_NOISE_BYTES = 1_000_000
+# Copy-on-read is named only for a dataset holding at least this many Python objects, and only
+# for a growth over an epoch within what touching them could copy (whole 4 kB pages for objects of
+# tens of bytes: at most this many times their own size).
+COPY_ON_READ_MIN_OBJECTS = 50_000
+COPY_ON_READ_PAGE_FACTOR = 64.0
+GROWTH_RULE = (
+    f"each process's first {GROWTH_WARMUP_BATCHES} batches and at least its first {GROWTH_WARMUP_SHARE:.0%} "
+    f"of samples are left out (a fresh worker's warm-up); growth is fitted to what follows, from at least "
+    f"{GROWTH_MIN_SAMPLES} samples over {GROWTH_MIN_READINGS} readings, and never reported above what the "
+    "process holds"
+)

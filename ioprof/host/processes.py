@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import psutil
 
+from ioprof.host import procstat
+
 SHM_DIR = "/dev/shm"
 # A thread counts as running when it was on a CPU at least this share of the window.
 BUSY_THREAD_SHARE = 0.10
@@ -16,28 +18,41 @@ BUSY_THREAD_SHARE = 0.10
 
 @dataclass(frozen=True)
 class ProcessReading:
-    """One process at one moment: memory only it holds (USS), its proportional share (PSS), and
-    the CPU seconds of each of its threads so far."""
+    """One process at one moment: memory only it holds (USS), its proportional share (PSS), its
+    CPU seconds (all its threads and the children it reaped), and each living thread's CPU and
+    run-queue seconds so far."""
 
     pid: int
     at_s: float  # time.perf_counter() (CLOCK_MONOTONIC: one clock for every process on the host)
     uss_bytes: int
     pss_bytes: int
     thread_cpu_s: dict[int, float]
+    cpu_s: float = 0.0
+    thread_runq_s: dict[int, float] | None = None
 
 
-def read_process(pid: int, at_s: float) -> ProcessReading | None:
-    """USS, PSS and thread CPU times of ``pid`` (None when it is gone or cannot be read).
+def read_process(pid: int, at_s: float, *, memory: bool = True) -> ProcessReading | None:
+    """USS, PSS, CPU and thread times of ``pid`` (None when it is gone or cannot be read).
 
     Memory comes from ``/proc/PID/smaps_rollup``, the kernel's own sums (psutil parses the whole
-    ``smaps`` in Python, holding the interpreter lock for tens of ms in a large process)."""
+    ``smaps`` in Python, holding the interpreter lock for tens of ms in a large process); CPU and
+    run-queue times from ``/proc`` directly (``procstat``). ``memory=False``: CPU only (cheap)."""
+    got = procstat.sample(pid)
+    if got is None:
+        return None
     try:
-        proc = psutil.Process(pid)
-        uss, pss = _rollup(pid) or _full_info(proc)
-        threads = {t.id: t.user_time + t.system_time for t in proc.threads()}
+        uss, pss = (_rollup(pid) or _full_info(psutil.Process(pid))) if memory else (0, 0)
     except (psutil.Error, OSError):
         return None
-    return ProcessReading(pid, at_s, uss, pss, threads)
+    return ProcessReading(
+        pid,
+        at_s,
+        uss,
+        pss,
+        {tid: t.cpu_s for tid, t in got.threads.items()},
+        got.cpu_s + got.children_cpu_s,
+        {tid: t.runq_s for tid, t in got.threads.items()},
+    )
 
 
 def _rollup(pid: int) -> tuple[int, int] | None:

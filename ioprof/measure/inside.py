@@ -14,12 +14,22 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ioprof.core.config import worker_count
 from ioprof.core.results import CoreUse, LoaderInside, WorkerMemory
-from ioprof.core.stats import pooled_slope
-from ioprof.host.processes import ProcessReading, busy_threads, read_process, shm_space
+from ioprof.core.stats import Interval, pooled_slope
+from ioprof.core.thresholds import (
+    COPY_ON_READ_MIN_OBJECTS,
+    COPY_ON_READ_PAGE_FACTOR,
+    GROWTH_MIN_READINGS,
+    GROWTH_MIN_SAMPLES,
+    GROWTH_NOISE_BYTES,
+    GROWTH_WARMUP_BATCHES,
+    GROWTH_WARMUP_SHARE,
+)
+from ioprof.host.processes import BUSY_THREAD_SHARE, ProcessReading, read_process, shm_space
 from ioprof.measure import stages
 
 EVERY_S = 2.0  # memory and thread readings: often enough for a slope…
@@ -71,6 +81,10 @@ class InsideRecorder:
         self._thread: threading.Thread | None = None
         self.reading_s = 0.0  # what the last reading took
         self._stop = threading.Event()
+        # the dataset's Python objects, counted only where a growth needs a cause (in the training
+        # process, whose dataset the workers copied): a callable giving ``python_objects``
+        self.count_objects: Callable[[], tuple[int, int, bool]] | None = None
+        self.objects: tuple[int, int, bool] | None = None
 
     def first_batch(self, batch: Any) -> int:
         if not self.batch_bytes:
@@ -104,8 +118,10 @@ class InsideRecorder:
                     # the training process (a large one: reading it costs most) at the start and the
                     # end; its own samples' growth between, only where it makes them (no workers)
                     self.read(pids(), main=first or not workers)
+                took = time.perf_counter() - t0
+                if not first or not workers:  # the budget holds the readings taken between
+                    self.reading_s = took
                 first = False
-                self.reading_s = time.perf_counter() - t0
                 if stop.wait(max(EVERY_S, self.reading_s / READING_BUDGET)):
                     return
 
@@ -127,14 +143,17 @@ class InsideRecorder:
         end_s: float,
         main: Sequence[tuple[str, Sequence[float]]],
         pids: set[int] | None = None,
+        cpu: CpuTotals | None = None,
     ) -> LoaderInside:
         """The look inside over [start_s, end_s]: rows of ``pids`` only, where given (the
-        loader's own processes, not those of a probe run in between)."""
+        loader's own processes, not those of a probe run in between). ``cpu``: the window's CPU
+        totals where its counters were read over its own spans (``ioprof run``); otherwise from
+        this recorder's readings."""
         rows = [r for r in stages.read_rows(self.folder, self.tag) if pids is None or r["pid"] in pids]
         return LoaderInside(
             stages=stages.summarize(rows, start_s=start_s, end_s=end_s, workers=self.workers, main=main),
             memory=self._memory(rows, start_s, end_s),
-            cores=self._cores(start_s, end_s),
+            cores=self._cores(cpu if cpu is not None else self._cpu(start_s, end_s)),
         )
 
     def _spanned(self, start_s: float, end_s: float) -> dict[int, list[ProcessReading]]:
@@ -153,21 +172,29 @@ class InsideRecorder:
         if not main:
             return None
         workers = {pid: rs for pid, rs in spans.items() if pid != os.getpid() and rs}
-        series = [_samples_vs_uss(rs, [r for r in rows if r["pid"] == pid]) for pid, rs in workers.items()]
-        if not workers:  # no workers: the training process produces the samples
-            series = [_samples_vs_uss(main, [r for r in rows if r["pid"] == os.getpid()])]
-        growth = pooled_slope([s for s in series if len(s) >= 2])
+        producers = workers or {os.getpid(): main}  # no workers: the training process produces the samples
+        batch = max((int(r["n"]) for r in rows), default=1)
+        fits = [
+            _after_warmup(rs, [r for r in rows if r["pid"] == pid], batch, self.samples_per_epoch)
+            for pid, rs in producers.items()
+        ]
+        kept = [f for f in fits if f is not None]
+        growth = pooled_slope([f.points for f in kept]) if kept else None
         last = [rs[-1] for rs in workers.values()]
         available, source = memory_for_cache()
         shm = self.shm_at_start
+        held = min((rs[-1].uss_bytes for rs in producers.values()), default=0)
+        spanned = max((f.samples for f in kept), default=0)
+        note, cause = self._growth_words(fits, growth, held, spanned)
+        known = growth is not None and growth.batches and not note
         return WorkerMemory(
             main_uss_bytes=main[-1].uss_bytes,
             main_pss_bytes=main[-1].pss_bytes,
-            worker_uss_bytes=round(sum(r.uss_bytes for r in last) / len(last)) if last else 0,
-            worker_pss_bytes=round(sum(r.pss_bytes for r in last) / len(last)) if last else 0,
-            growth_bytes_per_1000_samples=growth.value * 1000 if growth.batches else None,
-            growth_low=growth.low * 1000 if growth.known else None,
-            growth_high=growth.high * 1000 if growth.known else None,
+            worker_uss_bytes=round(sum(r.uss_bytes for r in last) / len(last)) if last else None,
+            worker_pss_bytes=round(sum(r.pss_bytes for r in last) / len(last)) if last else None,
+            growth_bytes_per_1000_samples=growth.value * 1000 if known and growth is not None else None,
+            growth_low=growth.low * 1000 if known and growth is not None and growth.known else None,
+            growth_high=growth.high * 1000 if known and growth is not None and growth.known else None,
             readings=sum(len(rs) for rs in spans.values()),
             batch_bytes=self.batch_bytes,
             prefetch_factor=self.prefetch_factor,
@@ -178,41 +205,160 @@ class InsideRecorder:
             ram_source=source,
             samples_per_epoch=self.samples_per_epoch,
             persistent_workers=self.persistent,
+            growth_note=note,
+            growth_samples=spanned,
+            growth_cause=cause,
+            revisited=any(f.revisited for f in kept),
+            dataset_objects=self.objects[0] if self.objects else None,
+            dataset_object_bytes=self.objects[1] if self.objects else None,
         )
 
-    def _cores(self, start_s: float, end_s: float) -> CoreUse | None:
+    def _growth_words(
+        self, fits: Sequence[_Fit | None], growth: Interval | None, held: int, spanned: int
+    ) -> tuple[str, str]:
+        """Why no growth is reported (``note``), or what causes it (``cause``): copy-on-read,
+        leak, or unknown — named only with evidence."""
+        kept = [f for f in fits if f is not None]
+        if not kept:
+            return (
+                f"too short to judge: no {'worker' if self.workers else 'process'} produced "
+                f"{GROWTH_MIN_SAMPLES} samples over {GROWTH_MIN_READINGS} readings after its warm-up",
+                "",
+            )
+        if growth is None or not growth.known or growth.low * 1000 < GROWTH_NOISE_BYTES:
+            return "", ""
+        if growth.value * spanned > held:  # more than the process holds: not a steady growth
+            return "not steady: the fit says more than the process holds", ""
+        if self.objects is None and self.count_objects is not None:
+            self.objects = self.count_objects()
+        revisited = any(f.revisited for f in kept)
+        objects, size_bytes, capped = self.objects if self.objects else (0, 0, False)
+        if revisited:
+            return "", "leak"
+        epoch = growth.value * (self.samples_per_epoch or 0)
+        if objects >= COPY_ON_READ_MIN_OBJECTS and (capped or epoch <= size_bytes * COPY_ON_READ_PAGE_FACTOR):
+            return "", "copy-on-read"
+        return "", "unknown"
+
+    def _cpu(self, start_s: float, end_s: float) -> CpuTotals:
+        """CPU over the readings this recorder took (consecutive pairs, pauses left out)."""
+        spans = self._spanned(start_s, end_s)
+        totals = CpuTotals()
+        for pid, rs in spans.items():
+            for a, b in itertools.pairwise(rs):
+                if 0 < b.at_s - a.at_s <= (PAIR_MAX_S if self.pauses else float("inf")):
+                    totals.add(pid, a, b, main=pid == os.getpid())
+        return totals
+
+    def _cores(self, cpu: CpuTotals) -> CoreUse:
         import torch
 
         from ioprof.host.machine import usable_cores
 
-        spans = self._spanned(start_s, end_s)
-        # consecutive readings within one stretch of batches (a pause — evaluation, a probe — between
-        # two readings would count as idle cores)
-        pairs = [
-            (a, b)
-            for rs in spans.values()
-            for a, b in itertools.pairwise(rs)
-            if 0 < b.at_s - a.at_s <= (PAIR_MAX_S if self.pauses else float("inf"))
-        ]
-        if not pairs:
-            return None
-        moments = sorted({a.at_s for a, _ in pairs})
-        window_s = sum(max(b.at_s - a.at_s for a, b in pairs if a.at_s == t) for t in moments)
-        busy = [(a, *busy_threads(a, b)) for a, b in pairs]  # (first reading, threads busy, CPU s)
-        busy_at = [sum(n for a, n, _ in busy if a.at_s == t) for t in moments]
-        cpu = sum(c for _, _, c in busy)
-        per_worker = [n for a, n, _ in busy if a.pid != os.getpid()]
-        return CoreUse(
+        return core_use(
+            cpu,
             affinity_cores=usable_cores(),
             intra_op_threads=torch.get_num_threads(),
             ranks_on_host=self.ranks_on_host,
             pin_memory_thread=self.pin_memory and self.workers > 0,
             workers=self.workers,
-            threads_per_worker=max([1, *per_worker]) if self.workers else 0,
-            threads_busy=sorted(busy_at)[len(busy_at) // 2] * self.ranks_on_host,
-            cpu_busy_cores=cpu / window_s * self.ranks_on_host if window_s > 0 else 0.0,
-            window_s=window_s,
         )
+
+
+@dataclass(frozen=True)
+class _Fit:
+    points: list[tuple[float, float]]  # (samples produced, USS) after the warm-up
+    samples: int  # samples spanned by those points
+    revisited: bool  # it produced more samples than the dataset holds: indices seen again
+
+
+def _after_warmup(
+    readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]], batch: int, epoch: int | None
+) -> _Fit | None:
+    """One process's (samples produced, USS) after its warm-up, or None when too few are left.
+    ``revisited``: it went on growing after it had produced as many samples as the dataset
+    holds (``epoch``) — over indices it had seen."""
+    series = _samples_vs_uss(readings, rows)
+    if not series:
+        return None
+    total = series[-1][0]
+    warm = max(GROWTH_WARMUP_BATCHES * batch, GROWTH_WARMUP_SHARE * total)
+    points = [(x, y) for x, y in series if x >= warm]
+    spanned = int(points[-1][0] - points[0][0]) if len(points) >= 2 else 0
+    if len(points) < GROWTH_MIN_READINGS or spanned < GROWTH_MIN_SAMPLES:
+        return None
+    again = [(x, y) for x, y in points if epoch and x >= epoch]
+    grew = (
+        len(again) >= 2
+        and again[-1][1] - again[0][1] > GROWTH_NOISE_BYTES * (again[-1][0] - again[0][0]) / 1000
+    )
+    return _Fit(points, spanned, grew)
+
+
+@dataclass
+class CpuTotals:
+    """CPU of the training process and the loader's processes over a window's spans: process CPU
+    (all threads, reaped children), each thread's CPU and run-queue seconds, and the spans' seconds."""
+
+    cpu_s: float = 0.0
+    window_s: float = 0.0
+    thread_cpu_s: dict[str, float] = field(default_factory=dict)  # "pid/tid"
+    thread_runq_s: dict[str, float] = field(default_factory=dict)
+    main_pid: int = 0
+    _seconds_by_pid: dict[int, float] = field(default_factory=dict)
+
+    def add(self, pid: int, a: ProcessReading, b: ProcessReading, *, main: bool) -> None:
+        self.cpu_s += max(0.0, b.cpu_s - a.cpu_s)
+        span = b.at_s - a.at_s
+        self._seconds_by_pid[pid] = self._seconds_by_pid.get(pid, 0.0) + span
+        if main:
+            self.main_pid = pid
+        self.window_s = max(self._seconds_by_pid.values())
+        runq_a, runq_b = a.thread_runq_s or {}, b.thread_runq_s or {}
+        for tid, cpu in b.thread_cpu_s.items():
+            key = f"{pid}/{tid}"
+            self.thread_cpu_s[key] = self.thread_cpu_s.get(key, 0.0) + max(
+                0.0, cpu - a.thread_cpu_s.get(tid, 0.0)
+            )
+            r = max(0.0, runq_b.get(tid, 0.0) - runq_a.get(tid, 0.0))
+            self.thread_runq_s[key] = self.thread_runq_s.get(key, 0.0) + r
+
+
+def core_use(
+    cpu: CpuTotals,
+    *,
+    affinity_cores: int,
+    intra_op_threads: int,
+    ranks_on_host: int,
+    pin_memory_thread: bool,
+    workers: int,
+) -> CoreUse:
+    """Cores busy (CPU seconds ÷ the window's), the threads busy at least a tenth of it, and the
+    share of their runnable time spent waiting for a core (run-queue delay)."""
+    if cpu.window_s <= 0:
+        return CoreUse(
+            affinity_cores, intra_op_threads, ranks_on_host, pin_memory_thread, workers, 0, 0, None, 0.0
+        )
+    busy = {k for k, c in cpu.thread_cpu_s.items() if c >= BUSY_THREAD_SHARE * cpu.window_s}
+    per_worker: dict[str, int] = {}
+    for k in busy:
+        pid = k.split("/")[0]
+        if pid != str(cpu.main_pid):
+            per_worker[pid] = per_worker.get(pid, 0) + 1
+    on_cpu = sum(cpu.thread_cpu_s.values())
+    waiting = sum(cpu.thread_runq_s.values())
+    return CoreUse(
+        affinity_cores=affinity_cores,
+        intra_op_threads=intra_op_threads,
+        ranks_on_host=ranks_on_host,
+        pin_memory_thread=pin_memory_thread,
+        workers=workers,
+        threads_per_worker=max([1, *per_worker.values()]) if workers else 0,
+        threads_busy=len(busy) * ranks_on_host,
+        cpu_busy_cores=cpu.cpu_s / cpu.window_s * ranks_on_host,
+        window_s=cpu.window_s,
+        runq_share=waiting / (on_cpu + waiting) if on_cpu + waiting > 0 else None,
+    )
 
 
 def _samples_vs_uss(
@@ -224,6 +370,34 @@ def _samples_vs_uss(
         produced = sum(row["n"] for row in rows if row["t"] <= r.at_s)
         out.append((float(produced), float(r.uss_bytes)))
     return out
+
+
+def python_objects(root: Any, limit: int = 2_000_000) -> tuple[int, int, bool]:
+    """(Python objects a dataset holds, their bytes, whether the count stopped at ``limit``): the
+    containers and values reachable from it — what copy-on-read can copy into each worker. Tensors
+    and arrays count as one object each (their elements have no reference counts); modules,
+    classes and functions are not followed."""
+    import gc
+    import sys
+    import types
+
+    skip = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+    seen: set[int] = set()
+    stack = [root]
+    count = size = 0
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, skip):
+            continue
+        seen.add(id(obj))
+        count += 1
+        size += sys.getsizeof(obj, 0)
+        if count >= limit:
+            return count, size, True
+        if hasattr(obj, "__array__") or type(obj).__name__ in ("Tensor", "ndarray", "Parameter"):
+            continue
+        stack.extend(gc.get_referents(obj))
+    return count, size, False
 
 
 # -- /dev/shm: batches travel from the workers through it ---------------------------------------

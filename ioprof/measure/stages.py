@@ -41,6 +41,14 @@ from ioprof.core.stats import ratio_interval
 ROWS_GLOB = "stages-*.jsonl"
 READ, DECODE, COLLATE, GETITEM = "read", "decode", "collate", "__getitem__"
 NEXT = "next(iterator)"  # an iterable dataset's stage: its pipeline's next sample (or batch)
+# What is left of a sample's fetch, by what could be timed apart (a row's "seen")
+REST_NAMES = {
+    "stages": REST_OF_GETITEM,  # the file loader (read, decode) and the transforms timed
+    "reads": "decode + rest of __getitem__",  # its reader's file reads and the transforms timed
+    "transforms": "read + decode + rest of __getitem__",  # only the transforms timed
+    "getitem": GETITEM,
+    "iterator": NEXT,
+}
 PIN, WAIT = "pin-memory copy", "wait for the batch"
 
 _CLOCK: StageClock | None = None  # this process's clock while its loader is timed
@@ -152,6 +160,40 @@ class _TimedReads:
         return getattr(self._f, name)
 
 
+class _ClockedReads(_TimedReads):
+    """A file handed out by a dataset's reader: each read is added to this process's clock as
+    ``read`` (PIL reads lazily, inside the dataset's own code)."""
+
+    def _timed(self, method: str, *args: Any) -> Any:
+        t0 = time.perf_counter()
+        out = getattr(self._f, method)(*args)
+        clock = _CLOCK
+        if clock is not None:
+            clock.add(READ, time.perf_counter() - t0)
+        return out
+
+
+def _time_reader(reader: Any) -> Callable[[], None] | None:
+    """Time the reads of the files a dataset's reader hands out (timm's ``reader[index]`` gives
+    ``(open file, target)``), in this process's copy only. Returns the undo, or None."""
+    cls = type(reader)
+    if getattr(cls, "_ioprof_timed", False) or not hasattr(cls, "__getitem__"):
+        return None
+
+    def __getitem__(self: Any, index: Any) -> Any:
+        item = cls.__getitem__(self, index)
+        if isinstance(item, tuple) and item and hasattr(item[0], "read") and hasattr(item[0], "seek"):
+            return (_ClockedReads(item[0]), *item[1:])
+        return item
+
+    timed = type(cls.__name__, (cls,), {"__getitem__": __getitem__, "_ioprof_timed": True})
+    try:
+        reader.__class__ = timed
+    except TypeError:  # a class whose instances cannot change class (slots, a C type)
+        return None
+    return lambda: setattr(reader, "__class__", cls)
+
+
 def timed_pil_loader(path: str) -> Any:
     """torchvision's ``pil_loader`` (open, then ``convert("RGB")``) with the read and the decode
     timed apart: the file's open and reads are ``read``, the rest is ``decode``."""
@@ -258,6 +300,12 @@ def instrument(dataset: Any) -> tuple[str, Callable[[], None]]:
         ds.loader = timed_pil_loader if _is_pil_loader(loader) else TimedStage("load (read + decode)", loader)
         undo.append(lambda: setattr(ds, "loader", loader))
         seen = "stages"
+    reader = getattr(ds, "reader", None)
+    if seen == "getitem" and reader is not None:
+        untime = _time_reader(reader)
+        if untime is not None:
+            undo.append(untime)
+            seen = "reads"
     transform = getattr(ds, "transform", None)
     inner = getattr(transform, "transforms", None)
     if (
@@ -270,6 +318,8 @@ def instrument(dataset: Any) -> tuple[str, Callable[[], None]]:
     elif callable(transform) and not isinstance(transform, TimedStage):
         ds.transform = TimedStage(type(transform).__name__, transform)
         undo.append(lambda: setattr(ds, "transform", transform))
+    if seen == "getitem" and transform is not None:
+        seen = "transforms"
     target = getattr(ds, "target_transform", None)
     if callable(target) and not isinstance(target, TimedStage):
         ds.target_transform = TimedStage("target_transform", target)
@@ -499,7 +549,7 @@ def _per_stage(rows: Sequence[dict[str, Any]], seen: str) -> dict[str, list[floa
         names.extend(k for k in r["stages"] if k not in names)
     out: dict[str, list[float]] = {name: [] for name in names}
     out[COLLATE] = []
-    rest_name = {"stages": REST_OF_GETITEM, "iterator": NEXT}.get(seen, GETITEM)
+    rest_name = REST_NAMES.get(seen, GETITEM)
     out[rest_name] = []
     for r in rows:
         for name in names:
@@ -513,6 +563,10 @@ def _per_stage(rows: Sequence[dict[str, Any]], seen: str) -> dict[str, list[floa
 STAGE_NOTES = {
     "getitem": "the dataset is not ImageFolder-like (no file loader or transform to time one by one): "
     "only its __getitem__ as a whole and the collate are timed",
+    "reads": "the file reads of its reader (timm's) are timed; PIL decodes inside __getitem__, so the decode is "
+    "in 'decode + rest of __getitem__'",
+    "transforms": "its transforms are timed one by one; the file's read and decode happen inside its own "
+    "__getitem__ and are timed together as 'read + decode + rest of __getitem__'",
     "iterator": "the dataset is iterable (a streaming pipeline): its iterator's next sample — reading, "
     "decoding and transforming inside its pipeline — is timed as a whole, with the collate",
 }

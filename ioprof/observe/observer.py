@@ -92,8 +92,12 @@ class _Loader:
         import psutil  # noqa: F401  (imported here, not in the first timed batch)
 
         self.inside = watcher.inside_recorder(self) if cfg.inside else None
+        if self.inside is not None:
+            self.inside.count_objects = self._dataset_objects
         self.window_start_s: float | None = None
         self.window_end_s: float | None = None
+        self.window_started_at: float | None = None  # wall-clock (epoch) seconds, for ground truth outside
+        self.window_ended_at: float | None = None
         self.pin_thread: int | None = None  # the pin-memory thread of its current iterator
         self.window_pids: set[int] = set()  # its processes while the window was open
         self.shm_warning = ""  # said as soon as the first batch showed its size
@@ -111,6 +115,13 @@ class _Loader:
     @property
     def done(self) -> bool:
         return self.window.done
+
+    def _dataset_objects(self) -> tuple[int, int, bool]:
+        """The Python objects the dataset holds, in this process (what its workers copied)."""
+        from ioprof.measure.inside import python_objects
+
+        loader = self.loader()
+        return python_objects(loader.dataset) if loader is not None else (0, 0, False)
 
     # -- called from the patched iterator ------------------------------------------------------
 
@@ -172,6 +183,7 @@ class _Loader:
         self._mark = self.producers.mark(it) if w.started and not w.done else None
         if w.started and not started:
             self.window_start_s = t_call
+            self.window_started_at = time.time()
             if self.inside is not None:
                 self.inside.start(lambda: list(self.window._pids))
             self.gpu = self.watcher.gpu_sampler()
@@ -237,6 +249,7 @@ class _Loader:
             self.telemetry = self.gpu.stop()
             self.gpu = None
         self.window_end_s = time.perf_counter()
+        self.window_ended_at = time.time()
         if self.inside is not None:
             self.inside.stop(list(self.window._pids))
         self._restore_in_process()
@@ -256,7 +269,22 @@ class _Loader:
             self.watcher.pins.between(self.pin_thread, self.window_start_s, end) if self.watcher.pins else []
         )
         main = [(PIN, pins), (WAIT, list(self.window.waits))]
-        return self.inside.result(self.window_start_s, end, main, pids=self.window_pids)
+        return self.inside.result(
+            self.window_start_s, end, main, pids=self.window_pids, cpu=self.cpu_totals()
+        )
+
+    def cpu_totals(self) -> Any:
+        """The window's CPU, read with its byte counters over the same spans (pauses left out)."""
+        from ioprof.measure.inside import CpuTotals
+
+        t = self.window.totals if self.window.done else self.window.totals_now()
+        return CpuTotals(
+            cpu_s=t.cpu_s,
+            window_s=t.cpu_window_s,
+            thread_cpu_s=dict(t.thread_cpu_s),
+            thread_runq_s=dict(t.thread_runq_s),
+            main_pid=os.getpid(),
+        )
 
     # -- what it saw ---------------------------------------------------------------------------
 
@@ -329,6 +357,10 @@ class _Loader:
                 "window_s": t.seconds,
                 "own_read_chars": t.own_chars,
             },
+            "window_wall": [
+                self.window_started_at,
+                self.window_ended_at or (time.time() if self.window_started_at else None),
+            ],
             "cpu": {
                 "cpu_s": t.cpu_s,
                 "window_s": t.cpu_window_s,

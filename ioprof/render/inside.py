@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from ioprof.conclude.inside import MAX_WORKERS_CHECKED, max_workers_ram, max_workers_shm
 from ioprof.core.config import worker_count
 from ioprof.core.results import CellResult, CoreUse, LoaderStages, SweepResult, WorkerMemory
+from ioprof.core.thresholds import GROWTH_RULE
 from ioprof.render import words
 from ioprof.render.fmt import pct, rate, size
 from ioprof.render.mdtable import table
@@ -19,7 +20,8 @@ HOW = (
     "collate, the file's read and the decode apart (PIL decodes when the pixels are first used, so the "
     "file object's reads are timed and the rest is decode), each transform of the dataset's "
     "`transforms.Compose` by its class name; `rest of __getitem__` is what the fetch took beyond them. "
-    "Shares are of the workers' time per sample; intervals are 95 %, from batch means."
+    "Shares are of the workers' time per sample; intervals are 95 %, from batch means. Memory is read "
+    "from `/proc/PID/smaps_rollup` every few seconds; its growth per sample: " + GROWTH_RULE + "."
 )
 
 
@@ -124,12 +126,14 @@ def stages_table(s: LoaderStages) -> list[str]:
 
 def memory_line(m: WorkerMemory) -> str:
     g = m.growth_bytes_per_1000_samples
-    if g is None:
-        growth = "growth per sample: too few readings for a slope"
+    if m.growth_note:
+        growth = f"growth per sample: {m.growth_note}"
+    elif g is None:
+        growth = "growth per sample: not read"
     elif m.growth_low is not None and m.growth_high is not None:
         interval = f"[{_mb(m.growth_low)}–{_mb(m.growth_high)}] MB"
         growth = (
-            f"growth {_mb(g)} MB per 1,000 samples {interval}"
+            f"growth {_mb(g)} MB per 1,000 samples {interval} after the warm-up"
             if m.growth_low > 0
             else f"no growth beyond the noise ({_mb(g)} MB per 1,000 samples {interval})"
         )
@@ -137,8 +141,13 @@ def memory_line(m: WorkerMemory) -> str:
         growth = f"growth {size(g)} per 1,000 samples (± ?)"
     line = f"Memory: the training process holds {size(m.main_uss_bytes)} of its own (USS; PSS {size(m.main_pss_bytes)})"
     if m.workers:
+        each = (
+            f"each worker {size(m.worker_uss_bytes)} (PSS {size(m.worker_pss_bytes or 0)})"
+            if m.worker_uss_bytes
+            else "each worker: not read (no reading of a worker fell in the window)"
+        )
         line += (
-            f", each worker {size(m.worker_uss_bytes)} (PSS {size(m.worker_pss_bytes)}), {growth}. Batches in "
+            f", {each}, {growth}. Batches in "
             f"flight: {size(m.batch_bytes)} a batch × prefetch_factor {m.prefetch_factor} × "
             f"{worker_count(m.workers)} = {size(m.shm_in_flight_bytes)} in /dev/shm"
         )
@@ -163,6 +172,11 @@ def _fit(m: WorkerMemory) -> str:
 
 
 def cores_line(c: CoreUse) -> str:
+    if c.cpu_busy_cores is None:
+        return (
+            "Cores: not read — the window held no span between two readings of the loader's processes "
+            "(too short)."
+        )
     parts = [
         f"{c.intra_op_threads} intra-op" + (f" × {c.ranks_on_host} ranks" if c.ranks_on_host > 1 else "")
     ]
@@ -171,8 +185,14 @@ def cores_line(c: CoreUse) -> str:
     if c.workers:
         parts.append(f"{worker_count(c.workers)} × {c.threads_per_worker}")
     state = "**oversubscribed**" if c.oversubscribed else "within the cores"
+    queued = (
+        f"; runnable threads waited for a core {pct(c.runq_share, 0)} of their runnable time"
+        if c.runq_share is not None
+        else ""
+    )
     return (
-        f"Cores: {c.threads_busy} thread(s) ran at least a tenth of the time (could run: {' + '.join(parts)} = "
-        f"{c.threads_wanted}) on {c.affinity_cores} core(s) of the affinity mask, {rate(c.cpu_busy_cores)} "
-        f"cores busy: {state}."
+        f"Cores: {rate(c.cpu_busy_cores)} cores busy over {c.window_s:,.1f} s (CPU time of the training process, "
+        f"its workers and their children ÷ the window), {c.threads_busy} thread(s) on a CPU at least a tenth of "
+        f"it (could run: {' + '.join(parts)} = {c.threads_wanted}) on {c.affinity_cores} core(s) of the affinity "
+        f"mask{queued}: {state}."
     )

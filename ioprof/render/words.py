@@ -44,6 +44,10 @@ def verdict_line(a: f.Analysis | None) -> str:
     worst = next(v for v in a.datasets if v.dataset == a.overall_dataset)
     wait = pct(worst.data_wait_share, 0)
     where = f"{worst.dataset} waits for data {wait} of step time even at its best loader setting, {worst.best_setting}"
+    if worst.tied_settings:
+        where += (
+            f" (as fast, within the intervals, as {', '.join(worst.tied_settings)}; of these it waits least)"
+        )
     if a.overall_peers > 1 and a.overall_peers_median_share is not None:
         where += (
             f" (the worst of {a.overall_peers} ranks' training loaders; their median waits "
@@ -99,9 +103,14 @@ def _oversubscribed(x: f.CoresOversubscribed) -> str:
         if x.the_limit
         else " Fewer threads would lose nothing here."
     )
+    queued = (
+        f"; runnable threads waited for a core {pct(x.runq_share, 0)} of their runnable time (run-queue delay)"
+        if x.runq_share is not None
+        else ""
+    )
     return (
         f"{x.dataset} {x.setting}: oversubscribed — {x.threads_busy} threads ran ({', '.join(parts)}) on "
-        f"{x.affinity_cores} core(s) of the affinity mask, which were {rate(x.cpu_busy_cores)} cores busy."
+        f"{x.affinity_cores} core(s) of the affinity mask, which were {rate(x.cpu_busy_cores)} cores busy{queued}."
         + limit
     )
 
@@ -129,11 +138,22 @@ def _grows(x: f.WorkerMemoryGrows) -> str:
         if x.persistent_workers
         else f"over an epoch of {x.samples_per_epoch:,} samples, whatever the worker count"
     )
+    held = f" (it holds {x.dataset_objects:,} Python objects)" if x.dataset_objects else ""
+    cause = {
+        "copy-on-read": f"copy-on-read of the dataset's Python objects{held}: each sample touched writes their "
+        "reference counts, so their pages are copied into the worker. Keep sample lists in numpy arrays or "
+        "torch tensors (no per-object reference counts), not Python lists or dicts.",
+        "leak": "it kept growing over samples it had already produced: a leak — something keeps what it returns "
+        "(a cache without a bound, a list of samples, tensors kept for later).",
+    }.get(
+        x.cause,
+        f"the cause is not known: the dataset holds too few Python objects for copy-on-read{held}, and no "
+        "sample was seen twice to tell a leak.",
+    )
     return (
         f"{x.dataset} {x.setting}: each worker's own memory grows by {size(x.growth_bytes_per_1000_samples)} "
-        f"[{size(x.growth_low)}–{size(x.growth_high)}] per 1,000 samples it loads — copy-on-read of the dataset's "
-        f"Python objects (a list of samples, dicts): about {size(x.epoch_cost_bytes)} {span}. Keep sample lists "
-        "in numpy arrays or torch tensors (no per-object reference counts), not Python lists or dicts."
+        f"[{size(x.growth_low)}–{size(x.growth_high)}] per 1,000 samples it loads, after its warm-up "
+        f"({x.samples:,} samples each), about {size(x.epoch_cost_bytes)} {span} — {cause}"
     )
 
 
