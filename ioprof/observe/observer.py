@@ -88,7 +88,7 @@ class _Loader:
         self.producers = Producers()
         self._mark: Any = None  # the awaited producer's scheduler totals at the last call
         self.pass_batches = 0  # batches returned in the current pass
-        self._ended: Any = None  # the iterator whose pass was ended (before its StopIteration)
+        self._pass_open = False  # a pass began and has not ended (by its length, StopIteration, iter())
         import psutil  # noqa: F401  (imported here, not in the first timed batch)
 
         self.inside = watcher.inside_recorder(self) if cfg.inside else None
@@ -127,16 +127,14 @@ class _Loader:
 
     def before_new_pass(self) -> None:
         """``iter()`` on a loader whose last pass has not ended: trainers that count batches
-        themselves (Lightning) never exhaust the iterator, so its pass ends here."""
-        current = self._current()
-        if current is not None and not self._was_ended(current):
-            self.iterator_ended(current)
-
-    def _was_ended(self, it: Any) -> bool:
-        return self._ended is not None and self._ended() is it
+        themselves (Lightning) never exhaust the iterator — and may have let it go already — so
+        its pass ends here."""
+        if self._pass_open:
+            self._end_pass()
 
     def new_iterator(self, it: Any) -> None:
         self._iterator = weakref.ref(it)
+        self._pass_open = True  # a new pass (persistent workers: the same iterator object, reset)
         self.pass_batches = 0
         workers = [p.pid for p in getattr(it, "_workers", []) or [] if getattr(p, "pid", None)]
         self.producers.forget(set(self.window._pids) - set(workers))
@@ -235,11 +233,14 @@ class _Loader:
             self.counters = self.watcher.mount_counters(root)
 
     def iterator_ended(self, it: Any) -> None:
-        if self._current() is it and not self._was_ended(it):
-            self._ended = weakref.ref(it)
-            self._restore_in_process()
-            self.window.pass_ended(time.perf_counter())
-            self.watcher.pass_ended(self)
+        if self._current() is it and self._pass_open:
+            self._end_pass()
+
+    def _end_pass(self) -> None:
+        self._pass_open = False
+        self._restore_in_process()
+        self.window.pass_ended(time.perf_counter())
+        self.watcher.pass_ended(self)
 
     def _current(self) -> Any:
         return self._iterator() if self._iterator is not None else None

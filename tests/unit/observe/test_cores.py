@@ -1,0 +1,135 @@
+"""Cores busy and memory growth, against the kernel's own totals: the cores figure of a watched
+loop agrees with ``/proc/stat`` over the same wall-clock window (nothing else runs here), a
+stock ImageFolder gets no memory-growth finding, and a dataset that keeps every sample it
+returns is found, with its rate and its cause."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+import ioprof
+from ioprof.host.procstat import machine_cpu
+
+
+class ProcStat:
+    """/proc/stat's busy CPU seconds, sampled every 20 ms on a thread, with wall-clock times."""
+
+    def __init__(self) -> None:
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            m = machine_cpu()
+            if m is not None:
+                self.samples.append((time.time(), m.busy_s))
+
+    def __enter__(self) -> ProcStat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def busy_cores(self, start: float, end: float) -> float:
+        inside = [s for s in self.samples if start <= s[0] <= end]
+        (t0, b0), (t1, b1) = inside[0], inside[-1]
+        return (b1 - b0) / (t1 - t0)
+
+
+def _train(loader: DataLoader, seconds: float) -> None:  # type: ignore[type-arg]
+    """Epochs over the loader until ``seconds`` have passed."""
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3), torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.LazyLinear(4)
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+@pytest.fixture()
+def folder(small_set: Path):  # type: ignore[no-untyped-def]
+    from torchvision import datasets, transforms
+
+    return datasets.ImageFolder(
+        str(small_set), transforms.Compose([transforms.RandomResizedCrop(64), transforms.ToTensor()])
+    )
+
+
+def test_cores_busy_agrees_with_proc_stat_and_a_stock_folder_does_not_grow(folder) -> None:  # type: ignore[no-untyped-def]
+    loader = DataLoader(folder, batch_size=8, shuffle=True, num_workers=2, persistent_workers=True)
+    with ProcStat() as stat, ioprof.watch(steps=100_000, seconds=8.0, probe=False) as w:
+        _train(loader, seconds=10.0)  # epochs of 48 images; the window ends after 8 s of them
+    seen = w.watcher.observation()["loaders"][0]
+    start, end = seen["window_wall"]
+    r = w.result()
+    (cell,) = r.cells
+    cores = cell.inside.cores if cell.inside else None
+    assert cores is not None and cores.cpu_busy_cores is not None and cores.window_s > 2, cores
+    truth = stat.busy_cores(start, end)
+    assert truth > 0.5 and abs(cores.cpu_busy_cores - truth) <= 0.10 * truth, (cores.cpu_busy_cores, truth)
+    assert cores.runq_share is not None and 0.0 <= cores.runq_share < 1.0
+    m = cell.inside.memory if cell.inside else None
+    assert m is not None and m.worker_uss_bytes and m.worker_uss_bytes > 1e6, m
+    assert not m.growth_cause and not [f for f in r.analysis.findings if f.kind == "worker-memory-grows"], m
+
+
+KEPT_BYTES = 3 * 128 * 128 * 4  # above malloc's mmap threshold: each one its own pages
+
+
+class KeepsEverything(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """A dataset that keeps something of every sample it returns (a cache without a bound):
+    ``KEPT_BYTES`` a sample."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.kept: list[torch.Tensor] = []
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        time.sleep(0.004)
+        self.kept.append(torch.rand(3, 128, 128))
+        return torch.rand(3, 64, 64), i % 4
+
+
+def test_a_dataset_that_keeps_what_it_returns_is_found_with_its_rate_as_a_leak(tmp_path: Path) -> None:
+    loader = DataLoader(
+        KeepsEverything(200), batch_size=8, shuffle=True, num_workers=2, persistent_workers=True
+    )
+    with ioprof.watch(steps=100_000, seconds=10.0, probe=False) as w:
+        _train(loader, seconds=12.0)
+    r = w.result()
+    (cell,) = r.cells
+    m = cell.inside.memory if cell.inside else None
+    assert m is not None and m.growth_bytes_per_1000_samples is not None, m
+    # what it keeps: one tensor a sample (and its small Python object), 197 MB per 1,000 samples
+    assert m.growth_low is not None and m.growth_high is not None
+    assert 0.9 * KEPT_BYTES * 1000 <= m.growth_bytes_per_1000_samples <= 1.3 * KEPT_BYTES * 1000, m
+    assert m.growth_cause == "leak" and m.revisited, m  # persistent workers went round again, still growing
+    grows = [f for f in r.analysis.findings if f.kind == "worker-memory-grows"]
+    assert grows and "a leak" in Path(w.write_report(str(tmp_path / "r"))).read_text()
+
+
+@pytest.fixture(autouse=True)
+def _quiet_lazy() -> Iterator[None]:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Lazy modules are a new feature", category=UserWarning)
+        yield

@@ -1,0 +1,145 @@
+"""The probe of a user's pipeline runs, or says exactly why not: a pass ends at the next
+``iter()`` and after ``len(loader)`` batches, not only at ``StopIteration`` (trainers such as
+Lightning count batches themselves); a probe that hangs is abandoned at its deadline, its workers
+ended; persistent workers forked early get probe workers from a fork server."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+import ioprof
+from ioprof.observe import probe
+from ioprof.observe.observer import Watch, WatchConfig
+
+
+def _folder(root: Path):  # type: ignore[no-untyped-def]
+    from torchvision import datasets, transforms
+
+    return datasets.ImageFolder(
+        str(root), transforms.Compose([transforms.Resize((16, 16)), transforms.ToTensor()])
+    )
+
+
+def _watch(**kw: object) -> Watch:
+    """``ioprof.watch()`` with a short probe: what is tested here is when it runs, not its figures."""
+    return Watch(None, WatchConfig(steps=1000, seconds=None, probe=True, probe_seconds=0.3, **kw))  # type: ignore[arg-type]
+
+
+def _steps(loader: DataLoader, model: torch.nn.Module, opt: torch.optim.Optimizer, n: int) -> None:  # type: ignore[type-arg]
+    """``n`` steps of a pass, then stop without running the iterator out (as Lightning does)."""
+    it = iter(loader)
+    for _ in range(n):
+        x, y = next(it)
+        loss = torch.nn.functional.cross_entropy(model(x.flatten(1)), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def test_a_trainer_that_counts_its_batches_is_probed_after_its_first_pass(small_set: Path) -> None:
+    loader = DataLoader(_folder(small_set), batch_size=2, shuffle=True, num_workers=0)
+    model = torch.nn.Linear(3 * 16 * 16, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with _watch() as w:
+        _steps(loader, model, opt, 20)  # a pass of 24 batches, cut at 20: never exhausted
+        assert not w.watcher.probes
+        _steps(loader, model, opt, 1)  # the next pass begins: the first one ended
+        probed_before_second_pass = bool(w.watcher.probes)
+    assert probed_before_second_pass, w.watcher.probe_refused
+    assert w.watcher.probes["when"] == "at the end of its first training pass"
+    r = w.result()
+    assert r.script is not None and r.script.probe_when == "at the end of its first training pass"
+    assert r.ceilings[0].decode and r.ceilings[0].storage
+
+
+def test_a_pass_of_len_loader_batches_ends_there(small_set: Path) -> None:
+    loader = DataLoader(_folder(small_set), batch_size=4, num_workers=0)  # 12 batches a pass
+    model = torch.nn.Linear(3 * 16 * 16, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with _watch() as w:
+        _steps(loader, model, opt, 12)  # every batch, but StopIteration never asked for
+        assert w.watcher.probes and w.watcher.probes["when"] == "at the end of its first training pass"
+
+
+def test_too_short_a_window_is_said_why_it_was_not_probed(small_set: Path) -> None:
+    loader = DataLoader(_folder(small_set), batch_size=8, num_workers=0)  # 6 batches a pass
+    model = torch.nn.Linear(3 * 16 * 16, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with _watch() as w:
+        _steps(loader, model, opt, 6)
+    assert not w.watcher.probes
+    assert w.watcher.probe_refused == (
+        "loader 1: only 0 batches were measured at the end of its first training pass "
+        f"(the probe needs {ioprof.observe.observer.PROBE_MIN_UNITS} to know the batch and the step)"
+    )
+    r = w.result()
+    assert r.script is not None and r.script.probe_refused == w.watcher.probe_refused
+    assert not r.script.probed
+
+
+class HangsInProbe:
+    """A ``worker_init_fn`` that hangs once ``flag`` exists: the user's workers started before it
+    did; the probe's start after, and hang."""
+
+    def __init__(self, flag: str) -> None:
+        self.flag = flag
+
+    def __call__(self, worker_id: int) -> None:
+        while os.path.exists(self.flag):
+            time.sleep(0.1)
+
+
+def test_a_probe_that_hangs_is_abandoned_at_its_deadline(
+    small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probe, "PROBE_BATCH_TIMEOUT_S", 3.0)
+    flag = tmp_path / "hang"
+    loader = DataLoader(
+        _folder(small_set),
+        batch_size=4,
+        num_workers=1,
+        persistent_workers=False,
+        worker_init_fn=HangsInProbe(str(flag)),
+        multiprocessing_context="fork",
+    )
+    model = torch.nn.Linear(3 * 16 * 16, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    t0 = time.perf_counter()
+    with _watch() as w:
+        it = iter(loader)
+        for i in range(12):
+            x, y = next(it)
+            if i == 9:
+                flag.touch()  # the user's worker is past its init; the probe's will hang
+            loss = torch.nn.functional.cross_entropy(model(x.flatten(1)), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    flag.unlink()
+    assert time.perf_counter() - t0 < 40
+    err = w.watcher.probes.get("error", "")
+    assert err.startswith("the probe was abandoned: at 1 worker(s) no batch came within 3 s"), (
+        w.watcher.probes
+    )
+    r = w.result()
+    assert any("abandoned" in n for n in (r.script.probe_notes if r.script else ()))
+
+
+def test_persistent_forked_workers_get_probe_workers_from_a_fork_server(small_set: Path) -> None:
+    ds = _folder(small_set)
+    loader = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True)
+    settings = ioprof.observe.observer._settings(loader)
+    context, note = probe.start_method(loader, settings, ds)
+    assert context.get_start_method() == "forkserver" and "fork server" in note
+    plain = DataLoader(ds, batch_size=4, num_workers=2)  # forks every pass, as the probe would
+    context, note = probe.start_method(plain, ioprof.observe.observer._settings(plain), ds)
+    assert context is None and note == ""
+    lam = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True, collate_fn=lambda b: b)
+    context, note = probe.start_method(lam, ioprof.observe.observer._settings(lam), ds)
+    assert context is None and "cannot be sent to another process" in note

@@ -1,0 +1,228 @@
+"""``ioprof.sources``: what a dataset reads, found the same way for torchvision's ImageFolder,
+timm's ImageDataset, ConcatDataset and Subset, WebDataset shards (local and over HTTP), a dataset
+that names its own, and one that names nothing — and a copy in memory that never touches the
+user's objects."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ioprof import sources
+from ioprof.runners.pipelines import write_shards
+from ioprof.sources import opened
+
+
+def _imagefolder(root: Path):  # type: ignore[no-untyped-def]
+    from torchvision import datasets, transforms
+
+    return datasets.ImageFolder(str(root), transforms.Compose([transforms.Resize(16), transforms.ToTensor()]))
+
+
+def _resolves_to_memory(path: str) -> bool:
+    return os.path.islink(path) and os.readlink(path).startswith("/proc/")
+
+
+def test_an_imagefolder_is_loose_files_and_its_copy_reads_memory(small_set: Path) -> None:
+    ds = _imagefolder(small_set)
+    before = list(ds.samples)
+    source = sources.find(ds)
+    assert source is not None and source.kind == "files" and source.root == str(small_set)
+    assert len(source.items) == 48 and source.counted_by == "filesystem"
+    view = sources.in_memory(source, ds, workers=2)
+    assert not isinstance(view, str), view
+    try:
+        assert view.positions is not None and len(view.positions) == 48 and view.files == 48
+        copy = view.dataset
+        assert copy is not ds and ds.samples == before and ds.imgs is ds.samples  # the user's, untouched
+        assert copy.imgs is copy.samples and all(_resolves_to_memory(p) for p, _ in copy.samples)
+        image, label = copy[view.positions[0]]
+        assert image.shape[0] == 3 and label == ds.samples[view.positions[0]][1]
+    finally:
+        view.close()
+
+
+# timm's reader opens each file and leaves it for the garbage collector to close
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_timm_keeps_its_files_on_its_reader_which_the_copy_never_shares(small_set: Path) -> None:
+    timm = pytest.importorskip("timm.data", reason="timm is not installed (pip install -e '.[test]')")
+    ds = timm.ImageDataset(str(small_set))
+    reader_before = list(ds.reader.samples)
+    source = sources.find(ds)
+    assert source is not None and source.kind == "files" and len(source.items) == 48
+    view = sources.in_memory(source, ds, workers=2)
+    assert not isinstance(view, str), view
+    try:
+        copy = view.dataset
+        assert copy.reader is not ds.reader and ds.reader.samples == reader_before
+        assert all(_resolves_to_memory(p) for p, _ in copy.reader.samples)
+        image, _ = copy[view.positions[0]] if view.positions else (None, None)
+        assert image is not None and image.size[0] > 0
+    finally:
+        view.close()
+
+
+def test_concat_and_subset_are_unwrapped_both_ways(small_set: Path) -> None:
+    from torch.utils.data import ConcatDataset, Subset
+
+    a, b = _imagefolder(small_set), _imagefolder(small_set)
+    ds = ConcatDataset([Subset(a, list(range(10, 30))), b])
+    source = sources.find(ds)
+    assert source is not None and len(source.items) == 20 + 48
+    view = sources.in_memory(source, ds, workers=1)
+    assert not isinstance(view, str), view
+    try:
+        copy = view.dataset
+        assert copy.datasets is not ds.datasets and copy.datasets[0].dataset is not a
+        assert not any(_resolves_to_memory(p) for p, _ in a.samples + b.samples)
+        for pos in view.positions or []:
+            image, _ = copy[pos]
+            assert image.shape[0] == 3
+        subset_pos = next(p for p in view.positions or [] if p < 20)
+        path = copy.datasets[0].dataset.samples[10 + subset_pos][0]
+        assert _resolves_to_memory(path)
+    finally:
+        view.close()
+
+
+@pytest.fixture(scope="module")
+def shards(small_set: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    from ioprof.datasets.discover import find_images
+
+    images = find_images(small_set)
+    made, _, _ = write_shards(images.paths, images.labels, tmp_path_factory.mktemp("shards"), 60_000)
+    return made
+
+
+def _webdataset(urls: str | list[str]):  # type: ignore[no-untyped-def]
+    wds = pytest.importorskip("webdataset", reason="webdataset is not installed (pip install -e '.[test]')")
+    return wds.WebDataset(urls, shardshuffle=False, empty_check=False).decode("pil").to_tuple("jpg", "cls")
+
+
+# WebDataset leaves each shard's file for the garbage collector to close (here, or in the next test)
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_webdataset_shards_are_read_alone_and_copied_as_whole_samples(shards: list[str]) -> None:
+    ds = _webdataset(shards)
+    source = sources.find(ds)
+    assert source is not None and source.kind == "shards" and len(source.items) == len(shards) > 2
+    assert source.root == os.path.dirname(shards[0])  # local shards: their filesystem counts the bytes
+    view = sources.in_memory(source, ds, workers=2)
+    assert not isinstance(view, str), view
+    try:
+        assert (
+            view.positions is None and view.files == sources.shards.MEMORY_SAMPLES // 2 * 2 or view.files > 0
+        )
+        assert sources.shards.urls_of(ds) == shards  # the user's pipeline still reads its shards
+        copied = sources.shards.urls_of(view.dataset)
+        assert all(_resolves_to_memory(u) for u in copied) and len(copied) >= 16
+        samples = list(view.dataset)  # whole: WebDataset closes each shard as it ends
+        assert len(samples) >= view.files and samples[0][0].size[0] > 0 and isinstance(samples[0][1], int)
+    finally:
+        view.close()
+
+
+@pytest.fixture()
+def http_base(shards: list[str]) -> Iterator[str]:
+    folder = os.path.dirname(shards[0])
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw) -> None:  # type: ignore[no-untyped-def]
+            super().__init__(*a, directory=folder, **kw)
+
+        def log_message(self, *a) -> None:  # type: ignore[no-untyped-def]
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_shards_over_http_are_streamed_alone_and_counted_from_the_workers_own_reads(
+    shards: list[str], http_base: str
+) -> None:
+    urls = [f"{http_base}/{os.path.basename(s)}" for s in shards]
+    ds = _webdataset(urls)
+    source = sources.find(ds)
+    assert source is not None and source.urls and source.where == http_base
+    assert source.counted_by == "own-rchar"  # WebDataset reads http through curl's pipe
+    ceiling = sources.read_alone(source, 2, max_seconds=10.0, bytes_per_sample=2_000.0)
+    total = sum(os.path.getsize(s) for s in shards)
+    assert ceiling.bytes == total and ceiling.files == len(shards)  # every shard, whole
+    assert ceiling.latency_kind == "first byte" and ceiling.where == http_base
+    assert ceiling.img_per_s == pytest.approx(ceiling.read_mb_per_s * 1e6 / 2_000.0)
+    info = sources.describe(source, "loader 1")
+    assert info.total_bytes == total and info.fs_type == "http" and info.keeps_pages is False
+    assert info.mean_file_bytes is None  # per sample: not known from the URLs alone
+
+
+class Named:
+    """A dataset that names what it reads, and can read a copy from memory (``ioprof_source``)."""
+
+    def __init__(self, files: list[str]) -> None:
+        self.files_read = files
+
+    def __len__(self) -> int:
+        return len(self.files_read)
+
+    def __getitem__(self, i: int) -> bytes:
+        with open(self.files_read[i], "rb") as f:
+            return f.read()
+
+    def ioprof_source(self) -> dict[str, list[str]]:
+        return {"files": list(self.files_read)}
+
+    def ioprof_in_memory(self, local: dict[str, str]) -> Named:
+        return Named([local[f] for f in self.files_read if f in local])
+
+
+class Silent:
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, i: int) -> int:
+        return i
+
+
+def test_a_dataset_names_its_own_source_or_is_said_to_name_none(small_set: Path) -> None:
+    files = sorted(str(p) for p in small_set.rglob("*.jpg"))
+    ds = Named(files)
+    source = sources.find(ds)
+    assert source is not None and source.kind == "custom" and list(source.items) == files
+    view = sources.in_memory(source, ds, workers=1)
+    assert not isinstance(view, str), view
+    try:
+        assert view.positions == list(range(48)) and all(
+            _resolves_to_memory(f) for f in view.dataset.files_read
+        )
+        assert view.dataset[0] == Path(files[files.index(files[0])]).read_bytes() or len(view.dataset[0]) > 0
+    finally:
+        view.close()
+    assert sources.find(Silent()) is None
+    why = sources.unknown(Silent())
+    assert why.startswith("Silent does not say what it reads") and "ioprof_source()" in why
+
+
+def test_files_a_worker_holds_open_are_found_and_libraries_are_not(small_set: Path) -> None:
+    archive = next(small_set.rglob("*.jpg"))
+    code = f"import sys, time, torch; f = open({str(archive)!r}, 'rb'); print('ready', flush=True); time.sleep(30)"
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        found = opened.held_open([p.pid])
+        assert found == [str(archive)], found  # torch's own libraries are left out
+    finally:
+        p.kill()
+        p.wait()
+        if p.stdout is not None:
+            p.stdout.close()
