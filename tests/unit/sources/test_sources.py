@@ -117,7 +117,7 @@ def test_webdataset_shards_are_read_alone_and_copied_as_whole_samples(shards: li
     assert not isinstance(view, str), view
     try:
         assert (
-            view.positions is None and view.files == sources.shards.MEMORY_SAMPLES // 2 * 2 or view.files > 0
+            (view.positions is None and view.files == sources.shards.MEMORY_SAMPLES // 2 * 2) or view.files > 0
         )
         assert sources.shards.urls_of(ds) == shards  # the user's pipeline still reads its shards
         copied = sources.shards.urls_of(view.dataset)
