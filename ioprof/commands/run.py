@@ -58,13 +58,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         dest="probe",
         action="store_false",
         default=argparse.SUPPRESS,
-        help="do not measure your loader alone after the window (it pauses your training about 15-30 s)",
+        help="do not measure your loader alone after the window (it pauses your training about --probe-seconds)",
     )
     p.add_argument(
         "--probe-seconds",
         type=args.typed(positive_float, "probe-seconds"),
         default=argparse.SUPPRESS,
-        help=f"each measurement of your loader alone runs at least this long, at most 3x (default {d.probe_seconds:g})",
+        help=f"the pause to measure your loader alone and its storage: its parts share it, each stopping sooner "
+        f"once its interval is within ±5 %% (default {d.probe_seconds:g})",
     )
     args.add_inside(p)
     args.add_out(p)

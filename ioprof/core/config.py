@@ -293,7 +293,7 @@ class RunConfig:
     steps: int = 100
     seconds: float | None = 60.0
     probe: bool = True
-    probe_seconds: float = 5.0
+    probe_seconds: float = 10.0
     stop_after: bool = False
     out_dir: str | None = None
     inside: bool = True  # time each stage inside the loader's workers; read their memory and threads

@@ -130,7 +130,7 @@ class Fetched:
 
 UNKNOWN_FETCH = Fetched(None, "unknown")
 # Methods whose count covers the whole host, not one process: every rank on a host sees them all.
-MACHINE_WIDE_FETCH_METHODS = ("nfs-mountstats", "fuse-daemon")
+MACHINE_WIDE_FETCH_METHODS = ("nfs-mountstats", "fuse-daemon", "interface-rx")
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,11 @@ GROWTH_WARMUP_BATCHES = 2
 GROWTH_WARMUP_SHARE = 0.10
 GROWTH_MIN_SAMPLES = 100
 GROWTH_MIN_READINGS = 3
-# Growth smaller than this per 1,000 samples is allocator noise.
+# Growth smaller than this per 1,000 samples is allocator noise; so is a growth that added less than
+# this over the readings it was fitted to (a heap settling, a decoder's buffers: not told apart
+# from a leak at that size).
 GROWTH_NOISE_BYTES = 1_000_000
+GROWTH_MIN_WINDOW_BYTES = 8_000_000
 # Copy-on-read is named only for a dataset holding at least this many Python objects, and only
 # for a growth over an epoch within what touching them could copy (whole 4 kB pages for objects of
 # tens of bytes: at most this many times their own size).
@@ -67,6 +70,7 @@ COPY_ON_READ_PAGE_FACTOR = 64.0
 GROWTH_RULE = (
     f"each process's first {GROWTH_WARMUP_BATCHES} batches and at least its first {GROWTH_WARMUP_SHARE:.0%} "
     f"of samples are left out (a fresh worker's warm-up); growth is fitted to what follows, from at least "
-    f"{GROWTH_MIN_SAMPLES} samples over {GROWTH_MIN_READINGS} readings, and never reported above what the "
-    "process holds"
+    f"{GROWTH_MIN_SAMPLES} samples over {GROWTH_MIN_READINGS} readings; it is reported only where it adds at "
+    f"least {GROWTH_MIN_WINDOW_BYTES / 1e6:.0f} MB over them, goes on in their later half too, and never above "
+    "what the process holds"
 )

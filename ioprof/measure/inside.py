@@ -25,6 +25,7 @@ from ioprof.core.thresholds import (
     COPY_ON_READ_PAGE_FACTOR,
     GROWTH_MIN_READINGS,
     GROWTH_MIN_SAMPLES,
+    GROWTH_MIN_WINDOW_BYTES,
     GROWTH_NOISE_BYTES,
     GROWTH_WARMUP_BATCHES,
     GROWTH_WARMUP_SHARE,
@@ -229,6 +230,17 @@ class InsideRecorder:
             return "", ""
         if growth.value * spanned > held:  # more than the process holds: not a steady growth
             return "not steady: the fit says more than the process holds", ""
+        if growth.value * spanned < GROWTH_MIN_WINDOW_BYTES:
+            return (
+                f"none to speak of: {growth.value * spanned / 1e6:,.1f} MB over {spanned:,} samples after the warm-up "
+                f"(under {GROWTH_MIN_WINDOW_BYTES / 1e6:.0f} MB: an allocator settling looks the same)",
+                "",
+            )
+        later = pooled_slope([f.points[len(f.points) // 2 :] for f in kept])
+        if not later.known or later.low * 1000 < GROWTH_NOISE_BYTES:
+            # an allocator settling (heap high-water, decoder buffers) slows down; a leak or
+            # copy-on-read goes on at its rate
+            return "not steady: it did not go on growing in the later half of the window", ""
         if self.objects is None and self.count_objects is not None:
             self.objects = self.count_objects()
         revisited = any(f.revisited for f in kept)

@@ -253,8 +253,13 @@ def probe_storage(
     seed: int = 0,
     root: str | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    keep: dict[str, bytes] | None = None,
+    keep_bytes: int = 0,
 ) -> StorageCeiling:
     """Read files in shuffled order with ``concurrency`` readers: bandwidth, files/s, latency.
+
+    ``keep``: filled with the bytes of the first files read, up to ``keep_bytes`` (a copy in
+    memory for the decode ceiling, made from the same cold reads instead of reading them again).
 
     ``blobs``: read an in-memory sample (aligned with ``paths``) instead of the files — only
     through emulated storage. The kernel's per-process counters (``read_bytes``) sum over the
@@ -272,7 +277,17 @@ def probe_storage(
         readers = _Readers(order, lambda i: len(read_blob(blobs[i], emulated)), clock)
     else:
         cache = prepare([paths[i] for i in order], regime, fs)
-        readers = _Readers(order, lambda i: len(read_file(paths[i], emulated, cache.evict_after_read)), clock)
+        lock = threading.Lock()
+
+        def read(i: int) -> int:
+            data = read_file(paths[i], emulated, cache.evict_after_read)
+            if keep is not None:
+                with lock:
+                    if sum(map(len, keep.values())) < keep_bytes:
+                        keep[paths[i]] = data
+            return len(data)
+
+        readers = _Readers(order, read, clock)
     mount, me = MountCounters(fs), psutil.Process()
     before, io_before = mount.snapshot(), me.io_counters()
     stopped_by = readers.run(concurrency, max_seconds)

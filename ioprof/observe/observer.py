@@ -57,7 +57,7 @@ class WatchConfig:
     steps: int = 100
     seconds: float | None = 60.0
     probe: bool = True
-    probe_seconds: float = 5.0
+    probe_seconds: float = 10.0
     inside: bool = True  # stages timed in the workers, their memory and threads read
 
 
@@ -84,6 +84,7 @@ class _Loader:
             marks=watcher.gpu_marks(),
         )
         self.counters = watcher.mount_counters(self.settings["dataset_root"])
+        self.iface = _interface(self.settings["source"])  # a URL source: the interface its bytes arrive on
         self.opened: list[str] = []  # files its workers held open (a dataset that names none)
         self.producers = Producers()
         self._mark: Any = None  # the awaited producer's scheduler totals at the last call
@@ -367,6 +368,7 @@ class _Loader:
                 "window_s": t.cpu_window_s,
                 "thread_cpu_s": t.thread_cpu_s,
                 "thread_runq_s": t.thread_runq_s,
+                "spans_wall": t.cpu_spans_wall,
             },
             "mount": {
                 "nfs_bytes": t.nfs_bytes,
@@ -374,11 +376,25 @@ class _Loader:
                 "daemon_pid": t.daemon[0] if t.daemon else None,
                 "daemon_name": t.daemon[1] if t.daemon else "",
                 "spans": t.spans,
+                "net_bytes": t.net_bytes,
+                "iface": self.iface,
             },
             "gpu": self.telemetry,
             "inside": self.look_inside(),
             "shm_warning": self.shm_warning,
         }
+
+
+def _interface(source: Any) -> str | None:
+    """The interface an http(s) source's bytes arrive on (its host's route), or None."""
+    if source is None or not source.urls or not source.items:
+        return None
+    import urllib.parse
+
+    from ioprof.host.netdev import interface_for
+
+    host = urllib.parse.urlparse(source.items[0]).hostname
+    return interface_for(host) if host else None
 
 
 def _source_fields(source: Any) -> dict[str, Any] | None:
@@ -685,7 +701,22 @@ class Watcher:
             nfs = snap.nfs_server_read_bytes
             if snap.daemon_pid is not None and snap.daemon_read_chars is not None:
                 daemon = (snap.daemon_pid, snap.daemon_name, snap.daemon_read_chars)
-        return Reading(at_s, procs, nfs, daemon, own_chars=own, cpu=cpu, threads=threads)
+        net = None
+        if rec.iface is not None:
+            from ioprof.host.netdev import rx_bytes
+
+            net = rx_bytes(rec.iface)
+        return Reading(
+            at_s,
+            procs,
+            nfs,
+            daemon,
+            own_chars=own,
+            cpu=cpu,
+            threads=threads,
+            wall_s=time.time(),
+            net_bytes=net,
+        )
 
     def mount_counters(self, root: str) -> Any:
         """The counters of the mount under ``root`` (made once per root, when a loader is first

@@ -36,10 +36,11 @@ from ioprof.core.results import (
 )
 from ioprof.core.stats import LOOKS
 
-PROBE_STORAGE_MAX_S = 10.0
-# The loader alone runs at least ``probe_seconds``, then until its interval is narrow or this
-# many times as long.
-PROBE_DECODE_STRETCH = 3.0
+# ``probe_seconds`` is the pause's length: the storage read alone gets this share of it, each
+# worker count of the loader alone an equal part of the rest; each stops sooner once its interval
+# is within ±5 % at a fixed look, and the loader alone runs at least this share of its part.
+PROBE_STORAGE_SHARE = 0.35
+PROBE_DECODE_MIN_SHARE = 0.3
 # A batch of the probe's loader that takes longer than this ends the probe: its workers are ended.
 PROBE_BATCH_TIMEOUT_S = 30.0
 _GUARD = re.compile(r"""if\s+__name__\s*==\s*['"]__main__['"]""")
@@ -179,8 +180,8 @@ def _loader_alone(
 
 
 def _time_batches(it: Any, workers: int, seconds: float, batch: int) -> tuple[list[int], list[float], str]:
-    """Batches after the start-up burst: at least ``seconds``, then until ±5 % at a fixed look
-    (``stats.is_look``), or the stretch."""
+    """Batches after the start-up burst, for ``seconds`` at most: from a share of it on
+    (``PROBE_DECODE_MIN_SHARE``), until ±5 % at a fixed look (``stats.is_look``)."""
     from ioprof.core.stats import Looks, ratio_interval
     from ioprof.measure.stages import batch_images
 
@@ -188,14 +189,14 @@ def _time_batches(it: Any, workers: int, seconds: float, batch: int) -> tuple[li
         next(it)
     images: list[int] = []
     spans: list[float] = []
-    looks = Looks(4 * max(1, workers), seconds)
+    looks = Looks(4 * max(1, workers), seconds * PROBE_DECODE_MIN_SHARE)
     started = last = time.perf_counter()
     for b in it:
         now = time.perf_counter()
         images.append(batch_images(b, batch))
         spans.append(now - last)
         last = now
-        if now - started >= seconds * PROBE_DECODE_STRETCH:
+        if now - started >= seconds:
             return images, spans, "seconds"
         if looks.due(len(spans), now - started):
             interval = ratio_interval([float(n) for n in images], spans, max(1, workers), LOOKS)
@@ -213,12 +214,45 @@ def probe_pipeline(
     local_rank: int = 0,
     local_world_size: int = 1,
 ) -> dict[str, Any]:
-    """The user's loader alone over an in-memory sample, and its source read alone."""
+    """The user's loader alone over an in-memory sample, and its source read alone, in a pause of
+    about ``seconds`` (its phases share it). Loose files are read alone first, cold, and the copy
+    in memory is made from those same reads; a stream's copy comes first (it tells the bytes of a
+    sample, which turn the stream's MB/s into samples/s)."""
     phases: dict[str, float] = {}
-    decode, note, start, error, per_sample = _probe_decode(loader, settings, seconds, batch_images, phases)
-    t0 = time.perf_counter()
-    storage, storage_note = _probe_storage(settings, per_sample, local_rank, local_world_size)
-    phases["storage read alone"] = time.perf_counter() - t0
+    source = settings["source"]
+    storage_s = seconds * PROBE_STORAGE_SHARE
+    decode_s = seconds - storage_s
+    kept: dict[str, bytes] = {}
+    storage: list[StorageCeiling] = []
+    storage_note = ""
+    files_first = source is not None and source.kind == "files" and local_rank == 0
+    if files_first:
+        storage, storage_note = _timed(
+            phases,
+            "storage read alone",
+            _probe_storage,
+            settings,
+            None,
+            local_rank,
+            local_world_size,
+            storage_s,
+            kept,
+        )
+    decode, note, start, error, per_sample = _probe_decode(
+        loader, settings, decode_s, batch_images, phases, kept
+    )
+    if not files_first:
+        storage, storage_note = _timed(
+            phases,
+            "storage read alone",
+            _probe_storage,
+            settings,
+            per_sample,
+            local_rank,
+            local_world_size,
+            storage_s,
+            None,
+        )
     return {
         "phases_s": phases,
         "decode": decode,
@@ -231,8 +265,21 @@ def probe_pipeline(
     }
 
 
+def _timed(phases: dict[str, float], name: str, fn: Any, *args: Any) -> Any:
+    t0 = time.perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        phases[name] = time.perf_counter() - t0
+
+
 def _probe_decode(
-    loader: Any, settings: dict[str, Any], seconds: float, batch: int, phases: dict[str, float]
+    loader: Any,
+    settings: dict[str, Any],
+    seconds: float,
+    batch: int,
+    phases: dict[str, float],
+    read: dict[str, bytes],
 ) -> tuple[list[DecodeCeiling], str, str, str, float | None]:
     """Decode ceilings at the probe's worker counts, why they were not measured, how its workers
     started (where not as the loader's), an error that stopped them, and the source's bytes per
@@ -245,19 +292,32 @@ def _probe_decode(
     source = settings["source"]
     if source is None:
         return [], f"decode alone not measured: {settings['source_unknown']}", "", "", None
-    t0 = time.perf_counter()
-    view = sources.in_memory(source, loader.dataset, workers=max(1, settings["num_workers"]))
-    phases["copy into memory"] = time.perf_counter() - t0
+    view = _timed(
+        phases,
+        "copy into memory",
+        lambda: sources.in_memory(source, loader.dataset, workers=max(1, settings["num_workers"]), read=read),
+    )
     if isinstance(view, str):
         return [], f"decode alone not measured: {view}", "", "", None
     per_sample = view.bytes / view.files if view.files else None
     context, note = start_method(loader, settings, view.dataset)
     decode: list[DecodeCeiling] = []
+    counts = probe_workers(settings["num_workers"], usable_cores())
     try:
-        for w in probe_workers(settings["num_workers"], usable_cores()):
-            t0 = time.perf_counter()
-            decode.append(_loader_alone(loader, view, w, seconds, batch, context if w else None))
-            phases[f"decode at {w} worker(s)"] = time.perf_counter() - t0
+        for w in counts:
+            decode.append(
+                _timed(
+                    phases,
+                    f"decode at {w} worker(s)",
+                    _loader_alone,
+                    loader,
+                    view,
+                    w,
+                    seconds / len(counts),
+                    batch,
+                    context if w else None,
+                )
+            )
     except ProbeAbandoned as e:
         return decode, "", note, f"the probe was abandoned: {e}", per_sample
     except Exception as e:  # the user's dataset may not survive a second loader: say so, go on
@@ -268,7 +328,12 @@ def _probe_decode(
 
 
 def _probe_storage(
-    settings: dict[str, Any], per_sample: float | None, local_rank: int, local_world_size: int
+    settings: dict[str, Any],
+    per_sample: float | None,
+    local_rank: int,
+    local_world_size: int,
+    seconds: float,
+    keep: dict[str, bytes] | None,
 ) -> tuple[list[StorageCeiling], str]:
     """The source read alone, once per host, at every local rank's readers together."""
     from ioprof import sources
@@ -283,8 +348,9 @@ def _probe_storage(
         ceiling = sources.read_alone(
             source,
             readers,
-            max_seconds=PROBE_STORAGE_MAX_S,
+            max_seconds=seconds,
             bytes_per_sample=per_sample if source.urls or source.kind != "files" else None,
+            keep=keep,
         )
     except OSError as e:
         return [], f"the storage was not read alone: {source.where} could not be read ({e})"

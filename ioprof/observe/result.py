@@ -20,6 +20,7 @@ from ioprof.core.results import (
     CacheInfo,
     CellResult,
     ComputeCeiling,
+    CrossCheck,
     DatasetCeilings,
     DatasetInfo,
     DecodeCeiling,
@@ -52,15 +53,30 @@ def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
     from ioprof.host.pagecache import filesystem_of
 
     source = loader.get("source") or {}
-    if source.get("counted_by") == "own-rchar" and io.own_read_chars is not None and io.window_s > 0:
-        return Fetched(
-            io.own_read_chars,
-            "own-rchar",
-            f"what the loader's processes read from {source.get('where', 'its source')} through pipes and "
-            "TLS sockets (rchar of their own threads: each byte once, no child's)",
-        )
-    root = loader["settings"]["dataset_root"]
     mount = loader.get("mount") or {}
+    if source.get("counted_by") in ("network", "own-rchar") and io.window_s > 0:
+        where = source.get("where", "its source")
+        own = (
+            CrossCheck(
+                "own-rchar",
+                f"what the loader's processes read from {where} through pipes and TLS sockets (rchar of their "
+                "own threads: each byte once, no child's)",
+                io.own_read_chars,
+            )
+            if io.own_read_chars is not None
+            else None
+        )
+        if mount.get("net_bytes") is not None:
+            return Fetched(
+                mount["net_bytes"],
+                "interface-rx",
+                f"bytes received on {mount.get('iface')}, the interface {where} is reached by (the whole "
+                "host's traffic on it)",
+                (own,) if own else (),
+            )
+        if own is not None:
+            return Fetched(own.bytes, own.method, own.source)
+    root = loader["settings"]["dataset_root"]
     if not root or not mount.get("spans"):
         return None
     pid, name = mount.get("daemon_pid"), mount.get("daemon_name", "")

@@ -50,6 +50,8 @@ class Reading:
     # process and the loader's processes), and each thread's (CPU s, run-queue s)
     cpu: dict[int, float] = field(default_factory=dict)
     threads: dict[int, dict[int, tuple[float, float]]] = field(default_factory=dict)
+    wall_s: float = 0.0  # time.time() at the reading: the span can be matched with readings outside
+    net_bytes: int | None = None  # the interface routing to a URL source: bytes it received (host-wide)
 
 
 @dataclass
@@ -64,11 +66,13 @@ class Totals:
     daemon_bytes: int | None = None
     daemon: tuple[int, str] | None = None
     spans: int = 0
+    net_bytes: int | None = None
     own_chars: int = 0  # the processes' own threads' reads (pipes, TLS sockets, files), no child's
     cpu_s: float = 0.0  # CPU of the training process and the loader's, over the spans
     cpu_window_s: float = 0.0  # the seconds of the spans whose CPU was read at both ends
     thread_cpu_s: dict[str, float] = field(default_factory=dict)  # "pid/tid" → CPU s over the spans
     thread_runq_s: dict[str, float] = field(default_factory=dict)  # "pid/tid" → run-queue s
+    cpu_spans_wall: list[tuple[float, float]] = field(default_factory=list)  # the CPU spans, wall-clock
 
     def add(self, a: Reading, b: Reading) -> None:
         common = a.procs.keys() & b.procs.keys()
@@ -85,6 +89,8 @@ class Totals:
         self._add_cpu(a, b)
         if a.nfs_bytes is not None and b.nfs_bytes is not None:
             self.nfs_bytes = (self.nfs_bytes or 0) + b.nfs_bytes - a.nfs_bytes
+        if a.net_bytes is not None and b.net_bytes is not None:
+            self.net_bytes = (self.net_bytes or 0) + b.net_bytes - a.net_bytes
         if a.daemon is not None and b.daemon is not None and a.daemon[0] == b.daemon[0]:
             self.daemon_bytes = (self.daemon_bytes or 0) + b.daemon[2] - a.daemon[2]
             self.daemon = (b.daemon[0], b.daemon[1])
@@ -96,6 +102,8 @@ class Totals:
             return
         self.cpu_s += sum(max(0.0, b.cpu[p] - a.cpu[p]) for p in a.cpu)
         self.cpu_window_s += b.at_s - a.at_s
+        if a.wall_s and b.wall_s:
+            self.cpu_spans_wall.append((a.wall_s, b.wall_s))
         for pid, threads in b.threads.items():
             before = a.threads.get(pid, {})
             for tid, (cpu, runq) in threads.items():

@@ -443,6 +443,28 @@ def _ci(i: Any) -> str:
     return f" [{i.low * 100:.0f}–{i.high * 100:.0f}]" if i.known else ""
 
 
+URL_SCHEMES = ("http", "https", "pipe", "s3")
+
+
+def _pages_not_kept(x: f.PagesNotKept) -> str:
+    """Datasets small enough for RAM whose every epoch reads the storage anyway."""
+    urls = [d for d, fs in zip(x.datasets, x.fs_types, strict=True) if fs in URL_SCHEMES]
+    mounts = [(d, fs) for d, fs in zip(x.datasets, x.fs_types, strict=True) if fs not in URL_SCHEMES]
+    out = []
+    if mounts:
+        out.append(
+            f"{', '.join(d for d, _ in mounts)} would fit in RAM, but {'/'.join(sorted({fs for _, fs in mounts}))} "
+            "drops read pages at every open (checked: files read and closed were no longer resident): every "
+            "epoch reads the storage, as measured here."
+        )
+    if urls:
+        out.append(
+            f"{', '.join(urls)} would fit in RAM, but it is fetched over the network at every read (nothing on "
+            "this host keeps a URL's bytes): every epoch reads the storage, as measured here."
+        )
+    return " ".join(out)
+
+
 def _disagree(x: f.SplitsDisagree) -> str:
     parts = ", ".join(f"{KERNEL_PARTS[k]} {pct(v, 0)}" for k, v in x.shares)
     return (
@@ -458,11 +480,7 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     f.SplitsDisagree: _disagree,
     f.CpuIsTheDevice: _cpu,
     f.DatasetsFitInRam: _fit,
-    f.PagesNotKept: lambda x: (
-        f"{', '.join(x.datasets)} would fit in RAM, but {'/'.join(sorted(set(x.fs_types)))} drops read pages at "
-        "every open (checked: files read and closed were no longer resident): every epoch reads the storage, "
-        "as measured here."
-    ),
+    f.PagesNotKept: _pages_not_kept,
     f.WorkersExceedCores: lambda x: (
         f"{', '.join(map(str, x.workers))} worker(s) exceed the {x.cores} usable cores: those workers share "
         "cores with each other and with the training process."
@@ -557,16 +575,21 @@ FETCH_METHODS = {
     "ram": "none: a RAM-backed filesystem has no storage below it",
     "emulated": "emulated: every read is charged to the emulated device",
     "unknown": "unknown: no counter on this filesystem, and not verified cold",
+    "interface-rx": "bytes received on the network interface the source's host is reached by (`/proc/net/dev`): "
+    "what crossed the network, for the whole host",
+    "own-rchar": "what the loader's processes were handed through pipes and TLS sockets (`rchar` of their own "
+    "threads: each byte once)",
+    "read-alone": "every byte of the source read alone",
 }
 
 
 def fetched(x: Fetched) -> str:
     """How a window's bytes from storage were counted, with cross-checks."""
     text = FETCH_METHODS.get(x.method, x.method)
-    if x.method == "fuse-daemon" and x.source:
+    if x.method in ("fuse-daemon", "interface-rx") and x.source:
         text += f" ({x.source})"
     for c in x.cross_checks:
-        text += f"; cross-check: {c.source} read {mb(c.bytes)}"
+        text += f"; cross-check: {FETCH_METHODS.get(c.method, c.source)}: {mb(c.bytes)}"
     return text
 
 

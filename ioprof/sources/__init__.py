@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ioprof.core.results import DatasetInfo, StorageCeiling
-from ioprof.sources import custom, files, shards
+from ioprof.sources import custom, files, memory, shards
 from ioprof.sources.memory import MemoryView, read_whole
 
 __all__ = ["Source", "custom", "files", "find", "in_memory", "memory", "opened", "read_alone", "shards"]
@@ -39,8 +39,9 @@ class Source:
     ``ITEMS_LISTED``). ``root``: the folder they lie under, on one filesystem ("" for URLs).
     ``where``: where the bytes come from in words (a folder, ``http://host:port``, a command).
     ``counted_by``: how the bytes its loader draws are counted — ``filesystem`` (the mount's own
-    counters, or block I/O) or ``own-rchar`` (what the loader's processes were handed through
-    pipes and TLS sockets: ``curl`` piping a shard, an ``https`` client).
+    counters, or block I/O), ``network`` (the interface its host is reached by: what arrived,
+    host-wide), or ``own-rchar`` (what the loader's processes were handed through pipes and TLS
+    sockets: a ``pipe:`` command's output).
     """
 
     kind: str
@@ -69,8 +70,11 @@ def _from_urls(kind: str, label: str, urls: list[str]) -> Source:
         paths = [shards.local_path(u) for u in urls]
         root = files.common_root(paths)
         return Source(kind, label, tuple(paths[:ITEMS_LISTED]), root, root, "filesystem", len(paths))
-    # curl's pipe (WebDataset's http/https), a pipe: command, TLS: the workers' own reads count them
-    counted = "own-rchar" if kind == "shards" or schemes <= {"pipe", "https"} else "unknown"
+    # over HTTP: the interface its host is reached by counts what arrived (the workers' own reads —
+    # curl's pipe, TLS — beside it); a pipe: command's bytes only the workers' own reads can count
+    counted = (
+        "network" if schemes <= {"http", "https"} else ("own-rchar" if schemes == {"pipe"} else "unknown")
+    )
     return Source(kind, label, tuple(urls[:ITEMS_LISTED]), "", _url_where(urls[0]), counted, len(urls))
 
 
@@ -113,20 +117,29 @@ def read_item(source: Source, item: str) -> bytes:
         return stream.read()
 
 
-def in_memory(source: Source, dataset: Any, *, workers: int) -> MemoryView | str:
-    """A copy of ``dataset`` that reads a sample of its source from memory, or why not."""
+def in_memory(
+    source: Source, dataset: Any, *, workers: int, read: dict[str, bytes] | None = None
+) -> MemoryView | str:
+    """A copy of ``dataset`` that reads a sample of its source from memory, or why not.
+    ``read``: loose files already read (by ``read_alone``): the sample is drawn from them."""
     if source.kind == "custom":
         return custom.in_memory(dataset, lambda item: read_item(source, item))
     if source.kind == "files":
-        return files.in_memory(dataset)
+        return files.in_memory(dataset, read=read)
     return shards.in_memory(dataset, workers=workers)
 
 
 def read_alone(
-    source: Source, readers: int, *, max_seconds: float, bytes_per_sample: float | None = None
+    source: Source,
+    readers: int,
+    *,
+    max_seconds: float,
+    bytes_per_sample: float | None = None,
+    keep: dict[str, bytes] | None = None,
 ) -> StorageCeiling:
     """The source read alone at ``readers`` concurrent readers: files cold (evicted, verified),
-    URLs streamed whole (every byte crosses the network)."""
+    URLs streamed whole (every byte crosses the network). ``keep``: filled with the first loose
+    files read (what a copy in memory needs), so that they are not read twice."""
     count = min(len(source.items), max(READ_ALONE_ITEMS, READ_ALONE_ITEMS_PER_READER * readers))
     sample = random.Random(0).sample(list(source.items), count)
     if source.root:
@@ -134,7 +147,13 @@ def read_alone(
         from ioprof.measure.storage import probe_storage
 
         ceiling = probe_storage(
-            sample, readers, filesystem_of(sample[0]), max_seconds=max_seconds, root=source.root
+            sample,
+            readers,
+            filesystem_of(sample[0]),
+            max_seconds=max_seconds,
+            root=source.root,
+            keep=keep,
+            keep_bytes=memory.MEMORY_SAMPLE_BYTES if source.kind == "files" else 0,
         )
         if source.kind == "files" or not bytes_per_sample:
             return ceiling

@@ -134,13 +134,18 @@ def in_memory(
     max_files: int = MEMORY_SAMPLE_FILES,
     max_bytes: int = MEMORY_SAMPLE_BYTES,
     seed: int = 0,
+    read: dict[str, bytes] | None = None,
 ) -> MemoryView | str:
-    """A copy of the dataset with a random sample of its files in memory, or why not."""
+    """A copy of the dataset with a random sample of its files in memory, or why not. ``read``:
+    files already read (cold, by the storage read alone): the sample is drawn from them."""
     why = unavailable()
     if why:
         return why
     order = list(range(_length(dataset)))
     random.Random(seed).shuffle(order)
+    if read:
+        listed = files_of(dataset)
+        order = [p for p in order if p < len(listed) and listed[p] in read]
     copies = MemoryCopies()
     # (edges to the owner) → the owner's new entries, made from its own list
     changed: dict[tuple[Edge, ...], tuple[_Leaf, list[Any]]] = {}
@@ -156,7 +161,8 @@ def in_memory(
             key = (*edges, *leaf.edges)
             entries = changed.setdefault(key, (leaf, list(leaf.items)))[1]
             path = path_of(leaf.items[index]) or ""
-            entries[index] = _pointed(leaf.items[index], copies.add(path, read_whole(path)))
+            data = read[path] if read and path in read else read_whole(path)
+            entries[index] = _pointed(leaf.items[index], copies.add(path, data))
             positions.append(pos)
     except OSError as e:
         return copies.fail(f"the sample could not be copied into memory ({e.strerror or e})")

@@ -213,3 +213,71 @@ def test_torchrun_ranks_are_each_observed_in_one_report(small_folder: Path, tmp_
     keys = {lo["key"] for lo in r["loaders"] if lo["role"] == "training"}
     assert keys == {"rank 0 · loader 1", "rank 1 · loader 1"}
     assert {lo["rank"] for lo in r["loaders"]} == {0, 1}
+
+
+@pytest.mark.slow
+def test_a_webdataset_loop_with_a_costly_transform_is_input_bound_by_decode(
+    small_folder: Path, tmp_path: Path
+) -> None:
+    """The WebDataset loop on local shards, batched by the pipeline itself (``batch_size=None``), a
+    large-kernel blur and one worker: decode, from both methods; its stage is the iterator's next,
+    its figures per sample (a batch ÷ its samples)."""
+    pytest.importorskip("webdataset", reason="webdataset is not installed (pip install -e '.[test]')")
+    from ioprof.datasets.discover import find_images
+    from ioprof.runners.pipelines import write_shards
+
+    images = find_images(small_folder / "train")
+    shards, _, _ = write_shards(images.paths, images.labels, tmp_path / "shards", 1_000_000)
+    out = tmp_path / "o"
+    brace = str(tmp_path / "shards" / f"shard-{{00000..{len(shards) - 1:05d}}}.tar")
+    p = ioprof_run(
+        *"--steps 16 --warmup-steps 2 --probe-seconds 4 --out".split(),
+        str(out),
+        "--",
+        sys.executable,
+        str(paths.SCRIPTS / "train_webdataset.py"),
+        brace,
+        *"--crop 64 -j 1 -b 8 --batched --blur 31 -a squeezenet1_1".split(),
+    )
+    assert p.returncode == 0, p.stderr
+    r = json.loads((out / "results.json").read_text())
+    (train,) = r["loaders"]
+    assert (train["role"], train["batch_size"], train["dataset_class"]) == ("training", None, "WebDataset")
+    cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
+    v = cell["verdict"]
+    assert (v["bottleneck"], v["input_bound"], v["decided_by"]) == ("decode", "highly", "ceilings"), v
+    assert v["kernel_call"] in ("cpu", "cores"), v  # the kernel agrees: its worker was on a CPU
+    (ceilings,) = [c for c in r["ceilings"] if c["decode"]]
+    assert (
+        ceilings["storage"] and ceilings["storage"][0]["bytes_per_sample"] > 0
+    )  # shards: samples/s from bytes
+    stages = cell["inside"]["stages"]
+    assert stages["seen"] == "iterator" and stages["worker"][0]["name"] == "next(iterator)", stages
+    assert stages["samples"] == 8 * stages["batches"]  # per sample: each batch ÷ its 8 samples
+    assert "__getitem__" not in (out / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_probe_never_hangs_a_loader_whose_workers_raise_torchs_threads(
+    small_folder: Path, tmp_path: Path
+) -> None:
+    """Persistent workers whose worker_init_fn sets torch.set_num_threads(4), with ToTensor at 224
+    px (an OpenMP parallel region): the script alone finishes, and so it does under ioprof — probe
+    workers forked late from the training process would deadlock in libgomp, so a fork server
+    starts them."""
+    out = tmp_path / "o"
+    p = ioprof_run(
+        *"--steps 10 --warmup-steps 2 --probe-seconds 3 --out".split(),
+        str(out),
+        "--",
+        sys.executable,
+        SCRIPT,
+        str(small_folder),
+        *"--crop 224 -j 2 -b 8 -a squeezenet1_1 --persistent --worker-threads 4".split(),
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    r = json.loads((out / "results.json").read_text())
+    assert r["script"]["probed"] and r["script"]["ended"] == "finished"
+    assert r["script"]["probe_start"].startswith("its workers were started by a fork server")
+    assert r["script"]["probe_pause_s"] < 60

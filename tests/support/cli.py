@@ -31,6 +31,6 @@ def ioprof(
     )
 
 
-def ioprof_run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def ioprof_run(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """``ioprof run ARGS``: a training command under ioprof."""
-    return ioprof("run", *args, cwd=cwd)
+    return ioprof("run", *args, cwd=cwd, timeout=timeout)

@@ -257,3 +257,44 @@ def _wait_mounted(mnt: Path, proc: subprocess.Popen[bytes], timeout_s: float) ->
             return True
         time.sleep(0.1)
     return False
+
+
+@dataclass(frozen=True)
+class Served:
+    """What the shared rig serves: ImageFolder trees and a zip on the mount, tar shards over HTTP,
+    and what a plain reader gets over the same link (the ground truth for MB/s)."""
+
+    data: Path  # on the mount: train/ (240 photo-like JPEGs of 40 kB), val/ (40)
+    archive: Path  # on the mount: data/train as one zip (stored, not compressed)
+    large: Path  # on the mount: train/ (160 of 500x375, ~120 kB), val/ (16)
+    shard_urls: list[str]  # over HTTP: tar shards of small JPEGs
+    plain_mb_per_s: float  # a plain reader of data/train over the mount, one file at a time
+    plain_http_mb_per_s: float  # a plain client of the shards over HTTP, one at a time
+
+
+def serve_everything(mount: NetMount) -> Served:
+    """The datasets every test on the rig reads, served once for the whole test run."""
+    import zipfile
+
+    from ioprof.datasets.discover import find_images
+    from ioprof.runners.pipelines import write_shards
+
+    data = mount.serve(DatasetSpec(256, 192, 240, seed=0), "data/train").parent
+    mount.serve(DatasetSpec(256, 192, 40, seed=1), "data/val")
+    large = mount.serve(DatasetSpec(500, 375, 160, seed=2), "large/train").parent
+    mount.serve(DatasetSpec(500, 375, 16, seed=3), "large/val")
+    with zipfile.ZipFile(mount.export / "train.zip", "w", zipfile.ZIP_STORED) as z:
+        for f in sorted((mount.export / "data" / "train").rglob("*.jpg")):
+            z.write(f, str(f.relative_to(mount.export / "data" / "train")))
+    src = mount.export.parent / "shards-src"
+    generate(DatasetSpec(128, 96, 1200, seed=4), src)
+    images = find_images(src)
+    shards, _, _ = write_shards(images.paths, images.labels, mount.export / "shards", 200_000)
+    os.sync()
+    base = mount.serve_http()
+    urls = [f"{base}/shards/{Path(s).name}" for s in shards]
+    plain = plain_read(data / "train", 120)
+    http = mount.plain_http(urls[:8])
+    return Served(
+        data, mount.mountpoint / "train.zip", large, urls, plain.bytes_per_s / 1e6, http.bytes_per_s / 1e6
+    )

@@ -20,7 +20,7 @@ from ioprof.conclude.sweep import (
 )
 from ioprof.core import findings as f
 from ioprof.core.config import LoaderSetting
-from ioprof.core.results import DatasetCeilings
+from ioprof.core.results import CellResult, DatasetCeilings
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
 
@@ -318,3 +318,38 @@ def test_cells_without_input_ceilings_say_undetermined_and_raise_no_prediction_w
     assert (
         c.verdict is not None and c.verdict.residual_unexplained
     )  # the prediction is far off, yet not warned
+
+
+def _noisy(c: CellResult, spread: float) -> CellResult:
+    """The cell with its steps spread by ±``spread`` (a sine, not periodic in the groups of
+    consecutive steps the interval is drawn from), its rate kept from its times."""
+    steps = tuple(s * (1 + spread * math.sin(1.7 * i)) for i, s in enumerate(c.step_s))
+    elapsed = sum(steps) + sum(c.wait_s)
+    return replace(
+        c,
+        step_s=steps,
+        elapsed_s=elapsed,
+        img_per_s=c.images / elapsed,
+        data_wait_share=sum(c.wait_s) / elapsed,
+    )
+
+
+def test_a_setting_tied_with_the_fastest_that_waits_less_is_the_best_one() -> None:
+    """The default sweep on this machine: serial at 7.85 ± 3 % img/s waiting 6 %, 1 worker at
+    7.83 ± 5 % waiting 0.4 % — equal within their intervals. The point estimate must not pick
+    serial and call the dataset input-bound: the least input-bound of the tied settings decides."""
+    serial = _noisy(cell("serial", 0, wait=0.006, step=0.0935, steps=30, jitter=0.004), 0.08)
+    one = _noisy(cell("multiprocess", 1, wait=0.0004, step=0.0998, steps=30, jitter=0.0004), 0.08)
+    assert serial.img_per_s > one.img_per_s  # the fastest by point estimate
+    assert serial.throughput().low < one.throughput().high  # …but not beyond the intervals
+    r = conclude(sweep_result((serial, one)))
+    (v,) = r.analysis.datasets
+    assert (v.best_setting, v.input_bound, v.tied_settings) == ("1 worker", "not", ("serial (in-process)",))
+    assert v.fastest_setting == "serial (in-process)"
+    assert (r.analysis.overall_bottleneck, r.analysis.overall_input_bound) == ("compute", "not")
+    # apart beyond their intervals, the fastest is the best, however it waits
+    slow = _noisy(cell("multiprocess", 1, wait=0.0004, step=0.2, steps=30, jitter=0.0004), 0.08)
+    r = conclude(sweep_result((serial, slow)))
+    (v,) = r.analysis.datasets
+    assert (v.best_setting, v.tied_settings) == ("serial (in-process)", ())
+    assert r.analysis.overall_input_bound in ("moderately", "borderline")

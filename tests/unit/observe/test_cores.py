@@ -5,45 +5,16 @@ returns is found, with its rate and its cause."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
+from groundtruth import ProcStat
 from torch.utils.data import DataLoader
 
 import ioprof
-from ioprof.host.procstat import machine_cpu
-
-
-class ProcStat:
-    """/proc/stat's busy CPU seconds, sampled every 20 ms on a thread, with wall-clock times."""
-
-    def __init__(self) -> None:
-        self.samples: list[tuple[float, float]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.02):
-            m = machine_cpu()
-            if m is not None:
-                self.samples.append((time.time(), m.busy_s))
-
-    def __enter__(self) -> ProcStat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def busy_cores(self, start: float, end: float) -> float:
-        inside = [s for s in self.samples if start <= s[0] <= end]
-        (t0, b0), (t1, b1) = inside[0], inside[-1]
-        return (b1 - b0) / (t1 - t0)
 
 
 def _train(loader: DataLoader, seconds: float) -> None:  # type: ignore[type-arg]
@@ -75,12 +46,11 @@ def test_cores_busy_agrees_with_proc_stat_and_a_stock_folder_does_not_grow(folde
     with ProcStat() as stat, ioprof.watch(steps=100_000, seconds=8.0, probe=False) as w:
         _train(loader, seconds=10.0)  # epochs of 48 images; the window ends after 8 s of them
     seen = w.watcher.observation()["loaders"][0]
-    start, end = seen["window_wall"]
     r = w.result()
     (cell,) = r.cells
     cores = cell.inside.cores if cell.inside else None
     assert cores is not None and cores.cpu_busy_cores is not None and cores.window_s > 2, cores
-    truth = stat.busy_cores(start, end)
+    truth = stat.busy_cores_over(seen["cpu"]["spans_wall"])  # over the very spans ioprof read
     assert truth > 0.5 and abs(cores.cpu_busy_cores - truth) <= 0.10 * truth, (cores.cpu_busy_cores, truth)
     assert cores.runq_share is not None and 0.0 <= cores.runq_share < 1.0
     m = cell.inside.memory if cell.inside else None

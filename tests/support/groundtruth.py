@@ -1,0 +1,96 @@
+"""Ground truth taken outside ioprof: the machine's busy CPU from ``/proc/stat``, sampled on a
+thread with wall-clock times, so that a figure ioprof gives for a window can be checked against
+the kernel's own total over the same seconds — less what the test's own rig used meanwhile (the
+sshfs daemon, ssh and sshd carrying the link, the HTTP server, this test process), read from their
+``/proc/PID/stat``: the machine runs nothing else."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+RIG_COMMANDS = ("sshfs", "ssh", "sshd")  # what carries the test rig's link
+
+
+def _rig_pids() -> list[int]:
+    """This process and the rig's: the sshfs daemon, ssh, sshd and the HTTP server in the namespace."""
+    out = [os.getpid()]
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/comm", encoding="utf-8") as f:
+                comm = f.read().strip()
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if comm in RIG_COMMANDS or b"http.server" in cmd:
+            out.append(int(name))
+    return out
+
+
+def _cpu_s(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / 100.0  # utime + stime, USER_HZ
+    return total
+
+
+def _busy_s() -> float:
+    with open("/proc/stat", encoding="ascii") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    return (user + nice + system + irq + softirq + steal) / 100.0  # USER_HZ: 100 on Linux
+
+
+class ProcStat:
+    """/proc/stat's busy CPU seconds, sampled every 20 ms while in its ``with`` block; ``rig``:
+    less the rig's processes and this one (the run under test is another process)."""
+
+    def __init__(self, *, rig: bool = False) -> None:
+        self.rig = rig
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        others = _rig_pids() if self.rig else []
+        while not self._stop.wait(0.02):
+            if self.rig and len(self.samples) % 50 == 0:
+                others = _rig_pids()  # sshd forks per connection
+            # the machine's busy CPU less the rig's and this process's: what the run under test used
+            self.samples.append((time.time(), _busy_s() - _cpu_s(others)))
+
+    def __enter__(self) -> ProcStat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def busy_at(self, t: float) -> float:
+        """Busy CPU seconds at wall-clock time ``t``, between the two samples around it."""
+        before = max((s for s in self.samples if s[0] <= t), default=self.samples[0])
+        after = min((s for s in self.samples if s[0] >= t), default=self.samples[-1])
+        if after[0] <= before[0]:
+            return before[1]
+        return before[1] + (after[1] - before[1]) * (t - before[0]) / (after[0] - before[0])
+
+    def busy_cores_over(self, spans: list[tuple[float, float]]) -> float:
+        """Cores the machine kept busy over these wall-clock spans together."""
+        busy = sum(self.busy_at(b) - self.busy_at(a) for a, b in spans)
+        return busy / sum(b - a for a, b in spans)
+
+    def busy_cores(self, start: float, end: float) -> float:
+        """Cores the whole machine kept busy between two wall-clock times."""
+        inside = [s for s in self.samples if start <= s[0] <= end]
+        (t0, b0), (t1, b1) = inside[0], inside[-1]
+        return (b1 - b0) / (t1 - t0)

@@ -1,0 +1,95 @@
+"""The kernel counters the observer reads at batch boundaries, checked against what this test did:
+a process's own threads' ``rchar`` counts a child's piped bytes once (the process total counts
+them twice once the child is reaped), plain ``recv()`` is in neither, and the loopback interface
+counts what crossed it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from ioprof.host import netdev, procstat
+
+MB = 1_000_000
+
+
+def test_own_threads_count_a_childs_piped_bytes_once(tmp_path: Path) -> None:
+    blob = tmp_path / "blob"
+    blob.write_bytes(b"x" * (5 * MB))
+    before = procstat.sample(os.getpid())
+    assert before is not None
+    with subprocess.Popen(["cat", str(blob)], stdout=subprocess.PIPE) as child:
+        assert child.stdout is not None
+        got = len(child.stdout.read())
+    after = procstat.sample(os.getpid())
+    assert after is not None and got == 5 * MB
+    own = after.own_rchar - before.own_rchar
+    total = after.rchar - before.rchar
+    assert 5 * MB <= own < 5.2 * MB  # the pipe's bytes, read by this process: once
+    assert total >= 10 * MB  # …and the reaped child's reads of the file on top
+    assert after.children_cpu_s >= before.children_cpu_s
+
+
+def test_plain_recv_is_not_in_rchar_but_the_interface_counts_it() -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def send() -> None:
+        conn, _ = server.accept()
+        with conn:
+            conn.sendall(b"y" * (4 * MB))
+
+    t = threading.Thread(target=send)
+    t.start()
+    assert netdev.interface_for("127.0.0.1") == "lo"
+    rx0 = netdev.rx_bytes("lo")
+    me = os.getpid()
+    before = procstat.sample(me)
+    with socket.create_connection(("127.0.0.1", port)) as c:
+        got = 0
+        while got < 4 * MB:
+            data = c.recv(1 << 16)
+            if not data:
+                break
+            got += len(data)
+    t.join()
+    server.close()
+    after = procstat.sample(me)
+    rx1 = netdev.rx_bytes("lo")
+    assert before is not None and after is not None and rx0 is not None and rx1 is not None
+    assert after.own_rchar - before.own_rchar < 0.1 * MB  # recv() is not a read() to the kernel's rchar
+    assert rx1 - rx0 >= 4 * MB  # what crossed the interface, headers and all
+
+
+def test_a_thread_that_spins_and_one_that_sleeps_are_told_apart() -> None:
+    ids: dict[str, int] = {}
+
+    def spin() -> None:
+        ids["spin"] = threading.get_native_id()
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 0.3:
+            pass
+
+    def nap() -> None:
+        ids["nap"] = threading.get_native_id()
+        time.sleep(0.3)
+
+    threads = [threading.Thread(target=spin), threading.Thread(target=nap)]
+    for th in threads:
+        th.start()
+    time.sleep(0.05)
+    pid = os.getpid()
+    clocks = {k: procstat.ThreadClock(pid, tid) for k, tid in ids.items()}
+    first = {k: c.read() for k, c in clocks.items()}
+    time.sleep(0.2)
+    last = {k: c.read() for k, c in clocks.items()}
+    for th in threads:
+        th.join()
+    for c in clocks.values():
+        c.close()
+    on_cpu = {k: last[k][0].cpu_s - first[k][0].cpu_s for k in clocks}  # type: ignore[index]
+    assert on_cpu["spin"] > 0.1 and on_cpu["nap"] < 0.01, on_cpu
