@@ -131,7 +131,7 @@ def runs(
             brace,
             *"-a squeezenet1_1 --crop 32 -b 8 -j 2".split(),
             prefix=tuple(mount.in_namespace()),
-            ioprof_args=("--steps", "30"),
+            ioprof_args=("--steps", "60", "--probe-seconds", "10"),
         )
     except ImportError:
         out["wds"] = None
