@@ -36,6 +36,7 @@ def parse() -> argparse.Namespace:
         "--batched", action="store_true", help="batch in the pipeline, DataLoader(batch_size=None)"
     )
     p.add_argument("--classes", default=4, type=int)
+    p.add_argument("--shuffle", default=64, type=int, help="samples in each worker's shuffle buffer")
     return p.parse_args()
 
 
@@ -52,7 +53,7 @@ def main() -> int:
     )
     dataset = (
         wds.WebDataset(args.urls, shardshuffle=100, nodesplitter=wds.split_by_node)
-        .shuffle(64)
+        .shuffle(args.shuffle)
         .decode("pil")
         .to_tuple("jpg", "cls")
         .map_tuple(transform, int)

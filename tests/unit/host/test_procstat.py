@@ -71,17 +71,18 @@ def test_a_thread_that_spins_and_one_that_sleeps_are_told_apart() -> None:
     def spin() -> None:
         ids["spin"] = threading.get_native_id()
         t0 = time.perf_counter()
-        while time.perf_counter() - t0 < 0.3:
+        while time.perf_counter() - t0 < 1.5:
             pass
 
     def nap() -> None:
         ids["nap"] = threading.get_native_id()
-        time.sleep(0.3)
+        time.sleep(1.5)
 
     threads = [threading.Thread(target=spin), threading.Thread(target=nap)]
     for th in threads:
         th.start()
-    time.sleep(0.05)
+    while len(ids) < 2:
+        time.sleep(0.01)
     pid = os.getpid()
     clocks = {k: procstat.ThreadClock(pid, tid) for k, tid in ids.items()}
     first = {k: c.read() for k, c in clocks.items()}
