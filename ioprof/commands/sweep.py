@@ -4,6 +4,7 @@ stage ceilings, a verdict and a report. ``measure`` also serves ``ioprof probe``
 from __future__ import annotations
 
 import argparse
+import time
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -106,6 +107,7 @@ def measure(
         config = replace(config, out_dir=resume_dir)
         previous = load_resumable(resume_dir, config)
     # a bad --data fails here, before any folder is made
+    t0 = time.perf_counter()
     datasets = (
         load_datasets(
             config.data_path,
@@ -118,6 +120,7 @@ def measure(
         if config.needs_data
         else []
     )
+    phases = {"datasets made ready": time.perf_counter() - t0} if datasets else {}
     out = prepare_out_dir(config.out_dir, name)
     results_path = out / "results.json"
     session = open_session(
@@ -132,7 +135,15 @@ def measure(
 
     try:
         result = conclude(
-            run_sweep(config, session, datasets, progress=progress, checkpoint=checkpoint, previous=previous)
+            run_sweep(
+                config,
+                session,
+                datasets,
+                progress=progress,
+                checkpoint=checkpoint,
+                previous=previous,
+                phases_s=phases,
+            )
         )
     except IoprofError as e:
         if results_path.exists():
@@ -163,6 +174,8 @@ def _render(result: SweepResult, out: Path, results_path: Path, progress: Progre
             f"ioprof report {results_path}"
         ) from None
     progress(f"report: {report}")
+    if result.phases_s:
+        progress("where the time went: " + words.phases(result.phases_s))
     a = result.analysis
     if a is not None and "end-to-end" in result.config.get("stages", ()):
         print(kinds.headline(result))

@@ -777,6 +777,7 @@ class SweepResult:
     kind: str = "sweep"  # sweep (also probe) | run (the user's own script)
     script: ScriptInfo | None = None  # kind "run": the user's command
     loaders: tuple[ObservedLoader, ...] = ()  # kind "run": every DataLoader it iterated
+    phases_s: dict[str, float] = field(default_factory=dict)  # where the run's time went, by phase
 
 
 @dataclass(frozen=True)

@@ -273,9 +273,12 @@ def _run_cell(
                 path, code = batch.lost
                 check_storage(ds.root, ds.fs, OSError(code, os.strerror(code), path))
             failures.add(batch.failures, batch.converted)
+            # the workers' start-up burst (their first batches, made together while they started)
+            # is drained without a step: training on it would cost a step each and tell nothing
+            drained = i < setting.workers
             marks = (
                 step(batch.images, batch.labels)
-                if batch.images is not None and batch.labels is not None
+                if batch.images is not None and batch.labels is not None and not drained
                 else None
             )
             t_c = clock()

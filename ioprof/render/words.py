@@ -583,6 +583,12 @@ FETCH_METHODS = {
 }
 
 
+def phases(phases_s: dict[str, float]) -> str:
+    """Where a run's time went, phase by phase, and in all."""
+    parts = [f"{name} {duration(s)}" for name, s in phases_s.items()]
+    return ", ".join(parts) + f" (in all {duration(sum(phases_s.values()))})"
+
+
 def fetched(x: Fetched) -> str:
     """How a window's bytes from storage were counted, with cross-checks."""
     text = FETCH_METHODS.get(x.method, x.method)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import torch
 
@@ -49,6 +50,15 @@ class Tally:
     cells: list[CellResult] = field(default_factory=list)
     probe_failures: list[ProbeFailure] = field(default_factory=list)
     failures: Failures = field(default_factory=Failures)
+    phases_s: dict[str, float] = field(default_factory=dict)
+
+    def timed(self, phase: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)``, its seconds added to ``phase``."""
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.phases_s[phase] = self.phases_s.get(phase, 0.0) + time.perf_counter() - t0
 
     def snapshot(self, *, interrupted: bool = False, finished: bool = False) -> SweepResult:
         return SweepResult(
@@ -63,6 +73,7 @@ class Tally:
             cells=tuple(self.cells),
             probe_failures=tuple(self.probe_failures),
             undecodable=self.failures.summary(),
+            phases_s=dict(self.phases_s),
         )
 
 
@@ -74,12 +85,15 @@ def run_sweep(
     progress: Progress,
     checkpoint: Callable[[SweepResult], None],
     previous: SweepResult | None = None,
+    phases_s: dict[str, float] | None = None,
 ) -> SweepResult:
     """Measure everything the (tuned) config asks for; ``checkpoint`` is called after every step.
 
     ``previous``: an interrupted run of the same config, whose finished cells and ceilings are kept.
+    ``phases_s``: the time already spent before (the datasets made ready), to report with the rest.
     """
     tally = Tally(config, session, datasets, compute=previous.compute if previous else None)
+    tally.phases_s.update(phases_s or {})
     step = _training_step(config, session, datasets)
     emulated = EmulatedStorage(config.storage_profile) if config.storage_profile else None
     try:
@@ -87,14 +101,16 @@ def run_sweep(
         checkpoint(tally.snapshot())
         total = len(datasets) * len(config.settings()) if "end-to-end" in config.stages else 0
         for ds in datasets:
-            sample = _sample_if_needed(config, ds, emulated, progress)
+            sample = tally.timed("sample read into memory", _sample_if_needed, config, ds, emulated, progress)
             _dataset_ceilings(tally, ds, sample, emulated, previous, progress)
             checkpoint(tally.snapshot())
             for plan in _plans(config, session, ds, emulated, sample) if total else []:
                 assert step is not None  # built whenever end-to-end cells are asked for
                 position = f"[{len(tally.cells) + 1}/{total}]"
                 tally.cells.append(
-                    _one_cell(plan, step, session, tally.failures, previous, position, progress)
+                    tally.timed(
+                        "cells", _one_cell, plan, step, session, tally.failures, previous, position, progress
+                    )
                 )
                 checkpoint(tally.snapshot())
                 _check_failures(tally, config)
@@ -123,11 +139,22 @@ def _compute_and_transfer(tally: Tally, step: TrainStep | None, progress: Progre
     """The ceilings that need no dataset: compute (unless kept from an earlier run) and transfer."""
     config, session = tally.config, tally.session
     if step is not None and "compute" in config.stages and tally.compute is None:
-        tally.compute = compute_ceiling(
-            session, step, config.compute, model=config.model, crop_px=config.crop_px, progress=progress
+        tally.compute = tally.timed(
+            "compute ceiling",
+            compute_ceiling,
+            session,
+            step,
+            config.compute,
+            model=config.model,
+            crop_px=config.crop_px,
+            progress=progress,
         )
     if "transfer" in config.stages:
-        tally.transfer = tuple(probe_transfer(session.device, session.run.batch_size, config.crop_px))
+        tally.transfer = tuple(
+            tally.timed(
+                "transfer ceiling", probe_transfer, session.device, session.run.batch_size, config.crop_px
+            )
+        )
 
 
 def _sample_if_needed(
@@ -158,11 +185,20 @@ def _dataset_ceilings(
     decode = kept.decode if kept else ()
     if "storage" in config.stages and not storage:
         readers = sorted({s.concurrency for s in config.settings()} | {1})
-        storage, real = storage_ceilings(
-            ds, readers, emulated=emulated, sample=sample, seed=config.seed, progress=progress
+        storage, real = tally.timed(
+            "storage ceilings",
+            storage_ceilings,
+            ds,
+            readers,
+            emulated=emulated,
+            sample=sample,
+            seed=config.seed,
+            progress=progress,
         )
     if "decode" in config.stages and not decode and sample is not None:
-        decode, failed = decode_ceilings(
+        decode, failed = tally.timed(
+            "decode ceilings",
+            decode_ceilings,
             ds,
             sample,
             config.settings(),

@@ -248,7 +248,9 @@ def test_a_webdataset_loop_with_a_costly_transform_is_input_bound_by_decode(tmp_
     assert (v["bottleneck"], v["input_bound"], v["decided_by"]) == ("decode", "highly", "ceilings"), v
     assert v["kernel_call"] in ("cpu", "cores"), v  # the kernel agrees: its worker was on a CPU
     (ceilings,) = [c for c in r["ceilings"] if c["decode"]]
-    assert ceilings["storage"] and ceilings["storage"][0]["bytes_per_sample"] > 0  # shards: samples/s from bytes
+    assert (
+        ceilings["storage"] and ceilings["storage"][0]["bytes_per_sample"] > 0
+    )  # shards: samples/s from bytes
     stages = cell["inside"]["stages"]
     assert stages["seen"] == "iterator" and stages["worker"][0]["name"] == "next(iterator)", stages
     assert stages["samples"] == 8 * stages["batches"]  # per sample: each batch ÷ its 8 samples

@@ -9,8 +9,8 @@ every MB/s is checked against a plain reader over the same link. Root only.
   its reader, persistent workers, its own transforms;
 - a WebDataset loop streaming tar shards over HTTP (curl's pipes), run inside the namespace;
 - a dataset reading members of one zip on the mount, which names no files: the kernel decides;
-- Lightning's ImageNet example (``tests/scripts/thirdparty``): ``Trainer.fit`` counts its batches
-  itself and never runs an iterator out;
+- Lightning's ImageNet example (``tests/scripts/thirdparty``, squeezenet): ``Trainer.fit`` counts
+  its batches itself and never runs an iterator out;
 - this project's ImageNet-like script under ``torchrun`` with two ranks (DDP over gloo).
 
 Each run also proves what a stock script must not get: no memory-growth finding, no "0 kB" or
@@ -98,7 +98,7 @@ def runs(
         sys.executable,
         str(THIRDPARTY / "pytorch_examples_imagenet" / "main.py"),
         str(served.data),
-        *"-a mobilenet_v3_small -b 16 -j 2 --epochs 2 --no-accel".split(),
+        *"-a mobilenet_v3_small -b 8 -j 2 --epochs 2 --no-accel".split(),
     )
     try:
         import timm  # noqa: F401
@@ -114,7 +114,7 @@ def runs(
             "val",
             "--output",
             str(work / "timm-out"),
-            *"--model mobilenetv3_small_050 --device cpu --no-prefetcher -j 2 -b 16 --epochs 2 --img-size 96".split(),
+            *"--model mobilenetv3_small_050 --device cpu --no-prefetcher -j 2 -b 8 --epochs 2 --img-size 96".split(),
         )
     except ImportError:
         out["timm"] = None
@@ -131,7 +131,7 @@ def runs(
             brace,
             *"-a squeezenet1_1 --crop 32 -b 8 -j 2".split(),
             prefix=tuple(mount.in_namespace()),
-            ioprof_args=("--steps", "60", "--probe-seconds", "10"),
+            ioprof_args=("--steps", "40", "--probe-seconds", "10"),
         )
     except ImportError:
         out["wds"] = None
@@ -141,7 +141,8 @@ def runs(
         sys.executable,
         str(SCRIPTS / "train_archive.py"),
         str(served.archive),
-        *"-b 8 -j 2 --crop 32".split(),
+        *"-b 8 -j 2 --crop 32 --epochs 2".split(),
+        ioprof_args=("--warmup-steps", "1"),
     )
     try:
         import jsonargparse  # noqa: F401
@@ -153,9 +154,10 @@ def runs(
             sys.executable,
             str(THIRDPARTY / "lightning_imagenet" / "imagenet.py"),
             "fit",
-            f"--model.data_path={served.large}",
-            *"--model.arch mobilenet_v3_small --model.batch_size 8 --model.workers 2 --trainer.max_epochs 2 "
-            "--trainer.limit_train_batches 15 --trainer.limit_val_batches 2 --trainer.accelerator cpu".split(),
+            f"--model.data_path={served.data}",
+            *"--model.arch squeezenet1_1 --model.batch_size 8 --model.workers 2 --trainer.max_epochs 2 "
+            "--trainer.limit_train_batches 8 --trainer.limit_val_batches 2 --trainer.accelerator cpu".split(),
+            ioprof_args=("--warmup-steps", "1"),
         )
     except ImportError:
         out["lightning"] = None
@@ -173,6 +175,7 @@ def runs(
             str(paths.IMAGENET_LIKE),
             str(served.data),
             *"--crop 64 -b 8 -j 1 --epochs 2".split(),
+            ioprof_args=("--warmup-steps", "1"),
         )
     )
     return out

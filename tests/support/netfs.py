@@ -261,13 +261,12 @@ def _wait_mounted(mnt: Path, proc: subprocess.Popen[bytes], timeout_s: float) ->
 
 @dataclass(frozen=True)
 class Served:
-    """What the shared rig serves: ImageFolder trees and a zip on the mount, tar shards over HTTP,
-    and what a plain reader gets over the same link (the ground truth for MB/s)."""
+    """What the shared rig serves: an ImageFolder tree and a zip of it on the mount, tar shards
+    over HTTP, and what a plain reader gets over the same link (the ground truth for MB/s)."""
 
-    data: Path  # on the mount: train/ (240 photo-like JPEGs of 40 kB), val/ (40)
+    data: Path  # on the mount: train/ (120 photo-like JPEGs of 40 kB), val/ (24)
     archive: Path  # on the mount: data/train as one zip (stored, not compressed)
-    large: Path  # on the mount: train/ (160 of 500x375, ~120 kB), val/ (16)
-    shard_urls: list[str]  # over HTTP: tar shards of small JPEGs
+    shard_urls: list[str]  # over HTTP: tar shards of 640 small JPEGs (8 kB)
     plain_mb_per_s: float  # a plain reader of data/train over the mount, one file at a time
     plain_http_mb_per_s: float  # a plain client of the shards over HTTP, one at a time
 
@@ -279,22 +278,18 @@ def serve_everything(mount: NetMount) -> Served:
     from ioprof.datasets.discover import find_images
     from ioprof.runners.pipelines import write_shards
 
-    data = mount.serve(DatasetSpec(256, 192, 240, seed=0), "data/train").parent
-    mount.serve(DatasetSpec(256, 192, 40, seed=1), "data/val")
-    large = mount.serve(DatasetSpec(500, 375, 160, seed=2), "large/train").parent
-    mount.serve(DatasetSpec(500, 375, 16, seed=3), "large/val")
+    data = mount.serve(DatasetSpec(256, 192, 120, seed=0), "data/train").parent
+    mount.serve(DatasetSpec(256, 192, 24, seed=1), "data/val")
     with zipfile.ZipFile(mount.export / "train.zip", "w", zipfile.ZIP_STORED) as z:
         for f in sorted((mount.export / "data" / "train").rglob("*.jpg")):
             z.write(f, str(f.relative_to(mount.export / "data" / "train")))
     src = mount.export.parent / "shards-src"
-    generate(DatasetSpec(128, 96, 1200, seed=4), src)
+    generate(DatasetSpec(128, 96, 640, seed=4), src)
     images = find_images(src)
     shards, _, _ = write_shards(images.paths, images.labels, mount.export / "shards", 200_000)
     os.sync()
     base = mount.serve_http()
     urls = [f"{base}/shards/{Path(s).name}" for s in shards]
-    plain = plain_read(data / "train", 120)
+    plain = plain_read(data / "train", 60)
     http = mount.plain_http(urls[:8])
-    return Served(
-        data, mount.mountpoint / "train.zip", large, urls, plain.bytes_per_s / 1e6, http.bytes_per_s / 1e6
-    )
+    return Served(data, mount.mountpoint / "train.zip", urls, plain.bytes_per_s / 1e6, http.bytes_per_s / 1e6)
