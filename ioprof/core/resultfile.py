@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import tempfile
 import types
@@ -77,8 +78,10 @@ def _from(tp: Any, value: Any) -> Any:
         if args:
             return tuple(_from(a, v) for a, v in zip(args, value, strict=True))
         return tuple(value)
-    if tp is float and value is not None:
-        return float(value)
+    if tp is float:
+        # A plain float written as null was NaN or ±inf when saved: an unknown (an interval with
+        # too few groups). It comes back as NaN, which every renderer says is unknown.
+        return math.nan if value is None else float(value)
     return value
 
 

@@ -186,3 +186,18 @@ def test_gpu_units_charge_the_wait_only_while_the_gpu_is_idle() -> None:
     assert stalls[:3] == pytest.approx([0.0, 0.0, 0.0])
     assert stalls[3:] == pytest.approx([0.08, 0.08])
     assert steps[3:] == pytest.approx([0.011, 0.010], abs=1e-9)  # up to the next call's event
+
+
+def test_a_hiccup_shorter_than_a_unit_is_a_step_not_a_pause() -> None:
+    """Steps of 0.2 ms while each batch takes 60 ms to come: a 4 ms step (a GC, the scheduler)
+    is twenty times the median step but far shorter than a unit — no batch could have been made
+    ahead during it, so it is a step, and the window keeps its units."""
+    c = Counters()
+    w = window(c)
+    w.pass_started([5])
+    t = batch(w, 0.0, 0.06)  # start-up
+    for i in range(12):
+        t = batch(w, t + (0.004 if i == 8 else 0.0002), 0.06)
+    w.call(t + 0.0002, 0, 1)
+    assert w.gaps == 0 and len(w.waits) == 12
+    assert max(w.step_times) == pytest.approx(0.004)

@@ -183,3 +183,22 @@ def test_a_cuda_run_shows_where_each_steps_gpu_time_went() -> None:
     assert float(rows[1]["gpu_compute_s_mean"]) == pytest.approx(0.090)
     # and none of it on the CPU
     assert "CUDA events" not in render_markdown(conclude(sweep_result((cell("serial", 0),))))
+
+
+def test_an_unknown_interval_saved_as_null_loads_back_unknown_and_renders(tmp_path: Path) -> None:
+    """±inf (an interval with too few groups) is written as null; reading it back must not make
+    the renderers fail (as a DDP run's rank files did) but say the interval is unknown."""
+    import math
+
+    from ioprof.core.results import StageTime
+    from ioprof.core.stats import Interval
+    from ioprof.render.inside import _ms_range
+
+    unknown = Interval.unknown(0.004)
+    stage = StageTime("wait for the batch", "main", unknown.value, unknown.low, unknown.high)
+    path = tmp_path / "stage.json"
+    path.write_text(json.dumps(resultfile.to_jsonable(stage)))
+    loaded = resultfile.from_jsonable(StageTime, json.loads(path.read_text()))
+    assert math.isnan(loaded.low_s) and math.isnan(loaded.high_s) and loaded.s_per_sample == 0.004
+    assert _ms_range(loaded.low_s, loaded.high_s) == "[± ?]"
+    assert _ms_range(0.001, 0.002) == "[1.00–2.00]"
