@@ -299,7 +299,9 @@ def _probe_decode(
     )
     if isinstance(view, str):
         return [], f"decode alone not measured: {view}", "", "", None
-    per_sample = view.bytes / view.files if view.files else None
+    # bytes per sample: per file copied, or — rows of a table (Arrow), which are no files — per row
+    rows = len(view.positions) if view.positions else 0
+    per_sample = view.bytes / view.files if view.files else (view.bytes / rows if rows else None)
     context, note = start_method(loader, settings, view.dataset)
     decode: list[DecodeCeiling] = []
     counts = probe_workers(settings["num_workers"], usable_cores())

@@ -1,6 +1,7 @@
 """Where a dataset's bytes come from, one module per kind of source: ``files`` (loose files a
 dataset lists: ImageFolder, timm's ImageDataset, through Subset and ConcatDataset), ``shards``
-(tar shards by URL: WebDataset, local, ``http(s)://``, ``pipe:``), ``custom`` (a dataset that
+(tar shards by URL: WebDataset, local, ``http(s)://``, ``pipe:``), ``arrow`` (a Hugging Face
+``datasets.Dataset``: the Arrow files it memory-maps), ``custom`` (a dataset that
 names what it reads through ``ioprof_source()``), and ``opened`` (what a loader's workers hold
 open, read from the kernel, for a dataset none of these knows).
 
@@ -20,10 +21,21 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ioprof.core.results import DatasetInfo, StorageCeiling
-from ioprof.sources import custom, files, memory, shards
+from ioprof.sources import arrow, custom, files, memory, shards
 from ioprof.sources.memory import MemoryView, read_whole
 
-__all__ = ["Source", "custom", "files", "find", "in_memory", "memory", "opened", "read_alone", "shards"]
+__all__ = [
+    "Source",
+    "arrow",
+    "custom",
+    "files",
+    "find",
+    "in_memory",
+    "memory",
+    "opened",
+    "read_alone",
+    "shards",
+]
 
 # The storage read alone: at least this many items (more at more readers), for at most this long.
 READ_ALONE_ITEMS = 200
@@ -35,7 +47,7 @@ ITEMS_LISTED = 100_000
 class Source:
     """What one dataset reads.
 
-    ``kind``: files | shards | custom. ``items``: the files or URLs it reads (at most
+    ``kind``: files | shards | arrow | custom | opened. ``items``: the files or URLs it reads (at most
     ``ITEMS_LISTED``). ``root``: the folder they lie under, on one filesystem ("" for URLs).
     ``where``: where the bytes come from in words (a folder, ``http://host:port``, a command).
     ``counted_by``: how the bytes its loader draws are counted — ``filesystem`` (the mount's own
@@ -96,6 +108,10 @@ def find(dataset: Any) -> Source | None:
     urls = shards.urls_of(dataset)
     if urls:
         return _from_urls("shards", "tar shards", urls)
+    mapped = arrow.files_of(dataset)
+    if mapped:
+        root = files.common_root(mapped)
+        return Source("arrow", "Arrow files (Hugging Face datasets)", tuple(mapped), root, root, "filesystem")
     return None
 
 
@@ -105,7 +121,9 @@ def unknown(dataset: Any) -> str:
     return (
         f"{type(dataset).__name__} does not say what it reads: no list of files ({names}, on it or on "
         f"its {'/'.join(files.HOLDER_ATTRIBUTES)}), no shard URLs (a WebDataset pipeline), no "
-        f"{custom.SOURCE_METHOD}()"
+        f"Arrow files (a Hugging Face dataset"
+        + (" held in memory: it has none" if arrow.holder(dataset) is not None else "")
+        + f"), no {custom.SOURCE_METHOD}()"
     )
 
 
@@ -126,6 +144,8 @@ def in_memory(
         return custom.in_memory(dataset, lambda item: read_item(source, item))
     if source.kind == "files":
         return files.in_memory(dataset, read=read)
+    if source.kind == "arrow":
+        return arrow.in_memory(dataset)
     return shards.in_memory(dataset, workers=workers)
 
 

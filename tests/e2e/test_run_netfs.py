@@ -144,6 +144,19 @@ def runs(
         *"-b 8 -j 2 --crop 32 --epochs 2".split(),
         ioprof_args=("--warmup-steps", "1"),
     )
+    out["hf"] = (
+        None
+        if served.hf is None
+        else _run(
+            work / "hf",
+            cwd,
+            sys.executable,
+            str(SCRIPTS / "train_hf.py"),
+            str(served.hf),
+            *"-a squeezenet1_1 -b 8 -j 2 --crop 32 --epochs 2".split(),
+            ioprof_args=("--warmup-steps", "1"),
+        )
+    )
     try:
         import jsonargparse  # noqa: F401
         import lightning  # noqa: F401
@@ -156,7 +169,7 @@ def runs(
             "fit",
             f"--model.data_path={served.data}",
             *"--model.arch squeezenet1_1 --model.batch_size 8 --model.workers 2 --trainer.max_epochs 2 "
-            "--trainer.limit_train_batches 8 --trainer.limit_val_batches 2 --trainer.accelerator cpu".split(),
+            "--trainer.limit_train_batches 10 --trainer.limit_val_batches 2 --trainer.accelerator cpu".split(),
             ioprof_args=("--warmup-steps", "1"),
         )
     except ImportError:
@@ -299,6 +312,25 @@ def test_a_dataset_that_names_nothing_gets_its_verdict_from_the_kernel(runs: Any
     )
     assert "ZipImages does not say what it reads" in run["report"]  # why no ceiling was measured
     assert "the kernel's split of the waits" in run["report"]
+    _stock_truths(run)
+
+
+def test_a_hugging_face_dataset_is_storage_bound_from_its_arrow_files(runs: Any) -> None:
+    """Rows memory-mapped from an Arrow file on the mount: its bytes come as page faults, which
+    the mount's own counters count; the storage read alone and the rows copied into RAM give
+    both ceilings."""
+    if runs["hf"] is None:
+        pytest.skip("datasets is not installed (pip install -e '.[test]')")
+    run = runs["hf"]
+    cell = _storage_verdict(run, runs["served"].plain_mb_per_s, "fuse-daemon")
+    assert (cell["verdict"]["decided_by"], cell["verdict"]["kernel_call"]) == ("ceilings", "source")
+    r = run["result"]
+    (ceilings,) = [c for c in r["ceilings"] if c["dataset"] == cell["dataset"]]
+    (decode,) = ceilings["decode"][:1]
+    assert decode["cache"]["regime"] == "memory" and "rows (an Arrow table in RAM)" in decode["cache"]["note"]
+    (storage,) = ceilings["storage"][:1]
+    assert storage["cache"]["verified"] and storage["bytes_per_sample"] > 20_000  # a row: a 40 kB JPEG
+    assert storage["read_mb_per_s"] == pytest.approx(runs["served"].plain_mb_per_s, rel=0.15)
     _stock_truths(run)
 
 

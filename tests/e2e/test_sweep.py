@@ -19,13 +19,13 @@ TINY = ["--model", "tiny", "--crop-px", "32", "--batch-size", "4", "--steps", "3
 @pytest.mark.slow
 def test_sweep_end_to_end(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    # a step far slower than any loader here (sim:5, 0.8 s a batch of 4): every cell must be compute-bound,
+    # a step far slower than any loader here (sim:10, 0.4 s a batch of 4): every cell must be compute-bound,
     # even where a loaded machine makes one of the few batches late
     p = ioprof(
-        *"sweep --workers 2 --resolutions 64x48,256x192".split(),
+        *"sweep --workers 2 --resolutions 64x48,256x192 --warmup-steps 1".split(),
         *TINY,
         "--compute",
-        "sim:5",
+        "sim:10",
         "--out",
         str(out),
     )
@@ -39,13 +39,13 @@ def test_sweep_end_to_end(tmp_path: Path) -> None:
         assert (
             c["status"] == "ok" and c["steps"] == 3 and len(c["wait_s"]) == 3 and c["stopped_by"] == "steps"
         )
-        assert c["img_per_s"] == pytest.approx(5.0, rel=0.1)  # the simulated step sets the pace
+        assert c["img_per_s"] == pytest.approx(10.0, rel=0.1)  # the simulated step sets the pace
         assert (c["verdict"]["bottleneck"], c["verdict"]["input_bound"]) == ("compute", "not")
         assert c["requested_bytes"] > 0 and c["fetched"]["method"] in ("block-io", "ram")
         assert c["gpu"]["available"] is False and c["gpu"]["reason"]
     assert data["analysis"]["overall_bottleneck"] == "compute"
     assert data["compute"]["simulated"] is True and data["compute"]["img_per_s"] == pytest.approx(
-        5.0, rel=0.05
+        10.0, rel=0.05
     )
     m = data["machine"]
     assert m["cpu_cores_logical"] >= 1 and m["ram_bytes"] > 0 and m["torch"] and m["torchvision"]

@@ -269,6 +269,7 @@ class Served:
     shard_urls: list[str]  # over HTTP: tar shards of 640 small JPEGs (8 kB)
     plain_mb_per_s: float  # a plain reader of data/train over the mount, one file at a time
     plain_http_mb_per_s: float  # a plain client of the shards over HTTP, one at a time
+    hf: Path | None = None  # on the mount: data/train saved as a Hugging Face dataset (Arrow files)
 
 
 def serve_everything(mount: NetMount) -> Served:
@@ -287,9 +288,34 @@ def serve_everything(mount: NetMount) -> Served:
     generate(DatasetSpec(128, 96, 640, seed=4), src)
     images = find_images(src)
     shards, _, _ = write_shards(images.paths, images.labels, mount.export / "shards", 200_000)
+    hf = save_hf(mount.export / "data" / "train", mount.export / "hf")
     os.sync()
     base = mount.serve_http()
     urls = [f"{base}/shards/{Path(s).name}" for s in shards]
     plain = plain_read(data / "train", 60)
     http = mount.plain_http(urls[:8])
-    return Served(data, mount.mountpoint / "train.zip", urls, plain.bytes_per_s / 1e6, http.bytes_per_s / 1e6)
+    return Served(
+        data,
+        mount.mountpoint / "train.zip",
+        urls,
+        plain.bytes_per_s / 1e6,
+        http.bytes_per_s / 1e6,
+        mount.mountpoint / "hf" if hf else None,
+    )
+
+
+def save_hf(folder: Path, out: Path) -> bool:
+    """``folder``'s class folders of JPEGs saved as a Hugging Face dataset (image bytes and a class
+    label in an Arrow file); False where ``datasets`` is not installed."""
+    try:
+        import datasets
+    except ImportError:
+        return False
+    files = sorted(folder.rglob("*.jpg"))
+    names = sorted({f.parent.name for f in files})
+    ds = datasets.Dataset.from_dict(
+        {"image": [str(f) for f in files], "label": [names.index(f.parent.name) for f in files]},
+        features=datasets.Features({"image": datasets.Image(), "label": datasets.ClassLabel(names=names)}),
+    )
+    ds.save_to_disk(str(out))  # the images' bytes go into the Arrow file: it reads nothing else
+    return True

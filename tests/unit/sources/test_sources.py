@@ -226,3 +226,68 @@ def test_files_a_worker_holds_open_are_found_and_libraries_are_not(small_set: Pa
         p.wait()
         if p.stdout is not None:
             p.stdout.close()
+
+
+def _hf_images(small_set: Path, out: Path):  # type: ignore[no-untyped-def]
+    """A Hugging Face dataset of the small set's JPEGs, saved as Arrow files and mapped back."""
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    files = sorted(str(p) for p in small_set.rglob("*.jpg"))
+    ds = datasets.Dataset.from_dict(
+        {"image": files, "label": [i % 2 for i in range(len(files))]},
+        features=datasets.Features({"image": datasets.Image(), "label": datasets.Value("int64")}),
+    )
+    ds.save_to_disk(str(out))
+    return datasets.load_from_disk(str(out)), len(files)
+
+
+def _to_tensor(batch: dict) -> dict:  # type: ignore[type-arg]
+    from torchvision import transforms
+
+    t = transforms.Compose([transforms.Resize(16), transforms.CenterCrop(16), transforms.ToTensor()])
+    return {"pixel_values": [t(im.convert("RGB")) for im in batch["image"]], "label": batch["label"]}
+
+
+class _Wraps:
+    """A user's torch dataset holding a Hugging Face one, as many training scripts do."""
+
+    def __init__(self, hf) -> None:  # type: ignore[no-untyped-def]
+        self.ds = hf
+
+    def __len__(self) -> int:
+        return len(self.ds)
+
+    def __getitem__(self, i: int):  # type: ignore[no-untyped-def]
+        row = self.ds[i]
+        return row["pixel_values"], row["label"]
+
+
+def test_a_hugging_face_dataset_reads_its_arrow_files_and_its_copy_holds_rows_in_ram(
+    small_set: Path, tmp_path: Path
+) -> None:
+    hf, n = _hf_images(small_set, tmp_path / "saved")
+    hf.set_transform(_to_tensor)
+    for user in (hf, _Wraps(hf)):
+        source = sources.find(user)
+        assert source is not None and source.kind == "arrow" and source.counted_by == "filesystem"
+        assert source.items and all(
+            p.endswith(".arrow") and p.startswith(str(tmp_path)) for p in source.items
+        )
+        view = sources.in_memory(source, user, workers=2)
+        assert not isinstance(view, str), view
+        copy = view.dataset
+        inner = copy if user is hf else copy.ds
+        assert copy is not user and inner is not hf and view.positions == list(range(len(inner)))
+        assert 0 < len(inner) <= 64 and len(hf) == n  # a sample of the rows; the user's keeps them all
+        assert inner.cache_files == [] and hf.cache_files  # the copy maps no file; the user's still does
+        assert type(hf._data).__name__ == "MemoryMappedTable"  # the user's table is not replaced
+        sample = copy[view.positions[0]]
+        pixels = sample["pixel_values"] if user is hf else sample[0]
+        assert tuple(pixels.shape) == (3, 16, 16)  # the user's transform is kept
+    assert "Arrow" in sources.unknown(object()) and "held in memory" not in sources.unknown(object())
+
+
+def test_a_hugging_face_dataset_held_in_memory_names_no_files(small_set: Path, tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    hf = datasets.Dataset.from_dict({"x": [1, 2, 3]})
+    assert sources.find(hf) is None
+    assert "held in memory: it has none" in sources.unknown(hf)
