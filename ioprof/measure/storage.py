@@ -131,6 +131,31 @@ def read_file(path: str, emulated: EmulatedStorage | None = None, evict: bool = 
     return data
 
 
+# A file read alone is read in pieces of this size, so that a reader can stop inside a large one
+# (a tar shard or an Arrow file of hundreds of MB over a slow link) when the probe's time is up.
+READ_PIECE_BYTES = 4 * 2**20
+
+
+def read_until(
+    path: str, stop: threading.Event, evict: bool = False, keep: bool = False
+) -> tuple[int, bytes | None]:
+    """(bytes read, the file's bytes where ``keep`` and it was read whole): ``path`` read in
+    pieces until its end or until ``stop`` is set. ``evict``: drop its pages once read."""
+    n, parts, whole = 0, [], False
+    with open(path, "rb", buffering=0) as f:
+        while not whole:
+            piece = f.read(READ_PIECE_BYTES)  # may come short before the end (a pipe, a network read)
+            whole = not piece
+            n += len(piece)
+            if keep:
+                parts.append(piece)
+            if not whole and stop.is_set():
+                break
+        if evict:
+            drop_after_read(f.fileno())
+    return n, (b"".join(parts) if keep and whole else None)
+
+
 def read_blob(blob: bytes, emulated: EmulatedStorage | None = None) -> bytes:
     """A file's bytes held in memory, delivered as the emulated device would (or at once)."""
     if emulated is not None:
@@ -176,12 +201,18 @@ class _Readers:
     """N threads reading the files of ``order`` one by one, recording each completion; a monitor
     stops them at the cap or once the bandwidth's interval is narrow enough."""
 
-    def __init__(self, order: list[int], read: Callable[[int], int], clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        order: list[int],
+        read: Callable[[int], int],
+        clock: Callable[[], float],
+        stop: threading.Event | None = None,
+    ) -> None:
         self._queue = iter(order)
         self._read = read
         self._clock = clock
         self._lock = threading.Lock()
-        self._stop = threading.Event()
+        self._stop = stop or threading.Event()  # set: the readers end, inside a file where they can
         self.completed_s: list[float] = []
         self.completed_bytes: list[int] = []
         self.latencies: list[float] = []
@@ -278,16 +309,21 @@ def probe_storage(
     else:
         cache = prepare([paths[i] for i in order], regime, fs)
         lock = threading.Lock()
+        stop = threading.Event()
 
         def read(i: int) -> int:
-            data = read_file(paths[i], emulated, cache.evict_after_read)
-            if keep is not None:
+            if emulated is not None:
+                data = read_file(paths[i], emulated, cache.evict_after_read)
+                return len(data)
+            with lock:
+                wanted = keep is not None and sum(map(len, keep.values())) < keep_bytes
+            n, whole = read_until(paths[i], stop, cache.evict_after_read, keep=wanted)
+            if keep is not None and whole is not None:
                 with lock:
-                    if sum(map(len, keep.values())) < keep_bytes:
-                        keep[paths[i]] = data
-            return len(data)
+                    keep[paths[i]] = whole
+            return n
 
-        readers = _Readers(order, read, clock)
+        readers = _Readers(order, read, clock, stop)
     mount, me = MountCounters(fs), psutil.Process()
     before, io_before = mount.snapshot(), me.io_counters()
     stopped_by = readers.run(concurrency, max_seconds)

@@ -218,6 +218,11 @@ def describe(source: Source, label: str, samples: int | None = None) -> DatasetI
         )
         if source.kind == "files":
             return replace(info, samples=samples)
+        if source.kind == "arrow" and info.keeps_pages is False:
+            # a FUSE mount drops a file's pages when it is opened again; an Arrow file is opened and
+            # mapped once, and its faulted pages stay while it is mapped — whether a later epoch
+            # comes from them depends on RAM and on who else opens it: not known, so not claimed
+            info = replace(info, keeps_pages=None)
         # shards, archives: a file holds many samples (bytes per sample: from the probe, where the
         # dataset has no length)
         return replace(

@@ -102,3 +102,52 @@ def test_a_vanished_folder_is_lost_storage_named_in_one_line(tmp_path: Path) -> 
     text = str(e.value)
     assert text.startswith(f"{tmp_path / 'gone'}: the storage stopped answering mid-run") and "\n" not in text
     assert fs.mountpoint in text
+
+
+def test_a_reader_stops_inside_a_large_file_when_the_time_is_up(tmp_path: Path) -> None:
+    """A tar shard or an Arrow file of hundreds of MB over a slow link must not hold the probe's
+    pause past its seconds: the reader ends at the next piece, its bytes so far counted."""
+    import threading
+
+    from ioprof.measure.storage import READ_PIECE_BYTES, read_until
+
+    big = tmp_path / "big.arrow"
+    data = bytes(range(256)) * (10 * 2**20 // 256)
+    big.write_bytes(data)
+    stop = threading.Event()
+    assert read_until(str(big), stop, keep=True) == (len(data), data)  # whole: kept
+    stop.set()
+    n, kept = read_until(str(big), stop, keep=True)
+    assert n == READ_PIECE_BYTES and kept is None  # a part is never kept as the file
+    # in the probe: the cap ends the read inside the file. A slow source: a pipe fed 1 MB each
+    # 0.1 s (60 MB would take 6 s); the probe's 0.5 s end the read within a piece or two
+    import os
+    import time
+
+    fifo = tmp_path / "slow.tar"
+    os.mkfifo(fifo)
+    done = threading.Event()
+
+    def feed() -> None:  # each opening gets its own stream (a look at the file opens it too)
+        while not done.is_set():
+            try:
+                with open(fifo, "wb") as w:
+                    for _ in range(60):
+                        w.write(b"x" * 2**20)
+                        w.flush()
+                        time.sleep(0.1)
+            except BrokenPipeError:  # the reader stopped: what a slow server sees
+                pass
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    fs = filesystem_of(str(tmp_path))
+    t0 = time.perf_counter()
+    try:
+        c = probe_storage([str(fifo)], 1, fs, regime="as-is", max_seconds=0.5)
+    finally:
+        done.set()
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # a feeder waiting to open: let it end
+    assert time.perf_counter() - t0 < 2.5 and c.stopped_by == "seconds", c
+    assert c.files == 1 and 0 < c.bytes < 20 * 2**20
+    feeder.join(5)
