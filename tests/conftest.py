@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import paths
@@ -9,6 +10,13 @@ import pytest
 from ioprof.datasets.synth import DatasetSpec, generate
 
 REPO = paths.REPO
+
+# Started in the background by a shell without job control (`.ci/run &`, nohup), the tests inherit
+# SIGINT ignored, and so would every ioprof they start: Python then never raises KeyboardInterrupt,
+# and the tests of Ctrl-C would see the run finish instead. A handler here is reset to the default
+# in each child at exec, where an ignored signal would stay ignored.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
