@@ -169,7 +169,7 @@ def runs(
             "fit",
             f"--model.data_path={served.data}",
             *"--model.arch squeezenet1_1 --model.batch_size 8 --model.workers 2 --trainer.max_epochs 2 "
-            "--trainer.limit_train_batches 10 --trainer.limit_val_batches 2 --trainer.accelerator cpu".split(),
+            "--trainer.limit_train_batches 15 --trainer.limit_val_batches 2 --trainer.accelerator cpu".split(),
             ioprof_args=("--warmup-steps", "1"),
         )
     except ImportError:

@@ -358,8 +358,8 @@ def test_worker_memory_growth_from_copy_on_read_is_seen_and_costed(tmp_path: Pat
 
     import ioprof
 
-    # memory is read every 2 s (slower where the training process is large, as pytest's is after
-    # the end-to-end tests): 20 s give each worker the 3 readings after its warm-up that a fit needs
+    # memory is read every 2 s or more (the readings are held to 1 % of a core); in the full suite
+    # 10 s left a worker fewer than the 3 readings after its warm-up that a fit needs
     ds = KeepsAList(n=24_000, objects=2_400_000)
     loader = torch.utils.data.DataLoader(ds, batch_size=10, shuffle=False, num_workers=2)
     with ioprof.watch(steps=5000, seconds=20.0, probe=False) as w:
