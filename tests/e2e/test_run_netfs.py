@@ -357,7 +357,11 @@ def test_lightning_is_probed_after_its_first_training_pass(runs: Any) -> None:
     assert roles == ["evaluation", "training"], roles  # the sanity-check validation runs first
     assert r["script"]["probed"] and r["script"]["probe_when"] == "at the end of its first training pass"
     cell = _training(r)
-    assert (cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]) == ("storage", "highly")
+    # its model at 224 px on this CPU takes about what the link feeds (25 img/s): the wait's interval
+    # may straddle the 20 % threshold (borderline), but its upper class is highly, and storage is why
+    v = cell["verdict"]
+    assert v["bottleneck"] == "storage" and v["input_bound_range"][1] == "highly", v
+    assert v["input_bound"] in ("highly", "borderline"), v
     assert cell["fetched_mb_per_s"] == pytest.approx(runs["served"].plain_mb_per_s, rel=0.15)
     _stock_truths(run)
 
