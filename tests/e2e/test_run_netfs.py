@@ -168,7 +168,7 @@ def runs(
             str(THIRDPARTY / "lightning_imagenet" / "imagenet.py"),
             "fit",
             f"--model.data_path={served.data}",
-            *"--model.arch squeezenet1_1 --model.batch_size 8 --model.workers 2 --trainer.max_epochs 2 "
+            *"--model.arch mobilenet_v3_small --model.batch_size 8 --model.workers 2 --trainer.max_epochs 2 "
             "--trainer.limit_train_batches 15 --trainer.limit_val_batches 2 --trainer.accelerator cpu".split(),
             ioprof_args=("--warmup-steps", "1"),
         )
@@ -357,11 +357,10 @@ def test_lightning_is_probed_after_its_first_training_pass(runs: Any) -> None:
     assert roles == ["evaluation", "training"], roles  # the sanity-check validation runs first
     assert r["script"]["probed"] and r["script"]["probe_when"] == "at the end of its first training pass"
     cell = _training(r)
-    # its model at 224 px on this CPU takes about what the link feeds (25 img/s): the wait's interval
-    # may straddle the 20 % threshold (borderline), but its upper class is highly, and storage is why
+    # a model light enough at 224 px (mobilenet_v3_small) that the 8 Mbit link, not the CPU, sets
+    # the pace: squeezenet1_1 trained at about what the link feeds and read borderline
     v = cell["verdict"]
-    assert v["bottleneck"] == "storage" and v["input_bound_range"][1] == "highly", v
-    assert v["input_bound"] in ("highly", "borderline"), v
+    assert (v["bottleneck"], v["input_bound"]) == ("storage", "highly"), v
     assert cell["fetched_mb_per_s"] == pytest.approx(runs["served"].plain_mb_per_s, rel=0.15)
     _stock_truths(run)
 
