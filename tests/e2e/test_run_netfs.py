@@ -98,7 +98,9 @@ def runs(
         sys.executable,
         str(THIRDPARTY / "pytorch_examples_imagenet" / "main.py"),
         str(served.data),
-        *"-a mobilenet_v3_small -b 8 -j 2 --epochs 2 --no-accel".split(),
+        # four epochs: a window of about 40 steps holds its wait share's interval to about ±0.06
+        # (two gave about 20 steps and ±0.13, which a loaded machine pushed across 20 %)
+        *"-a mobilenet_v3_small -b 8 -j 2 --epochs 4 --no-accel".split(),
     )
     try:
         import timm  # noqa: F401
@@ -237,7 +239,7 @@ def test_the_imagenet_example_on_a_slow_link_is_storage_bound(runs: Any) -> None
     r = run["result"]
     train, val = r["loaders"]
     assert (train["role"], val["role"]) == ("training", "evaluation")
-    assert (train["persistent_workers"], train["num_workers"], train["passes"]) == (False, 2, 2)
+    assert (train["persistent_workers"], train["num_workers"], train["passes"]) == (False, 2, 4)
     cell = _storage_verdict(run, runs["served"].plain_mb_per_s, "fuse-daemon")
     assert r["analysis"]["overall_dataset"] == "loader 1"
     assert cell["io"]["read_chars"] > 0 and cell["requested_mb_per_s"] == pytest.approx(

@@ -309,10 +309,13 @@ def test_watch_names_a_planted_slow_transform_first(small_set: Path) -> None:
         ]
     )
     ds = datasets.ImageFolder(str(small_set), tf)
-    loader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=2)
+    # batches of 2: 24 in the pass, so the window (7 skipped: warm-up and the workers' first
+    # batches, then 6) fills inside it with room to spare
+    loader = torch.utils.data.DataLoader(ds, batch_size=2, shuffle=True, num_workers=2)
     with ioprof.watch(steps=6, probe=False) as w:
-        _tiny_training(loader, steps=12)
+        _tiny_training(loader, steps=20)
     (cell,) = w.result().cells
+    assert cell.steps == 6  # the window filled: not cut short by the end of the pass
     assert cell.inside is not None and cell.inside.stages is not None
     s = cell.inside.stages
     assert s.worker[0].name == "GaussianBlur" and {"read", "decode", "collate"} <= {
@@ -323,7 +326,7 @@ def test_watch_names_a_planted_slow_transform_first(small_set: Path) -> None:
     assert (
         cell.inside.memory is not None
         and cell.inside.memory.workers == 2
-        and cell.inside.memory.batch_bytes == 4 * (3 * 32 * 32 * 4 + 8)
+        and cell.inside.memory.batch_bytes == 2 * (3 * 32 * 32 * 4 + 8)
     )
     assert "| GaussianBlur |" in report.render_markdown(w.result())
     assert loader.worker_init_fn is None
