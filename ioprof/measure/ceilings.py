@@ -11,7 +11,7 @@ from ioprof.core.config import ComputeSpec, LoaderSetting
 from ioprof.core.results import ComputeCeiling, DecodeCeiling, ProbeFailure, StorageCeiling
 from ioprof.datasets.dataset import Dataset
 from ioprof.measure.compute import TrainStep, probe_compute
-from ioprof.measure.decode import probe_decode
+from ioprof.measure.decode import above_compute, probe_decode
 from ioprof.measure.inside import ShmTooSmall, shm_failure, shm_note
 from ioprof.measure.sample import MemorySample
 from ioprof.measure.session import Progress, Session
@@ -81,14 +81,22 @@ def decode_ceilings(
     seed: int,
     start_method: str | None,
     progress: Progress,
+    compute: ComputeCeiling | None = None,
 ) -> tuple[tuple[DecodeCeiling, ...], tuple[ProbeFailure, ...]]:
-    """The decode ceiling of each loader setting, from the in-memory sample."""
+    """The decode ceiling of each loader setting, from the in-memory sample (each stops early once
+    wholly above twice the ``compute`` ceiling, where given: ``decode.above_compute``)."""
     out: list[DecodeCeiling] = []
     failed: list[ProbeFailure] = []
     for setting in settings:
         try:
             d = probe_decode(
-                sample, setting, crop_px=crop_px, batch_size=batch_size, seed=seed, start_method=start_method
+                sample,
+                setting,
+                crop_px=crop_px,
+                batch_size=batch_size,
+                seed=seed,
+                start_method=start_method,
+                above_img_per_s=above_compute(compute),
             )
         except RuntimeError as e:  # a loader worker died: no ceiling for this setting
             if shm_failure(e) and not isinstance(e, ShmTooSmall):

@@ -5,17 +5,21 @@ process beforehand (``datasets.sample``), because the page cache cannot be trust
 (FUSE drops pages at every open; a dataset larger than RAM is evicted). After the start-up burst
 (one batch per worker arriving together), each batch's arrival time is recorded; the rate and
 its 95 % interval rest on those samples, and the probe stops once the interval is within ±5 % at
-one of its fixed looks (``stats.is_look``) or at its cap.
+one of its fixed looks (``stats.is_look``), once it lies wholly above ``DECODE_ABOVE_COMPUTE`` ×
+the compute ceiling (``above_img_per_s``: decode cannot be what limits training there), or at its
+cap.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterator
 
 from ioprof.core.config import TARGET_REL_HALF_WIDTH, LoaderSetting
-from ioprof.core.results import CacheInfo, DecodeCeiling
-from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, ratio_interval
+from ioprof.core.results import CacheInfo, ComputeCeiling, DecodeCeiling
+from ioprof.core.stats import LOOKS, MIN_BATCHES, Interval, Looks, ratio_interval
+from ioprof.core.thresholds import DECODE_ABOVE_COMPUTE
 from ioprof.measure.loader import Batch, make_loader
 from ioprof.measure.sample import MemorySample
 
@@ -23,6 +27,27 @@ from ioprof.measure.sample import MemorySample
 DECODE_PROBE_MIN_S = 2.0
 DECODE_PROBE_MIN_BATCHES_PER_WORKER = 4
 DECODE_PROBE_MAX_S = 8.0  # looks at about 2, 4 and 8 s: a ceiling, not a cell, needs no longer
+
+
+def _stop_reason(interval: Interval, above_img_per_s: float | None) -> str:
+    """Why a look stops the probe ("" to go on): a narrow interval, or one wholly above the rate
+    it competes with."""
+    if interval.batches < MIN_BATCHES:
+        return ""
+    if interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
+        return "interval"
+    if above_img_per_s is not None and interval.known and interval.low >= above_img_per_s:
+        return "above-compute"
+    return ""
+
+
+def above_compute(compute: ComputeCeiling | None) -> float | None:
+    """The rate a decode ceiling stops at once wholly above: DECODE_ABOVE_COMPUTE × the compute
+    ceiling's upper bound (None without a compute ceiling)."""
+    if compute is None:
+        return None
+    high = compute.throughput().high  # a simulated rate is exact; an unknown interval: inf
+    return DECODE_ABOVE_COMPUTE * high if math.isfinite(high) else None
 
 
 def warmup_batches(setting: LoaderSetting) -> int:
@@ -41,9 +66,12 @@ def probe_decode(
     start_method: str | None = None,
     min_seconds: float = DECODE_PROBE_MIN_S,
     max_seconds: float = DECODE_PROBE_MAX_S,
+    above_img_per_s: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> DecodeCeiling:
-    """Images per second the loader produces from memory at ``setting``, with raw batch samples."""
+    """Images per second the loader produces from memory at ``setting``, with raw batch samples.
+    ``above_img_per_s``: a rate this ceiling need not be told apart from once its interval lies
+    wholly above it (stopped by ``above-compute``)."""
     warm = warmup_batches(setting)
     # The sampler draws indices lazily, one permutation per pass: a generous count costs nothing.
     dl = make_loader(
@@ -60,7 +88,7 @@ def probe_decode(
     images: list[int] = []
     spans: list[float] = []
     looks = Looks(DECODE_PROBE_MIN_BATCHES_PER_WORKER * setting.concurrency, min_seconds)
-    stopped_by = "seconds"
+    stopped_by = ""
     it: Iterator[Batch] = iter(dl)
     try:
         for _ in range(warm):
@@ -75,12 +103,13 @@ def probe_decode(
                 break
             if looks.due(len(spans), now - started):
                 interval = ratio_interval([float(n) for n in images], spans, setting.concurrency, LOOKS)
-                if interval.batches >= MIN_BATCHES and interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
-                    stopped_by = "interval"
+                stopped_by = _stop_reason(interval, above_img_per_s)
+                if stopped_by:
                     break
     finally:
         del it
     elapsed = max(sum(spans), 1e-9)
+    stopped_by = stopped_by or "seconds"
     return DecodeCeiling(
         loader=setting.kind,
         workers=setting.workers,

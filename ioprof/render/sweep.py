@@ -12,7 +12,11 @@ from ioprof.core.findings import CpuIsTheDevice, FetchedAboveStorage
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import CellResult, DatasetCeilings, DatasetInfo, SweepResult
 from ioprof.core.stats import INTERIM_LOOKS, LOOKS, looks_level, share_below, summarize
-from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
+from ioprof.core.thresholds import (
+    DECODE_ABOVE_COMPUTE,
+    HIGHLY_INPUT_BOUND_SHARE,
+    MODERATELY_INPUT_BOUND_SHARE,
+)
 from ioprof.render import inside, words
 from ioprof.render.fmt import mb, ms, pct, rate, rate_ci, share_ci
 from ioprof.render.mdtable import table
@@ -355,6 +359,14 @@ def _storage_table(dc: DatasetCeilings) -> list[str]:
     return out + [f"> {n}" for n in notes] + ([""] if notes else [])
 
 
+# why a decode ceiling's probe stopped, in words (``measure.decode``)
+DECODE_STOPS = {
+    "interval": "interval ±5 %",
+    "above-compute": f"interval above {DECODE_ABOVE_COMPUTE:g}× compute",
+    "seconds": "time cap",
+}
+
+
 def _decode_table(dc: DatasetCeilings) -> list[str]:
     rows = [
         [
@@ -362,7 +374,7 @@ def _decode_table(dc: DatasetCeilings) -> list[str]:
             rate_ci(d.throughput()),
             rate(d.img_per_s / d.workers) if d.workers else rate(d.img_per_s),
             str(d.images),
-            d.stopped_by,
+            DECODE_STOPS.get(d.stopped_by, d.stopped_by),
         ]
         for d in dc.decode
     ]

@@ -221,6 +221,7 @@ def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress:
         seed=config.seed,
         start_method=config.start_method,
         progress=progress,
+        compute=compute,
     )
     sample, sample_bytes = pick_sample(dataset.images.paths, config.seed)
     progress(f"current location {dataset.info.path}: reading cold, read-only…")

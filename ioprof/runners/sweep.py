@@ -207,6 +207,7 @@ def _dataset_ceilings(
             seed=config.seed,
             start_method=config.start_method,
             progress=progress,
+            compute=tally.compute,
         )
         tally.probe_failures.extend(failed)
     if storage or decode:

@@ -121,6 +121,31 @@ def test_decode_probe_runs_from_memory_with_an_interval(small_set: Path) -> None
     assert d.stopped_by in ("interval", "seconds")
 
 
+def test_a_decode_ceiling_far_above_compute_stops_at_its_first_look(small_set: Path) -> None:
+    """A decode ceiling wholly above twice the compute ceiling decides nothing more by narrowing:
+    it stops at its first look (about min_seconds), not at its cap; one that is not, does not."""
+    from ioprof.core.stats import Interval
+    from ioprof.measure.decode import _stop_reason
+
+    sample = load_sample(find_images(small_set), filesystem_of(small_set), seed=0)
+    d = probe_decode(
+        sample,
+        LoaderSetting.serial(),
+        crop_px=32,
+        batch_size=8,
+        min_seconds=0.3,
+        max_seconds=6.0,
+        above_img_per_s=1.0,  # any decode on any machine lies above 1 img/s
+    )
+    assert d.stopped_by in ("above-compute", "interval") and d.elapsed_s < 2.0, (d.stopped_by, d.elapsed_s)
+    # the rule itself: wide and above → stop; wide and touching the rate → go on; narrow → stop
+    wide = Interval(100.0, 80.0, 120.0, 10)
+    assert _stop_reason(wide, 79.0) == "above-compute"
+    assert _stop_reason(wide, 81.0) == "" and _stop_reason(wide, None) == ""
+    assert _stop_reason(Interval(100.0, 96.0, 104.0, 10), None) == "interval"
+    assert _stop_reason(Interval(100.0, 80.0, 120.0, 4), 1.0) == ""  # too few batch means to look
+
+
 def test_decode_probe_never_touches_storage(small_set: Path, tmp_path: Path) -> None:
     """The sample is read once; decoding it again and again needs no file at all."""
     import shutil
