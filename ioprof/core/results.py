@@ -325,6 +325,7 @@ class StorageCeiling:
     latency_kind: str = "whole file"  # what latency_s times: a whole file's read, or its first byte (streams)
     where: str = ""  # what was read, when not files on a filesystem: "http://host:port", "a command"
     bytes_per_sample: float | None = None  # items of many samples (shards): img/s is MB/s ÷ this
+    retries: int = 0  # requests the client had to repeat (an object store's throttling, 5xx, drops)
 
     def _spans(self) -> list[float]:
         if not self.completed_s:  # a schema-1 file kept no completions: no interval

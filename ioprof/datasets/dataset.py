@@ -7,10 +7,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ioprof.core.results import DatasetInfo
+from ioprof.datasets import objects
 from ioprof.datasets.cache import ensure_datasets
 from ioprof.datasets.discover import ImageList, describe, find_images
 from ioprof.datasets.synth import DatasetSpec
-from ioprof.host.pagecache import FilesystemInfo, filesystem_of
+from ioprof.host.pagecache import OBJECT_STORE_FS_TYPE, FilesystemInfo, filesystem_of
+
+# An object store's images: the first bytes of this many are read for their resolution.
+STORE_HEADER_OBJECTS = 8
+STORE_HEADER_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -38,8 +43,14 @@ def load_datasets(
     seed: int,
     cache_dir: str | None,
     progress: Callable[[str], None],
+    stores: bool = False,
 ) -> list[Dataset]:
-    """The user's dataset (``data_path``) or the generated ones at ``resolutions``, described."""
+    """The user's dataset (``data_path``) or the generated ones at ``resolutions``, described.
+    ``stores``: the caller reads an object store (``s3://…``); others get a one-line error."""
+    if data_path is not None and objects.is_store_url(data_path):
+        if not stores:
+            raise objects.not_yet("--data", data_path)
+        return [store_dataset(data_path, seed=seed, progress=progress)]
     if data_path:
         images = find_images(data_path)
         return [
@@ -56,3 +67,52 @@ def load_datasets(
             Dataset(describe(images, spec.label, generated=True, seed=seed), images, filesystem_of(root))
         )
     return out
+
+
+def store_dataset(url: str, *, seed: int, progress: Callable[[str], None]) -> Dataset:
+    """The images under an object store's prefix (listing bounded: ``objects.MAX_LISTED``),
+    described from the listing and the first bytes of a few of them."""
+    import io
+    import random
+
+    from PIL import Image
+
+    listing = objects.list_images(url)
+    more = f" (the first {len(listing.urls):,} listed: the prefix holds more)" if listing.truncated else ""
+    progress(
+        f"{url}: {len(listing.urls):,} images in {len(listing.classes)} class(es), {sum(listing.sizes) / 1e6:,.1f} MB"
+        f"{more}, listed in {listing.requests} request(s) at {objects.endpoint()}"
+    )
+    widths, heights = [], []
+    for u in random.Random(seed).sample(list(listing.urls), min(STORE_HEADER_OBJECTS, len(listing.urls))):
+        try:
+            with Image.open(io.BytesIO(objects.read_object(u, STORE_HEADER_BYTES))) as im:
+                widths.append(im.width)
+                heights.append(im.height)
+        except (OSError, ValueError, Image.DecompressionBombError):
+            continue
+    total = sum(listing.sizes)
+    mean_bytes = total / len(listing.sizes)
+    mean_w = sum(widths) / len(widths) if widths else None
+    mean_h = sum(heights) / len(heights) if heights else None
+    nested = listing.classes != ("",)
+    info = DatasetInfo(
+        label=url,
+        path=url,
+        generated=False,
+        files=len(listing.urls),
+        total_bytes=total,
+        mean_file_bytes=mean_bytes,
+        mean_width_px=mean_w,
+        mean_height_px=mean_h,
+        bits_per_pixel=mean_bytes * 8 / (mean_w * mean_h) if mean_w and mean_h else None,
+        fs_type=OBJECT_STORE_FS_TYPE,
+        mount_source=objects.endpoint(),
+        classes=len(listing.classes) if nested else None,
+        fs_kind="network",
+        keeps_pages=False,  # nothing on this host keeps an object's bytes between GETs
+    )
+    images = ImageList(
+        url, listing.urls, listing.labels, listing.classes, "imagefolder" if nested else "flat"
+    )
+    return Dataset(info, images, FilesystemInfo(OBJECT_STORE_FS_TYPE, url, objects.endpoint()))

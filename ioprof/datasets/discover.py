@@ -12,6 +12,7 @@ from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, has_file_a
 
 from ioprof.core.errors import IoprofError
 from ioprof.core.results import DatasetInfo
+from ioprof.datasets import objects
 from ioprof.host.pagecache import filesystem_of, keeps_pages
 
 # Image dimensions are read from the headers of at most this many files (headers only: cheap).
@@ -37,6 +38,8 @@ def _flat_images(root: Path) -> list[str]:
 
 def find_images(path: str | os.PathLike[str], flag: str = "--data") -> ImageList:
     """List the images under ``path``; a clear IoprofError naming the path when there are none."""
+    if str(path).startswith(("s3://", "http://", "https://")):
+        raise objects.not_yet(flag, str(path))
     root = Path(path)
     if not root.exists():
         raise IoprofError(f"{flag} {path}: no such directory; pass a folder of images or an ImageFolder tree")

@@ -24,10 +24,26 @@ from ioprof.core.results import CacheInfo
 
 # Filesystems where POSIX_FADV_DONTNEED cannot drop the data: the page cache *is* the storage.
 RAM_BACKED_FS_TYPES = frozenset({"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"})
-# Network filesystems (kernel clients): eviction drops only this client's cache; the server may
-# still hold the data. Block I/O counters (read_bytes) never see their reads.
+# An S3-compatible object store (``--data s3://…``): not a mount, read over HTTP by a client.
+OBJECT_STORE_FS_TYPE = "s3"
+# Network filesystems (kernel clients) and object stores: eviction drops only this client's cache;
+# the server may still hold the data. Block I/O counters (read_bytes) never see their reads.
 NETWORK_FS_TYPES = frozenset(
-    {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "lustre", "gpfs", "beegfs", "ceph", "afs", "virtiofs"}
+    {
+        OBJECT_STORE_FS_TYPE,
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "9p",
+        "lustre",
+        "gpfs",
+        "beegfs",
+        "ceph",
+        "afs",
+        "virtiofs",
+    }
 )
 # Local filesystems on block devices: their reads show up in the reader's read_bytes.
 BLOCK_FS_TYPES = frozenset(

@@ -5,20 +5,28 @@ an in-memory sample at each setting). Each reports what it measured through ``pr
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ioprof.core.config import ComputeSpec, LoaderSetting
+from ioprof.core.errors import IoprofError
 from ioprof.core.results import ComputeCeiling, DecodeCeiling, ProbeFailure, StorageCeiling
+from ioprof.datasets import objects
 from ioprof.datasets.dataset import Dataset
+from ioprof.host.pagecache import OBJECT_STORE_FS_TYPE
 from ioprof.measure.compute import TrainStep, probe_compute
 from ioprof.measure.decode import above_compute, probe_decode
 from ioprof.measure.inside import ShmTooSmall, shm_failure, shm_note
 from ioprof.measure.sample import MemorySample
 from ioprof.measure.session import Progress, Session
-from ioprof.measure.storage import EmulatedStorage, probe_storage
+from ioprof.measure.storage import STORAGE_PROBE_MAX_S, EmulatedStorage, probe_storage
+from ioprof.measure.streams import probe_streams
 
 # Storage probe: at most this many files per concurrency level (a shuffled sample of the dataset).
 STORAGE_PROBE_MAX_FILES = 2000
+# An object store's level reads objects no earlier level read, when at least this many per reader are left.
+STORE_MIN_FRESH_PER_READER = 8
 
 
 def compute_ceiling(
@@ -49,7 +57,10 @@ def storage_ceilings(
     progress: Progress,
 ) -> tuple[tuple[StorageCeiling, ...], StorageCeiling | None]:
     """Storage at each concurrency; with emulated storage, through the emulated device over the
-    in-memory sample, plus the real device at one reader (to warn when it is slower)."""
+    in-memory sample, plus the real device at one reader (to warn when it is slower). Objects in
+    a store: ``store_ceilings``."""
+    if ds.fs.fs_type == OBJECT_STORE_FS_TYPE:
+        return store_ceilings(ds, concurrencies, seed=seed, progress=progress), None
     out = []
     for c in concurrencies:
         if emulated is not None and sample is not None:
@@ -69,6 +80,42 @@ def storage_ceilings(
         )
         progress.measured(real, dataset=f"{ds.label} (the real device)")
     return tuple(out), real
+
+
+def store_ceilings(
+    ds: Dataset, concurrencies: Sequence[int], *, seed: int, progress: Progress
+) -> tuple[StorageCeiling, ...]:
+    """An object store's objects read as streams (GETs) at each concurrency: MB/s, objects/s,
+    first-byte latency. A store cannot be made cold, so each level reads objects no earlier level
+    read (shuffled); where too few are left, it reads them again and says so."""
+    order = list(ds.images.paths)
+    random.Random(seed).shuffle(order)
+    out: list[StorageCeiling] = []
+    start = 0
+    for c in concurrencies:
+        fresh = order[start:]
+        again = len(fresh) < STORE_MIN_FRESH_PER_READER * c
+        before = objects.retries()
+        try:
+            s = probe_streams(
+                order if again else fresh,
+                objects.opened,
+                c,
+                bytes_per_sample=None,
+                where=f"the store at {objects.endpoint()}",
+                max_seconds=STORAGE_PROBE_MAX_S,
+            )
+        except OSError as e:  # not one object could be read: the store went away, or refuses
+            done = f"; {len(out)} level(s) measured before it" if out else ""
+            raise IoprofError(f"{e} (reading at {c} concurrent requests{done})") from None
+        s = replace(s, retries=objects.retries() - before)
+        if again:
+            note = f"{s.cache.note}; objects read again: the prefix holds too few for this level to read new ones, and the store may cache them"
+            s = replace(s, cache=replace(s.cache, verified=False, note=note))
+        start = 0 if again else start + s.files + c  # those in flight when it stopped, too
+        out.append(s)
+        progress.measured(s, dataset=ds.label)
+    return tuple(out)
 
 
 def decode_ceilings(

@@ -23,6 +23,11 @@ from ioprof.core.stats import LOOKS, is_look, percentile, ratio_interval
 from ioprof.measure.storage import Readers
 
 CHUNK_BYTES = 256 * 1024
+# Items failing one after another with none read between: the source went away or refuses every
+# request — the reading stops and fails (its rate would be the time spent failing), instead of
+# trying every item left, each through the client's retries. A ConnectionError (refused, reset:
+# the client already retried it) stops it at once.
+FAILURES_IN_A_ROW = 5
 FIRST_LOOK = 40  # chunks: 10 MB before the interval may stop the reading
 _MONITOR_S = 0.1
 
@@ -43,6 +48,7 @@ class _Streams:
         self.items_done = 0
         self.items_read = 0
         self.items_failed = 0
+        self.failed_in_row = 0
         self.errors: list[str] = []
 
     def reader(self) -> None:
@@ -56,7 +62,12 @@ class _Streams:
             except OSError as e:
                 with self._lock:
                     self.items_failed += 1
-                    self.errors.append(f"{item}: {e}")
+                    self.failed_in_row += 1
+                    self.errors.append(str(e) if str(e).startswith(item) else f"{item}: {e}")
+                    if isinstance(e, ConnectionError):  # refused or reset: the source is gone
+                        self.failed_in_row = FAILURES_IN_A_ROW
+                    if self.failed_in_row >= FAILURES_IN_A_ROW:
+                        self.stop.set()
 
     def _read(self, item: str) -> None:
         t0 = self._clock()
@@ -73,6 +84,7 @@ class _Streams:
                     if first:  # an item counts as read from its first chunk (a shard may not finish)
                         self.first_byte_s.append(now - t0)
                         self.items_read += 1
+                        self.failed_in_row = 0
                         first = False
                     self.chunk_s.append(now - self.started)
                     self.chunk_bytes.append(len(data))
@@ -115,8 +127,8 @@ def probe_streams(
     finally:
         streams.stop.set()
         threads.join()
-    if not streams.chunk_s and streams.errors:
-        raise OSError(streams.errors[0])
+    if streams.failed_in_row >= FAILURES_IN_A_ROW or (not streams.chunk_s and streams.errors):
+        raise OSError(streams.errors[-1])
     elapsed = max(max(streams.chunk_s, default=0.0), 1e-9)
     total = sum(streams.chunk_bytes)
     lat = streams.first_byte_s

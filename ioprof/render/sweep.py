@@ -309,7 +309,8 @@ def _compute_lines(result: SweepResult) -> list[str]:
             else "not asked for"
         )
         out.append(f"- **Transfer**: not measured — {why}.")
-    if result.machine.virtual_machine and result.ceilings:
+    on_disk = any(s.latency_kind != "first byte" for dc in result.ceilings for s in dc.storage)
+    if result.machine.virtual_machine and on_disk:
         out.append(
             "- This machine is a virtual machine: its host may cache the virtual disk, so a read that is cold "
             "inside the VM (evicted, verified, and counted as fetched) can still be faster than the physical device."
@@ -333,12 +334,15 @@ def _storage_table(dc: DatasetCeilings) -> list[str]:
     ]
     emu = dc.storage[0].emulated
     title = f"Storage — raw reads, shuffled, {'**emulated ' + emu + '** (from an in-memory sample)' if emu else 'real device'}"
+    streams = dc.storage[0].latency_kind == "first byte"
+    if streams:  # objects or shards over the network: GETs, timed to their first byte
+        title = f"Storage — read whole as streams from {dc.storage[0].where}, shuffled"
     head = [
         "readers",
         "MB/s",
-        "files/s (= img/s it feeds)",
-        "latency p50",
-        "latency p99",
+        "objects/s (= img/s it feeds)" if streams else "files/s (= img/s it feeds)",
+        "first byte p50" if streams else "latency p50",
+        "first byte p99" if streams else "latency p99",
         "fetched (counted by)",
         "cache",
         "stopped by",
@@ -356,6 +360,17 @@ def _storage_table(dc: DatasetCeilings) -> list[str]:
         for s in dc.storage
         if s.unreadable_files
     ][:1]
+    if streams:
+        notes.append(
+            f"{sum(s.files for s in dc.storage):,} GET requests read {mb(sum(s.bytes for s in dc.storage))} "
+            "(an object store bills both)"
+        )
+    repeated = sum(s.retries for s in dc.storage)
+    if repeated:
+        notes.append(
+            f"the client repeated {repeated:,} of {sum(s.files for s in dc.storage):,} requests "
+            "(throttling, 5xx replies or dropped connections): each costs a request"
+        )
     return out + [f"> {n}" for n in notes] + ([""] if notes else [])
 
 

@@ -33,6 +33,7 @@ from ioprof.datasets.synth import DatasetSpec, generate
 TOOLS = ("ip", "tc", "sshfs", "sshd", "ssh", "ssh-keygen", "fusermount3")
 PORT = 2222
 HTTP_PORT = 8088
+S3_PORT = 5000
 # tbf needs a burst larger than one packet; lo's MTU is 64 kB
 BURST = "256kb"
 
@@ -63,6 +64,7 @@ class NetMount:
     rate_mbit: float
     sshfs: subprocess.Popen[bytes]
     http: subprocess.Popen[bytes] | None = None
+    s3: subprocess.Popen[bytes] | None = None
 
     def in_namespace(self, *command: str) -> list[str]:
         """``command`` run inside the namespace: it reaches the HTTP server over the shaped link."""
@@ -85,17 +87,99 @@ class NetMount:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            deadline = time.monotonic() + 20
-            while subprocess.run(
-                self.in_namespace(
-                    "python3", "-c", f"import socket; socket.create_connection(('127.0.0.1', {HTTP_PORT}), 1)"
-                ),
-                capture_output=True,
-            ).returncode:
-                if time.monotonic() > deadline or self.http.poll() is not None:
-                    raise RuntimeError("the HTTP server in the namespace did not start")
-                time.sleep(0.2)
+            self._wait_port(HTTP_PORT, self.http, "the HTTP server")
         return f"http://127.0.0.1:{HTTP_PORT}"
+
+    def _wait_port(self, port: int, proc: subprocess.Popen[bytes], what: str) -> None:
+        deadline = time.monotonic() + 30
+        while subprocess.run(
+            self.in_namespace(
+                "python3", "-c", f"import socket; socket.create_connection(('127.0.0.1', {port}), 1)"
+            ),
+            capture_output=True,
+        ).returncode:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError(f"{what} in the namespace did not start")
+            time.sleep(0.2)
+
+    def serve_s3(self) -> dict[str, str]:
+        """An S3-API server (moto's) inside the namespace, behind the shaped link; returns the
+        environment a client in the namespace needs (endpoint, any credentials: moto takes all)."""
+        if self.s3 is None:
+            self.s3 = subprocess.Popen(
+                self.in_namespace(sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(S3_PORT)),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            self._wait_port(S3_PORT, self.s3, "the S3 server")
+        return {
+            "AWS_ENDPOINT_URL": f"http://127.0.0.1:{S3_PORT}",
+            "AWS_ACCESS_KEY_ID": "ioprof-test",
+            "AWS_SECRET_ACCESS_KEY": "ioprof-test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
+
+    def stop_s3(self) -> None:
+        """Stop the S3 server: every request after fails to connect."""
+        if self.s3 is not None:
+            self.s3.kill()
+            self.s3.wait(timeout=10)
+            self.s3 = None  # serve_s3 starts a new, empty one
+
+    def s3_client(self, code: str, *args: str, env: dict[str, str]) -> str:
+        """Run ``code`` (python, with ``c``: a boto3 S3 client) inside the namespace; its stdout."""
+        out = subprocess.run(
+            self.in_namespace(
+                sys.executable, "-c", "import boto3, sys, json, time\nc = boto3.client('s3')\n" + code, *args
+            ),
+            capture_output=True,
+            text=True,
+            env={**os.environ, **env},
+            timeout=300,
+        )
+        if out.returncode:
+            raise RuntimeError(out.stderr[-2000:])
+        return out.stdout
+
+    def upload_s3(self, folder: Path, bucket: str, prefix: str, env: dict[str, str], copies: int = 1) -> int:
+        """``folder``'s files put under ``s3://bucket/prefix/`` (at a fast rate, then the link's
+        again); ``copies``: each file that many times, as ``0-NAME``, ``1-NAME``…"""
+        rate = self.rate_mbit
+        self.set_rate(1000)
+        try:
+            return int(
+                self.s3_client(
+                    "import pathlib\nroot = pathlib.Path(sys.argv[1]); n = 0\n"
+                    "c.create_bucket(Bucket=sys.argv[2])\n"
+                    "for f in sorted(p for p in root.rglob('*') if p.is_file()):\n"
+                    "    for i in range(int(sys.argv[4])):\n"
+                    "        rel = f.relative_to(root)\n"
+                    "        key = f'{sys.argv[3]}/{rel.parent}/{i}-{rel.name}'\n"
+                    "        c.upload_file(str(f), sys.argv[2], key); n += 1\n"
+                    "print(n)",
+                    str(folder),
+                    bucket,
+                    prefix,
+                    str(copies),
+                    env=env,
+                )
+            )
+        finally:
+            self.set_rate(rate)
+
+    def plain_s3(self, bucket: str, keys: list[str], env: dict[str, str]) -> PlainRead:
+        """What a plain boto3 client gets over the link: each object read once, one at a time."""
+        files, total, seconds = json.loads(
+            self.s3_client(
+                "keys = json.loads(sys.argv[2]); t0 = time.perf_counter(); n = 0\n"
+                "for k in keys: n += len(c.get_object(Bucket=sys.argv[1], Key=k)['Body'].read())\n"
+                "print(json.dumps([len(keys), n, time.perf_counter() - t0]))",
+                bucket,
+                json.dumps(keys),
+                env=env,
+            )
+        )
+        return PlainRead(files, total, seconds)
 
     def plain_http(self, urls: list[str]) -> PlainRead:
         """What a plain client gets over the link: each URL read once, in order, one at a time."""
@@ -240,7 +324,7 @@ def net_mount(workdir: Path, rate_mbit: float) -> Iterator[NetMount]:
         yield mounted
     finally:
         subprocess.run(["fusermount3", "-u", "-z", str(mnt)], capture_output=True, check=False)
-        for p in (sshfs, sshd, mounted.http if mounted is not None else None):
+        for p in (sshfs, sshd, *((mounted.http, mounted.s3) if mounted is not None else ())):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()

@@ -151,3 +151,42 @@ def test_a_reader_stops_inside_a_large_file_when_the_time_is_up(tmp_path: Path) 
     assert time.perf_counter() - t0 < 2.5 and c.stopped_by == "seconds", c
     assert c.files == 1 and 0 < c.bytes < 20 * 2**20
     feeder.join(5)
+
+
+def test_a_source_that_goes_away_mid_read_fails_the_reading_at_once() -> None:
+    """Streams: after FAILURES_IN_A_ROW items fail one after another (the store went away), the
+    reading stops and fails with the last reason — it does not try the hundreds of items left,
+    each through a client's retries; a few bad items among good ones are only counted."""
+    import io
+    import time
+    from contextlib import contextmanager
+
+    from ioprof.measure.streams import FAILURES_IN_A_ROW, probe_streams
+
+    tried: list[str] = []
+
+    def opener(gone_after: int, bad: frozenset[str] = frozenset()):  # type: ignore[no-untyped-def]
+        @contextmanager
+        def open_item(item: str):  # type: ignore[no-untyped-def]
+            tried.append(item)
+            if len(tried) > gone_after or item in bad:
+                time.sleep(0.01)
+                raise OSError(f"{item}: cannot reach the store")
+            yield io.BytesIO(b"x" * 1000)
+
+        return open_item
+
+    items = [f"s3://b/{i}.jpg" for i in range(500)]
+    with pytest.raises(OSError, match="cannot reach the store"):
+        probe_streams(items, opener(20), 2, bytes_per_sample=None, where="the store", max_seconds=30)
+    assert len(tried) <= 20 + FAILURES_IN_A_ROW + 2
+    tried.clear()
+    ok = probe_streams(
+        items[:60],
+        opener(10**6, frozenset(items[5:8])),
+        1,
+        bytes_per_sample=None,
+        where="the store",
+        max_seconds=30,
+    )
+    assert ok.unreadable_files == 3 and ok.files == 57

@@ -160,6 +160,18 @@ def test_a_virtual_machine_gets_the_host_cache_caveat(analyzed: SweepResult) -> 
     assert caveat not in render_markdown(analyzed)
     vm = replace(analyzed, machine=replace(analyzed.machine, virtual_machine=True))
     assert caveat in render_markdown(vm)
+    # objects read over the network from a store: no virtual disk was read, no caveat
+    store = replace(
+        vm,
+        ceilings=tuple(
+            replace(
+                dc,
+                storage=tuple(replace(st, latency_kind="first byte", where="the store") for st in dc.storage),
+            )
+            for dc in vm.ceilings
+        ),
+    )
+    assert caveat not in render_markdown(store)
 
 
 def test_a_cuda_run_shows_where_each_steps_gpu_time_went() -> None:

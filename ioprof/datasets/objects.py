@@ -1,0 +1,234 @@
+"""Objects in an S3-compatible store (``--data s3://bucket/prefix``): listed, bounded, and read as
+streams by ``measure.streams`` — the storage ceiling of an object store.
+
+The client is boto3's: endpoint, region and credentials come the standard AWS way (``AWS_ENDPOINT_URL``
+for any S3-compatible store, ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_PROFILE``,
+``~/.aws/config`` and ``credentials``); ioprof signs nothing itself. One client per thread and per
+process (a client made before a fork is never used after it). boto3 retries throttling and 5xx
+replies itself (its standard mode); the retries it needed are counted (``retries``) and reported,
+since requests cost money.
+
+A prefix of images in class folders (``prefix/CLASS/…jpg``) is read as an ImageFolder; loose images
+as one class. Listing is bounded (``MAX_LISTED`` objects): a larger prefix is measured on the ones
+listed first, and the report says so.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import IO, Any, cast
+
+from ioprof.core.errors import IoprofError
+
+MAX_LISTED = 10_000
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp")
+CONNECT_TIMEOUT_S = 5.0
+READ_TIMEOUT_S = 30.0
+MAX_ATTEMPTS = 4  # boto3's standard retry mode: the first try and 3 retries
+
+_local = threading.local()
+_lock = threading.Lock()
+_retries = 0
+
+
+def is_store_url(path: str | None) -> bool:
+    return bool(path) and str(path).startswith("s3://")
+
+
+def not_yet(flag: str, path: str) -> IoprofError:
+    """The error of a command that does not read object storage (or URLs) yet."""
+    return IoprofError(
+        f"{flag} {path}: only `ioprof probe storage` reads object storage in this version — for this "
+        "command, copy the data (or a sample of it) to a folder and pass that"
+    )
+
+
+def split(url: str) -> tuple[str, str]:
+    """(bucket, key or prefix) of ``s3://bucket/key``."""
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme != "s3" or not parsed.netloc:
+        raise IoprofError(f"--data {url}: an object store URL is s3://BUCKET/PREFIX")
+    return parsed.netloc, parsed.path.lstrip("/")
+
+
+def endpoint() -> str:
+    """Where the client sends its requests: AWS_ENDPOINT_URL(_S3), or AWS's own."""
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or "AWS S3"
+
+
+def client() -> Any:
+    """This thread's client (made in this process: never one inherited through a fork)."""
+    made = getattr(_local, "client", None)
+    if made is not None and _local.pid == os.getpid():
+        return made
+    try:
+        import boto3
+        from botocore.config import Config
+    except ImportError:
+        raise IoprofError("reading s3:// needs boto3: pip install 'ioprof[s3]'") from None
+
+    made = boto3.session.Session().client(
+        "s3",
+        config=Config(
+            connect_timeout=CONNECT_TIMEOUT_S,
+            read_timeout=READ_TIMEOUT_S,
+            retries={"mode": "standard", "max_attempts": MAX_ATTEMPTS},
+        ),
+    )
+    _local.client, _local.pid = made, os.getpid()
+    return made
+
+
+def retries() -> int:
+    """Retries boto3 needed so far in this process (throttling, 5xx, dropped connections)."""
+    return _retries
+
+
+def _count(response: dict[str, Any]) -> None:
+    global _retries
+    n = int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
+    if n:
+        with _lock:
+            _retries += n
+
+
+def why(e: BaseException, url: str) -> str:
+    """One line naming what to change, for a failed request on ``url``."""
+    from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+
+    where = endpoint()
+    if isinstance(e, NoCredentialsError):
+        return (
+            f"{url}: no credentials found — set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
+        )
+    if isinstance(e, EndpointConnectionError):
+        return f"{url}: cannot reach the store at {where} — check AWS_ENDPOINT_URL and the network"
+    if isinstance(e, ClientError):
+        code = str(e.response.get("Error", {}).get("Code", ""))
+        status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if code == "NoSuchBucket":
+            return f"{url}: no bucket {split(url)[0]!r} at {where} — check the bucket's name in --data"
+        if code in ("NoSuchKey", "404"):
+            return f"{url}: no such object at {where} — check the prefix in --data"
+        if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "403") or status == 403:
+            return f"{url}: the store at {where} refused these credentials ({code}) — check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY or AWS_PROFILE"
+        if code in ("SlowDown", "Throttling", "ThrottlingException", "503") or (status or 0) >= 500:
+            return f"{url}: the store at {where} kept failing ({code or status}) after {MAX_ATTEMPTS} attempts — try again later, or with fewer --workers"
+        return f"{url}: the store at {where} answered {code or status}"
+    return f"{url}: {type(e).__name__}: {e}"
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Objects under a prefix: their URLs, sizes and class labels (bounded: ``truncated``)."""
+
+    url: str
+    urls: tuple[str, ...]
+    sizes: tuple[int, ...]
+    labels: tuple[int, ...]
+    classes: tuple[str, ...]
+    truncated: bool
+    requests: int
+
+
+def list_images(url: str, limit: int = MAX_LISTED) -> Listing:
+    """The images under ``url`` (at most ``limit``), class folders as labels."""
+    bucket, prefix = split(url)
+    client()  # boto3 is there (or a one-line error), before its exceptions are imported
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    if prefix and not prefix.endswith("/"):
+        prefix += "/"
+    found: list[tuple[str, int]] = []
+    requests, truncated, token = 0, False, None
+    try:
+        while True:
+            kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": 1000}
+            if token:
+                kwargs["ContinuationToken"] = token
+            page = client().list_objects_v2(**kwargs)
+            requests += 1
+            _count(page)
+            for obj in page.get("Contents", ()):
+                if obj["Key"].lower().endswith(IMAGE_SUFFIXES) and obj.get("Size", 0) > 0:
+                    found.append((obj["Key"], int(obj["Size"])))
+            token = page.get("NextContinuationToken")
+            if len(found) >= limit:
+                truncated = bool(token) or len(found) > limit
+                found = found[:limit]
+                break
+            if not page.get("IsTruncated") or not token:
+                break
+    except (ClientError, BotoCoreError) as e:
+        raise IoprofError(why(e, url)) from None
+    if not found:
+        raise IoprofError(f"--data {url}: no images under this prefix at {endpoint()} — check the prefix")
+    found.sort()
+    folders = [k[len(prefix) :].split("/") for k, _ in found]
+    nested = all(len(f) >= 2 for f in folders)
+    classes = tuple(sorted({f[0] for f in folders})) if nested else ("",)
+    return Listing(
+        url=url,
+        urls=tuple(f"s3://{bucket}/{k}" for k, _ in found),
+        sizes=tuple(s for _, s in found),
+        labels=tuple(classes.index(f[0]) if nested else 0 for f in folders),
+        classes=classes,
+        truncated=truncated,
+        requests=requests,
+    )
+
+
+@contextmanager
+def opened(url: str) -> Iterator[IO[bytes]]:
+    """An object's bytes as a stream (a GET); a failure is an OSError naming what to change."""
+    from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+
+    bucket, key = split(url)
+    try:
+        response = client().get_object(Bucket=bucket, Key=key)
+    except EndpointConnectionError as e:  # boto3 retried it already: the store is gone
+        raise ConnectionError(why(e, url)) from None
+    except (ClientError, BotoCoreError) as e:
+        raise OSError(why(e, url)) from None
+    _count(response)
+    body = response["Body"]
+    try:
+        yield cast(IO[bytes], _Body(body, url))
+    finally:
+        body.close()
+
+
+class _Body:
+    """A response body whose read errors are OSErrors (a dropped connection mid-object)."""
+
+    def __init__(self, body: Any, url: str) -> None:
+        self._body, self._url = body, url
+
+    def read(self, n: int = -1) -> bytes:
+        from botocore.exceptions import BotoCoreError
+
+        try:
+            return bytes(self._body.read(n))
+        except BotoCoreError as e:
+            raise OSError(why(e, self._url)) from None
+
+
+def read_object(url: str, first_bytes: int | None = None) -> bytes:
+    """A whole object, or its first bytes (a ranged GET: an image's header)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket, key = split(url)
+    kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key}
+    if first_bytes:
+        kwargs["Range"] = f"bytes=0-{first_bytes - 1}"
+    try:
+        response = client().get_object(**kwargs)
+        _count(response)
+        return bytes(response["Body"].read())
+    except (ClientError, BotoCoreError) as e:
+        raise OSError(why(e, url)) from None

@@ -1,0 +1,157 @@
+"""Data in object storage, for real: an S3-API server (moto's) inside the session's rig namespace,
+behind its 8 Mbit/s link (about 1 MB/s), holding the rig's photographs as objects in class
+folders. ``ioprof probe storage --data s3://…`` runs inside the namespace, as a client in a cloud
+would, with the endpoint and credentials from the standard AWS environment variables. Its MB/s is
+checked against a plain boto3 client over the same link; bad input and a store that goes away mid-run
+each give one line. Root only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import netfs
+import paths
+import pytest
+
+pytest.importorskip("boto3", reason="boto3 is not installed (pip install -e '.[test]')")
+pytest.importorskip("moto", reason="moto is not installed (pip install -e '.[test]')")
+
+pytestmark = [pytest.mark.slow, pytest.mark.root]
+
+BUCKET = "train"
+PREFIX = "imagenet/train"
+COPIES = 2  # each photograph twice: enough objects that every level reads new ones
+
+
+@pytest.fixture(scope="module")
+def store(netrig: tuple[netfs.NetMount, netfs.Served]) -> dict[str, Any]:
+    mount, _ = netrig
+    env = mount.serve_s3()
+    n = mount.upload_s3(mount.export / "data" / "train", BUCKET, PREFIX, env, copies=COPIES)
+    keys = json.loads(
+        mount.s3_client(
+            "print(json.dumps([o['Key'] for o in c.list_objects_v2(Bucket=sys.argv[1])['Contents']]))",
+            BUCKET,
+            env=env,
+        )
+    )
+    images = [k for k in keys if k.endswith(".jpg")]  # the dataset's other files are not images
+    assert n == len(keys) and len(images) == COPIES * 120
+    plain = mount.plain_s3(BUCKET, images[:60], env)
+    return {"mount": mount, "env": env, "objects": len(images), "plain_mb_per_s": plain.bytes_per_s / 1e6}
+
+
+def _ioprof(
+    store: dict[str, Any], *argv: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    mount: netfs.NetMount = store["mount"]
+    return subprocess.run(
+        mount.in_namespace(sys.executable, "-m", "ioprof", *argv),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(paths.REPO), **(env or store["env"])},
+        timeout=300,
+    )
+
+
+def test_probe_storage_reads_a_bucket_at_the_links_rate_and_says_what_it_cost(
+    store: dict[str, Any], tmp_path: Path
+) -> None:
+    out = tmp_path / "o"
+    p = _ioprof(
+        store, "probe", "storage", "--data", f"s3://{BUCKET}/{PREFIX}", "--workers", "2", "--out", str(out)
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads((out / "results.json").read_text())
+    (ds,) = r["datasets"]
+    # listed as an ImageFolder of 4 classes; its images' size read from their first bytes
+    assert (ds["files"], ds["classes"], ds["fs_type"], ds["keeps_pages"]) == (
+        store["objects"],
+        4,
+        "s3",
+        False,
+    )
+    assert ds["mount_source"] == store["env"]["AWS_ENDPOINT_URL"] and ds["mean_width_px"] == 256
+    levels = {s["concurrency"]: s for s in r["ceilings"][0]["storage"]}
+    assert set(levels) == {1, 2}
+    one = levels[1]
+    # one reader gets what a plain client gets over the same link (within 15 %)
+    assert one["read_mb_per_s"] == pytest.approx(store["plain_mb_per_s"], rel=0.15), (
+        one,
+        store["plain_mb_per_s"],
+    )
+    assert 0.5 < store["plain_mb_per_s"] < 1.1  # the 8 Mbit/s link is what limits it
+    for s in levels.values():
+        # every byte crossed the link, objects no earlier level read (a store cannot be made cold)
+        assert s["cache"]["regime"] == "cold" and s["cache"]["verified"], s["cache"]
+        assert s["fetched"]["bytes"] == s["bytes"] > 0 and s["latency_kind"] == "first byte"
+        assert 0 < s["latency_p50_s"] <= s["latency_p99_s"] and s["retries"] == 0
+    assert levels[1]["files"] + levels[2]["files"] <= store["objects"]
+    report = (out / "report.md").read_text()
+    gets = levels[1]["files"] + levels[2]["files"]
+    assert f"{gets:,} GET requests read" in report and "first byte p50" in report
+    assert " 0 kB" not in report and "0.00 MB/s" not in report
+
+
+def test_bad_object_storage_input_is_one_line(store: dict[str, Any], tmp_path: Path) -> None:
+    def fails(*argv: str, env: dict[str, str] | None = None) -> str:
+        p = _ioprof(store, *argv, "--out", str(tmp_path / "o"), env=env)
+        assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
+        (line,) = [ln for ln in p.stderr.splitlines() if ln.startswith("ioprof:")]
+        return line
+
+    assert "no bucket 'nope'" in fails("probe", "storage", "--data", "s3://nope/x")
+    assert "no images under this prefix" in fails("probe", "storage", "--data", f"s3://{BUCKET}/elsewhere")
+    unreachable = {**store["env"], "AWS_ENDPOINT_URL": "http://127.0.0.1:5999"}
+    assert "cannot reach the store at http://127.0.0.1:5999" in fails(
+        "probe", "storage", "--data", f"s3://{BUCKET}/{PREFIX}", env=unreachable
+    )
+    # the commands that do not read a store yet say so, and what to do instead
+    assert "only `ioprof probe storage` reads object storage" in fails(
+        "sweep", "--data", f"s3://{BUCKET}/{PREFIX}", "--workers", "1"
+    )
+    assert not (tmp_path / "o").exists()  # nothing was measured: no output folder
+
+
+def test_a_store_that_goes_away_mid_read_is_one_line(store: dict[str, Any], tmp_path: Path) -> None:
+    """Last in this module: it stops the server."""
+    import time
+
+    mount: netfs.NetMount = store["mount"]
+    out = tmp_path / "o"
+    p = subprocess.Popen(
+        mount.in_namespace(
+            sys.executable,
+            "-m",
+            "ioprof",
+            "probe",
+            "storage",
+            "--data",
+            f"s3://{BUCKET}/{PREFIX}",
+            "--out",
+            str(out),
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(paths.REPO), **store["env"]},
+    )
+    deadline = time.monotonic() + 60
+    while not (out / "results.json").exists():  # written once the store was listed and reading began
+        assert p.poll() is None and time.monotonic() < deadline, p.stderr.read() if p.stderr else ""
+        time.sleep(0.1)
+    time.sleep(1.0)  # the first level is reading over the 1 MB/s link
+    mount.stop_s3()
+    t0 = time.monotonic()
+    _, err = p.communicate(timeout=120)
+    took = time.monotonic() - t0
+    assert p.returncode == 1 and "Traceback" not in err, err[-3000:]
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("ioprof:")]
+    assert "cannot reach the store at http://127.0.0.1:" in line and "results.json" in line, line
+    assert took < 30  # it gave up once objects failed one after another, not object by object

@@ -1,0 +1,94 @@
+"""Object-store URLs, listing and errors (``datasets.objects``). The listing's logic runs against
+moto's in-process S3 (a fake of the store, for the logic only); the real server behind a shaped
+link is ``tests/e2e/test_objects.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from ioprof.core.errors import IoprofError
+from ioprof.datasets import objects
+
+pytest.importorskip("boto3", reason="boto3 is not installed (pip install -e '.[test]')")
+
+
+def test_urls_split_into_bucket_and_prefix() -> None:
+    assert objects.split("s3://b/imagenet/train") == ("b", "imagenet/train")
+    assert objects.split("s3://b") == ("b", "")
+    assert (
+        objects.is_store_url("s3://b/x")
+        and not objects.is_store_url("/data/s3")
+        and not objects.is_store_url(None)
+    )
+    with pytest.raises(IoprofError, match="s3://BUCKET/PREFIX"):
+        objects.split("s3:///x")
+
+
+def test_each_failure_names_what_to_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://store:9000")
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+
+    def client_error(code: str, status: int) -> ClientError:
+        return ClientError(
+            {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status}}, "GetObject"
+        )
+
+    url = "s3://b/k.jpg"
+    assert "no bucket 'b' at http://store:9000" in objects.why(client_error("NoSuchBucket", 404), url)
+    assert "no such object" in objects.why(client_error("NoSuchKey", 404), url)
+    assert "refused these credentials (InvalidAccessKeyId)" in objects.why(
+        client_error("InvalidAccessKeyId", 403), url
+    )
+    assert "refused these credentials" in objects.why(client_error("SignatureDoesNotMatch", 403), url)
+    assert "kept failing (SlowDown) after 4 attempts" in objects.why(client_error("SlowDown", 503), url)
+    assert "kept failing" in objects.why(client_error("InternalError", 500), url)
+    assert "cannot reach the store at http://store:9000" in objects.why(
+        EndpointConnectionError(endpoint_url="http://store:9000"), url
+    )
+    assert "AWS_ACCESS_KEY_ID" in objects.why(NoCredentialsError(), url)
+
+
+@pytest.fixture
+def bucket(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    moto = pytest.importorskip("moto", reason="moto is not installed (pip install -e '.[test]')")
+    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with moto.mock_aws():
+        objects._local.__dict__.clear()  # a client made outside the fake would reach AWS
+        c = objects.client()
+        c.create_bucket(Bucket="bkt")
+        for cls in ("cat", "dog"):
+            for i in range(3):
+                c.put_object(Bucket="bkt", Key=f"set/{cls}/{i}.jpg", Body=b"x" * (10 + i))
+        c.put_object(Bucket="bkt", Key="set/README.txt", Body=b"not an image")
+        c.put_object(Bucket="bkt", Key="set/cat/empty.jpg", Body=b"")
+        yield c
+    objects._local.__dict__.clear()
+
+
+def test_a_prefix_of_class_folders_is_listed_as_an_imagefolder(bucket: object) -> None:
+    got = objects.list_images("s3://bkt/set")
+    assert got.classes == ("cat", "dog") and len(got.urls) == 6 and not got.truncated
+    assert got.urls[0] == "s3://bkt/set/cat/0.jpg" and got.labels == (0, 0, 0, 1, 1, 1)
+    assert got.sizes[:3] == (10, 11, 12)  # the empty object and the text file are not images
+    with objects.opened(got.urls[1]) as f:
+        assert f.read() == b"x" * 11
+    assert objects.read_object(got.urls[2], first_bytes=4) == b"xxxx"  # a ranged GET
+
+
+def test_listing_is_bounded_and_says_so(bucket: object) -> None:
+    got = objects.list_images("s3://bkt/set", limit=4)
+    assert len(got.urls) == 4 and got.truncated
+    with pytest.raises(IoprofError, match="no images under this prefix"):
+        objects.list_images("s3://bkt/elsewhere")
+    with pytest.raises(IoprofError, match="no bucket 'nope'"):
+        objects.list_images("s3://nope/set")
+    with pytest.raises(OSError, match="no such object"), objects.opened("s3://bkt/set/cat/9.jpg"):
+        pass
