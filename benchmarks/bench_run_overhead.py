@@ -9,8 +9,9 @@ script's own per-batch times (``-p 1`` prints each batch's ``Time``): each epoch
 its first five, so the workers' start-up and ioprof's probe (which runs in the pause after the
 first epoch's last batch) are in no batch's time.
 
-Pairs of one-epoch runs, plain and watched (every batch timed: a window longer than the run,
-no probe — the worst case), alternate in order; the median of the pairs' ratios is the figure,
+Rounds of one-epoch runs — plain, watched (every batch timed: a window longer than the run, no
+probe — the worst case), and watched without the look inside the workers (``--no-inside``) — each
+arm first in turn; the median of the pairs' ratios is the figure,
 since this shared machine drifts by ±10 % between runs. Beside it, the precise figure: ioprof's
 own code around each ``next()``, which the watched runs measure themselves, as a share of the
 time per batch. One run as users run it (two epochs, window of 100 batches, then the probe)
@@ -87,20 +88,26 @@ def main() -> int:
             "--",
             *plain,
         ]
-        rates: dict[str, list[float]] = {"plain": [], "every_batch": []}
+        # the third arm: watched, but nothing timed inside the workers (--no-inside): what the
+        # stage timing in the user's workers costs, apart from the readings around next()
+        outside = [*every[: every.index("--")], "--no-inside", *every[every.index("--") :]]
+        rates: dict[str, list[float]] = {"plain": [], "every_batch": [], "no_inside": []}
         own: list[float] = []
+        arms = ["plain", "every_batch", "no_inside"]
         for i in range(pairs):
-            for name in ("plain", "every_batch") if i % 2 == 0 else ("every_batch", "plain"):
+            for name in arms[i % 3 :] + arms[: i % 3]:  # each arm first, second and third in turn
                 if name == "plain":
                     p = subprocess.run(plain, env=env, capture_output=True, text=True, check=True, cwd=tmp)
                     rates[name].append(steady_rate(p.stdout))
                 else:
-                    rate, r = _watched(every, env, tmp, out)
+                    rate, r = _watched(every if name == "every_batch" else outside, env, tmp, out)
                     rates[name].append(rate)
-                    own.append(_own_share(r))
+                    if name == "every_batch":
+                        own.append(_own_share(r))
             print(
-                f"pair {i + 1}: plain {rates['plain'][-1]:.1f} img/s, watched {rates['every_batch'][-1]:.1f} "
-                f"img/s, ioprof's own code {own[-1]:.3%} of the time per batch",
+                f"round {i + 1}: plain {rates['plain'][-1]:.1f} img/s, watched {rates['every_batch'][-1]:.1f} "
+                f"img/s (without the look inside the workers {rates['no_inside'][-1]:.1f}), ioprof's own code "
+                f"{own[-1]:.3%} of the time per batch",
                 flush=True,
             )
         default_out = Path(tmp) / "d"
@@ -112,7 +119,8 @@ def main() -> int:
             default_out,
         )
     ratios = sorted(w / p for p, w in zip(rates["plain"], rates["every_batch"], strict=True))
-    median = ratios[len(ratios) // 2] if len(ratios) % 2 else sum(ratios[len(ratios) // 2 - 1 :][:2]) / 2
+    median = _median(ratios)
+    outside_ratios = sorted(w / p for p, w in zip(rates["plain"], rates["no_inside"], strict=True))
     figures.save(
         {
             "benchmark": "ioprof run's cost in the steady state: the PyTorch examples' ImageNet script's own img/s "
@@ -123,6 +131,8 @@ def main() -> int:
             "img_per_s": rates,
             "pair_ratios": [round(r, 4) for r in ratios],
             "median_pair_ratio": round(median, 4),
+            "no_inside_pair_ratios": [round(r, 4) for r in outside_ratios],
+            "no_inside_median_pair_ratio": round(_median(outside_ratios), 4),
             "own_code_share_of_batch_time": own,
             "default_run": {
                 "steady_img_per_s": default_rate,
@@ -135,6 +145,11 @@ def main() -> int:
         REPO / "reports" / "benchmarks" / "run_overhead.json",
     )
     return 0
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
 
 
 def _own_share(r: dict[str, object]) -> float:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import io
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import IO
 
 from ioprof.core.results import DatasetInfo
 from ioprof.datasets import objects
 from ioprof.datasets.cache import ensure_datasets
-from ioprof.datasets.discover import ImageList, describe, find_images
+from ioprof.datasets.discover import ImageList, bits_per_pixel, describe, find_images, mean_resolution
 from ioprof.datasets.synth import DatasetSpec
 from ioprof.host.pagecache import OBJECT_STORE_FS_TYPE, FilesystemInfo, filesystem_of
 
@@ -72,29 +76,16 @@ def load_datasets(
 def store_dataset(url: str, *, seed: int, progress: Callable[[str], None]) -> Dataset:
     """The images under an object store's prefix (listing bounded: ``objects.MAX_LISTED``),
     described from the listing and the first bytes of a few of them."""
-    import io
-    import random
-
-    from PIL import Image
-
     listing = objects.list_images(url)
     more = f" (the first {len(listing.urls):,} listed: the prefix holds more)" if listing.truncated else ""
     progress(
         f"{url}: {len(listing.urls):,} images in {len(listing.classes)} class(es), {sum(listing.sizes) / 1e6:,.1f} MB"
         f"{more}, listed in {listing.requests} request(s) at {objects.endpoint()}"
     )
-    widths, heights = [], []
-    for u in random.Random(seed).sample(list(listing.urls), min(STORE_HEADER_OBJECTS, len(listing.urls))):
-        try:
-            with Image.open(io.BytesIO(objects.read_object(u, STORE_HEADER_BYTES))) as im:
-                widths.append(im.width)
-                heights.append(im.height)
-        except (OSError, ValueError, Image.DecompressionBombError):
-            continue
+    picked = random.Random(seed).sample(list(listing.urls), min(STORE_HEADER_OBJECTS, len(listing.urls)))
+    mean_w, mean_h = mean_resolution(partial(_header, u) for u in picked)
     total = sum(listing.sizes)
     mean_bytes = total / len(listing.sizes)
-    mean_w = sum(widths) / len(widths) if widths else None
-    mean_h = sum(heights) / len(heights) if heights else None
     nested = listing.classes != ("",)
     info = DatasetInfo(
         label=url,
@@ -105,7 +96,7 @@ def store_dataset(url: str, *, seed: int, progress: Callable[[str], None]) -> Da
         mean_file_bytes=mean_bytes,
         mean_width_px=mean_w,
         mean_height_px=mean_h,
-        bits_per_pixel=mean_bytes * 8 / (mean_w * mean_h) if mean_w and mean_h else None,
+        bits_per_pixel=bits_per_pixel(mean_bytes, mean_w, mean_h),
         fs_type=OBJECT_STORE_FS_TYPE,
         mount_source=objects.endpoint(),
         classes=len(listing.classes) if nested else None,
@@ -116,3 +107,8 @@ def store_dataset(url: str, *, seed: int, progress: Callable[[str], None]) -> Da
         url, listing.urls, listing.labels, listing.classes, "imagefolder" if nested else "flat"
     )
     return Dataset(info, images, FilesystemInfo(OBJECT_STORE_FS_TYPE, url, objects.endpoint()))
+
+
+def _header(url: str) -> IO[bytes]:
+    """An object's first bytes, enough for its image header (a ranged GET)."""
+    return io.BytesIO(objects.read_object(url, STORE_HEADER_BYTES))

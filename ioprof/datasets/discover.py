@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import IO
 
 from PIL import Image
 from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes, has_file_allowed_extension, make_dataset
@@ -73,6 +76,28 @@ def find_images(path: str | os.PathLike[str], flag: str = "--data") -> ImageList
     )
 
 
+def mean_resolution(
+    openers: Iterable[Callable[[], str | IO[bytes]]],
+) -> tuple[float | None, float | None]:
+    """Mean width and height of the images whose headers open (a path or the first bytes of an
+    object, from each opener); one that cannot be opened or read is skipped."""
+    widths, heights = [], []
+    for open_one in openers:
+        try:
+            with Image.open(open_one()) as im:
+                widths.append(im.width)
+                heights.append(im.height)
+        except (OSError, ValueError, Image.DecompressionBombError):
+            continue
+    if not widths:
+        return None, None
+    return sum(widths) / len(widths), sum(heights) / len(heights)
+
+
+def bits_per_pixel(mean_bytes: float | None, width: float | None, height: float | None) -> float | None:
+    return mean_bytes * 8 / (width * height) if mean_bytes and width and height else None
+
+
 def describe(
     images: ImageList, label: str, generated: bool, seed: int = 0, stat_limit: int | None = None
 ) -> DatasetInfo:
@@ -93,17 +118,8 @@ def describe(
             continue
     if sizes and len(statted) < len(images.paths):
         sizes = sizes + [round(sum(sizes) / len(sizes))] * (len(images.paths) - len(statted))
-    widths, heights = [], []
-    for p in sample[:HEADER_SAMPLE_FILES]:
-        try:
-            with Image.open(p) as im:
-                widths.append(im.width)
-                heights.append(im.height)
-        except (OSError, ValueError, Image.DecompressionBombError):
-            continue
+    mean_w, mean_h = mean_resolution(partial(str, p) for p in sample[:HEADER_SAMPLE_FILES])
     total = sum(sizes) if sizes else None
-    mean_w = sum(widths) / len(widths) if widths else None
-    mean_h = sum(heights) / len(heights) if heights else None
     mean_bytes = sum(sizes) / len(sizes) if sizes else None
     fs = filesystem_of(images.root)
     return DatasetInfo(
@@ -115,7 +131,7 @@ def describe(
         mean_file_bytes=mean_bytes,
         mean_width_px=mean_w,
         mean_height_px=mean_h,
-        bits_per_pixel=mean_bytes * 8 / (mean_w * mean_h) if mean_bytes and mean_w and mean_h else None,
+        bits_per_pixel=bits_per_pixel(mean_bytes, mean_w, mean_h),
         fs_type=fs.fs_type,
         mount_source=fs.source,
         classes=len(images.classes) if images.layout != "listed" else None,
