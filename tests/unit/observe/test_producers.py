@@ -86,8 +86,10 @@ def test_what_the_awaited_worker_did_decides_the_stage(kind: str, slow_server: i
     ds = SleepsInRecv(slow_server) if kind == "sleeps-in-recv" else Spins()
     # one worker: on these two cores a second spinning worker would take the training loop's core
     loader = DataLoader(ds, batch_size=2, num_workers=1)
+    # 80 steps for a window of 30: room for the pauses a loaded machine makes (each drops a unit
+    # and the batches queued meanwhile)
     with ioprof.watch(steps=30, seconds=None) as w:
-        _train(loader, steps=40)
+        _train(loader, steps=80)
     r = w.result()
     (cell,) = r.cells
     v = cell.verdict
