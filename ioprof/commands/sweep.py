@@ -116,7 +116,7 @@ def measure(
             seed=config.seed,
             cache_dir=config.cache_dir,
             progress=progress,
-            stores=set(config.stages) == {"storage"},  # ioprof probe storage
+            stores=True,
         )
         if config.needs_data
         else []

@@ -337,6 +337,7 @@ def advise(
         cores_usable=cores_usable,
         mean_file_bytes=info.mean_file_bytes,
         network_storage=info.fs_kind in ("network", "fuse"),
+        object_store=info.object_store,
         serial_suffices=None
         if serial is None or serial.verdict is None
         else serial.verdict.input_bound == "not",

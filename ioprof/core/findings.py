@@ -86,6 +86,7 @@ class Advice:
     best_cell_workers: int | None = None
     best_cell_wait_share: float | None = None
     consumer: str = "training"  # what consumes the batches: training, or a script's evaluation
+    object_store: bool = False  # its data is in an object store (read by GETs)
 
 
 # -- the run as a whole ------------------------------------------------------------------------

@@ -40,6 +40,10 @@ class MachineInfo:
     ram_for_cache_source: str = ""
 
 
+# The filesystem type ioprof gives an S3-compatible object store (``--data s3://…``).
+OBJECT_STORE_FS_TYPE = "s3"
+
+
 @dataclass(frozen=True)
 class DatasetInfo:
     """One dataset the run read. A figure nobody could read is None, never 0 or "": a user's
@@ -78,6 +82,11 @@ class DatasetInfo:
         assert self.mean_file_bytes is not None, f"{self.label}: file size unknown"
         return self.mean_file_bytes
 
+    @property
+    def object_store(self) -> bool:
+        """Objects in an S3-compatible store, read by GETs."""
+        return self.fs_type == OBJECT_STORE_FS_TYPE
+
 
 @dataclass(frozen=True)
 class CacheInfo:
@@ -115,7 +124,9 @@ class Fetched:
     ``fuse-daemon`` (what the FUSE daemon read), ``cold-reads`` (bytes read from files verified
     cold and evicted after each read, so every one was fetched), ``ram`` (a RAM-backed
     filesystem: there is no storage below it), ``emulated`` (every read charged to the emulated
-    device), ``unknown`` (none of these applies: bytes fetched cannot be known here).
+    device), ``object-gets`` (an object store: the bodies of the loader's GETs — no page cache holds
+    an object, so every byte crossed the network), ``unknown`` (none of these applies: bytes
+    fetched cannot be known here).
     """
 
     bytes: int | None

@@ -15,8 +15,10 @@ listed first, and the report says so.
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +32,9 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tif
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 30.0
 MAX_ATTEMPTS = 4  # boto3's standard retry mode: the first try and 3 retries
+# After a read found the store unreachable through all its attempts, this thread's next reads for
+# this long fail at once (the rest of a batch), rather than each waiting out the retries again.
+GONE_FOR_S = 30.0
 
 _local = threading.local()
 _lock = threading.Lock()
@@ -43,7 +48,7 @@ def is_store_url(path: str | None) -> bool:
 def not_yet(flag: str, path: str) -> IoprofError:
     """The error of a command that does not read object storage (or URLs) yet."""
     return IoprofError(
-        f"{flag} {path}: only `ioprof probe storage` reads object storage in this version — for this "
+        f"{flag} {path}: only `ioprof sweep` and `ioprof probe` read object storage in this version — for this "
         "command, copy the data (or a sample of it) to a folder and pass that"
     )
 
@@ -99,14 +104,15 @@ def _count(response: dict[str, Any]) -> None:
 
 def why(e: BaseException, url: str) -> str:
     """One line naming what to change, for a failed request on ``url``."""
-    from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
+    from botocore.exceptions import ClientError, NoCredentialsError
+    from botocore.exceptions import ConnectionError as Unreachable
 
     where = endpoint()
     if isinstance(e, NoCredentialsError):
         return (
             f"{url}: no credentials found — set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE"
         )
-    if isinstance(e, EndpointConnectionError):
+    if isinstance(e, Unreachable):
         return f"{url}: cannot reach the store at {where} — check AWS_ENDPOINT_URL and the network"
     if isinstance(e, ClientError):
         code = str(e.response.get("Error", {}).get("Code", ""))
@@ -186,13 +192,14 @@ def list_images(url: str, limit: int = MAX_LISTED) -> Listing:
 @contextmanager
 def opened(url: str) -> Iterator[IO[bytes]]:
     """An object's bytes as a stream (a GET); a failure is an OSError naming what to change."""
-    from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import ConnectionError as Unreachable
 
     bucket, key = split(url)
     try:
         response = client().get_object(Bucket=bucket, Key=key)
-    except EndpointConnectionError as e:  # boto3 retried it already: the store is gone
-        raise ConnectionError(why(e, url)) from None
+    except Unreachable as e:  # boto3 retried it already: the store is gone
+        raise ConnectionError(errno.ECONNREFUSED, why(e, url)) from None
     except (ClientError, BotoCoreError) as e:
         raise OSError(why(e, url)) from None
     _count(response)
@@ -219,16 +226,27 @@ class _Body:
 
 
 def read_object(url: str, first_bytes: int | None = None) -> bytes:
-    """A whole object, or its first bytes (a ranged GET: an image's header)."""
+    """A whole object, or its first bytes (a ranged GET: an image's header). A store that cannot be
+    reached after the client's retries is a ConnectionError with ``errno`` ECONNREFUSED (the
+    storage is gone, not one object bad); any other failure an OSError naming what to change."""
     from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import ConnectionError as Unreachable
 
     bucket, key = split(url)
     kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key}
     if first_bytes:
         kwargs["Range"] = f"bytes=0-{first_bytes - 1}"
+    gone = getattr(_local, "gone", None)
+    if gone is not None and gone[0] == os.getpid() and time.monotonic() - gone[2] < GONE_FOR_S:
+        # this thread's client found the store unreachable through all its retries just now: the
+        # rest of a batch fails at once instead of each sample waiting out the retries again
+        raise ConnectionError(errno.ECONNREFUSED, gone[1])
     try:
         response = client().get_object(**kwargs)
         _count(response)
         return bytes(response["Body"].read())
+    except Unreachable as e:  # the endpoint refused or timed out every attempt
+        _local.gone = (os.getpid(), why(e, url), time.monotonic())
+        raise ConnectionError(errno.ECONNREFUSED, _local.gone[1]) from None
     except (ClientError, BotoCoreError) as e:
         raise OSError(why(e, url)) from None

@@ -72,15 +72,28 @@ class FetchSnapshot:
     daemon_pid: int | None
     daemon_name: str
     daemon_read_chars: int | None
+    net_rx_bytes: int | None = None  # an object store: bytes received on the interface it is reached by
+    net_iface: str = ""
+
+
+def store_host(endpoint: str) -> str:
+    """The host an object store's requests go to: its endpoint URL's, or AWS S3's."""
+    import urllib.parse
+
+    return urllib.parse.urlparse(endpoint).hostname or "s3.amazonaws.com"
 
 
 class MountCounters:
     """Snapshots of the counters a mount has beside the loader's own: NFS client statistics, or
-    the FUSE daemon's reads. On a block device or tmpfs there are none."""
+    the FUSE daemon's reads; for an object store, the bytes its network interface received. On a
+    block device or tmpfs there are none."""
 
     def __init__(self, fs: FilesystemInfo) -> None:
+        from ioprof.host.netdev import interface_for
+
         self.fs = fs
         self._daemon = fuse_daemon(fs)
+        self._iface = interface_for(store_host(fs.source)) if fs.object_store else None
 
     def snapshot(self) -> FetchSnapshot:
         nfs = nfs_server_read_bytes(self.fs.mountpoint) if self.fs.kind == "network" else None
@@ -91,7 +104,12 @@ class MountCounters:
                 pid, name = self._daemon.pid, self._daemon.name()
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 chars = None
-        return FetchSnapshot(nfs, pid, name or "", chars)
+        net = None
+        if self._iface is not None:
+            from ioprof.host.netdev import rx_bytes
+
+            net = rx_bytes(self._iface)
+        return FetchSnapshot(nfs, pid, name or "", chars, net, self._iface or "")
 
 
 def _delta(a: int | None, b: int | None) -> int | None:
@@ -123,6 +141,21 @@ def decide(
         daemon = None
     if emulated:
         return Fetched(requested_bytes, "emulated", "every read charged to the emulated device")
+    if fs.object_store:
+        # no page cache holds an object: every byte the loader read came in a GET's body
+        net = _delta(before.net_rx_bytes, after.net_rx_bytes)
+        rx = (
+            (
+                CrossCheck(
+                    "interface-rx",
+                    f"bytes received on {after.net_iface}, the interface {fs.source} is reached by (the whole host's traffic on it)",
+                    net,
+                ),
+            )
+            if net is not None and after.net_iface == before.net_iface
+            else ()
+        )
+        return Fetched(requested_bytes, "object-gets", fs.source, rx)
     if fs.kind == "ram":
         return Fetched(0, "ram", f"{fs.fs_type} holds the files in RAM: there is no storage below it")
     if fs.kind == "block":

@@ -20,12 +20,10 @@ from dataclasses import dataclass, replace
 
 import psutil
 
-from ioprof.core.results import CacheInfo
+from ioprof.core.results import OBJECT_STORE_FS_TYPE, CacheInfo
 
 # Filesystems where POSIX_FADV_DONTNEED cannot drop the data: the page cache *is* the storage.
 RAM_BACKED_FS_TYPES = frozenset({"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"})
-# An S3-compatible object store (``--data s3://…``): not a mount, read over HTTP by a client.
-OBJECT_STORE_FS_TYPE = "s3"
 # Network filesystems (kernel clients) and object stores: eviction drops only this client's cache;
 # the server may still hold the data. Block I/O counters (read_bytes) never see their reads.
 NETWORK_FS_TYPES = frozenset(
@@ -96,6 +94,11 @@ class FilesystemInfo:
             or self.fs_type.startswith("nfs")
             or (self.fuse and self.fs_type != "fuseblk")
         )
+
+    @property
+    def object_store(self) -> bool:
+        """An S3-compatible object store (``--data s3://…``): read by GETs, no page cache."""
+        return self.fs_type == OBJECT_STORE_FS_TYPE
 
     @property
     def kind(self) -> str:
@@ -305,7 +308,14 @@ def prepare(paths: Sequence[str], regime: str, fs: FilesystemInfo) -> CacheInfo:
 
     Cold: every file evicted and residency verified; the readers then evict each file again after
     reading it (``evict_after_read``), so a file read twice is read cold twice.
+    An object store's objects are never in this host's page cache: every GET fetches the object
+    again (cold, and nothing to evict), and a warm regime cannot be made.
     """
+    if fs.object_store:
+        note = f"an object store ({fs.source}): no page cache on this host holds its objects — every read is a GET"
+        if regime == "warm":
+            return CacheInfo("warm", 0.0, False, "object store", f"not warm: {note}")
+        return CacheInfo(regime, 0.0, True, "object store", note)
     if regime == "cold":
         evict(paths)
         res = residency(paths)

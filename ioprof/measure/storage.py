@@ -33,6 +33,7 @@ from ioprof.core.errors import IoprofError
 from ioprof.core.presets import StorageProfile
 from ioprof.core.results import CacheInfo, Fetched, StorageCeiling
 from ioprof.core.stats import LOOKS, is_look, percentile, ratio_interval
+from ioprof.datasets import objects
 from ioprof.host.fetched import MountCounters, decide
 from ioprof.host.pagecache import FilesystemInfo, drop_after_read, filesystem_of, prepare
 
@@ -70,6 +71,11 @@ def check_storage(root: str, fs: FilesystemInfo, error: OSError) -> None:
     on one sector) leaves the folder reachable and is counted as unreadable instead.
     """
     reason = error.strerror or type(error).__name__
+    if fs.object_store:  # the client retried already (boto3's standard mode): the store is gone
+        raise StorageLost(
+            f"{root}: the object store stopped answering mid-run ({reason}); check that {fs.source} is "
+            "reachable (AWS_ENDPOINT_URL, the network), then run again"
+        )
     try:
         os.stat(root)
         os.listdir(root)
@@ -120,7 +126,10 @@ class EmulatedStorage:
 
 def read_file(path: str, emulated: EmulatedStorage | None = None, evict: bool = False) -> bytes:
     """All bytes of ``path``; through the emulated device when one is given. ``evict``: drop the
-    file's pages once read (the cold regime), so that reading it again fetches it again."""
+    file's pages once read (the cold regime), so that reading it again fetches it again. An object
+    in a store (``s3://…``) is read whole by one GET."""
+    if objects.is_store_url(path):
+        return objects.read_object(path)
     with open(path, "rb", buffering=0) as f:
         deadline = emulated.reserve(os.fstat(f.fileno()).st_size) if emulated else None
         data = f.read()

@@ -492,6 +492,13 @@ def _run_length_lines(result: SweepResult) -> list[str]:
         "warm": " (files read once and verified resident before each cell)",
         "as-is": " (whatever the page cache held; the resident fraction is shown)",
     }.get(str(cache), "")
+    if result.datasets and all(d.object_store for d in result.datasets):
+        regime = (
+            " (objects in a store: no page cache on this host holds them, so every read is a GET and nothing is "
+            "evicted; a cache inside the store is outside what ioprof controls)"
+            if cache != "warm"
+            else " (not possible for objects in a store: nothing on this host holds them; every read is a GET)"
+        )
     out = [
         f"- Each cell: batch {r.batch_size}; warm-up of {r.warmup_steps} step(s) plus one per loader worker (their "
         "first batches arrive together after start-up), excluded; then measured until the throughput's interval "

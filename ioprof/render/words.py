@@ -269,6 +269,13 @@ def _storage_fix(a: f.Advice) -> list[str]:
         )
     elif a.storage_scales_with_readers is False:
         out.append("More loader workers will not help: more concurrent readers did not read faster.")
+    if a.object_store:
+        out.append(
+            "The fix is a local copy staged from the store before training (NVMe, or RAM where it fits; "
+            "`ioprof place` does not read `s3://` yet: copy a sample to a folder to compare candidates), a "
+            "faster link to the store — or fewer, larger GETs (packed shards such as WebDataset tar files)."
+        )
+        return out
     network = "network storage" if a.network_storage else "this storage"
     out.append(
         f"The fix is faster storage than {network}, or a local copy of the dataset — {PLACE_HINT} measures "
@@ -580,6 +587,8 @@ FETCH_METHODS = {
     "own-rchar": "what the loader's processes were handed through pipes and TLS sockets (`rchar` of their own "
     "threads: each byte once)",
     "read-alone": "every byte of the source read alone",
+    "object-gets": "the bodies of the GETs the loader's processes made to the object store: no page cache holds "
+    "an object, so every byte read crossed the network",
 }
 
 
@@ -592,7 +601,7 @@ def phases(phases_s: dict[str, float]) -> str:
 def fetched(x: Fetched) -> str:
     """How a window's bytes from storage were counted, with cross-checks."""
     text = FETCH_METHODS.get(x.method, x.method)
-    if x.method in ("fuse-daemon", "interface-rx") and x.source:
+    if x.method in ("fuse-daemon", "interface-rx", "object-gets") and x.source:
         text += f" ({x.source})"
     for c in x.cross_checks:
         text += f"; cross-check: {FETCH_METHODS.get(c.method, c.source)}: {mb(c.bytes)}"

@@ -4,6 +4,7 @@ link is ``tests/e2e/test_objects.py``."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 
 import pytest
@@ -92,3 +93,45 @@ def test_listing_is_bounded_and_says_so(bucket: object) -> None:
         objects.list_images("s3://nope/set")
     with pytest.raises(OSError, match="no such object"), objects.opened("s3://bkt/set/cat/9.jpg"):
         pass
+
+
+def test_the_loader_reads_an_object_whole_and_a_gone_store_is_storage_lost(
+    bucket: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError
+
+    from ioprof.measure.storage import STORAGE_LOST_ERRNOS, read_file
+
+    assert read_file("s3://bkt/set/dog/2.jpg") == b"x" * 12  # the loader's read path: one GET
+
+    def unreachable(e: Exception) -> object:
+        def get_object(**_: object) -> object:
+            raise e
+
+        return get_object
+
+    for e in (
+        EndpointConnectionError(endpoint_url="http://s:9"),
+        ConnectTimeoutError(endpoint_url="http://s:9"),
+    ):
+        objects._local.__dict__.pop("gone", None)
+        monkeypatch.setattr(bucket, "get_object", unreachable(e))
+        # after the client's own retries: the storage went away (a lost mount's errno), not one bad object
+        with pytest.raises(ConnectionError, match="cannot reach the store") as got:
+            read_file("s3://bkt/set/dog/2.jpg")
+        assert got.value.errno in STORAGE_LOST_ERRNOS
+    # the rest of the batch fails at once: no request (and no retries) for each of them again
+    monkeypatch.setattr(bucket, "get_object", lambda **_: pytest.fail("asked a store found gone"))
+    with pytest.raises(ConnectionError, match="cannot reach the store"):
+        read_file("s3://bkt/set/cat/1.jpg")
+    # …for a while only: once it has passed, the store is asked again
+    monkeypatch.setattr(objects, "GONE_FOR_S", 0.0)
+    asked = []
+
+    def back_again(**kw: object) -> object:
+        asked.append(kw["Key"])
+        return {"Body": io.BytesIO(b"y")}
+
+    monkeypatch.setattr(bucket, "get_object", back_again)
+    assert read_file("s3://bkt/set/cat/1.jpg") == b"y" and asked == ["set/cat/1.jpg"]
+    objects._local.__dict__.pop("gone", None)

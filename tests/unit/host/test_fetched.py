@@ -117,3 +117,24 @@ def test_every_method_has_words(method: str) -> None:
     from ioprof.render.words import FETCH_METHODS
 
     assert FETCH_METHODS[method]
+
+
+def test_an_object_store_counts_its_gets_bodies_and_cross_checks_the_interface() -> None:
+    from ioprof.host.pagecache import OBJECT_STORE_FS_TYPE, prepare
+
+    store = FilesystemInfo(OBJECT_STORE_FS_TYPE, "s3://bkt/train", "http://10.0.0.5:9000")
+    # nothing on this host caches an object: cold without evicting anything, and a warm regime
+    # cannot be made (said, never claimed)
+    cold = prepare(["s3://bkt/train/a.jpg"], "cold", store)
+    assert (cold.regime, cold.verified, cold.evict_after_read) == ("cold", True, False)
+    warm = prepare(["s3://bkt/train/a.jpg"], "warm", store)
+    assert not warm.verified and "not warm" in warm.note
+    before = FetchSnapshot(None, None, "", None, 5_000, "eth0")
+    after = FetchSnapshot(None, None, "", None, 95_000, "eth0")
+    f = decide(store, cold, read_bytes=0, requested_bytes=80_000, before=before, after=after)
+    assert (f.bytes, f.method, f.source) == (80_000, "object-gets", "http://10.0.0.5:9000")
+    (rx,) = f.cross_checks
+    assert (rx.method, rx.bytes) == ("interface-rx", 90_000) and "eth0" in rx.source
+    # no interface found (or it changed between the readings): the GETs alone, no cross-check
+    f = decide(store, cold, read_bytes=0, requested_bytes=80_000, before=NONE, after=NONE)
+    assert (f.bytes, f.method, f.cross_checks) == (80_000, "object-gets", ())
