@@ -101,6 +101,7 @@ def place(config: PlaceConfig, command_line: str, progress: Progress) -> int:
         seed=config.seed,
         cache_dir=config.cache_dir,
         progress=progress,
+        stores=True,
     )
     out = prepare_out_dir(config.out_dir, NAME)
     progress(f"compute device: {device} ({device_reason}); writing results to {out}/")

@@ -135,6 +135,7 @@ def recommend(result: PlaceResult, decisions: list[PlaceDecision]) -> Recommenda
         threshold=MIN_BUSY_SHARE,
         reading_epochs=current.reading_epochs if current else 0,
         current_keeps_pages=current.keeps_pages if current else None,
+        current_object_store=result.dataset.object_store,
         fits_in_ram=fits_in_ram(result),
         alternative=(alt.label, alt.predicted_img_per_s, alt.copy_s or 0.0, alt.saved_s or 0.0)
         if alt

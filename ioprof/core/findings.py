@@ -498,6 +498,7 @@ class Recommendation:
     threshold: float
     reading_epochs: int = 0  # epochs that read the current location's storage
     current_keeps_pages: bool | None = None
+    current_object_store: bool = False  # the data is in an object store: read by GETs every epoch
     fits_in_ram: bool = False
     alternative: tuple[str, float, float, float] | None = None
 

@@ -104,7 +104,7 @@ def store_dataset(url: str, *, seed: int, progress: Callable[[str], None]) -> Da
         keeps_pages=False,  # nothing on this host keeps an object's bytes between GETs
     )
     images = ImageList(
-        url, listing.urls, listing.labels, listing.classes, "imagefolder" if nested else "flat"
+        url, listing.urls, listing.labels, listing.classes, "imagefolder" if nested else "flat", listing.sizes
     )
     return Dataset(info, images, FilesystemInfo(OBJECT_STORE_FS_TYPE, url, objects.endpoint()))
 

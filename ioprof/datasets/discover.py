@@ -31,6 +31,7 @@ class ImageList:
     labels: tuple[int, ...]
     classes: tuple[str, ...]
     layout: str  # "imagefolder" | "flat"
+    sizes: tuple[int, ...] = ()  # bytes of each, where a listing gave them (an object store's)
 
 
 def _flat_images(root: Path) -> list[str]:

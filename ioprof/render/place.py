@@ -14,9 +14,10 @@ from ioprof.render.mdtable import table
 from ioprof.render.plots import PLACE_PNG, plot_placement
 
 
-def _decision_row(dec: PlaceDecision, epochs: int) -> list[str]:
+def _decision_row(dec: PlaceDecision, epochs: int, store: bool = False) -> list[str]:
     by_workers = sorted(dec.predicted_by_workers.items(), key=lambda kv: int(kv[0]))
     reads = "the first" if dec.reading_epochs == 1 else f"all {epochs}"
+    why = " (an object store)" if store and dec.kind == "current" else " (drops read pages)"
     return [
         dec.label,
         rate(dec.predicted_img_per_s),
@@ -27,7 +28,7 @@ def _decision_row(dec: PlaceDecision, epochs: int) -> list[str]:
         dec.limited_by,
         f"{dec.storage_headroom:,.1f}×",
         duration(dec.epoch_s),
-        reads + ("" if dec.keeps_pages is not False else " (drops read pages)"),
+        reads + ("" if dec.keeps_pages is not False else why),
         duration(dec.total_s),
         duration(dec.copy_s),
         "—"
@@ -60,7 +61,7 @@ _HEAD = [
 
 
 def _decisions(result: PlaceResult) -> list[str]:
-    rows = [_decision_row(dec, result.epochs) for dec in result.decisions]
+    rows = [_decision_row(dec, result.epochs, result.dataset.object_store) for dec in result.decisions]
     for cand in result.candidates:
         if cand.status != "ok":
             rows.append([cand.label, *["—"] * 5, f"{cand.status}: {cand.reason}", *["—"] * (len(_HEAD) - 7)])
@@ -157,9 +158,17 @@ def render_place_markdown(result: PlaceResult) -> str:
         "",
         f"- Dataset: `{d.path}` — {d.listed_files} files, {d.listed_bytes / 1e6:,.1f} MB, mean {d.listed_file_bytes / 1e3:,.0f} kB, "
         f"on {d.fs_type} ({d.mount_source}); only read.",
-        "- The current location is read where it is, cold (evicted and verified). Each candidate folder gets a "
-        "shuffled sample copied into a temporary folder inside it (the copy is timed, fsync included, for the "
-        "copy cost), read back cold at each concurrency, and removed afterwards.",
+        (
+            "- The current location is the object store, read by GETs at each concurrency, each on objects no "
+            "earlier one read (nothing on this host caches them). Each candidate folder gets a shuffled sample "
+            "copied from the store into a temporary folder inside it, by as many GETs in flight as the most "
+            "workers asked for (the copy is timed, fsync included, for the copy cost), read back cold at each "
+            "concurrency, and removed afterwards."
+            if d.object_store
+            else "- The current location is read where it is, cold (evicted and verified). Each candidate folder gets a "
+            "shuffled sample copied into a temporary folder inside it (the copy is timed, fsync included, for the "
+            "copy cost), read back cold at each concurrency, and removed afterwards."
+        ),
         "- Emulated locations read an in-memory sample of the dataset through a shared bandwidth budget and a "
         "per-file latency (paid before each transfer); they are labelled (emulated).",
         "- `± x %`: half-width of a 95 % interval (batch means over consecutive file completions or steps).",

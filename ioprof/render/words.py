@@ -271,9 +271,10 @@ def _storage_fix(a: f.Advice) -> list[str]:
         out.append("More loader workers will not help: more concurrent readers did not read faster.")
     if a.object_store:
         out.append(
-            "The fix is a local copy staged from the store before training (NVMe, or RAM where it fits; "
-            "`ioprof place` does not read `s3://` yet: copy a sample to a folder to compare candidates), a "
-            "faster link to the store — or fewer, larger GETs (packed shards such as WebDataset tar files)."
+            "The fix is a local copy staged from the store before training — `ioprof place --data s3://… "
+            "--candidates /local/nvme,/dev/shm` measures where it would keep up and whether the copy pays over "
+            "your epochs — a faster link to the store, or fewer, larger GETs (packed shards such as WebDataset "
+            "tar files)."
         )
         return out
     network = "network storage" if a.network_storage else "this storage"
@@ -678,6 +679,11 @@ def _epochs_read(r: f.Recommendation) -> str:
         return (
             f"only the first of the {r.epochs} epochs reads the storage there: the dataset fits in the RAM the "
             "page cache can use and the filesystem keeps read pages"
+        )
+    if r.current_object_store:
+        return (
+            f"every one of the {r.epochs} epochs reads the object store: nothing on this host keeps an object "
+            "between GETs"
         )
     if r.fits_in_ram and r.current_keeps_pages is False:
         return (

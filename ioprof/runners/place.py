@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
@@ -25,10 +26,11 @@ from ioprof.core.presets import StorageProfile
 from ioprof.core.resultfile import to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, CandidateResult, PlaceResult
 from ioprof.core.thresholds import SPACE_HEADROOM
+from ioprof.datasets import objects
 from ioprof.datasets.dataset import Dataset
 from ioprof.host.machine import memory_for_cache
 from ioprof.host.pagecache import FilesystemInfo, filesystem_of, keeps_pages
-from ioprof.measure.ceilings import compute_ceiling, decode_ceilings
+from ioprof.measure.ceilings import compute_ceiling, decode_ceilings, store_ceilings
 from ioprof.measure.compute import make_step
 from ioprof.measure.sample import load_sample
 from ioprof.measure.session import Progress, Session
@@ -40,8 +42,10 @@ SAMPLE_MIN_BYTES = 64 * 10**6
 TEMP_PREFIX = "ioprof-place-"
 
 
-def pick_sample(paths: Sequence[str], seed: int) -> tuple[list[str], int]:
-    """A shuffled sample of at least SAMPLE_MIN_FILES files and SAMPLE_MIN_BYTES bytes, and its size."""
+def pick_sample(paths: Sequence[str], seed: int, sizes: Sequence[int] = ()) -> tuple[list[str], int]:
+    """A shuffled sample of at least SAMPLE_MIN_FILES files and SAMPLE_MIN_BYTES bytes, and its size.
+    ``sizes``: each path's bytes where a listing gave them (an object store's), else stat'ed."""
+    known = dict(zip(paths, sizes, strict=True)) if sizes else {}
     order = list(paths)
     random.Random(seed).shuffle(order)
     out: list[str] = []
@@ -50,7 +54,7 @@ def pick_sample(paths: Sequence[str], seed: int) -> tuple[list[str], int]:
         if len(out) >= SAMPLE_MIN_FILES and total >= SAMPLE_MIN_BYTES:
             break
         try:
-            size = os.path.getsize(p)
+            size = known[p] if known else os.path.getsize(p)
         except OSError:  # a broken link or a vanished file is no part of a sample
             continue
         out.append(p)
@@ -79,11 +83,25 @@ def _unusable(
 
 
 def measure_current(
-    paths: Sequence[str], sample_bytes: int, root: str, concurrencies: Sequence[int], seed: int
+    paths: Sequence[str],
+    sample_bytes: int,
+    root: str,
+    concurrencies: Sequence[int],
+    seed: int,
+    *,
+    dataset: Dataset | None = None,
+    progress: Progress | None = None,
 ) -> CandidateResult:
-    """The dataset where it is: read-only, cold."""
-    fs = filesystem_of(root)
-    storage = tuple(probe_storage(paths, c, fs, seed=seed, root=root) for c in concurrencies)
+    """The dataset where it is: read-only, cold. Objects in a store (``dataset`` given, on one):
+    read by GETs at each concurrency, each level on objects no earlier level read."""
+    if dataset is not None and dataset.fs.object_store and progress is not None:
+        fs = dataset.fs
+        storage = store_ceilings(dataset, concurrencies, seed=seed, progress=progress)
+        kept: bool | None = False  # nothing on this host keeps an object between GETs
+    else:
+        fs = filesystem_of(root)
+        storage = tuple(probe_storage(paths, c, fs, seed=seed, root=root) for c in concurrencies)
+        kept = keeps_pages(paths, fs)
     return CandidateResult(
         label="current location",
         path=root,
@@ -97,7 +115,7 @@ def measure_current(
         sample_bytes=sample_bytes,
         write_mb_per_s=None,
         storage=storage,
-        keeps_pages=keeps_pages(paths, fs),
+        keeps_pages=kept,
     )
 
 
@@ -156,7 +174,11 @@ def measure_candidate(
     try:
         progress(f"{folder}: copying a sample of {len(sample)} files ({sample_bytes / 1e6:,.1f} MB)…")
         t0 = clock()
-        copies = [_copy(src, tmp / f"{i:06d}{Path(src).suffix}") for i, src in enumerate(sample)]
+        targets = [tmp / f"{i:06d}{Path(src).suffix}" for i, src in enumerate(sample)]
+        # from a store, by as many GETs in flight as the most workers asked for (as a sync tool
+        # copies); files one by one
+        with ThreadPoolExecutor(max(concurrencies) if objects.is_store_url(sample[0]) else 1) as pool:
+            copies = list(pool.map(_copy, sample, targets))
         write_s = max(clock() - t0, 1e-9)
         progress(f"{folder}: reading the sample back cold…")
         storage = tuple(probe_storage(copies, c, fs, seed=seed, root=str(tmp)) for c in concurrencies)
@@ -190,8 +212,13 @@ def measure_candidate(
 
 
 def _copy(src: str, dst: Path) -> str:
-    with open(src, "rb") as fin, open(dst, "wb") as fout:
-        shutil.copyfileobj(fin, fout, 1 << 20)
+    """``src`` (a file, or an object in a store) written to ``dst`` and synced."""
+    with open(dst, "wb") as fout:
+        if objects.is_store_url(src):
+            fout.write(objects.read_object(src))
+        else:
+            with open(src, "rb") as fin:
+                shutil.copyfileobj(fin, fout, 1 << 20)
         fout.flush()
         os.fsync(fout.fileno())
     return str(dst)
@@ -223,9 +250,19 @@ def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress:
         progress=progress,
         compute=compute,
     )
-    sample, sample_bytes = pick_sample(dataset.images.paths, config.seed)
+    sample, sample_bytes = pick_sample(dataset.images.paths, config.seed, dataset.images.sizes)
     progress(f"current location {dataset.info.path}: reading cold, read-only…")
-    candidates = [measure_current(sample, sample_bytes, dataset.info.path, config.workers, config.seed)]
+    candidates = [
+        measure_current(
+            sample,
+            sample_bytes,
+            dataset.info.path,
+            config.workers,
+            config.seed,
+            dataset=dataset,
+            progress=progress,
+        )
+    ]
     for folder in config.candidates:
         c = measure_candidate(
             sample,

@@ -61,45 +61,6 @@ def _ioprof(
     )
 
 
-def test_probe_storage_reads_a_bucket_at_the_links_rate_and_says_what_it_cost(
-    store: dict[str, Any], tmp_path: Path
-) -> None:
-    out = tmp_path / "o"
-    p = _ioprof(
-        store, "probe", "storage", "--data", f"s3://{BUCKET}/{PREFIX}", "--workers", "2", "--out", str(out)
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads((out / "results.json").read_text())
-    (ds,) = r["datasets"]
-    # listed as an ImageFolder of 4 classes; its images' size read from their first bytes
-    assert (ds["files"], ds["classes"], ds["fs_type"], ds["keeps_pages"]) == (
-        store["objects"],
-        4,
-        "s3",
-        False,
-    )
-    assert ds["mount_source"] == store["env"]["AWS_ENDPOINT_URL"] and ds["mean_width_px"] == 256
-    levels = {s["concurrency"]: s for s in r["ceilings"][0]["storage"]}
-    assert set(levels) == {1, 2}
-    one = levels[1]
-    # one reader gets what a plain client gets over the same link (within 15 %)
-    assert one["read_mb_per_s"] == pytest.approx(store["plain_mb_per_s"], rel=0.15), (
-        one,
-        store["plain_mb_per_s"],
-    )
-    assert 0.5 < store["plain_mb_per_s"] < 1.1  # the 8 Mbit/s link is what limits it
-    for s in levels.values():
-        # every byte crossed the link, objects no earlier level read (a store cannot be made cold)
-        assert s["cache"]["regime"] == "cold" and s["cache"]["verified"], s["cache"]
-        assert s["fetched"]["bytes"] == s["bytes"] > 0 and s["latency_kind"] == "first byte"
-        assert 0 < s["latency_p50_s"] <= s["latency_p99_s"] and s["retries"] == 0
-    assert levels[1]["files"] + levels[2]["files"] <= store["objects"]
-    report = (out / "report.md").read_text()
-    gets = levels[1]["files"] + levels[2]["files"]
-    assert f"{gets:,} GET requests read" in report and "first byte p50" in report
-    assert " 0 kB" not in report and "0.00 MB/s" not in report
-
-
 def test_a_sweep_on_a_bucket_behind_a_slow_link_is_storage_bound(
     store: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -125,16 +86,76 @@ def test_a_sweep_on_a_bucket_behind_a_slow_link_is_storage_bound(
     (rx,) = fetched["cross_checks"]  # what crossed the link: bodies plus HTTP's own bytes
     assert rx["method"] == "interface-rx" and rx["bytes"] == pytest.approx(fetched["bytes"], rel=0.15)
     assert cell["fetched_mb_per_s"] == pytest.approx(store["plain_mb_per_s"], rel=0.15)
-    storage = {s["concurrency"]: s for s in r["ceilings"][0]["storage"]}
-    assert set(storage) == {1, 2} and storage[2]["latency_kind"] == "first byte"
+    (ds,) = r["datasets"]
+    # listed as an ImageFolder of 4 classes; its images' size read from their first bytes
+    assert (ds["files"], ds["classes"], ds["fs_type"], ds["keeps_pages"]) == (
+        store["objects"],
+        4,
+        "s3",
+        False,
+    )
+    assert ds["mount_source"] == store["env"]["AWS_ENDPOINT_URL"] and ds["mean_width_px"] == 256
+    # the storage ceilings (what `ioprof probe storage` runs alone): GETs at 1 and 2 in flight
+    levels = {s["concurrency"]: s for s in r["ceilings"][0]["storage"]}
+    assert set(levels) == {1, 2}
+    # one reader gets what a plain client gets over the same link (within 15 %)
+    assert levels[1]["read_mb_per_s"] == pytest.approx(store["plain_mb_per_s"], rel=0.15), store
+    assert 0.5 < store["plain_mb_per_s"] < 1.1  # the 8 Mbit/s link is what limits it
+    for s in levels.values():
+        # every byte crossed the link, objects no earlier level read (a store cannot be made cold)
+        assert s["cache"]["regime"] == "cold" and s["cache"]["verified"], s["cache"]
+        assert s["fetched"]["bytes"] == s["bytes"] > 0 and s["latency_kind"] == "first byte"
+        assert 0 < s["latency_p50_s"] <= s["latency_p99_s"] and s["retries"] == 0
+    assert levels[1]["files"] + levels[2]["files"] <= store["objects"]
     (decode,) = r["ceilings"][0]["decode"]  # from the objects read into memory: far above the link
-    assert decode["img_per_s"] > 2 * storage[2]["img_per_s"]
+    assert decode["img_per_s"] > 2 * levels[2]["img_per_s"]
     report = (out / "report.md").read_text()
+    gets = levels[1]["files"] + levels[2]["files"]
+    assert f"{gets:,} GET requests read" in report and "first byte p50" in report
+    assert "0.00 MB/s" not in report
     assert "the bottleneck is storage" in report and "GETs" in report
     assert "would come from the page cache" not in report and " 0 kB" not in report
     # the fix and the method in the store's own words: no `place` it cannot run, no evictions
-    assert "a local copy staged from the store" in report and "ioprof place --data PATH" not in report
+    assert "a local copy staged from the store" in report and "`ioprof place --data s3://…" in report
     assert "every read is a GET" in report and "posix_fadvise" not in report
+
+
+def test_place_stages_a_copy_when_the_store_cannot_feed_every_epoch(
+    store: dict[str, Any], tmp_path: Path
+) -> None:
+    """Streaming reads the store every epoch (nothing on the host keeps an object); a local copy
+    reads it once, at the rate measured by copying a sample from the store: over 10 epochs it pays."""
+    local = tmp_path / "local"
+    local.mkdir()
+    out = tmp_path / "o"
+    p = _ioprof(
+        store,
+        *"place --data".split(),
+        f"s3://{BUCKET}/{PREFIX}",
+        "--candidates",
+        str(local),
+        *"--workers 2 --compute sim:200 --model tiny --crop-px 32 --batch-size 8 --epochs 10 --out".split(),
+        str(out),
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads((out / "results.json").read_text())
+    current = next(c for c in r["candidates"] if c["kind"] == "current")
+    assert current["keeps_pages"] is False and current["fs_type"] == "s3"
+    assert {s["concurrency"] for s in current["storage"]} == {2}
+    assert current["storage"][0]["read_mb_per_s"] == pytest.approx(store["plain_mb_per_s"], rel=0.15)
+    candidate = next(c for c in r["candidates"] if c["kind"] == "candidate")
+    # the copy came through the same link: its rate is the store's, not the local disk's
+    assert candidate["write_mb_per_s"] < 1.3 * store["plain_mb_per_s"]
+    decisions = {d["kind"]: d for d in r["decisions"]}
+    assert decisions["current"]["reading_epochs"] == 10 and decisions["candidate"]["reading_epochs"] == 1
+    assert (r["recommendation"]["action"], r["recommendation"]["location"]) == ("move", str(local))
+    assert decisions["candidate"]["copy_pays_off"] is True
+    assert not list(local.iterdir())  # the sample copied there was removed
+    report = (out / "report.md").read_text()
+    assert (
+        "every one of the 10 epochs reads the object store" in report and "(drops read pages)" not in report
+    )
+    assert "copied from the store" in report
 
 
 def test_bad_object_storage_input_is_one_line(store: dict[str, Any], tmp_path: Path) -> None:
@@ -151,8 +172,8 @@ def test_bad_object_storage_input_is_one_line(store: dict[str, Any], tmp_path: P
         "probe", "storage", "--data", f"s3://{BUCKET}/{PREFIX}", env=unreachable
     )
     # the commands that do not read a store yet say so, and what to do instead
-    assert "only `ioprof sweep` and `ioprof probe` read object storage" in fails(
-        "place", "--data", f"s3://{BUCKET}/{PREFIX}", "--candidates", str(tmp_path)
+    assert "only `ioprof sweep`, `ioprof probe` and `ioprof place` read object storage" in fails(
+        "whatif", "--data", f"s3://{BUCKET}/{PREFIX}", "--scratch", str(tmp_path)
     )
     assert not (tmp_path / "o").exists()  # nothing was measured: no output folder
 
