@@ -12,6 +12,7 @@ from ioprof.commands.values import non_negative_int, parse_storage_profile, posi
 from ioprof.core import resultfile
 from ioprof.core.config import CACHE_REGIMES, WhatifConfig, run_length_for
 from ioprof.core.errors import IoprofError
+from ioprof.datasets import objects
 
 if TYPE_CHECKING:
     from ioprof.measure.session import Progress
@@ -88,6 +89,11 @@ def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
     config = replace(config, precision=precision, channels_last=channels_last)
     if config.compute.kind == "real":
         check_precision(config.precision, device)
+    if config.scratch_dir is not None and objects.is_store_url(config.scratch_dir):
+        raise IoprofError(
+            f"--scratch {config.scratch_dir}: copies and shards are written to a local folder in this version "
+            "(the shards are read from there); give a folder on this machine"
+        )
     if config.scratch_dir is not None and not os.path.isdir(config.scratch_dir):
         raise IoprofError(
             f"--scratch {config.scratch_dir}: no such folder; give an existing folder for the copies"
@@ -99,6 +105,7 @@ def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
         seed=config.seed,
         cache_dir=config.cache_dir,
         progress=progress,
+        stores=True,
     )
     out = prepare_out_dir(config.out_dir, NAME)
     run = run_length_for(device.type, config.compute, batch_size=config.batch_size, seconds=config.seconds)

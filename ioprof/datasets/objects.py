@@ -48,7 +48,7 @@ def is_store_url(path: str | None) -> bool:
 def not_yet(flag: str, path: str) -> IoprofError:
     """The error of a command that does not read object storage (or URLs) yet."""
     return IoprofError(
-        f"{flag} {path}: only `ioprof sweep`, `ioprof probe` and `ioprof place` read object storage in this version — for this "
+        f"{flag} {path}: only `ioprof sweep`, `ioprof probe`, `ioprof place` and `ioprof whatif` read object storage in this version — for this "
         "command, copy the data (or a sample of it) to a folder and pass that"
     )
 

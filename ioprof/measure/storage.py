@@ -22,9 +22,11 @@ import errno
 import multiprocessing
 import os
 import random
+import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import psutil
 
@@ -163,6 +165,19 @@ def read_until(
         if evict:
             drop_after_read(f.fileno())
     return n, (b"".join(parts) if keep and whole else None)
+
+
+def copy_to(src: str, dst: Path) -> str:
+    """``src`` (a file, or an object in a store: one GET) written to ``dst`` and synced."""
+    with open(dst, "wb") as fout:
+        if objects.is_store_url(src):
+            fout.write(objects.read_object(src))
+        else:
+            with open(src, "rb") as fin:
+                shutil.copyfileobj(fin, fout, 1 << 20)
+        fout.flush()
+        os.fsync(fout.fileno())
+    return str(dst)
 
 
 def read_blob(blob: bytes, emulated: EmulatedStorage | None = None) -> bytes:

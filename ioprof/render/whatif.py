@@ -41,7 +41,10 @@ def _on_data(x: RankedAlternative) -> str:
 
 
 def _row(i: int, x: RankedAlternative, a: AlternativeResult) -> list[str]:
-    interval = f" [{rate(x.low)}–{rate(x.high)}]" if x.low is not None and x.high is not None else " [± ?]"
+    # a rate is never below 0: an interval from a few steps that reaches past it is shown from 0
+    interval = (
+        f" [{rate(max(0.0, x.low))}–{rate(x.high)}]" if x.low is not None and x.high is not None else " [± ?]"
+    )
     cost = "—"
     if x.dataset_prep_s is not None and x.dataset_prep_bytes is not None:
         cost = f"{duration(x.dataset_prep_s)}, {size(x.dataset_prep_bytes)}"

@@ -777,6 +777,8 @@ WHY_NOT = {
     "needs-workers": "applies to worker processes, and the current setting has none",
     "already-small": "the images are already that small",
     "emulated": "storage is emulated here: there is no page cache to warm",
+    "object-store": "no page cache holds an object from a store: the local copy (loose files on the scratch "
+    "folder) is the cache to compare",
 }
 
 # The change each alternative needs in a training script, in a few lines.

@@ -34,7 +34,7 @@ from ioprof.measure.ceilings import compute_ceiling, decode_ceilings, store_ceil
 from ioprof.measure.compute import make_step
 from ioprof.measure.sample import load_sample
 from ioprof.measure.session import Progress, Session
-from ioprof.measure.storage import EmulatedStorage, probe_storage
+from ioprof.measure.storage import EmulatedStorage, copy_to, probe_storage
 
 # The sample copied to each candidate: at least this many files and bytes (or the whole dataset).
 SAMPLE_MIN_FILES = 200
@@ -178,7 +178,7 @@ def measure_candidate(
         # from a store, by as many GETs in flight as the most workers asked for (as a sync tool
         # copies); files one by one
         with ThreadPoolExecutor(max(concurrencies) if objects.is_store_url(sample[0]) else 1) as pool:
-            copies = list(pool.map(_copy, sample, targets))
+            copies = list(pool.map(copy_to, sample, targets))
         write_s = max(clock() - t0, 1e-9)
         progress(f"{folder}: reading the sample back cold…")
         storage = tuple(probe_storage(copies, c, fs, seed=seed, root=str(tmp)) for c in concurrencies)
@@ -209,19 +209,6 @@ def measure_candidate(
         return _unusable(folder, folder, status, e.strerror or str(e), fs, free)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _copy(src: str, dst: Path) -> str:
-    """``src`` (a file, or an object in a store) written to ``dst`` and synced."""
-    with open(dst, "wb") as fout:
-        if objects.is_store_url(src):
-            fout.write(objects.read_object(src))
-        else:
-            with open(src, "rb") as fin:
-                shutil.copyfileobj(fin, fout, 1 << 20)
-        fout.flush()
-        os.fsync(fout.fileno())
-    return str(dst)
 
 
 def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress: Progress) -> PlaceResult:

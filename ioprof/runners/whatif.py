@@ -29,13 +29,13 @@ from ioprof.datasets.discover import ImageList, describe
 from ioprof.host.machine import memory_for_cache
 from ioprof.host.pagecache import filesystem_of, keeps_pages
 from ioprof.host.telemetry import open_gpu_sampler
-from ioprof.measure.ceilings import compute_ceiling, first_line
+from ioprof.measure.ceilings import compute_ceiling, first_line, store_ceilings
 from ioprof.measure.cell import CellPlan, Failures, run_cell
 from ioprof.measure.compute import TrainStep, make_step
 from ioprof.measure.loader import make_loader
 from ioprof.measure.sample import load_sample
 from ioprof.measure.session import Progress, Session
-from ioprof.measure.storage import EmulatedStorage, probe_storage
+from ioprof.measure.storage import EmulatedStorage, copy_to, probe_storage
 from ioprof.runners import pipelines as alt
 
 # Pre-resized copies: the short side the files are brought down to (torchvision's ImageNet recipe
@@ -51,8 +51,9 @@ SAMPLE_MAX_BYTES = 128 * 10**6
 
 
 def pick_sample(dataset: Dataset, images: int, seed: int) -> Dataset:
-    """A shuffled sample of the dataset's files (read in place, never written)."""
-    order = list(range(len(dataset.images.paths)))
+    """A shuffled sample of the dataset's files or objects (read in place, never written)."""
+    imgs = dataset.images
+    order = list(range(len(imgs.paths)))
     random.Random(seed).shuffle(order)
     chosen: list[int] = []
     size = 0
@@ -60,19 +61,25 @@ def pick_sample(dataset: Dataset, images: int, seed: int) -> Dataset:
         if len(chosen) >= images or size >= SAMPLE_MAX_BYTES:
             break
         try:
-            size += Path(dataset.images.paths[i]).stat().st_size
+            size += imgs.sizes[i] if imgs.sizes else Path(imgs.paths[i]).stat().st_size
         except OSError:
             continue
         chosen.append(i)
-    imgs = dataset.images
     sample = ImageList(
         imgs.root,
         tuple(imgs.paths[i] for i in chosen),
         tuple(imgs.labels[i] for i in chosen),
         imgs.classes,
         imgs.layout,
+        tuple(imgs.sizes[i] for i in chosen) if imgs.sizes else (),
     )
-    return Dataset(replace(dataset.info, files=len(chosen), total_bytes=size), sample, dataset.fs)
+    info = replace(
+        dataset.info,
+        files=len(chosen),
+        total_bytes=size,
+        mean_file_bytes=size / len(chosen) if chosen else None,
+    )
+    return Dataset(info, sample, dataset.fs)
 
 
 def _copy_dataset(label: str, paths: Sequence[str], labels: Sequence[int], like: Dataset) -> Dataset:
@@ -114,6 +121,14 @@ class Trial:
         )
         self.failures = Failures()
         self.scratch_bytes = 0
+        self.loose: Dataset | None = None  # the sample copied to the scratch folder (the control)
+
+    def sources(self) -> Sequence[str]:
+        """What the copies (resized, shards) are made from: the sample where it is — or, for
+        objects in a store, the control's local copy of them (the same bytes, fetched once)."""
+        if self.sample.fs.object_store and self.loose is not None:
+            return self.loose.images.paths
+        return self.sample.images.paths
 
     def plan(self, dataset: Dataset, **changes: object) -> CellPlan:
         memory = self.memory if dataset is self.sample else None
@@ -190,7 +205,7 @@ def resized(trial: Trial, short_side: int) -> AlternativeResult:
     info = trial.sample.info
     if min(info.mean_width_px or 0.0, info.mean_height_px or 0.0) <= short_side:
         return _not(name, "already-small")
-    paths, seconds, nbytes = alt.write_resized(trial.sample.images.paths, trial.scratch / name, short_side)
+    paths, seconds, nbytes = alt.write_resized(trial.sources(), trial.scratch / name, short_side)
     trial.scratch_bytes += nbytes
     copy = _copy_dataset(name, paths, trial.sample.images.labels, trial.sample)
     plan = trial.plan(copy)
@@ -208,7 +223,7 @@ def shards(trial: Trial) -> AlternativeResult:
     n = max(1, trial.workers) * SHARDS_PER_WORKER
     size = max(1, trial.sample.info.listed_bytes // n)
     paths, seconds, nbytes = alt.write_shards(
-        trial.sample.images.paths, trial.sample.images.labels, trial.scratch / "shards", size
+        trial.sources(), trial.sample.images.labels, trial.scratch / "shards", size
     )
     trial.scratch_bytes += nbytes
     blobs = [Path(p).read_bytes() for p in paths] if trial.emulated is not None else None
@@ -234,12 +249,10 @@ def control(trial: Trial) -> AlternativeResult | None:
         return None
     loose = trial.scratch / "loose"
     loose.mkdir()
-    copies = [
-        str(shutil.copy(p, loose / f"{i:06d}{Path(p).suffix}"))
-        for i, p in enumerate(trial.sample.images.paths)
-    ]
+    copies = [copy_to(p, loose / f"{i:06d}{Path(p).suffix}") for i, p in enumerate(trial.sample.images.paths)]
     trial.scratch_bytes += trial.sample.info.listed_bytes
     copy = _copy_dataset("loose-on-scratch", copies, trial.sample.images.labels, trial.sample)
+    trial.loose = copy
     return _measured(trial, "loose-on-scratch", copy, trial.plan(copy))
 
 
@@ -307,6 +320,8 @@ def cache(trial: Trial, dataset_bytes: int) -> AlternativeResult:
     filesystem keeps read pages at all (sshfs drops them at every open: then nothing can be warm)."""
     if trial.emulated is not None:
         return _not("cache", "emulated")
+    if trial.sample.fs.object_store:  # no page cache holds an object; a local copy is the control
+        return _not("cache", "object-store")
     paths = trial.sample.images.paths
     if keeps_pages(paths, trial.sample.fs) is False:
         return _not("cache", f"pages-not-kept:{trial.sample.fs.fs_type}")
@@ -323,16 +338,19 @@ def data_storage(trial: Trial) -> StorageCeiling | None:
         return None
     paths = list(trial.sample.images.paths)
     trial.progress("the data's own storage, read alone (cold)…")
+    if trial.sample.fs.object_store:
+        return store_ceilings(trial.sample, [max(1, trial.workers)], seed=0, progress=trial.progress)[0]
     return probe_storage(paths, max(1, trial.workers), trial.sample.fs, root=trial.sample.root)
 
 
 def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progress: Progress) -> WhatifResult:
     """The baseline and every alternative that applies, on a sample; the scratch folder removed after."""
     sample = pick_sample(dataset, config.sample_images, config.seed)
-    sample = replace(
-        sample,
-        info=describe(sample.images, dataset.label, generated=dataset.info.generated, seed=config.seed),
-    )
+    if not dataset.fs.object_store:  # an object store's sample is described from its listing
+        sample = replace(
+            sample,
+            info=describe(sample.images, dataset.label, generated=dataset.info.generated, seed=config.seed),
+        )
     scratch_base = Path(config.scratch_dir or tempfile.gettempdir())
     progress(
         f"scratch: up to {3 * sample.info.listed_bytes / 1e6:,.0f} MB of copies and shards of a {sample.info.listed_files}-file "

@@ -45,7 +45,13 @@ def store(netrig: tuple[netfs.NetMount, netfs.Served]) -> dict[str, Any]:
     images = [k for k in keys if k.endswith(".jpg")]  # the dataset's other files are not images
     assert n == len(keys) and len(images) == COPIES * 120
     plain = mount.plain_s3(BUCKET, images[:60], env)
-    return {"mount": mount, "env": env, "objects": len(images), "plain_mb_per_s": plain.bytes_per_s / 1e6}
+    return {
+        "mount": mount,
+        "env": env,
+        "objects": len(images),
+        "keys": len(keys),
+        "plain_mb_per_s": plain.bytes_per_s / 1e6,
+    }
 
 
 def _ioprof(
@@ -158,6 +164,52 @@ def test_place_stages_a_copy_when_the_store_cannot_feed_every_epoch(
     assert "copied from the store" in report
 
 
+def test_whatif_on_a_bucket_credits_the_local_copy_and_judges_copies_against_it(
+    store: dict[str, Any], tmp_path: Path
+) -> None:
+    """The baseline reads the store; the control is the same objects copied to local scratch (the
+    local cache a user could stage); resized copies and shards are made from that copy and judged
+    against it. The page cache cannot hold an object: said, not measured. Nothing is written to
+    the bucket."""
+    out = tmp_path / "o"
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    p = _ioprof(
+        store,
+        *"whatif --data".split(),
+        f"s3://{BUCKET}/{PREFIX}",
+        *"--workers 2 --compute sim:h100 --batch-size 8 --seconds 5 --sample-images 60 --scratch".split(),
+        str(scratch),
+        "--out",
+        str(out),
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads((out / "results.json").read_text())
+    ranked = {x["name"]: x for x in r["ranking"]["ranked"]}
+    alts = {a["name"]: a for a in r["alternatives"]}
+    assert alts["baseline"]["where"] == "data" and alts["baseline"]["where_fs"] == "s3"
+    assert r["ranking"]["storage_move"] == "loose-on-scratch" and ranked["loose-on-scratch"]["gain"] > 3
+    for name in ("shards", "resized-256"):
+        if name in ranked:
+            assert ranked[name]["control"] == "loose-on-scratch" and alts[name]["where"] == "scratch"
+    assert alts["cache"]["measured"] is False and alts["cache"]["why_not"] == "object-store"
+    # the store read alone at the loader's concurrency: GETs, at the link's rate
+    assert r["data_storage"]["latency_kind"] == "first byte"
+    assert r["data_storage"]["read_mb_per_s"] == pytest.approx(store["plain_mb_per_s"], rel=0.15)
+    assert not list(scratch.iterdir())  # the copies were removed
+    keys = json.loads(
+        store["mount"].s3_client(
+            "print(json.dumps([o['Key'] for o in c.list_objects_v2(Bucket=sys.argv[1])['Contents']]))",
+            BUCKET,
+            env=store["env"],
+        )
+    )
+    assert len(keys) == store["keys"]  # nothing written to the bucket
+    report = (out / "report.md").read_text()
+    assert "no page cache holds an object" in report and "(the storage move)" in report
+    assert "[-" not in report  # no interval of a rate below 0
+
+
 def test_bad_object_storage_input_is_one_line(store: dict[str, Any], tmp_path: Path) -> None:
     def fails(*argv: str, env: dict[str, str] | None = None) -> str:
         p = _ioprof(store, *argv, "--out", str(tmp_path / "o"), env=env)
@@ -172,8 +224,9 @@ def test_bad_object_storage_input_is_one_line(store: dict[str, Any], tmp_path: P
         "probe", "storage", "--data", f"s3://{BUCKET}/{PREFIX}", env=unreachable
     )
     # the commands that do not read a store yet say so, and what to do instead
-    assert "only `ioprof sweep`, `ioprof probe` and `ioprof place` read object storage" in fails(
-        "whatif", "--data", f"s3://{BUCKET}/{PREFIX}", "--scratch", str(tmp_path)
+    assert "read object storage in this version" in fails("profile", "--data", f"s3://{BUCKET}/{PREFIX}")
+    assert "written to a local folder" in fails(
+        "whatif", "--data", f"s3://{BUCKET}/{PREFIX}", "--scratch", f"s3://{BUCKET}/tmp/"
     )
     assert not (tmp_path / "o").exists()  # nothing was measured: no output folder
 
