@@ -231,6 +231,53 @@ def test_bad_object_storage_input_is_one_line(store: dict[str, Any], tmp_path: P
     assert not (tmp_path / "o").exists()  # nothing was measured: no output folder
 
 
+def test_a_throttled_store_is_retried_and_counted_and_one_that_always_refuses_is_one_line(
+    store: dict[str, Any], tmp_path: Path
+) -> None:
+    """Through a proxy that answers a share of the requests 503 SlowDown: the client's retries
+    carry the reading through, and the retries are counted — no more than the 503s the proxy
+    sent — and said in the report (each costs a request). A store that throttles every request:
+    one line naming the code and what to change."""
+    mount: netfs.NetMount = store["mount"]
+    with mount.faulty_s3(0.2) as (env, proxy):
+        p = _ioprof(
+            store,
+            *"probe storage --data".split(),
+            f"s3://{BUCKET}/{PREFIX}",
+            *"--workers 2 --out".split(),
+            str(tmp_path / "o"),
+            env=env,
+        )
+        proxy.kill()
+        answered = proxy.communicate()[0].split()
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads((tmp_path / "o" / "results.json").read_text())
+    retries = sum(s["retries"] for s in r["ceilings"][0]["storage"])
+    refused = answered.count("503")
+    assert 0 < retries <= refused and refused > 0.1 * len(answered), (retries, refused, len(answered))
+    assert f"the client repeated {retries:,} of" in (tmp_path / "o" / "report.md").read_text()
+    with mount.faulty_s3(1.0) as (env, _):
+        line = _one_line(
+            _ioprof(
+                store,
+                "probe",
+                "storage",
+                "--data",
+                f"s3://{BUCKET}/{PREFIX}",
+                "--out",
+                str(tmp_path / "x"),
+                env=env,
+            )
+        )
+    assert "kept failing (SlowDown) after 4 attempts" in line and "fewer --workers" in line, line
+
+
+def _one_line(p: subprocess.CompletedProcess[str]) -> str:
+    assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    (line,) = [ln for ln in p.stderr.splitlines() if ln.startswith("ioprof:")]
+    return line
+
+
 def test_a_store_that_goes_away_mid_sweep_is_one_line_and_keeps_finished_cells(
     store: dict[str, Any], tmp_path: Path
 ) -> None:

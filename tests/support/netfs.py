@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ioprof.datasets.synth import DatasetSpec, generate
 
@@ -34,6 +35,7 @@ TOOLS = ("ip", "tc", "sshfs", "sshd", "ssh", "ssh-keygen", "fusermount3")
 PORT = 2222
 HTTP_PORT = 8088
 S3_PORT = 5000
+FAULTY_PORT = 5001  # the fault-injecting proxy in front of the S3 server
 # tbf needs a burst larger than one packet; lo's MTU is 64 kB
 BURST = "256kb"
 
@@ -90,7 +92,7 @@ class NetMount:
             self._wait_port(HTTP_PORT, self.http, "the HTTP server")
         return f"http://127.0.0.1:{HTTP_PORT}"
 
-    def _wait_port(self, port: int, proc: subprocess.Popen[bytes], what: str) -> None:
+    def _wait_port(self, port: int, proc: subprocess.Popen[Any], what: str) -> None:
         deadline = time.monotonic() + 30
         while subprocess.run(
             self.in_namespace(
@@ -125,6 +127,33 @@ class NetMount:
             self.s3.kill()
             self.s3.wait(timeout=10)
             self.s3 = None  # serve_s3 starts a new, empty one
+
+    @contextmanager
+    def faulty_s3(self, fail_share: float) -> Iterator[tuple[dict[str, str], subprocess.Popen[str]]]:
+        """A proxy in front of the S3 server that answers ``fail_share`` of the requests 503
+        SlowDown (``faulty_proxy``); yields the environment that reaches the store through it, and
+        the proxy (its stdout: a line per request, ``ok`` or ``503``)."""
+        env = self.serve_s3()
+        proxy = subprocess.Popen(
+            self.in_namespace(
+                sys.executable,
+                str(Path(__file__).with_name("faulty_proxy.py")),
+                str(FAULTY_PORT),
+                str(S3_PORT),
+                str(fail_share),
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            self._wait_port(FAULTY_PORT, proxy, "the fault-injecting proxy")
+            yield {**env, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{FAULTY_PORT}"}, proxy
+        finally:
+            proxy.kill()
+            proxy.wait(timeout=10)
+            if proxy.stdout is not None and not proxy.stdout.closed:
+                proxy.stdout.close()
 
     def s3_client(self, code: str, *args: str, env: dict[str, str]) -> str:
         """Run ``code`` (python, with ``c``: a boto3 S3 client) inside the namespace; its stdout."""

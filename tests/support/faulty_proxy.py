@@ -1,0 +1,69 @@
+"""A fault-injecting HTTP proxy in front of an S3-API server, for tests: every request is forwarded
+to the upstream port unchanged, except that a share of them (chosen at random, seeded) is answered
+503 SlowDown at once — what S3 says when a client asks too fast — the way a throttled store
+fails. moto's server does not check signatures, so forwarding a request signed for the proxy's
+address is accepted.
+
+    python faulty_proxy.py LISTEN_PORT UPSTREAM_PORT FAIL_SHARE
+
+Each answered request is counted on stdout as one line: ``ok`` or ``503``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import random
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SLOWDOWN = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n'
+    b"<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+)
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade"}
+
+
+def main() -> None:
+    listen, upstream, share = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+    rng = random.Random(0)
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def _any(self) -> None:
+            n = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(n) if n else None
+            if rng.random() < share:
+                self.send_response(503)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(SLOWDOWN)))
+                self.end_headers()
+                self.wfile.write(SLOWDOWN)
+                print("503", flush=True)
+                return
+            conn = http.client.HTTPConnection("127.0.0.1", upstream, timeout=60)
+            headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+            conn.request(self.command, self.path, body=body, headers=headers)
+            reply = conn.getresponse()
+            payload = reply.read()
+            self.send_response(reply.status)
+            for k, v in reply.getheaders():
+                if k.lower() not in HOP_BY_HOP and k.lower() != "content-length":
+                    self.send_header(k, v)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(payload)
+            conn.close()
+            print("ok", flush=True)
+
+        do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = _any
+
+    ThreadingHTTPServer(("127.0.0.1", listen), Handler).serve_forever()
+
+
+if __name__ == "__main__":
+    main()
