@@ -20,6 +20,7 @@ from pathlib import Path
 import netfs
 import paths
 import pytest
+from cli import until_cell
 
 from ioprof.datasets.synth import DatasetSpec, generate
 
@@ -145,14 +146,7 @@ def test_a_mount_that_vanishes_mid_run_is_one_line_and_keeps_finished_cells(tmp_
             text=True,
             env=ENV,
         )
-        assert proc.stderr is not None
-        seen = []
-        for line in proc.stderr:
-            seen.append(line)
-            if "[2/2]" in line and "measuring" in line:
-                break
-        else:
-            raise AssertionError("".join(seen))
+        until_cell(proc)
         time.sleep(1.0)
         m.kill()
         _, err = proc.communicate(timeout=300)

@@ -34,3 +34,15 @@ def ioprof(
 def ioprof_run(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """``ioprof run ARGS``: a training command under ioprof."""
     return ioprof("run", *args, cwd=cwd, timeout=timeout)
+
+
+def until_cell(proc: subprocess.Popen[str], position: str = "[2/2]") -> None:
+    """Read a running sweep's progress (its stderr) until the cell at ``position`` starts
+    measuring — the moment to inject a fault under it."""
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if position in line and "measuring" in line:
+            return
+    raise AssertionError("".join(seen))
