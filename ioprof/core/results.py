@@ -610,6 +610,7 @@ class CellResult:
     looks: int = 1  # how often the stopping rule looked at its interval (``stats.LOOKS``), or 1
     inside: LoaderInside | None = None  # stages per sample, memory per worker, threads against cores
     wait_split: WaitSplit | None = None  # what the awaited producer did while the loop waited (run)
+    retries: int = 0  # requests an object store's client repeated for the window's samples
 
     @property
     def setting(self) -> LoaderSetting:

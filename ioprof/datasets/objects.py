@@ -94,10 +94,16 @@ def retries() -> int:
     return _retries
 
 
+def retries_here() -> int:
+    """Retries this thread's requests needed so far (a sample's own, read around its GET)."""
+    return int(getattr(_local, "retries", 0))
+
+
 def _count(response: dict[str, Any]) -> None:
     global _retries
     n = int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
     if n:
+        _local.retries = retries_here() + n
         with _lock:
             _retries += n
 

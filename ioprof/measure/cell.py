@@ -135,12 +135,14 @@ class _Window:
     event_waits: list[float] = field(default_factory=list)  # host waits aligned with events
     pending_wait: float = 0.0
     looks: Looks | None = None  # when the stopping rule may look at the interval
+    retries: int = 0  # requests the object store's client repeated for the window's samples
 
     def add(self, wait: float, step: float, batch: Batch, marks: StepEvents | None) -> None:
         self.waits.append(wait)
         self.steps.append(step)
         self.images.append(0 if batch.images is None else int(batch.images.shape[0]))
         self.nbytes.append(batch.bytes_read)
+        self.retries += batch.retries
         if len(self.paths) < 4096:
             self.paths.extend(batch.paths)
         self.pending_wait += wait
@@ -410,6 +412,7 @@ def _cell_result(
         fetched=fetched,
         start_method=(plan.start_method or _default_start_method()) if plan.setting.workers else "",
         looks=1 if plan.run.fixed else LOOKS,
+        retries=window.retries,
     )
 
 

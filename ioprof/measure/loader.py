@@ -23,6 +23,7 @@ from torch.utils.data._utils.collate import default_collate
 from torchvision import transforms
 
 from ioprof.core.config import PREFETCH_FACTOR, LoaderSetting
+from ioprof.datasets import objects
 from ioprof.measure import stages
 from ioprof.measure.inside import check_shm
 from ioprof.measure.storage import STORAGE_LOST_ERRNOS, EmulatedStorage, read_blob, read_file
@@ -56,6 +57,7 @@ class Sample(NamedTuple):
     converted: bool  # decoded in another mode (CMYK, L, P, RGBA…) and converted to RGB
     nbytes: int  # bytes read from the file
     lost_errno: int  # a read error that may mean the storage went away, else 0
+    retries: int = 0  # requests the client repeated for it (an object store: throttling, 5xx)
 
 
 class Batch(NamedTuple):
@@ -66,6 +68,7 @@ class Batch(NamedTuple):
     bytes_read: int  # bytes the batch's samples read from their files
     paths: list[str]  # the files read for it
     lost: tuple[str, int] | None  # (path, errno) of a read that may mean the storage went away
+    retries: int = 0  # requests the client repeated for its samples (an object store)
 
 
 class ImageFiles(Dataset):
@@ -104,12 +107,15 @@ class ImageFiles(Dataset):
 
     def __getitem__(self, index: int) -> Sample:
         path, label = self.paths[index], self.labels[index]
+        r0 = objects.retries_here()
         t0 = time.perf_counter()
         try:
             data = self._read(index)
         except OSError as e:
             lost = e.errno if e.errno in STORAGE_LOST_ERRNOS else 0
-            return Sample(None, label, path, f"{type(e).__name__}: {e}"[:300], False, 0, lost or 0)
+            retried = objects.retries_here() - r0
+            return Sample(None, label, path, f"{type(e).__name__}: {e}"[:300], False, 0, lost or 0, retried)
+        retried = objects.retries_here() - r0
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -121,9 +127,9 @@ class ImageFiles(Dataset):
                 if clock is not None:
                     clock.add(stages.READ, t1 - t0)
                     clock.add(stages.DECODE, time.perf_counter() - t1)
-            return Sample(self.transform(rgb), label, path, "", converted, len(data), 0)
+            return Sample(self.transform(rgb), label, path, "", converted, len(data), 0, retried)
         except Exception as e:  # any undecodable file is counted and skipped, by design
-            return Sample(None, label, path, f"{type(e).__name__}: {e}"[:300], False, len(data), 0)
+            return Sample(None, label, path, f"{type(e).__name__}: {e}"[:300], False, len(data), 0, retried)
 
 
 def collate(samples: list[Sample]) -> Batch:
@@ -134,10 +140,11 @@ def collate(samples: list[Sample]) -> Batch:
     converted = sum(1 for s in samples if s.converted)
     nbytes = sum(s.nbytes for s in samples)
     paths = [s.path for s in samples if s.nbytes]
+    retries = sum(s.retries for s in samples)
     if not ok:
-        return Batch(None, None, failures, converted, nbytes, paths, lost)
+        return Batch(None, None, failures, converted, nbytes, paths, lost, retries)
     images, labels = default_collate(ok)
-    return Batch(images, labels, failures, converted, nbytes, paths, lost)
+    return Batch(images, labels, failures, converted, nbytes, paths, lost, retries)
 
 
 def make_loader(

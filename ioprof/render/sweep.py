@@ -191,6 +191,15 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
         *(f"- `{m}`: {words.FETCH_METHODS.get(m, m)}" for m in methods),
         "",
     ]
+    retried = [c for c in result.cells if c.retries]
+    if retried:
+        out += [
+            "The object store's client repeated requests in these windows (throttling, 5xx replies or dropped "
+            "connections; each costs a request, and the backoff before it is in the data wait): "
+            + ", ".join(f"{c.dataset} {c.setting.label}: {c.retries:,}" for c in retried)
+            + ".",
+            "",
+        ]
     if result.cells and result.kind != "run":
         out += [f"![Training throughput against loader workers]({THROUGHPUT_PNG})", ""]
     return out

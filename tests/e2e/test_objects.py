@@ -247,27 +247,33 @@ def test_a_throttled_store_is_retried_and_counted_and_one_that_always_refuses_is
     store: dict[str, Any], tmp_path: Path
 ) -> None:
     """Through a proxy that answers a share of the requests 503 SlowDown: the client's retries
-    carry the reading through, and the retries are counted — no more than the 503s the proxy
-    sent — and said in the report (each costs a request). A store that throttles every request:
-    one line naming the code and what to change."""
+    carry a sweep's cell through, and the retries of its window are counted — by its workers' own
+    clients, never more than the 503s the proxy sent — and said in the report (each costs a
+    request; the storage ceiling counts its own the same way, ``objects._count``). A store that throttles every request: one line naming the code
+    and what to change."""
     mount: netfs.NetMount = store["mount"]
+    out = tmp_path / "o"
     with mount.faulty_s3(0.2) as (env, proxy):
         p = _ioprof(
             store,
-            *"probe storage --data".split(),
+            *"sweep --data".split(),
             f"s3://{BUCKET}/{PREFIX}",
-            *"--workers 1 --out".split(),
-            str(tmp_path / "o"),
+            *"--workers 1 --loaders multiprocess --no-probe --compute sim:100 --batch-size 8 --seconds 3".split(),
+            "--out",
+            str(out),
             env=env,
         )
         proxy.kill()
         answered = proxy.communicate()[0].split()
     assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads((tmp_path / "o" / "results.json").read_text())
-    retries = sum(s["retries"] for s in r["ceilings"][0]["storage"])
+    r = json.loads((out / "results.json").read_text())
+    (cell,) = r["cells"]
     refused = answered.count("503")
-    assert 0 < retries <= refused and refused > 0.1 * len(answered), (retries, refused, len(answered))
-    assert f"the client repeated {retries:,} of" in (tmp_path / "o" / "report.md").read_text()
+    assert 0 < cell["retries"] <= refused and refused > 0.1 * len(answered), (cell["retries"], refused)
+    report = (out / "report.md").read_text()
+    assert (
+        "client repeated requests in these windows" in report and f"1 worker: {cell['retries']:,}" in report
+    )
     with mount.faulty_s3(1.0) as (env, _):
         line = _one_line(
             _ioprof(
