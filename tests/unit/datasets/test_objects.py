@@ -135,3 +135,26 @@ def test_the_loader_reads_an_object_whole_and_a_gone_store_is_storage_lost(
     monkeypatch.setattr(bucket, "get_object", back_again)
     assert read_file("s3://bkt/set/cat/1.jpg") == b"y" and asked == ["set/cat/1.jpg"]
     objects._local.__dict__.pop("gone", None)
+
+
+def test_the_storage_ceiling_counts_the_retries_its_gets_needed(
+    bucket: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each GET's reply says how often the client had to repeat it (``RetryAttempts``): the ceiling
+    sums them for its level (here every GET reports 2)."""
+    from ioprof.datasets.dataset import store_dataset
+    from ioprof.measure.ceilings import store_ceilings
+
+    real = bucket.get_object  # type: ignore[attr-defined]
+
+    def get_object(**kw: object) -> dict[str, object]:
+        reply = real(**kw)
+        reply["ResponseMetadata"]["RetryAttempts"] = 2
+        return reply  # type: ignore[no-any-return]
+
+    ds = store_dataset("s3://bkt/set", seed=0, progress=lambda _: None)
+    monkeypatch.setattr(bucket, "get_object", get_object)
+    monkeypatch.setattr(objects, "client", lambda: bucket)  # the readers' threads: this client too
+    progress = type("P", (), {"measured": lambda *a, **k: None, "__call__": lambda *a: None})()
+    (level,) = store_ceilings(ds, [1], seed=0, progress=progress)
+    assert level.files > 0 and level.retries == 2 * level.files
