@@ -104,6 +104,7 @@ def store_ceilings(
                 bytes_per_sample=None,
                 where=f"the store at {objects.endpoint()}",
                 max_seconds=STORAGE_PROBE_MAX_S,
+                ready=objects.client,
             )
         except OSError as e:  # not one object could be read: the store went away, or refuses
             done = f"; {len(out)} level(s) measured before it" if out else ""

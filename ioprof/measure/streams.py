@@ -35,10 +35,17 @@ Opener = Callable[[str], AbstractContextManager[IO[bytes]]]
 
 
 class _Streams:
-    def __init__(self, items: Sequence[str], open_item: Opener, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        items: Sequence[str],
+        open_item: Opener,
+        clock: Callable[[], float],
+        ready: Callable[[], object] | None,
+    ) -> None:
         self._queue = iter(items)
         self._open = open_item
         self._clock = clock
+        self._ready = ready
         self._lock = threading.Lock()
         self.stop = threading.Event()
         self.started = 0.0
@@ -52,6 +59,8 @@ class _Streams:
         self.errors: list[str] = []
 
     def reader(self) -> None:
+        if self._ready is not None:  # before its first item's clock: no object's time to first byte
+            self._ready()
         while not self.stop.is_set():
             with self._lock:
                 item = next(self._queue, None)
@@ -99,11 +108,15 @@ def probe_streams(
     where: str,
     max_seconds: float,
     clock: Callable[[], float] = time.perf_counter,
+    ready: Callable[[], object] | None = None,
 ) -> StorageCeiling:
     """Read ``items`` as streams with ``concurrency`` readers: MB/s, items/s, first-byte latency,
     and the samples/s that bandwidth feeds (``bytes_per_sample``; None: one sample an item).
-    An item counts as read from its first chunk: a shard need not finish within the cap."""
-    streams = _Streams(items, open_item, clock)
+    An item counts as read from its first chunk: a shard need not finish within the cap.
+    ``ready``: what each reader does before its first item (an object store's client is made per
+    thread: its making is no object's time to its first byte; it stays in the reading's time, as
+    it would in a loader's first batch)."""
+    streams = _Streams(items, open_item, clock, ready)
     streams.started = clock()
     stopped_by = "files"
     threads = Readers(concurrency, streams.reader)

@@ -190,3 +190,31 @@ def test_a_source_that_goes_away_mid_read_fails_the_reading_at_once() -> None:
         max_seconds=30,
     )
     assert ok.unreadable_files == 3 and ok.files == 57
+
+
+def test_each_reader_is_made_ready_before_its_first_item() -> None:
+    """A store's client is made in each reader thread (half a second here): that is no object's
+    time to its first byte."""
+    import io
+    import threading
+    import time
+    from contextlib import contextmanager
+
+    from ioprof.measure.streams import probe_streams
+
+    made: list[int] = []
+
+    def ready() -> None:
+        time.sleep(0.5)
+        made.append(threading.get_native_id())
+
+    @contextmanager
+    def open_item(item: str):  # type: ignore[no-untyped-def]
+        yield io.BytesIO(b"x" * 1000)
+
+    items = [f"s3://b/{i}.jpg" for i in range(40)]
+    s = probe_streams(
+        items, open_item, 2, bytes_per_sample=None, where="the store", max_seconds=30, ready=ready
+    )
+    assert len(set(made)) == 2 and s.files == 40  # once in each reader's own thread
+    assert max(s.latency_s) < 0.25, max(s.latency_s)
