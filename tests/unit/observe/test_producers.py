@@ -93,7 +93,9 @@ def test_what_the_awaited_worker_did_decides_the_stage(kind: str, slow_server: i
     r = w.result()
     (cell,) = r.cells
     v = cell.verdict
-    assert v is not None and v.input_bound == "highly", v
+    # the loop waits for its batches (how much depends on how fast this loaded machine runs its
+    # tiny training step: "highly" alone, "borderline" in CI): the point is which stage it waits on
+    assert v is not None and "not" not in (v.input_bound, *v.input_bound_range), v
     split = cell.wait_split
     assert split is not None and len(split.wait_s) >= 20 and split.producer == "worker", split
     shares = {k: i.value for k, i in split.shares().items()}
