@@ -1,6 +1,5 @@
 """A fault-injecting HTTP proxy in front of an S3-API server, for tests: every request is forwarded
-to the upstream port unchanged, except that a share of them (chosen at random, seeded) is answered
-503 SlowDown at once — what S3 says when a client asks too fast — the way a throttled store
+to the upstream port unchanged, except that a share of them is answered 503 SlowDown at once — what S3 says when a client asks too fast — the way a throttled store
 fails. moto's server does not check signatures, so forwarding a request signed for the proxy's
 address is accepted.
 
@@ -12,8 +11,8 @@ Each answered request is counted on stdout as one line: ``ok`` or ``503``.
 from __future__ import annotations
 
 import http.client
-import random
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SLOWDOWN = (
@@ -25,7 +24,17 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", 
 
 def main() -> None:
     listen, upstream, share = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-    rng = random.Random(0)
+    # Evenly spread, not drawn at random: the n-th request fails when floor(n * share) steps up,
+    # so any run of requests holds the share to within one (a seeded draw held 9 of the first 90
+    # at 0.2, and a test that checked the share failed on it).
+    seen = [0]
+    lock = threading.Lock()
+
+    def refuse() -> bool:
+        with lock:
+            seen[0] += 1
+            n = seen[0]
+        return int(n * share) > int((n - 1) * share)
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -36,7 +45,7 @@ def main() -> None:
         def _any(self) -> None:
             n = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(n) if n else None
-            if rng.random() < share:
+            if refuse():
                 self.send_response(503)
                 self.send_header("Content-Type", "application/xml")
                 self.send_header("Content-Length", str(len(SLOWDOWN)))
