@@ -10,12 +10,12 @@ from functools import partial
 from pathlib import Path
 from typing import IO
 
-from ioprof.core.results import DatasetInfo
+from ioprof.core.results import OBJECT_STORE_FS_TYPE, DatasetInfo
 from ioprof.datasets import objects
 from ioprof.datasets.cache import ensure_datasets
 from ioprof.datasets.discover import ImageList, bits_per_pixel, describe, find_images, mean_resolution
 from ioprof.datasets.synth import DatasetSpec
-from ioprof.host.pagecache import OBJECT_STORE_FS_TYPE, FilesystemInfo, filesystem_of
+from ioprof.host.pagecache import FilesystemInfo, filesystem_of
 
 # An object store's images: the first bytes of this many are read for their resolution.
 STORE_HEADER_OBJECTS = 8

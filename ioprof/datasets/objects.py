@@ -197,19 +197,8 @@ def list_images(url: str, limit: int = MAX_LISTED) -> Listing:
 
 @contextmanager
 def opened(url: str) -> Iterator[IO[bytes]]:
-    """An object's bytes as a stream (a GET); a failure is an OSError naming what to change."""
-    from botocore.exceptions import BotoCoreError, ClientError
-    from botocore.exceptions import ConnectionError as Unreachable
-
-    bucket, key = split(url)
-    try:
-        response = client().get_object(Bucket=bucket, Key=key)
-    except Unreachable as e:  # boto3 retried it already: the store is gone
-        raise ConnectionError(errno.ECONNREFUSED, why(e, url)) from None
-    except (ClientError, BotoCoreError) as e:
-        raise OSError(why(e, url)) from None
-    _count(response)
-    body = response["Body"]
+    """An object's bytes as a stream (a GET); failures as ``_get`` says."""
+    body = _get(url)["Body"]
     try:
         yield cast(IO[bytes], _Body(body, url))
     finally:
@@ -232,27 +221,34 @@ class _Body:
 
 
 def read_object(url: str, first_bytes: int | None = None) -> bytes:
-    """A whole object, or its first bytes (a ranged GET: an image's header). A store that cannot be
-    reached after the client's retries is a ConnectionError with ``errno`` ECONNREFUSED (the
-    storage is gone, not one object bad); any other failure an OSError naming what to change."""
+    """A whole object, or its first bytes (a ranged GET: an image's header); failures as ``_get``
+    says."""
+    return bytes(_get(url, f"bytes=0-{first_bytes - 1}" if first_bytes else None)["Body"].read())
+
+
+def _get(url: str, byte_range: str | None = None) -> dict[str, Any]:
+    """One GET's response, its retries counted. A store that cannot be reached after the client's
+    retries is a ConnectionError with ``errno`` ECONNREFUSED (the storage is gone, not one object
+    bad), and this thread's next GETs fail the same at once for ``GONE_FOR_S``; any other failure
+    is an OSError naming what to change."""
     from botocore.exceptions import BotoCoreError, ClientError
     from botocore.exceptions import ConnectionError as Unreachable
 
     bucket, key = split(url)
     kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key}
-    if first_bytes:
-        kwargs["Range"] = f"bytes=0-{first_bytes - 1}"
+    if byte_range:
+        kwargs["Range"] = byte_range
     gone = getattr(_local, "gone", None)
     if gone is not None and gone[0] == os.getpid() and time.monotonic() - gone[2] < GONE_FOR_S:
         # this thread's client found the store unreachable through all its retries just now: the
         # rest of a batch fails at once instead of each sample waiting out the retries again
         raise ConnectionError(errno.ECONNREFUSED, gone[1])
     try:
-        response = client().get_object(**kwargs)
-        _count(response)
-        return bytes(response["Body"].read())
+        response: dict[str, Any] = client().get_object(**kwargs)
     except Unreachable as e:  # the endpoint refused or timed out every attempt
         _local.gone = (os.getpid(), why(e, url), time.monotonic())
         raise ConnectionError(errno.ECONNREFUSED, _local.gone[1]) from None
     except (ClientError, BotoCoreError) as e:
         raise OSError(why(e, url)) from None
+    _count(response)
+    return response

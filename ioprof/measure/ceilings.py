@@ -14,7 +14,6 @@ from ioprof.core.errors import IoprofError
 from ioprof.core.results import ComputeCeiling, DecodeCeiling, ProbeFailure, StorageCeiling
 from ioprof.datasets import objects
 from ioprof.datasets.dataset import Dataset
-from ioprof.host.pagecache import OBJECT_STORE_FS_TYPE
 from ioprof.measure.compute import TrainStep, probe_compute
 from ioprof.measure.decode import above_compute, probe_decode
 from ioprof.measure.inside import ShmTooSmall, shm_failure, shm_note
@@ -59,7 +58,7 @@ def storage_ceilings(
     """Storage at each concurrency; with emulated storage, through the emulated device over the
     in-memory sample, plus the real device at one reader (to warn when it is slower). Objects in
     a store: ``store_ceilings``."""
-    if ds.fs.fs_type == OBJECT_STORE_FS_TYPE:
+    if ds.fs.object_store:
         return store_ceilings(ds, concurrencies, seed=seed, progress=progress), None
     out = []
     for c in concurrencies:

@@ -120,7 +120,8 @@ def test_every_method_has_words(method: str) -> None:
 
 
 def test_an_object_store_counts_its_gets_bodies_and_cross_checks_the_interface() -> None:
-    from ioprof.host.pagecache import OBJECT_STORE_FS_TYPE, prepare
+    from ioprof.core.results import OBJECT_STORE_FS_TYPE
+    from ioprof.host.pagecache import prepare
 
     store = FilesystemInfo(OBJECT_STORE_FS_TYPE, "s3://bkt/train", "http://10.0.0.5:9000")
     # nothing on this host caches an object: cold without evicting anything, and a warm regime
