@@ -23,10 +23,12 @@ from ioprof.core.thresholds import DECODE_ABOVE_COMPUTE
 from ioprof.measure.loader import Batch, make_loader
 from ioprof.measure.sample import MemorySample
 
-# At least this long and this many batches per worker before the interval may stop the probe.
-DECODE_PROBE_MIN_S = 2.0
+# At least this long and this many batches per worker before the interval may stop the probe. A
+# second holds 30-180 batches of 4 at the default sweep's settings on a 2-core machine; a floor of
+# 2 s cost that sweep 12 s, its ceilings all lying far above a CPU's compute ceiling by then.
+DECODE_PROBE_MIN_S = 1.0
 DECODE_PROBE_MIN_BATCHES_PER_WORKER = 4
-DECODE_PROBE_MAX_S = 8.0  # looks at about 2, 4 and 8 s: a ceiling, not a cell, needs no longer
+DECODE_PROBE_MAX_S = 8.0  # looks at about 1, 2, 4 and 8 s: a ceiling, not a cell, needs no longer
 
 
 def _stop_reason(interval: Interval, above_img_per_s: float | None) -> str:

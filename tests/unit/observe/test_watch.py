@@ -12,6 +12,8 @@ import paths
 import pytest
 from cli import ioprof_run
 
+from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE
+
 REPO = paths.REPO
 
 
@@ -190,12 +192,15 @@ def test_on_a_queued_gpu_the_wait_is_the_gpus_whether_or_not_the_loop_synchroniz
         assert w.result().loaders[0].clock == "gpu-events"
         figures[sync] = (cell.data_wait_share, cell.img_per_s, sum(cell.step_s) / cell.steps)
     (share_async, rate_async, step_async), (share_sync, rate_sync, step_sync) = figures[False], figures[True]
-    assert abs(share_async - share_sync) < 0.1 and rate_async == pytest.approx(rate_sync, rel=0.25)
+    # The same answer either way: the shares within 0.15 of each other (the synchronized loop's next()
+    # is a real host wait of a few ms on a busy 2-core machine: 0.1016 of a 30 ms step was seen in CI)
+    # and the same side of the verdict's line.
+    assert abs(share_async - share_sync) < 0.15 and rate_async == pytest.approx(rate_sync, rel=0.25)
     assert step_async == pytest.approx(gpu_s, rel=0.3) and step_sync == pytest.approx(gpu_s, rel=0.3)
     if bound == "compute":  # on the host clock the asynchronous loop waits in next() nearly all the time
-        assert share_async < 0.05
+        assert share_async < 0.05 and share_sync < HIGHLY_INPUT_BOUND_SHARE
     else:
-        assert share_async > 0.7
+        assert share_async > 0.7 and share_sync > 0.7
 
 
 def test_roles_come_from_optimizer_steps_between_batches(small_set: Path) -> None:
