@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-import sys
-
-from ioprof.cli import main
+from ioprof.cli import console
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

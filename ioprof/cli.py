@@ -12,9 +12,11 @@ import shlex
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from ioprof import __version__
 from ioprof.core.errors import IoprofError
+from ioprof.host.processes import quick_exit
 
 # Subcommands in the order ``ioprof --help`` lists them; each is ioprof.commands.<name>.
 COMMANDS = (
@@ -64,3 +66,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ioprof: interrupted", file=sys.stderr)
         return 130
+
+
+def console(argv: Sequence[str] | None = None) -> NoReturn:
+    """The program (``ioprof`` and ``python -m ioprof``): ``main``, then a quick exit."""
+    code: int | str | None
+    try:
+        code = main(argv)
+    except SystemExit as e:  # argparse's usage errors, --help and --version
+        code = e.code
+    quick_exit(code)

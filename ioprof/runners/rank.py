@@ -42,6 +42,7 @@ from ioprof.host import iocounters
 from ioprof.host.fetched import MountCounters, decide
 from ioprof.host.machine import usable_cores
 from ioprof.host.pagecache import filesystem_of, prepare, verify_after
+from ioprof.host.processes import quick_exit
 from ioprof.measure.loader import ImageFiles, collate, train_transform, worker_pids
 from ioprof.measure.storage import check_storage
 
@@ -360,4 +361,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    quick_exit(main(sys.argv[1:]))  # after its group is destroyed: nothing left but the teardown

@@ -222,11 +222,19 @@ def test_whatif_on_a_bucket_credits_the_local_copy_and_judges_copies_against_it(
     assert "[-" not in report  # no interval of a rate below 0
 
 
-def test_bad_object_storage_input_is_one_line(store: dict[str, Any], tmp_path: Path) -> None:
+def test_bad_object_storage_input_is_one_line(store: dict[str, Any], tmp_path: Path, in_process) -> None:  # type: ignore[no-untyped-def]
     def fails(*argv: str, env: dict[str, str] | None = None) -> str:
         p = _ioprof(store, *argv, "--out", str(tmp_path / "o"), env=env)
         assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
         (line,) = [ln for ln in p.stderr.splitlines() if ln.startswith("ioprof:")]
+        return line
+
+    def refused(*argv: str) -> str:
+        """A refusal that reads no store: through the same error boundary, in this process (a
+        subprocess's 4 s of imports each would prove nothing more)."""
+        rc, _, err = in_process(*argv, "--out", str(tmp_path / "o"))
+        (line,) = [ln for ln in err.splitlines() if ln.startswith("ioprof:")]
+        assert rc == 1 and "Traceback" not in err, err[-2000:]
         return line
 
     assert "no bucket 'nope'" in fails("probe", "storage", "--data", "s3://nope/x")
@@ -236,8 +244,8 @@ def test_bad_object_storage_input_is_one_line(store: dict[str, Any], tmp_path: P
         "probe", "storage", "--data", f"s3://{BUCKET}/{PREFIX}", env=unreachable
     )
     # the commands that do not read a store yet say so, and what to do instead
-    assert "read object storage in this version" in fails("profile", "--data", f"s3://{BUCKET}/{PREFIX}")
-    assert "written to a local folder" in fails(
+    assert "read object storage in this version" in refused("profile", "--data", f"s3://{BUCKET}/{PREFIX}")
+    assert "written to a local folder" in refused(
         "whatif", "--data", f"s3://{BUCKET}/{PREFIX}", "--scratch", f"s3://{BUCKET}/tmp/"
     )
     assert not (tmp_path / "o").exists()  # nothing was measured: no output folder

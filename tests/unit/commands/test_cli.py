@@ -69,7 +69,7 @@ def test_console_script_is_the_same_program() -> None:
 
 PROBE_ARGS = {
     "compute": ["--compute", "sim:500", "--batch-size", "4", "--model", "tiny", "--crop-px", "32"],
-    "decode": ["--workers", "2", "--batch-size", "4", "--crop-px", "32"],
+    "decode": ["--workers", "2", "--loaders", "multiprocess", "--batch-size", "4", "--crop-px", "32"],
     "storage": ["--workers", "2"],
 }
 
