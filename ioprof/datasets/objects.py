@@ -47,6 +47,12 @@ def is_store_url(path: str | None) -> bool:
 
 def not_yet(flag: str, path: str) -> IoprofError:
     """The error of a command that does not read object storage (or URLs) yet."""
+    if path.startswith(("http://", "https://")):
+        return IoprofError(
+            f"{flag} {path}: in this version an HTTP(S) URL (tar shards too) is read only by your own "
+            "loader under `ioprof run -- python train.py`; the other commands read a folder or "
+            "s3://BUCKET/PREFIX"
+        )
     return IoprofError(
         f"{flag} {path}: only `ioprof sweep`, `ioprof probe`, `ioprof place` and `ioprof whatif` read object storage in this version — for this "
         "command, copy the data (or a sample of it) to a folder and pass that"
@@ -58,7 +64,14 @@ def split(url: str) -> tuple[str, str]:
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme != "s3" or not parsed.netloc:
         raise IoprofError(f"--data {url}: an object store URL is s3://BUCKET/PREFIX")
-    return parsed.netloc, parsed.path.lstrip("/")
+    key = parsed.path.lstrip("/")
+    if "{" in key or key.lower().endswith(".tar"):
+        raise IoprofError(
+            f"--data {url}: tar shards in a bucket are read in this version only by your own loader "
+            "under `ioprof run -- python train.py`; give the prefix of JPEGs in class folders "
+            "(s3://BUCKET/PREFIX)"
+        )
+    return parsed.netloc, key
 
 
 def endpoint() -> str:

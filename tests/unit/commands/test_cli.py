@@ -19,6 +19,10 @@ REPO = paths.REPO
     "args, needle",
     [
         (["sweep", "--data", "/nonexistent/images"], "--data /nonexistent/images: no such directory"),
+        (  # not "only sweep … read object storage": the sweep asked is one of those
+            ["sweep", "--data", "https://h/train-{000000..000009}.tar"],
+            "--data https://h/train-{000000..000009}.tar: in this version an HTTP(S) URL (tar shards too) is read only",
+        ),
         (["report", "/nonexistent/results.json"], "/nonexistent/results.json: no such file"),
         (["sweep", "--precision", "fp16", "--device", "cpu"], "--precision fp16 needs a CUDA device"),
         (
