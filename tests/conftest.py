@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import paths
@@ -68,3 +69,20 @@ def in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
         return rc, out, err
 
     return call
+
+
+_FIGURES: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def figure() -> Callable[[str], None]:
+    """Say a figure a test checked against its ground truth: printed in the run's summary, so a
+    CI log carries what ioprof measured beside what the plain reader or the kernel saw."""
+    return _FIGURES.append
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _FIGURES:
+        terminalreporter.section("figures checked against ground truth")
+        for line in _FIGURES:
+            terminalreporter.write_line(line)

@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import netfs
@@ -47,7 +47,9 @@ def mount(tmp_path_factory: pytest.TempPathFactory) -> Iterator[netfs.NetMount]:
         yield m
 
 
-def test_data_on_a_slow_network_filesystem_is_storage_bound(mount: netfs.NetMount, tmp_path: Path) -> None:
+def test_data_on_a_slow_network_filesystem_is_storage_bound(
+    mount: netfs.NetMount, tmp_path: Path, figure: Callable[[str], None]
+) -> None:
     data = mount.mountpoint / "data"
     plain = netfs.plain_read(data).bytes_per_s / 1e6
     assert 0.5 * RATE_MBIT / 8 < plain < 1.1 * RATE_MBIT / 8  # the link is what limits a plain reader
@@ -73,6 +75,10 @@ def test_data_on_a_slow_network_filesystem_is_storage_bound(mount: netfs.NetMoun
     # bytes from storage are counted on FUSE (read_bytes shows nothing there) and match the link
     assert cell["io"]["read_bytes"] < 0.05 * cell["requested_bytes"]
     assert cell["fetched"]["method"] == "cold-reads" and cell["cache"]["verified"]
+    figure(
+        f"sweep on sshfs at {RATE_MBIT} Mbit/s: verdict storage, fetched {cell['fetched_mb_per_s']:.2f} MB/s; "
+        f"a plain reader {plain:.2f} MB/s"
+    )
     assert cell["fetched_mb_per_s"] == pytest.approx(plain, rel=0.10)
     (daemon,) = cell["fetched"]["cross_checks"]
     assert daemon["method"] == "fuse-daemon" and daemon["bytes"] == pytest.approx(

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,7 @@ def _ioprof(
 
 
 def test_a_sweep_on_a_bucket_behind_a_slow_link_is_storage_bound(
-    store: dict[str, Any], tmp_path: Path
+    store: dict[str, Any], tmp_path: Path, figure: Callable[[str], None]
 ) -> None:
     """The loader's workers read the objects by GETs (a client each, made after the fork): the
     verdict is storage, the bytes fetched are the GETs' bodies — matched by what the namespace's
@@ -107,6 +108,12 @@ def test_a_sweep_on_a_bucket_behind_a_slow_link_is_storage_bound(
     # the storage ceilings (what `ioprof probe storage` runs alone): GETs at 1 and 2 in flight
     levels = {s["concurrency"]: s for s in r["ceilings"][0]["storage"]}
     assert set(levels) == {1, 2}
+    figure(
+        f"sweep s3://: fetched {cell['fetched_mb_per_s']:.3f} MB/s by GETs; storage ceiling at 1 GET in flight "
+        f"{levels[1]['read_mb_per_s']:.3f} MB/s (first byte p50 {levels[1]['latency_p50_s'] * 1e3:.0f} ms, "
+        f"p99 {levels[1]['latency_p99_s'] * 1e3:.0f} ms); a plain boto3 client {store['plain_mb_per_s']:.3f} MB/s; "
+        f"interface rx {rx['bytes'] / 1e6:.2f} MB vs GET bodies {fetched['bytes'] / 1e6:.2f} MB"
+    )
     # one reader gets what a plain client gets over the same link (within 15 %)
     assert levels[1]["read_mb_per_s"] == pytest.approx(store["plain_mb_per_s"], rel=0.15), store
     assert 0.5 < store["plain_mb_per_s"] < 1.1  # the 8 Mbit/s link is what limits it

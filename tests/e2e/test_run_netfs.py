@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,9 @@ def _skip_without(module: str) -> None:
 
 @pytest.fixture(scope="module")
 def runs(
-    netrig: tuple[netfs.NetMount, netfs.Served], tmp_path_factory: pytest.TempPathFactory
+    netrig: tuple[netfs.NetMount, netfs.Served],
+    tmp_path_factory: pytest.TempPathFactory,
+    figure: Callable[[str], None],
 ) -> dict[str, Any]:
     """Every script's run, once, shared by the tests that read them."""
     mount, served = netrig
@@ -193,6 +196,9 @@ def runs(
             ioprof_args=("--warmup-steps", "1"),
         )
     )
+    for name, run in out.items():
+        if isinstance(run, dict):
+            run["name"], run["figure"] = name, figure
     return out
 
 
@@ -218,6 +224,9 @@ def _stock_truths(run: dict[str, Any]) -> None:
     cores = cell["inside"]["cores"]
     seen = next(lo for o in run["observed"] for lo in o["loaders"] if lo["role"] == "training")
     truth = run["stat"].busy_cores_over(seen["cpu"]["spans_wall"])  # over the very spans ioprof read
+    run["figure"](
+        f"run {run['name']}: cores busy {cores['cpu_busy_cores']:.2f}, /proc/stat over the same spans {truth:.2f}"
+    )
     assert cores["cpu_busy_cores"] == pytest.approx(truth, rel=0.10), (cores, truth)
 
 
@@ -229,6 +238,10 @@ def _storage_verdict(run: dict[str, Any], plain_mb_per_s: float, method: str) ->
     ]
     assert r["analysis"]["overall_bottleneck"] == "storage"
     assert cell["fetched"]["method"] == method
+    run["figure"](
+        f"run {run['name']}: verdict storage; fetched {cell['fetched_mb_per_s']:.3f} MB/s ({method}), "
+        f"a plain reader over the same link {plain_mb_per_s:.3f} MB/s"
+    )
     assert cell["fetched_mb_per_s"] == pytest.approx(plain_mb_per_s, rel=0.15), cell["fetched"]
     assert not any(f["kind"] == "fetched-above-storage" for f in r["analysis"]["findings"])
     return cell

@@ -42,7 +42,7 @@ def folder(small_set: Path):  # type: ignore[no-untyped-def]
     )
 
 
-def test_cores_busy_agrees_with_proc_stat_and_a_stock_folder_does_not_grow(folder) -> None:  # type: ignore[no-untyped-def]
+def test_cores_busy_agrees_with_proc_stat_and_a_stock_folder_does_not_grow(folder, figure) -> None:  # type: ignore[no-untyped-def]
     loader = DataLoader(folder, batch_size=8, shuffle=True, num_workers=2, persistent_workers=True)
     with ProcStat() as stat, ioprof.watch(steps=100_000, seconds=8.0, probe=False) as w:
         _train(loader, seconds=10.0)  # epochs of 48 images; the window ends after 8 s of them
@@ -52,6 +52,9 @@ def test_cores_busy_agrees_with_proc_stat_and_a_stock_folder_does_not_grow(folde
     cores = cell.inside.cores if cell.inside else None
     assert cores is not None and cores.cpu_busy_cores is not None and cores.window_s > 2, cores
     truth = stat.busy_cores_over(seen["cpu"]["spans_wall"])  # over the very spans ioprof read
+    figure(
+        f"watch(), 2 workers: cores busy {cores.cpu_busy_cores:.2f}, /proc/stat over the same spans {truth:.2f}"
+    )
     assert truth > 0.5 and abs(cores.cpu_busy_cores - truth) <= 0.10 * truth, (cores.cpu_busy_cores, truth)
     assert cores.runq_share is not None and 0.0 <= cores.runq_share < 1.0
     m = cell.inside.memory if cell.inside else None
