@@ -30,9 +30,11 @@ SIM = "--no-probe --loaders multiprocess --seconds 3 --batch-size 4".split()
 
 def _one_core_decode_img_per_s(data: Path, out: Path) -> float:
     p = subprocess.run(
-        ["taskset", "-c", "0", sys.executable, *"-m ioprof probe decode --data".split(), str(data)]
-        + "--workers 1 --loaders multiprocess --batch-size 4 --out".split()
-        + [str(out)],
+        [
+            *("taskset", "-c", "0", sys.executable, "-m", "ioprof", "probe", "decode", "--data", str(data)),
+            *"--workers 1 --loaders multiprocess --batch-size 4 --out".split(),
+            str(out),
+        ],
         capture_output=True,
         text=True,
         env=ENV,
