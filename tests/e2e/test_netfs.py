@@ -59,7 +59,7 @@ def test_data_on_a_slow_network_filesystem_is_storage_bound(
             sys.executable,
             *"-m ioprof sweep --data".split(),
             str(data),
-            *"--workers 2 --loaders multiprocess --compute sim:h100 --out".split(),
+            *"--workers 2 --loaders multiprocess --compute sim:h100 --seconds 6 --out".split(),
             str(out),
         ],
         capture_output=True,

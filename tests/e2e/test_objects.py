@@ -193,7 +193,7 @@ def test_whatif_on_a_bucket_credits_the_local_copy_and_judges_copies_against_it(
             store,
             *"whatif --data".split(),
             f"s3://{BUCKET}/{PREFIX}",
-            *"--workers 2 --compute sim:h100 --batch-size 8 --seconds 4 --sample-images 60 --scratch".split(),
+            *"--workers 2 --compute sim:h100 --batch-size 8 --seconds 2 --sample-images 60 --scratch".split(),
             str(scratch),
             "--out",
             str(out),
