@@ -242,12 +242,13 @@ def _storage_need(a: f.Advice) -> str:
         )
     if a.storage_mb_per_s_needed is None or a.mean_file_bytes is None:
         return (
-            f"{a.consumer.capitalize()} runs at {rate(a.demand_img_per_s)} img/s; the bytes it reads per image are "
-            f"not known (its dataset does not say what it reads), so neither is the bandwidth it needs{where}."
+            f"{a.consumer.capitalize()} at {rate(a.demand_img_per_s)} img/s (the pace its step allows): the bytes "
+            f"it reads per image are not known (its dataset does not say what it reads), so neither is the "
+            f"bandwidth it would need{where}."
         )
     return (
-        f"{a.consumer.capitalize()} at {rate(a.demand_img_per_s)} img/s draws {rate(a.storage_mb_per_s_needed)} MB/s "
-        f"from storage (mean file {a.mean_file_bytes / 1e3:,.0f} kB){where}."
+        f"{a.consumer.capitalize()} at {rate(a.demand_img_per_s)} img/s (the pace its step allows) would draw "
+        f"{rate(a.storage_mb_per_s_needed)} MB/s from storage (mean file {a.mean_file_bytes / 1e3:,.0f} kB){where}."
     )
 
 
@@ -522,7 +523,8 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     f.FetchedAboveStorage: lambda x: (
         f"{x.dataset} {x.setting}: its counter ({x.method}: {x.source}) saw {rate(x.fetched_mb_per_s)} MB/s over "
         f"the {duration(x.window_s)} it covered, more than the storage delivered read alone (at most "
-        f"{rate(x.storage_high_mb_per_s)} MB/s): it counted other reads than this loader's (another loader, "
+        f"{rate(x.storage_high_mb_per_s)} MB/s, by more than its counters' edges allow): it counted other reads "
+        "than this loader's (another loader, "
         "another process on the same mount), so it is not shown as this loader's figure."
     ),
     f.FetchedUnchecked: lambda x: (

@@ -214,3 +214,38 @@ def test_an_unknown_interval_saved_as_null_loads_back_unknown_and_renders(tmp_pa
     assert math.isnan(loaded.low_s) and math.isnan(loaded.high_s) and loaded.s_per_sample == 0.004
     assert _ms_range(loaded.low_s, loaded.high_s) == "[± ?]"
     assert _ms_range(0.001, 0.002) == "[1.00–2.00]"
+
+
+def test_the_bandwidth_at_the_steps_pace_is_said_as_a_need_not_as_a_reading() -> None:
+    """Advice's demand is the compute ceiling, not what the loader ran at: an evaluation loader
+    measured at 26 img/s on a 1 MB/s link was said to 'draw 21.5 MB/s' at 544 img/s."""
+    from ioprof.core.findings import Advice
+    from ioprof.render.words import advice
+
+    a = Advice(
+        dataset="loader 2",
+        fix_first="unknown",
+        demand_img_per_s=544.0,
+        per_worker_img_per_s=None,
+        workers_needed=None,
+        workers_estimated=None,
+        best_decode_workers=None,
+        best_decode_img_per_s=None,
+        cores_usable=2,
+        cores_suffice=True,
+        decode_shortfall=None,
+        mean_file_bytes=40e3,
+        storage_mb_per_s_needed=21.5,
+        storage_mb_per_s_measured=None,
+        storage_img_per_s_best=None,
+        storage_best_readers=None,
+        storage_suffices=None,
+        storage_scales_with_readers=None,
+        network_storage=True,
+        serial_suffices=None,
+        serial_wait_share=None,
+        consumer="evaluation",
+    )
+    (line,) = advice(a)
+    assert line.startswith("Evaluation at 544 img/s (the pace its step allows) would draw 21.5 MB/s"), line
+    assert "draws" not in line
