@@ -39,6 +39,7 @@ from ioprof.core.thresholds import (
     CONTRADICTION_MIN_BYTES,
     CONTRADICTION_SHARE,
     DATASET_TO_RAM_FOR_COLD_EPOCHS,
+    FETCHED_ABOVE_STORAGE_TOLERANCE,
     PUBLISHED_SHARE_TUNED,
 )
 
@@ -131,9 +132,10 @@ def storage_high_mb_per_s(result: SweepResult, dataset: str) -> float | None:
 
 
 def fetched_impossible(result: SweepResult) -> list[Finding]:
-    """Bytes fetched faster than the storage delivers read alone: the counter saw more than this
-    loader's reads in its window (another reader, a machine-wide counter). Said, never printed
-    as a measurement, never clipped to the ceiling."""
+    """Bytes fetched faster than the storage delivers read alone (beyond the counters' edges,
+    ``FETCHED_ABOVE_STORAGE_TOLERANCE``): the counter saw more than this loader's reads in its
+    window (another reader, a machine-wide counter). Said, never printed as a measurement, never
+    clipped to the ceiling."""
     out: list[Finding] = []
     unchecked = []
     for c in _ok(result):
@@ -143,7 +145,7 @@ def fetched_impossible(result: SweepResult) -> list[Finding]:
         high = storage_high_mb_per_s(result, c.dataset)
         if high is None and c.dataset not in _evaluation(result):
             unchecked.append(f"{c.dataset} {c.setting.label}")
-        elif high is not None and mb > high:
+        elif high is not None and mb > high * (1 + FETCHED_ABOVE_STORAGE_TOLERANCE):
             out.append(
                 FetchedAboveStorage(
                     c.dataset, c.setting.label, mb, high, c.fetched.method, c.fetched.source, c.byte_window_s

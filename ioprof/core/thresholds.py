@@ -33,6 +33,14 @@ MIN_BUSY_SHARE = 0.90
 # counters show less than this share of it fetched.
 CONTRADICTION_MIN_BYTES = 1_000_000
 CONTRADICTION_SHARE = 0.05
+# A loader's fetched MB/s is impossible only when it lies this far above the upper end of the
+# storage ceiling's interval. The two are read over different windows by different counters: the
+# window's edges (reads in flight when it opens or closes, readahead) and a link's burst allowance
+# add a little to one and not the other. A steady token-bucket link read alone gave 0.967-0.973 MB/s
+# and the PyTorch examples' script on it fetched 0.978 MB/s by the FUSE daemon's counter (0.5 %
+# above): the same reads, not another reader's. A counter that sees another loader or process sees
+# tens of percent more.
+FETCHED_ABOVE_STORAGE_TOLERANCE = 0.05
 # ioprof compare: a change counts as real only when the two runs' 95 % intervals do not overlap
 # and the rates differ by more than this. Six repeats of one sweep cell (3 s windows) on the
 # 2-core development VM ranged over 484-523 img/s, 8 %, while each run's own interval was ±1.5 %;

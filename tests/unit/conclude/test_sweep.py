@@ -353,3 +353,25 @@ def test_a_setting_tied_with_the_fastest_that_waits_less_is_the_best_one() -> No
     (v,) = r.analysis.datasets
     assert (v.best_setting, v.tied_settings) == ("serial (in-process)", ())
     assert r.analysis.overall_input_bound in ("moderately", "borderline")
+
+
+def test_fetched_just_above_a_tight_storage_interval_is_not_called_another_readers() -> None:
+    """A token-bucket link read alone gives an interval of ±0.3 %; the loader's counter, over
+    another window, saw 0.5 % more — the same reads. Only a figure beyond the counters' edges
+    (``FETCHED_ABOVE_STORAGE_TOLERANCE``) is another reader's."""
+    from ioprof.conclude.sweep import conclude
+    from ioprof.core.thresholds import FETCHED_ABOVE_STORAGE_TOLERANCE
+
+    def with_fetched(share_above: float) -> list[f.Finding]:
+        base = cell(workers=4, wait=0.05, step=0.01, steps=20)
+        top = 500.0  # storage(4, 5000 img/s of 100 kB): a steady 500 MB/s, its interval a point
+        got = replace(
+            base, fetched=replace(base.fetched, bytes=int(top * (1 + share_above) * 1e6 * base.byte_window_s))
+        )
+        analysis = conclude(sweep_result((got,))).analysis
+        assert analysis is not None
+        return [x for x in analysis.findings if isinstance(x, f.FetchedAboveStorage)]
+
+    assert with_fetched(0.005) == [] and with_fetched(FETCHED_ABOVE_STORAGE_TOLERANCE * 0.9) == []
+    (found,) = with_fetched(0.3)  # a third more: a counter that saw another reader
+    assert isinstance(found, f.FetchedAboveStorage) and found.fetched_mb_per_s == pytest.approx(650.0)
