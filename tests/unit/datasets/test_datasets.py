@@ -103,3 +103,28 @@ def test_bad_locations_name_the_path(tmp_path: Path, make, needle: str) -> None:
     with pytest.raises(IoprofError, match=needle) as e:
         find_images(target)
     assert str(target) in str(e.value)
+
+
+def test_a_header_is_read_from_the_first_page_or_from_the_whole_file_behind_a_long_block(
+    tmp_path: Path,
+) -> None:
+    """Image sizes come from each file's first page (readahead off: on a slow mount, a quarter of
+    the bytes); a header behind a 20 kB block (an EXIF thumbnail, a comment) is read from the file."""
+    import io
+    import os
+
+    from PIL import Image
+
+    from ioprof.datasets.discover import HEADER_BYTES, file_header, mean_resolution
+
+    plain, long = tmp_path / "plain.jpg", tmp_path / "long.jpg"
+    Image.new("RGB", (640, 480), (90, 120, 30)).save(plain, quality=90)
+    Image.new("RGB", (320, 200), (90, 120, 30)).save(long, quality=90, comment=os.urandom(20_000))
+    assert isinstance(file_header(str(plain)), io.BytesIO)
+    assert len(file_header(str(plain)).getvalue()) == HEADER_BYTES  # type: ignore[union-attr]
+    assert file_header(str(long)) == str(long)  # its header does not lie in the first page
+    assert mean_resolution([lambda: file_header(str(long))]) == (320.0, 200.0)
+    assert mean_resolution([lambda: file_header(str(plain)), lambda: file_header(str(long))]) == (
+        480.0,
+        340.0,
+    )
