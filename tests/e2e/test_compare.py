@@ -5,69 +5,45 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import paths
 import pytest
 from cli import ioprof
 
-REPO = paths.REPO
-
-
-ENV = {**os.environ, "PYTHONPATH": str(REPO)}
-
-
 # The simulated step is set from this machine's own decode rate on one core (D1, read first by
-# ``probe decode`` under ``taskset -c 0``): at 1.3 x D1 the two-core runs (2 workers decode at
+# ``probe decode`` on core 0 alone): at 1.3 x D1 the two-core runs (2 workers decode at
 # about 2 x D1) are compute-bound — steady, so a repeat stays within the noise — and the one-core
 # run must wait for data. A fixed rate (sim:140) held on a slower machine and not on a faster one,
 # where one core decoded 1024x768 at 126 img/s and the one-core run stayed within the noise.
 SIM = "--no-probe --loaders multiprocess --seconds 3 --batch-size 4".split()
 
 
+def _on_core_0() -> None:
+    os.sched_setaffinity(0, {0})  # as ``taskset -c 0``: the same command, one core fewer
+
+
 def _one_core_decode_img_per_s(data: Path, out: Path) -> float:
-    p = subprocess.run(
-        [
-            *("taskset", "-c", "0", sys.executable, "-m", "ioprof", "probe", "decode", "--data", str(data)),
-            *"--workers 1 --loaders multiprocess --batch-size 4 --out".split(),
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=600,
+    p = ioprof(
+        *("probe", "decode", "--data", str(data)),
+        *"--workers 1 --loaders multiprocess --batch-size 4 --out".split(),
+        str(out),
+        preexec_fn=_on_core_0,
     )
     assert p.returncode == 0, p.stderr
     (decode,) = json.loads((out / "results.json").read_text())["ceilings"][0]["decode"]
     return float(decode["img_per_s"])
 
 
-def _sweep(data: Path, out: Path, workers: str, sim: str, *, cores: str | None = None) -> None:
-    cmd = [
-        sys.executable,
-        *"-m ioprof sweep --data".split(),
-        str(data),
-        "--workers",
-        workers,
-        *SIM,
-        "--compute",
-        sim,
-        "--out",
-        str(out),
-    ]
-    if cores is not None:  # the same command on fewer cores: only the environment changed
-        cmd = ["taskset", "-c", cores, *cmd]
-    p = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=600)
+def _sweep(data: Path, out: Path, workers: str, sim: str, *, one_core: bool = False) -> None:
+    p = ioprof(
+        *("sweep", "--data", str(data), "--workers", workers, *SIM, "--compute", sim, "--out", str(out)),
+        preexec_fn=_on_core_0 if one_core else None,  # only the environment changed
+    )
     assert p.returncode == 0, p.stderr
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    shutil.which("taskset") is None or len(os.sched_getaffinity(0)) < 2, reason="needs taskset, 2 cores"
-)
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 cores")
 def test_one_core_instead_of_two_is_slower_and_a_repeat_is_not(
     large_set: Path, tmp_path: Path, in_process
 ) -> None:  # type: ignore[no-untyped-def]
@@ -77,7 +53,7 @@ def test_one_core_instead_of_two_is_slower_and_a_repeat_is_not(
     sim = f"sim:{1.3 * _one_core_decode_img_per_s(large_set, tmp_path / 'd1'):.0f}"
     _sweep(large_set, tmp_path / "two", "2", sim)
     _sweep(large_set, tmp_path / "again", "2", sim)
-    _sweep(large_set, tmp_path / "onecore", "2", sim, cores="0")
+    _sweep(large_set, tmp_path / "onecore", "2", sim, one_core=True)
     _sweep(large_set, tmp_path / "one", "1", sim)
     p = ioprof(
         "compare",

@@ -389,38 +389,50 @@ def test_worker_memory_growth_from_copy_on_read_is_seen_and_costed(
     assert grows and "copy-on-read" in Path(w.write_report(str(tmp_path / "r"))).read_text()
 
 
+def _probe_pausing(seconds: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe faked to pause ``seconds`` and measure nothing: the accounting around it is tested."""
+    import time
+
+    from ioprof.observe import probe
+
+    def paused(*_args, **_kwargs):  # type: ignore[no-untyped-def]
+        time.sleep(seconds)
+        return {"phases_s": {}, "decode": [], "storage": [], "decode_note": "", "start_note": "",
+                "storage_note": "", "error": "", "bytes_per_sample": None}  # fmt: skip
+
+    monkeypatch.setattr(probe, "probe_pipeline", paused)
+
+
+def _one_counted_pass(folder: Path) -> None:
+    """One pass over ``folder`` as trainers that count their batches make it: never run out, so
+    the pass ends at its last batch (and the probe runs inside that ``next()``)."""
+    import torch
+    from torchvision import datasets, transforms
+
+    ds = datasets.ImageFolder(
+        str(folder), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()])
+    )
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=0)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    it = iter(loader)
+    for _ in range(len(loader)):
+        x, y = next(it)
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+
 def test_the_probes_pause_is_not_counted_as_the_cost_of_observing(
     small_set: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The probe runs when a pass's last batch is returned (trainers that count their batches),
     inside ioprof's code around that ``next()``: a 9.6 s pause was reported as 187 ms per batch
     (29 %) of observing cost. A probe faked to pause 1 s: the accounting is what is tested."""
-    import time
-
-    import torch
-    from torchvision import datasets, transforms
-
     import ioprof
-    from ioprof.observe import probe
 
-    def paused(*_args, **_kwargs):  # type: ignore[no-untyped-def]
-        time.sleep(1.0)
-        return {"phases_s": {}, "decode": [], "storage": [], "decode_note": "", "start_note": "",
-                "storage_note": "", "error": "", "bytes_per_sample": None}  # fmt: skip
-
-    monkeypatch.setattr(probe, "probe_pipeline", paused)
-    ds = datasets.ImageFolder(
-        str(small_set), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()])
-    )
-    loader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=0)
-    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    _probe_pausing(1.0, monkeypatch)
     with ioprof.watch(steps=100, probe=True) as w:
-        it = iter(loader)
-        for _ in range(len(loader)):  # counted, never run out: the pass ends at its last batch
-            x, y = next(it)
-            torch.nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
+        _one_counted_pass(small_set)
     r = w.result()
     assert r.script.probe_when == "at the end of its first training pass" and r.script.probe_pause_s >= 1.0
     (lo,) = r.loaders
@@ -435,17 +447,8 @@ def test_describing_the_dataset_at_a_pass_end_is_inside_the_stated_pause(
     not state. A description slowed by 0.5 s here must be inside the pause, not the per-batch cost."""
     import time
 
-    import torch
-    from torchvision import datasets, transforms
-
     from ioprof import sources
-    from ioprof.observe import probe
     from ioprof.observe.observer import WatchConfig, Watcher
-
-    def paused(*_args, **_kwargs):  # type: ignore[no-untyped-def]
-        time.sleep(0.5)
-        return {"phases_s": {}, "decode": [], "storage": [], "decode_note": "", "start_note": "",
-                "storage_note": "", "error": "", "bytes_per_sample": None}  # fmt: skip
 
     describe = sources.describe
 
@@ -453,22 +456,12 @@ def test_describing_the_dataset_at_a_pass_end_is_inside_the_stated_pause(
         time.sleep(0.5)
         return describe(*args, **kwargs)
 
-    monkeypatch.setattr(probe, "probe_pipeline", paused)
+    _probe_pausing(0.5, monkeypatch)
     monkeypatch.setattr(sources, "describe", slow_describe)
-    ds = datasets.ImageFolder(
-        str(small_set), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()])
-    )
-    loader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=0)
-    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
     watcher = Watcher(WatchConfig(out_dir=str(tmp_path)))
     watcher.install()
     try:
-        it = iter(loader)
-        for _ in range(len(loader)):
-            x, y = next(it)
-            torch.nn.functional.cross_entropy(model(x), y).backward()
-            opt.step()
+        _one_counted_pass(small_set)
     finally:
         watcher.uninstall()
     (rec,) = watcher.loaders.values()
