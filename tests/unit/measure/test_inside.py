@@ -1,0 +1,79 @@
+"""Worker memory growth: when it goes on (a leak, copy-on-read) and when it settles (an allocator's
+high-water mark) — from hand-built readings of (samples produced, USS)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ioprof.core.stats import pooled_slope
+from ioprof.measure.inside import GrowthFit, goes_on
+
+KB = 1024
+
+
+def _fits(per_worker: list[list[tuple[float, float]]]) -> list[GrowthFit]:
+    return [GrowthFit(points, int(points[-1][0] - points[0][0]), False) for points in per_worker]
+
+
+def test_a_leak_read_at_few_points_goes_on() -> None:
+    """A 14 s window gave each of 2 workers 4 readings after the warm-up: 64 kB kept a sample,
+    with 2 MB of the allocator's jitter. The later half's interval (one degree of freedom) reaches
+    below zero, yet its rate is the whole's: it goes on (CI once called it 'not steady')."""
+    jitter = [0.0, 2e6, -2e6, 2e6]
+    leak = [
+        [(x, 300e6 + 64 * KB * x + jitter[i]) for i, x in enumerate((100, 250, 400, 550))],
+        [(x, 310e6 + 64 * KB * x - jitter[i]) for i, x in enumerate((120, 270, 420, 570))],
+    ]
+    fits = _fits(leak)
+    growth = pooled_slope([f.points for f in fits])
+    later = pooled_slope([f.points[2:] for f in fits])
+    assert growth.value == pytest.approx(64 * KB, rel=0.1) and later.low < 0  # the old rule's miss
+    assert goes_on(fits, growth)
+
+
+def test_an_allocator_settling_does_not_go_on() -> None:
+    """40 MB written after the warm-up, then flat: the whole window's slope is above the noise,
+    but its later half stands still."""
+    settle = [
+        [(x, 300e6 + min(x, 300) * 133_000 + (x % 7) * 1e4) for x in (100, 200, 300, 400, 500, 600)],
+        [(x, 305e6 + min(x, 320) * 133_000 - (x % 5) * 1e4) for x in (110, 210, 310, 410, 510, 610)],
+    ]
+    fits = _fits(settle)
+    growth = pooled_slope([f.points for f in fits])
+    assert growth.low * 1000 > 1e6  # the whole would be reported
+    assert not goes_on(fits, growth)
+
+
+def test_a_growth_that_slows_to_a_fifth_is_not_called_steady_from_few_points() -> None:
+    """Growth at 100 kB a sample, then at 20 kB — as a heap slows while it settles — read at 4
+    points a worker with 2 MB of jitter: the later half's interval is too wide to show the slowing,
+    its rate does (below ``GROWTH_LATER_SHARE`` of the whole's)."""
+    jitter = [0.0, 2e6, -2e6, 2e6]
+
+    def uss(x: float) -> float:
+        return 100 * KB * min(x, 300) + 20 * KB * max(0.0, x - 300)
+
+    slowing = [
+        [(x, 300e6 + uss(x) + jitter[i]) for i, x in enumerate((100, 300, 500, 700))],
+        [(x, 301e6 + uss(x) - jitter[i]) for i, x in enumerate((120, 320, 520, 720))],
+    ]
+    fits = _fits(slowing)
+    growth = pooled_slope([f.points for f in fits])
+    later = pooled_slope([f.points[2:] for f in fits])
+    assert later.high > growth.low and growth.low * 1000 > 1e6  # the intervals would not show it
+    assert not goes_on(fits, growth)
+
+
+def test_a_leak_a_little_slower_in_its_later_half_still_goes_on() -> None:
+    """Readings of the suite's leaking dataset (2 workers, 64 kB kept a sample): the later half
+    grew at 65.9 kB a sample against 66.9 kB over the whole — 1.5 % apart, beyond both tight
+    intervals. A leak that keeps its rate within a few percent goes on."""
+    leak = [
+        [(480, 44.9), (920, 75.1), (1360, 104.8), (1880, 139.7), (2352, 171.3), (2840, 203.4), (3352, 237.4), (3536, 249.1)],
+        [(448, 42.9), (856, 70.8), (1256, 98.2), (1736, 130.5), (2176, 159.9), (2624, 189.5), (3096, 221.0), (3264, 231.5)],
+    ]  # fmt: skip
+    fits = _fits([[(x, mb * 1e6) for x, mb in points] for points in leak])
+    growth = pooled_slope([f.points for f in fits])
+    later = pooled_slope([f.points[4:] for f in fits])
+    assert later.high < growth.low  # a difference the intervals call real
+    assert goes_on(fits, growth)
