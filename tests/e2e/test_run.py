@@ -7,11 +7,13 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import paths
 import pytest
 from cli import ioprof, ioprof_run
+from groundtruth import ProcStat, stock_truths
 
 from ioprof.datasets.synth import DatasetSpec, generate
 
@@ -38,19 +40,22 @@ def small_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-def test_an_unchanged_imagenet_style_script_is_observed(small_folder: Path, tmp_path: Path) -> None:
+def test_an_unchanged_imagenet_style_script_is_observed(
+    small_folder: Path, tmp_path: Path, figure: Callable[[str], None]
+) -> None:
     """On local disk with the files cached and a model far slower than two workers decode (resnet50):
     compute-bound, said as such; train and val reported apart; the pipeline measured alone."""
     out = tmp_path / "o"
-    p = ioprof_run(
-        *"--steps 30 --probe-seconds 2 --out".split(),
-        str(out),
-        "--",
-        sys.executable,
-        SCRIPT,
-        str(small_folder),
-        *"--crop 64 -j 2 -a resnet50".split(),
-    )
+    with ProcStat(rig=True) as stat:
+        p = ioprof_run(
+            *"--steps 30 --probe-seconds 2 --out".split(),
+            str(out),
+            "--",
+            sys.executable,
+            SCRIPT,
+            str(small_folder),
+            *"--crop 64 -j 2 -a resnet50".split(),
+        )
     assert p.returncode == 0, p.stderr
     assert "epoch 0: 40 steps" in p.stdout  # the script's own output, untouched
     r = json.loads((out / "results.json").read_text())
@@ -78,6 +83,9 @@ def test_an_unchanged_imagenet_style_script_is_observed(small_folder: Path, tmp_
     assert "## loader 1 alone (no model)" in report and "**Verdict: compute-bound**" in report
     last = p.stderr.strip().splitlines()[-1]
     assert last.startswith("ioprof: your script finished; observed loader 1 (training, 40 batches)")
+    # a stock script: no memory growth, no impossible figure, and its cores figure is the kernel's
+    observed = [json.loads(f.read_text()) for f in sorted((out / "observed").glob("observed-*.json"))]
+    stock_truths(r, report, observed, stat, figure, "imagenet-like (local disk, resnet50)")
 
 
 @pytest.mark.slow

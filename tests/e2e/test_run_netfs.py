@@ -32,7 +32,7 @@ from typing import Any
 import netfs
 import paths
 import pytest
-from groundtruth import ProcStat
+from groundtruth import ProcStat, stock_truths
 
 REPO = paths.REPO
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
@@ -213,22 +213,7 @@ def _training(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _stock_truths(run: dict[str, Any]) -> None:
-    """What no stock script may get, and its cores figure against /proc/stat over its window."""
-    r, report = run["result"], run["report"]
-    kinds = {f["kind"] for f in r["analysis"]["findings"]}
-    assert "worker-memory-grows" not in kinds, [
-        f for f in r["analysis"]["findings"] if f["kind"] == "worker-memory-grows"
-    ]
-    assert "datasets-fit-in-ram" not in kinds  # sshfs and HTTP drop pages: never the page cache
-    assert " 0 kB" not in report and "0.00 MB/s" not in report and "(PSS 0 kB)" not in report
-    cell = _training(r)
-    cores = cell["inside"]["cores"]
-    seen = next(lo for o in run["observed"] for lo in o["loaders"] if lo["role"] == "training")
-    truth = run["stat"].busy_cores_over(seen["cpu"]["spans_wall"])  # over the very spans ioprof read
-    run["figure"](
-        f"run {run['name']}: cores busy {cores['cpu_busy_cores']:.2f}, /proc/stat over the same spans {truth:.2f}"
-    )
-    assert cores["cpu_busy_cores"] == pytest.approx(truth, rel=0.10), (cores, truth)
+    stock_truths(run["result"], run["report"], run["observed"], run["stat"], run["figure"], run["name"])
 
 
 def _storage_verdict(run: dict[str, Any], plain_mb_per_s: float, method: str) -> dict[str, Any]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 RIG_COMMANDS = ("sshfs", "ssh", "sshd")  # what carries the test rig's link
 
@@ -94,3 +96,28 @@ class ProcStat:
         inside = [s for s in self.samples if start <= s[0] <= end]
         (t0, b0), (t1, b1) = inside[0], inside[-1]
         return (b1 - b0) / (t1 - t0)
+
+
+def stock_truths(
+    result: dict[str, Any],
+    report: str,
+    observed: list[dict[str, Any]],
+    stat: ProcStat,
+    say: Callable[[str], None],
+    name: str,
+) -> None:
+    """What no stock training script may get from ``ioprof run`` — a memory-growth finding, a
+    page-cache claim where pages are dropped, "0 kB" or "0.00 MB/s" — and its cores figure against
+    ``/proc/stat`` over the very spans ioprof read (within 10 %)."""
+    findings = result["analysis"]["findings"]
+    assert not [f for f in findings if f["kind"] == "worker-memory-grows"], findings
+    if not all(d.get("keeps_pages") is True for d in result["datasets"]):  # sshfs, HTTP, unknown
+        assert "datasets-fit-in-ram" not in {f["kind"] for f in findings}  # no page-cache claim
+    assert " 0 kB" not in report and "0.00 MB/s" not in report and "(PSS 0 kB)" not in report
+    key = next(lo["key"] for lo in result["loaders"] if lo["role"] == "training")
+    cell = next(c for c in result["cells"] if c["dataset"] == key)
+    cores = cell["inside"]["cores"]
+    seen = next(lo for o in observed for lo in o["loaders"] if lo["role"] == "training")
+    truth = stat.busy_cores_over(seen["cpu"]["spans_wall"])
+    say(f"run {name}: cores busy {cores['cpu_busy_cores']:.2f}, /proc/stat over the same spans {truth:.2f}")
+    assert abs(cores["cpu_busy_cores"] - truth) <= 0.10 * truth, (cores, truth)
