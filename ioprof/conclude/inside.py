@@ -20,7 +20,6 @@ from ioprof.core.findings import (
     WorkersDoNotFit,
 )
 from ioprof.core.results import CellResult, StageTime, SweepResult, WorkerMemory
-from ioprof.core.thresholds import GROWTH_NOISE_BYTES
 
 MAX_WORKERS_CHECKED = 256
 
@@ -32,16 +31,7 @@ def leading_stage(cell: CellResult) -> StageTime | None:
 
 
 def _growth_per_sample(m: WorkerMemory) -> float:
-    g = m.growth_bytes_per_1000_samples
-    # the same line as the measurement's own checks (window, steadiness), which apply only above
-    # it: an interval from 0.2 to 10 MB per 1,000 samples is no growth to speak of
-    significant = (
-        g is not None
-        and m.growth_low is not None
-        and m.growth_low >= GROWTH_NOISE_BYTES
-        and not m.growth_note
-    )
-    return (g or 0.0) / 1000 if significant else 0.0
+    return (m.growth_bytes_per_1000_samples or 0.0) / 1000 if m.grows else 0.0
 
 
 def ram_need_bytes(m: WorkerMemory, workers: int) -> int:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ioprof.core.config import LoaderSetting
 from ioprof.core.stats import Interval, ratio_interval, wait_share_interval
+from ioprof.core.thresholds import GROWTH_NOISE_BYTES
 
 if TYPE_CHECKING:
     from ioprof.core.findings import Analysis, CellVerdict, PlaceDecision, Ranking, Recommendation
@@ -514,6 +515,17 @@ class WorkerMemory:
     @property
     def shm_in_flight_bytes(self) -> int:
         return self.batch_bytes * self.prefetch_factor * self.workers
+
+    @property
+    def grows(self) -> bool:
+        """A growth to speak of: its interval's low end above the noise floor, with no note
+        against it (the measurement's window and steadiness checks apply only above that floor)."""
+        return (
+            self.growth_bytes_per_1000_samples is not None
+            and self.growth_low is not None
+            and self.growth_low >= GROWTH_NOISE_BYTES
+            and not self.growth_note
+        )
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from ioprof.conclude.inside import MAX_WORKERS_CHECKED, max_workers_ram, max_workers_shm
 from ioprof.core.config import worker_count
 from ioprof.core.results import CellResult, CoreUse, LoaderStages, SweepResult, WorkerMemory
-from ioprof.core.thresholds import GROWTH_NOISE_BYTES, GROWTH_RULE
+from ioprof.core.thresholds import GROWTH_RULE
 from ioprof.render import words
 from ioprof.render.fmt import pct, rate, size
 from ioprof.render.mdtable import table
@@ -134,7 +134,7 @@ def memory_line(m: WorkerMemory) -> str:
         interval = f"[{_mb(m.growth_low)}–{_mb(m.growth_high)}] MB"
         growth = (
             f"growth {_mb(g)} MB per 1,000 samples {interval} after the warm-up"
-            if m.growth_low >= GROWTH_NOISE_BYTES
+            if m.grows
             else f"no growth beyond the noise ({_mb(g)} MB per 1,000 samples {interval})"
         )
     else:
