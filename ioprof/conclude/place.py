@@ -62,7 +62,7 @@ def _decide(c: CandidateResult, result: PlaceResult, current: PlaceDecision | No
     best_w = max(by_workers, key=lambda k: (by_workers[k], -int(k)))
     predicted = by_workers[best_w]
     storage_rate = next(s.img_per_s for s in c.storage if s.concurrency == int(best_w))
-    files = result.dataset.listed_files
+    files = result.dataset.epoch_samples
     epoch_s = files / predicted if predicted > 0 else math.inf
     warm = max(_predicted(result, int(w), None)[0] for w in by_workers)
     reading = reading_epochs(c, result)

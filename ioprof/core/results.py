@@ -43,6 +43,9 @@ class MachineInfo:
 
 # The filesystem type ioprof gives an S3-compatible object store (``--data s3://…``).
 OBJECT_STORE_FS_TYPE = "s3"
+# Data read by requests, each a GET whose bytes cross the network and nothing on this host keeps:
+# objects in a store, and tar shards named by HTTP(S) URLs.
+REQUEST_FS_TYPES = frozenset({OBJECT_STORE_FS_TYPE, "http", "https"})
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class DatasetInfo:
     fs_kind: str = ""  # block | network | fuse | ram | unknown (pagecache.FilesystemInfo.kind)
     keeps_pages: bool | None = None  # its filesystem keeps read pages cached (sshfs drops them at each open)
     samples: int | None = None  # samples it holds (the dataset's length), where known
+    sharded: bool = False  # tar shards ioprof read itself (``files``: shards; ``samples``: estimated)
 
     # A dataset ioprof listed itself (sweep, place, whatif, profile: files it found and stat'ed)
     # always has these; only a user's dataset observed by ``run`` may not.
@@ -85,8 +89,13 @@ class DatasetInfo:
 
     @property
     def object_store(self) -> bool:
-        """Objects in an S3-compatible store, read by GETs."""
-        return self.fs_type == OBJECT_STORE_FS_TYPE
+        """Objects in an S3-compatible store or shards over HTTP(S), read by GETs."""
+        return self.fs_type in REQUEST_FS_TYPES
+
+    @property
+    def epoch_samples(self) -> int:
+        """The samples an epoch reads: its samples where it is sharded (estimated), else its files."""
+        return self.samples if self.samples is not None else self.listed_files
 
 
 @dataclass(frozen=True)

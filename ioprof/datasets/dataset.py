@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import IO
 
 from ioprof.core.results import OBJECT_STORE_FS_TYPE, DatasetInfo
-from ioprof.datasets import objects
+from ioprof.datasets import objects, shards
 from ioprof.datasets.cache import ensure_datasets
 from ioprof.datasets.discover import ImageList, bits_per_pixel, describe, find_images, mean_resolution
 from ioprof.datasets.synth import DatasetSpec
@@ -51,10 +51,15 @@ def load_datasets(
 ) -> list[Dataset]:
     """The user's dataset (``data_path``) or the generated ones at ``resolutions``, described.
     ``stores``: the caller reads an object store (``s3://…``); others get a one-line error."""
-    if data_path is not None and objects.is_store_url(data_path):
+    if data_path is not None and (objects.is_store_url(data_path) or shards.is_shard_url(data_path)):
         if not stores:
             raise objects.not_yet("--data", data_path)
-        return [store_dataset(data_path, seed=seed, progress=progress)]
+        if shards.is_shard_url(data_path):
+            return [shard_dataset(data_path, progress=progress)]
+        try:
+            return [store_dataset(data_path, seed=seed, progress=progress)]
+        except objects.HoldsShards:
+            return [shard_dataset(data_path, progress=progress)]
     if data_path:
         images = find_images(data_path)
         return [
@@ -112,3 +117,53 @@ def store_dataset(url: str, *, seed: int, progress: Callable[[str], None]) -> Da
 def _header(url: str) -> IO[bytes]:
     """An object's first bytes, enough for its image header (a ranged GET)."""
     return io.BytesIO(objects.read_object(url, STORE_HEADER_BYTES))
+
+
+def shard_dataset(data: str, *, progress: Callable[[str], None]) -> Dataset:
+    """Tar shards named by a URL pattern or held under an ``s3://`` prefix, described from their
+    sizes (a listing, or HTTP HEAD) and the first samples of the first shard: the samples it holds
+    are estimated from the bytes a sample takes in the stream."""
+    if data.startswith("s3://"):
+        prefixed, listed = shards.listed_sizes(data)
+        urls = prefixed or shards.expand(data)
+        sizes = shards.sizes_of(urls, listed)
+        asked = f"{objects.listing_requests()} LIST request(s)"
+    else:
+        urls = shards.expand(data)
+        sizes = shards.sizes_of(urls)
+        asked = f"{min(len(urls), shards.MAX_SIZED)} HEAD request(s)"
+    first = shards.first_samples(
+        urls, max_samples=shards.DESCRIBE_SAMPLES, max_bytes=shards.DESCRIBE_MAX_BYTES
+    )
+    total = sum(sizes)
+    per_sample = first.bytes_per_sample
+    samples = max(1, round(total / per_sample))
+    mean_w, mean_h = mean_resolution(shards.header_opener(i) for i in first.images)
+    source = shards.where(urls[0])
+    progress(
+        f"{data}: {len(urls):,} shard(s), {total / 1e6:,.1f} MB, about {samples:,} samples "
+        f"(estimated: {per_sample / 1e3:,.1f} kB a sample in the first {len(first.images)} read), sized by {asked} at {source}"
+    )
+    fs_type = shards.fs_type(urls[0])
+    info = DatasetInfo(
+        label=data,
+        path=data,
+        generated=False,
+        files=len(urls),
+        total_bytes=total,
+        mean_file_bytes=per_sample,
+        mean_width_px=mean_w,
+        mean_height_px=mean_h,
+        bits_per_pixel=bits_per_pixel(per_sample, mean_w, mean_h),
+        fs_type=fs_type,
+        mount_source=source,
+        classes=None,  # the classes of the first samples only: unknown for the dataset
+        fs_kind="network",
+        keeps_pages=False,  # nothing on this host keeps a GET's bytes
+        samples=samples,
+        sharded=True,
+    )
+    # the model's head: a class per label a shard may carry (labels past it are folded into it)
+    classes = tuple(str(i) for i in range(shards.SHARD_CLASSES))
+    images = ImageList(data, tuple(urls), tuple(0 for _ in urls), classes, "shards", sizes)
+    return Dataset(info, images, FilesystemInfo(fs_type, data, source))

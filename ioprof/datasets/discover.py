@@ -33,7 +33,7 @@ class ImageList:
     paths: tuple[str, ...]
     labels: tuple[int, ...]
     classes: tuple[str, ...]
-    layout: str  # "imagefolder" | "flat"
+    layout: str  # "imagefolder" | "flat" | "shards" (paths: tar shards' URLs; ``datasets.shards``)
     sizes: tuple[int, ...] = ()  # bytes of each, where a listing gave them (an object store's)
 
 

@@ -46,30 +46,25 @@ def is_store_url(path: str | None) -> bool:
 
 
 def not_yet(flag: str, path: str) -> IoprofError:
-    """The error of a command that does not read object storage (or URLs) yet."""
-    if path.startswith(("http://", "https://")):
-        return IoprofError(
-            f"{flag} {path}: in this version an HTTP(S) URL (tar shards too) is read only by your own "
-            "loader under `ioprof run -- python train.py`; the other commands read a folder or "
-            "s3://BUCKET/PREFIX"
-        )
+    """The error of a command that does not read object storage or URLs yet."""
     return IoprofError(
-        f"{flag} {path}: only `ioprof sweep`, `ioprof probe`, `ioprof place` and `ioprof whatif` read object storage in this version — for this "
+        f"{flag} {path}: only `ioprof sweep`, `ioprof probe`, `ioprof place` and `ioprof whatif` read object "
+        "storage and shards by URL in this version (`ioprof run` observes your own loader on them) — for this "
         "command, copy the data (or a sample of it) to a folder and pass that"
     )
 
 
-def split(url: str) -> tuple[str, str]:
-    """(bucket, key or prefix) of ``s3://bucket/key``."""
+def split(url: str, *, shards: bool = False) -> tuple[str, str]:
+    """(bucket, key or prefix) of ``s3://bucket/key``. ``shards``: the key may be a shard or a
+    brace pattern of shards (``datasets.shards``)."""
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme != "s3" or not parsed.netloc:
         raise IoprofError(f"--data {url}: an object store URL is s3://BUCKET/PREFIX")
     key = parsed.path.lstrip("/")
-    if "{" in key or key.lower().endswith(".tar"):
+    if not shards and ("{" in key or key.lower().endswith(".tar")):
         raise IoprofError(
-            f"--data {url}: tar shards in a bucket are read in this version only by your own loader "
-            "under `ioprof run -- python train.py`; give the prefix of JPEGs in class folders "
-            "(s3://BUCKET/PREFIX)"
+            f"--data {url}: names tar shards; this command reads the prefix of JPEGs in class folders "
+            "(s3://BUCKET/PREFIX) — `ioprof sweep`, `probe`, `place` and `whatif` read shards"
         )
     return parsed.netloc, key
 
@@ -148,6 +143,10 @@ def why(e: BaseException, url: str) -> str:
     return f"{url}: {type(e).__name__}: {e}"
 
 
+class HoldsShards(IoprofError):
+    """The prefix holds tar shards and no images: read it as shards (``datasets.shards``)."""
+
+
 @dataclass(frozen=True)
 class Listing:
     """Objects under a prefix: their URLs, sizes and class labels (bounded: ``truncated``)."""
@@ -161,36 +160,53 @@ class Listing:
     requests: int
 
 
-def list_images(url: str, limit: int = MAX_LISTED) -> Listing:
-    """The images under ``url`` (at most ``limit``), class folders as labels."""
-    bucket, prefix = split(url)
+def list_keys(url: str, suffixes: tuple[str, ...], limit: int = MAX_LISTED) -> list[tuple[str, int]]:
+    """(key, bytes) of the non-empty objects under ``url`` whose names end in ``suffixes``, at most
+    ``limit`` (and one more where the prefix holds more: the caller says it was cut)."""
+    bucket, prefix = split(url, shards=True)
     client()  # boto3 is there (or a one-line error), before its exceptions are imported
     from botocore.exceptions import BotoCoreError, ClientError
 
     if prefix and not prefix.endswith("/"):
         prefix += "/"
     found: list[tuple[str, int]] = []
-    requests, truncated, token = 0, False, None
+    token = None
+    _local.listed = 0
     try:
         while True:
             kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": 1000}
             if token:
                 kwargs["ContinuationToken"] = token
             page = client().list_objects_v2(**kwargs)
-            requests += 1
+            _local.listed += 1
             _count(page)
             for obj in page.get("Contents", ()):
-                if obj["Key"].lower().endswith(IMAGE_SUFFIXES) and obj.get("Size", 0) > 0:
+                if obj["Key"].lower().endswith(suffixes) and obj.get("Size", 0) > 0:
                     found.append((obj["Key"], int(obj["Size"])))
             token = page.get("NextContinuationToken")
-            if len(found) >= limit:
-                truncated = bool(token) or len(found) > limit
-                found = found[:limit]
-                break
-            if not page.get("IsTruncated") or not token:
+            if len(found) > limit or not page.get("IsTruncated") or not token:
                 break
     except (ClientError, BotoCoreError) as e:
         raise IoprofError(why(e, url)) from None
+    return found
+
+
+def listing_requests() -> int:
+    """The LIST requests the last ``list_keys`` in this thread made."""
+    return int(getattr(_local, "listed", 0))
+
+
+def list_images(url: str, limit: int = MAX_LISTED) -> Listing:
+    """The images under ``url`` (at most ``limit``), class folders as labels."""
+    bucket, prefix = split(url)
+    if prefix and not prefix.endswith("/"):
+        prefix += "/"
+    listed = list_keys(url, (*IMAGE_SUFFIXES, ".tar"), limit)
+    found = [(k, n) for k, n in listed if not k.lower().endswith(".tar")]
+    if not found and listed:
+        raise HoldsShards(f"--data {url}: holds tar shards, not images")
+    truncated = len(found) > limit
+    found = found[:limit]
     if not found:
         raise IoprofError(f"--data {url}: no images under this prefix at {endpoint()} — check the prefix")
     found.sort()
@@ -204,7 +220,7 @@ def list_images(url: str, limit: int = MAX_LISTED) -> Listing:
         labels=tuple(classes.index(f[0]) if nested else 0 for f in folders),
         classes=classes,
         truncated=truncated,
-        requests=requests,
+        requests=listing_requests(),
     )
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 import psutil
 
-from ioprof.core.results import OBJECT_STORE_FS_TYPE, CacheInfo
+from ioprof.core.results import REQUEST_FS_TYPES, CacheInfo
 
 # Filesystems where POSIX_FADV_DONTNEED cannot drop the data: the page cache *is* the storage.
 RAM_BACKED_FS_TYPES = frozenset({"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"})
@@ -28,7 +28,7 @@ RAM_BACKED_FS_TYPES = frozenset({"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"})
 # the server may still hold the data. Block I/O counters (read_bytes) never see their reads.
 NETWORK_FS_TYPES = frozenset(
     {
-        OBJECT_STORE_FS_TYPE,
+        *REQUEST_FS_TYPES,
         "nfs",
         "nfs4",
         "cifs",
@@ -97,8 +97,9 @@ class FilesystemInfo:
 
     @property
     def object_store(self) -> bool:
-        """An S3-compatible object store (``--data s3://…``): read by GETs, no page cache."""
-        return self.fs_type == OBJECT_STORE_FS_TYPE
+        """An S3-compatible object store (``--data s3://…``) or shards over HTTP(S): read by GETs,
+        no page cache."""
+        return self.fs_type in REQUEST_FS_TYPES
 
     @property
     def kind(self) -> str:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from ioprof.core.config import ComputeSpec, LoaderSetting
 from ioprof.core.errors import IoprofError
 from ioprof.core.results import ComputeCeiling, DecodeCeiling, ProbeFailure, StorageCeiling
-from ioprof.datasets import objects
+from ioprof.datasets import objects, shards
 from ioprof.datasets.dataset import Dataset
 from ioprof.measure.compute import TrainStep, probe_compute
 from ioprof.measure.decode import above_compute, probe_decode
@@ -84,11 +84,15 @@ def storage_ceilings(
 def store_ceilings(
     ds: Dataset, concurrencies: Sequence[int], *, seed: int, progress: Progress
 ) -> tuple[StorageCeiling, ...]:
-    """An object store's objects read as streams (GETs) at each concurrency: MB/s, objects/s,
-    first-byte latency. A store cannot be made cold, so each level reads objects no earlier level
-    read (shuffled); where too few are left, it reads them again and says so."""
+    """An object store's objects (or tar shards over HTTP(S) or in a store) read as streams (GETs)
+    at each concurrency: MB/s, objects/s, first-byte latency; shards' samples/s from the bytes a
+    sample takes. A store cannot be made cold, so each level reads objects no earlier level read
+    (shuffled); where too few are left, it reads them again and says so."""
     order = list(ds.images.paths)
     random.Random(seed).shuffle(order)
+    sharded = ds.images.layout == "shards"
+    s3 = objects.is_store_url(order[0])
+    where = f"the store at {objects.endpoint()}" if s3 else f"the server at {shards.where(order[0])}"
     out: list[StorageCeiling] = []
     start = 0
     for c in concurrencies:
@@ -98,19 +102,20 @@ def store_ceilings(
         try:
             s = probe_streams(
                 order if again else fresh,
-                objects.opened,
+                shards.opened if sharded else objects.opened,
                 c,
-                bytes_per_sample=None,
-                where=f"the store at {objects.endpoint()}",
+                bytes_per_sample=ds.info.mean_file_bytes if sharded else None,
+                where=where,
                 max_seconds=STORAGE_PROBE_MAX_S,
-                ready=objects.client,
+                ready=objects.client if s3 else None,
             )
         except OSError as e:  # not one object could be read: the store went away, or refuses
             done = f"; {len(out)} level(s) measured before it" if out else ""
             raise IoprofError(f"{e} (reading at {c} concurrent requests{done})") from None
         s = replace(s, retries=objects.retries() - before)
         if again:
-            note = f"{s.cache.note}; objects read again: the prefix holds too few for this level to read new ones, and the store may cache them"
+            what = "shards" if sharded else "objects"
+            note = f"{s.cache.note}; {what} read again: too few for this level to read new ones, and the server may cache them"
             s = replace(s, cache=replace(s.cache, verified=False, note=note))
         start = 0 if again else start + s.files + c  # those in flight when it stopped, too
         out.append(s)

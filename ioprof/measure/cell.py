@@ -41,7 +41,7 @@ from ioprof.host.telemetry import GpuSampler
 from ioprof.measure import stages, steptiming
 from ioprof.measure.compute import TrainStep
 from ioprof.measure.inside import InsideRecorder, shm_died, shm_failure
-from ioprof.measure.loader import Batch, batch_bytes_of, make_loader, worker_pids
+from ioprof.measure.loader import Batch, batch_bytes_of, make_loader, shard_batches, worker_pids
 from ioprof.measure.sample import MemorySample
 from ioprof.measure.steptiming import StepEvents, TimingEvent
 from ioprof.measure.storage import EmulatedStorage, check_storage
@@ -185,6 +185,9 @@ def _cell_loader(plan: CellPlan, stage_folder: str) -> tuple[Iterable[Batch], Ca
             cache = keep_warm(cache, sorted(plan.keep_warm), len(paths))
     if plan.loader is not None:
         return plan.loader(plan, paths, labels, blobs, cache), cache
+    if ds.images.layout == "shards" and plan.sample is None:  # streamed, as a WebDataset loop reads them
+        init = stages.WorkerStages(stage_folder, 0, None) if plan.inside else None
+        return shard_batches(plan, paths, None, cache, init), cache
     warmup = run.warmup_for(setting)
     dl = make_loader(
         paths,
@@ -249,7 +252,7 @@ def _run_cell(
     warmup = run.warmup_for(setting)
     mount = MountCounters(ds.fs)
     window = _Window()
-    inside = _recorder(plan, folder, len(ds.images.paths))  # /dev/shm read before any batch is in it
+    inside = _recorder(plan, folder)  # /dev/shm read before any batch is in it
     t_created = clock()
     it, pids, undo = _iterate(dl, plan, folder)
     if plan.inside:
@@ -331,8 +334,9 @@ def _iterate(
     return it, worker_pids(it) or sorted(iocounters.child_pids() - children_before), undo
 
 
-def _recorder(plan: CellPlan, folder: str, files: int) -> InsideRecorder:
+def _recorder(plan: CellPlan, folder: str) -> InsideRecorder:
     workers = plan.setting.workers
+    files = plan.dataset.info.samples or len(plan.dataset.images.paths)  # shards: their samples
     return InsideRecorder(
         folder=folder,
         tag=0,

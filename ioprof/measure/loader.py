@@ -11,19 +11,20 @@ stop with one clear line instead of counting every file as broken.
 from __future__ import annotations
 
 import io
+import random
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import torch
 from PIL import Image
-from torch.utils.data import DataLoader, Dataset, RandomSampler
+from torch.utils.data import DataLoader, Dataset, IterableDataset, RandomSampler, get_worker_info
 from torch.utils.data._utils.collate import default_collate
 from torchvision import transforms
 
 from ioprof.core.config import PREFETCH_FACTOR, LoaderSetting
-from ioprof.datasets import objects
+from ioprof.datasets import objects, shards
 from ioprof.measure import stages
 from ioprof.measure.inside import check_shm
 from ioprof.measure.storage import STORAGE_LOST_ERRNOS, EmulatedStorage, read_blob, read_file
@@ -31,6 +32,10 @@ from ioprof.measure.storage import STORAGE_LOST_ERRNOS, EmulatedStorage, read_bl
 # torch warns when num_workers exceeds the cores; a sweep asks for that on purpose, and the
 # report says so itself (analysis: "more workers than usable cores").
 warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
+
+# Shards: each worker shuffles the samples it streams within a buffer of this many (WebDataset's
+# pattern); labels beyond the model's head are folded into it (a throughput run, not a trained model).
+SHUFFLE_BUFFER = 256
 
 # ImageNet channel statistics, as in torchvision's reference training scripts.
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -130,6 +135,123 @@ class ImageFiles(Dataset):
             return Sample(self.transform(rgb), label, path, "", converted, len(data), 0, retried)
         except Exception as e:  # any undecodable file is counted and skipped, by design
             return Sample(None, label, path, f"{type(e).__name__}: {e}"[:300], False, len(data), 0, retried)
+
+
+class TarShards(IterableDataset):
+    """Samples streamed from tar shards (``datasets.shards``): each worker reads its own shards in
+    turn, as streams — an HTTP or S3 GET, or a local file, or an in-memory copy through emulated
+    storage — and shuffles within a buffer (WebDataset's pattern). A sample's bytes are what it
+    took in the stream, tar headers included: what crossed the network for it. Its read (pulling it
+    from the stream) and its decode are timed apart while its loader's stages are (``stages``)."""
+
+    ioprof_stages = True
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        crop_px: int,
+        *,
+        blobs: Sequence[bytes] | None = None,
+        emulated: EmulatedStorage | None = None,
+        evict: bool = False,
+        seed: int = 0,
+    ) -> None:
+        self.urls, self.blobs, self.emulated, self.evict, self.seed = list(urls), blobs, emulated, evict, seed
+        self.transform = train_transform(crop_px)
+
+    def _stream(self, i: int) -> Iterator[shards.ShardSample]:
+        url = self.urls[i]
+        if self.blobs is not None or not shards.is_shard_url(url):  # a local copy: read whole
+            data = (
+                read_blob(self.blobs[i], self.emulated)
+                if self.blobs is not None
+                else read_file(url, None, self.evict)
+            )
+            yield from shards.samples(io.BytesIO(data), url)
+            return
+        with shards.opened(url) as stream:
+            yield from shards.samples(stream, url)
+
+    def _samples(self, i: int) -> Iterator[Sample]:
+        url = self.urls[i]
+        stream = self._stream(i)
+        while True:
+            t0 = time.perf_counter()
+            try:
+                s = next(stream, None)
+            except OSError as e:  # the shard broke off (or is no tar): the worker goes on to the next
+                lost = e.errno if e.errno in STORAGE_LOST_ERRNOS else 0
+                yield Sample(None, 0, url, f"{type(e).__name__}: {e}"[:300], False, 0, lost or 0)
+                return
+            if s is None:
+                return
+            yield self._decode(url, s, time.perf_counter() - t0)
+
+    def _decode(self, url: str, s: shards.ShardSample, read_s: float) -> Sample:
+        """A sample decoded; its path is its shard's (what was read, for the cache's check)."""
+        label = s.label % shards.SHARD_CLASSES if s.label >= 0 else 0
+        try:
+            t1 = time.perf_counter()
+            with Image.open(io.BytesIO(s.image)) as im:
+                converted = im.mode != "RGB"
+                rgb = im.convert("RGB")
+            clock = stages.current()
+            if clock is not None:
+                clock.add(stages.READ, read_s)
+                clock.add(stages.DECODE, time.perf_counter() - t1)
+            return Sample(self.transform(rgb), label, url, "", converted, s.stream_bytes, 0)
+        except Exception as e:  # any undecodable sample is counted and skipped, by design
+            why = f"{s.key}: {type(e).__name__}: {e}"[:300]
+            return Sample(None, label, url, why, False, s.stream_bytes, 0)
+
+    def __iter__(self) -> Iterator[Sample]:
+        info = get_worker_info()
+        mine = (
+            list(range(len(self.urls)))[info.id :: info.num_workers] if info else list(range(len(self.urls)))
+        )
+        rng = random.Random(self.seed + (info.id if info else 0))
+        buffer: list[Sample] = []
+        while mine:  # epoch after epoch: the cell decides when it has seen enough
+            rng.shuffle(mine)
+            for i in mine:
+                for sample in self._samples(i):
+                    if sample.error:  # failures travel at once: the run counts them, or stops
+                        yield sample
+                        continue
+                    buffer.append(sample)
+                    if len(buffer) >= SHUFFLE_BUFFER:
+                        yield buffer.pop(rng.randrange(len(buffer)))
+
+
+def shard_batches(
+    plan: Any, urls: Sequence[str], blobs: Sequence[bytes] | None, cache: Any, worker_init_fn: Any = None
+) -> DataLoader:
+    """A DataLoader over tar shards, as a WebDataset training loop builds it (``plan``: a
+    ``cell.CellPlan``; ``blobs``: the shards' in-memory copies, read through emulated storage)."""
+    if plan.setting.workers:
+        check_shm(
+            batch_bytes_of(plan.run.batch_size, plan.crop_px),
+            plan.prefetch_factor or PREFETCH_FACTOR,
+            plan.setting.workers,
+        )
+    ds = TarShards(
+        urls, plan.crop_px, blobs=blobs, emulated=plan.emulated, evict=cache.evict_after_read, seed=plan.seed
+    )
+    kwargs: dict[str, Any] = {}
+    if plan.setting.workers and plan.start_method:
+        kwargs["multiprocessing_context"] = plan.start_method
+    if plan.setting.workers and plan.prefetch_factor:
+        kwargs["prefetch_factor"] = plan.prefetch_factor
+    return DataLoader(
+        ds,
+        batch_size=plan.run.batch_size,
+        num_workers=plan.setting.workers,
+        collate_fn=collate,
+        pin_memory=plan.pin_memory,
+        drop_last=True,
+        worker_init_fn=worker_init_fn if plan.setting.workers else None,
+        **kwargs,
+    )
 
 
 def collate(samples: list[Sample]) -> Batch:

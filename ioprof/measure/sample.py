@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from ioprof.core.errors import IoprofError
+from ioprof.datasets import shards
 from ioprof.datasets.discover import ImageList
 from ioprof.host.pagecache import FilesystemInfo
 from ioprof.measure.storage import STORAGE_LOST_ERRNOS, check_storage, read_file
@@ -49,7 +50,14 @@ def load_sample(
     max_files: int = SAMPLE_MAX_FILES,
     max_bytes: int = SAMPLE_MAX_BYTES,
 ) -> MemorySample:
-    """Read a shuffled sample of ``images`` into memory (files that cannot be read are skipped)."""
+    """Read a shuffled sample of ``images`` into memory (files that cannot be read are skipped;
+    tar shards: the first samples of shuffled shards, their images)."""
+    if images.layout == "shards":
+        first = shards.first_samples(
+            list(images.paths), max_samples=max_files, max_bytes=max_bytes, seed=seed
+        )
+        folded = tuple(lb % shards.SHARD_CLASSES if lb >= 0 else 0 for lb in first.labels)
+        return MemorySample(first.keys, folded, first.images, first.read_s)
     order = list(range(len(images.paths)))
     random.Random(seed).shuffle(order)
     paths: list[str] = []

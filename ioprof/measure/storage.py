@@ -26,6 +26,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -35,7 +36,7 @@ from ioprof.core.errors import IoprofError
 from ioprof.core.presets import StorageProfile
 from ioprof.core.results import CacheInfo, Fetched, StorageCeiling
 from ioprof.core.stats import LOOKS, is_look, percentile, ratio_interval
-from ioprof.datasets import objects
+from ioprof.datasets import objects, shards
 from ioprof.host.fetched import MountCounters, decide
 from ioprof.host.pagecache import FilesystemInfo, drop_after_read, filesystem_of, prepare
 
@@ -74,9 +75,11 @@ def check_storage(root: str, fs: FilesystemInfo, error: OSError) -> None:
     """
     reason = error.strerror or type(error).__name__
     if fs.object_store:  # the client retried already (boto3's standard mode): the store is gone
+        what = "the object store" if fs.fs_type == "s3" else "the server"
+        how = "AWS_ENDPOINT_URL, the network" if fs.fs_type == "s3" else "the URL, the network"
         raise StorageLost(
-            f"{root}: the object store stopped answering mid-run ({reason}); check that {fs.source} is "
-            "reachable (AWS_ENDPOINT_URL, the network), then run again"
+            f"{root}: {what} stopped answering mid-run ({reason}); check that {fs.source} is "
+            f"reachable ({how}), then run again"
         )
     try:
         os.stat(root)
@@ -168,16 +171,25 @@ def read_until(
 
 
 def copy_to(src: str, dst: Path) -> str:
-    """``src`` (a file, or an object in a store: one GET) written to ``dst`` and synced."""
+    """``src`` (a file, an object in a store or a shard by URL: one GET) written to ``dst`` and synced."""
     with open(dst, "wb") as fout:
-        if objects.is_store_url(src):
-            fout.write(objects.read_object(src))
+        if objects.is_store_url(src) or shards.is_shard_url(src):
+            with shards.opened(src) as fin:
+                shutil.copyfileobj(fin, fout, 1 << 20)
         else:
             with open(src, "rb") as fin:
                 shutil.copyfileobj(fin, fout, 1 << 20)
         fout.flush()
         os.fsync(fout.fileno())
     return str(dst)
+
+
+def per_sample(s: StorageCeiling, bytes_per_sample: float | None) -> StorageCeiling:
+    """A ceiling of files that each hold many samples (tar shards): img/s is MB/s ÷ the bytes a
+    sample takes. Unchanged where ``bytes_per_sample`` is None (a file is an image)."""
+    if not bytes_per_sample:
+        return s
+    return replace(s, img_per_s=s.read_mb_per_s * 1e6 / bytes_per_sample, bytes_per_sample=bytes_per_sample)
 
 
 def read_blob(blob: bytes, emulated: EmulatedStorage | None = None) -> bytes:

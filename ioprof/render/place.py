@@ -156,8 +156,7 @@ def render_place_markdown(result: PlaceResult) -> str:
         "",
         "## How this was measured",
         "",
-        f"- Dataset: `{d.path}` — {d.listed_files} files, {d.listed_bytes / 1e6:,.1f} MB, mean {d.listed_file_bytes / 1e3:,.0f} kB, "
-        f"on {d.fs_type} ({d.mount_source}); only read.",
+        f"- Dataset: `{d.path}` — {words.dataset_facts(d)}; only read.",
         (
             "- The current location is the object store, read by GETs at each concurrency, each on objects no "
             "earlier one read (nothing on this host caches them). Each candidate folder gets a shuffled sample "

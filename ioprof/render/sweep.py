@@ -10,7 +10,7 @@ from pathlib import Path
 from ioprof.conclude.sweep import is_sweep, speedup_over_serial
 from ioprof.core.findings import CpuIsTheDevice, FetchedAboveStorage
 from ioprof.core.resultfile import atomic_write_text
-from ioprof.core.results import CellResult, DatasetCeilings, DatasetInfo, SweepResult
+from ioprof.core.results import CellResult, DatasetCeilings, SweepResult
 from ioprof.core.stats import INTERIM_LOOKS, LOOKS, looks_level, share_below, summarize
 from ioprof.core.thresholds import (
     DECODE_ABOVE_COMPUTE,
@@ -349,7 +349,13 @@ def _storage_table(dc: DatasetCeilings) -> list[str]:
     head = [
         "readers",
         "MB/s",
-        "objects/s (= img/s it feeds)" if streams else "files/s (= img/s it feeds)",
+        (
+            "img/s it feeds (MB/s ÷ bytes a sample)"
+            if dc.storage[0].bytes_per_sample
+            else "objects/s (= img/s it feeds)"
+            if streams
+            else "files/s (= img/s it feeds)"
+        ),
         "first byte p50" if streams else "latency p50",
         "first byte p99" if streams else "latency p99",
         "fetched (counted by)",
@@ -404,7 +410,7 @@ def _decode_table(dc: DatasetCeilings) -> list[str]:
     ]
     sample = dc.decode[0]
     return [
-        f"Decode — the real loader over an in-memory sample ({sample.sample_files} files, {mb(sample.sample_bytes)}, "
+        f"Decode — the real loader over an in-memory sample ({sample.sample_files} images, {mb(sample.sample_bytes)}, "
         "held in this process): decode + augment + collate, no training, no storage:",
         "",
         *table(["loader", "img/s", "img/s per worker", "images timed", "stopped by"], rows),
@@ -480,7 +486,7 @@ def _how_measured(result: SweepResult, sweep: bool) -> list[str]:
     out.append("- Datasets:" if result.datasets else "- Datasets: none read (synthetic batches only).")
     for d in result.datasets:
         kind = "generated" if d.generated else "user data"
-        out.append(f"  - {d.label} ({kind}): {dataset_facts(d)}")
+        out.append(f"  - {d.label} ({kind}): {words.dataset_facts(d)}")
     return [
         *out,
         "",
@@ -503,7 +509,7 @@ def _run_length_lines(result: SweepResult) -> list[str]:
     }.get(str(cache), "")
     if result.datasets and all(d.object_store for d in result.datasets):
         regime = (
-            " (objects in a store: no page cache on this host holds them, so every read is a GET and nothing is "
+            " (objects in a store or shards over HTTP: no page cache on this host holds them, so every read is a GET and nothing is "
             "evicted; a cache inside the store is outside what ioprof controls)"
             if cache != "warm"
             else " (not possible for objects in a store: nothing on this host holds them; every read is a GET)"
@@ -561,22 +567,3 @@ def write(result: SweepResult, out_dir: Path) -> Path:
 def headline(result: SweepResult) -> str:
     """The verdict in one line."""
     return words.verdict_line(result.analysis).replace("**", "")
-
-
-def dataset_facts(d: DatasetInfo) -> str:
-    """What is known of a dataset, in words; what is not known is said so, never printed as 0."""
-    parts = [f"{d.files:,} files" if d.files is not None else "how many files: unknown"]
-    if d.total_bytes is not None:
-        parts.append(f"{d.total_bytes / 1e6:,.1f} MB")
-    if d.mean_file_bytes is not None:
-        at = (
-            f" at {d.mean_width_px:,.0f}×{d.mean_height_px:,.0f}"
-            if d.mean_width_px is not None and d.mean_height_px is not None
-            else ""
-        )
-        bpp = f" ({d.bits_per_pixel:.1f} bits/pixel)" if d.bits_per_pixel is not None else ""
-        parts.append(f"mean {d.mean_file_bytes / 1e3:,.0f} kB a sample{at}{bpp}")
-    else:
-        parts.append("size per sample unknown")
-    where = f"on {d.fs_type} ({d.mount_source})" if d.fs_type else "its filesystem not identified"
-    return ", ".join(parts) + f", {where}" + (f", `{d.path}`" if d.path else "")

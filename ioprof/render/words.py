@@ -15,6 +15,7 @@ from ioprof.core.config import worker_count
 from ioprof.core.results import (
     CellResult,
     ComputeCeiling,
+    DatasetInfo,
     DecodeCeiling,
     DeviceCell,
     Fetched,
@@ -248,13 +249,13 @@ def _storage_need(a: f.Advice) -> str:
         )
     return (
         f"{a.consumer.capitalize()} at {rate(a.demand_img_per_s)} img/s (the pace its step allows) would draw "
-        f"{rate(a.storage_mb_per_s_needed)} MB/s from storage (mean file {a.mean_file_bytes / 1e3:,.0f} kB){where}."
+        f"{rate(a.storage_mb_per_s_needed)} MB/s from storage ({a.mean_file_bytes / 1e3:,.0f} kB an image){where}."
     )
 
 
 def _storage_fix(a: f.Advice) -> list[str]:
     need = (
-        f"needs {rate(a.storage_mb_per_s_needed)} MB/s (mean file {a.mean_file_bytes / 1e3:,.0f} kB)"
+        f"needs {rate(a.storage_mb_per_s_needed)} MB/s ({a.mean_file_bytes / 1e3:,.0f} kB an image)"
         if a.storage_mb_per_s_needed is not None and a.mean_file_bytes is not None
         else "needs more (the bytes it reads per image are not known)"
     )
@@ -590,7 +591,7 @@ FETCH_METHODS = {
     "own-rchar": "what the loader's processes were handed through pipes and TLS sockets (`rchar` of their own "
     "threads: each byte once)",
     "read-alone": "every byte of the source read alone",
-    "object-gets": "the bodies of the GETs the loader's processes made to the object store: no page cache holds "
+    "object-gets": "the bodies of the GETs the loader's processes made to the object store or HTTP server: no page cache holds "
     "an object, so every byte read crossed the network",
 }
 
@@ -764,7 +765,8 @@ ALTERNATIVES = {
     "resized-256": "a copy pre-resized to a 256 px short side",
     "resized-320": "a copy pre-resized to a 320 px short side",
     "shards": "packed shards (tar, read sequentially)",
-    "loose-on-scratch": "the same loose files, copied to the scratch storage (the copies' control)",
+    "loose-on-scratch": "the same files (or shards), copied to the scratch storage (the copies' control)",
+    "more-workers": "twice the loader's workers: twice the requests in flight",
     "prefetch-1": "prefetch_factor=1",
     "prefetch-4": "prefetch_factor=4",
     "prefetch-8": "prefetch_factor=8",
@@ -781,6 +783,10 @@ WHY_NOT = {
     "emulated": "storage is emulated here: there is no page cache to warm",
     "object-store": "no page cache holds an object from a store: the local copy (loose files on the scratch "
     "folder) is the cache to compare",
+    "sharded": "applies to loose image files; your data is already tar shards",
+    "sharded-not-built": "not measured on tar shards in this version",
+    "not-requests": "applies to data read by requests (an object store, shards over HTTP); more workers on a "
+    "filesystem are the sweep's question (`ioprof sweep --workers`)",
 }
 
 # The change each alternative needs in a training script, in a few lines.
@@ -804,6 +810,7 @@ loader = DataLoader(dataset, batch_size=B, num_workers=N)""",
     "prefetch-4": "DataLoader(..., prefetch_factor=4)",
     "prefetch-8": "DataLoader(..., prefetch_factor=8)",
     "persistent_workers": "DataLoader(..., persistent_workers=True)",
+    "more-workers": "DataLoader(..., num_workers=2 * N)  # each worker makes its own client after the fork",
     "pin_memory": "DataLoader(..., pin_memory=True); batch.to(device, non_blocking=True)",
     "cache": "# more RAM for the page cache (or a smaller dataset): the warm share is served from memory",
 }
@@ -878,3 +885,24 @@ def whatif_answer(r: f.Ranking | None, setting: str) -> str:
 
 def _first_up(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+def dataset_facts(d: DatasetInfo) -> str:
+    """What is known of a dataset, in words; what is not known is said so, never printed as 0."""
+    parts = [f"{d.files:,} files" if d.files is not None else "how many files: unknown"]
+    if d.sharded and d.files is not None and d.samples is not None:
+        parts = [f"{d.files:,} tar shards, about {d.samples:,} samples (estimated from the first shard's)"]
+    if d.total_bytes is not None:
+        parts.append(f"{d.total_bytes / 1e6:,.1f} MB")
+    if d.mean_file_bytes is not None:
+        at = (
+            f" at {d.mean_width_px:,.0f}×{d.mean_height_px:,.0f}"
+            if d.mean_width_px is not None and d.mean_height_px is not None
+            else ""
+        )
+        bpp = f" ({d.bits_per_pixel:.1f} bits/pixel)" if d.bits_per_pixel is not None else ""
+        parts.append(f"mean {d.mean_file_bytes / 1e3:,.0f} kB a sample{at}{bpp}")
+    else:
+        parts.append("size per sample unknown")
+    where = f"on {d.fs_type} ({d.mount_source})" if d.fs_type else "its filesystem not identified"
+    return ", ".join(parts) + f", {where}" + (f", `{d.path}`" if d.path else "")

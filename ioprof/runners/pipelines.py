@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import io
 import os
-import random
 import tarfile
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 from PIL import Image
-from torch.utils.data import DataLoader, Dataset, IterableDataset, RandomSampler, get_worker_info
+from torch.utils.data import DataLoader, Dataset, RandomSampler
 
 from ioprof.core.results import CacheInfo
 from ioprof.measure.cell import CellPlan
@@ -38,9 +37,9 @@ from ioprof.measure.loader import (
     ImageFiles,
     Sample,
     collate,
+    shard_batches,
     train_transform,
 )
-from ioprof.measure.storage import EmulatedStorage, read_blob, read_file
 
 SHUFFLE_BUFFER = 256
 
@@ -206,74 +205,6 @@ def write_shards(
     return shards, time.perf_counter() - t0, sum(os.path.getsize(s) for s in shards)
 
 
-class TarShards(IterableDataset):
-    """Samples streamed from tar shards: each worker reads its own shards in turn, whole and
-    sequentially, and shuffles within a buffer (WebDataset's pattern)."""
-
-    def __init__(
-        self,
-        shards: Sequence[str],
-        crop_px: int,
-        *,
-        blobs: Sequence[bytes] | None = None,
-        emulated: EmulatedStorage | None = None,
-        evict: bool = False,
-        seed: int = 0,
-    ) -> None:
-        self.shards, self.blobs, self.emulated, self.evict, self.seed = (
-            list(shards),
-            blobs,
-            emulated,
-            evict,
-            seed,
-        )
-        self.transform = train_transform(crop_px)
-
-    def _read(self, i: int) -> bytes:
-        if self.blobs is not None:
-            return read_blob(self.blobs[i], self.emulated)
-        return read_file(self.shards[i], self.emulated, self.evict)
-
-    def _samples(self, i: int) -> Iterator[Sample]:
-        data = self._read(i)
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r|") as tar:
-            pending: dict[str, bytes] = {}
-            for member in tar:
-                f = tar.extractfile(member)
-                if f is None:
-                    continue
-                key, ext = member.name.rsplit(".", 1)
-                pending[ext] = f.read()
-                if "jpg" in pending and "cls" in pending:
-                    yield self._decode(f"{self.shards[i]}:{key}", pending.pop("jpg"), int(pending.pop("cls")))
-
-    def _decode(self, name: str, data: bytes, label: int) -> Sample:
-        try:
-            with Image.open(io.BytesIO(data)) as im:
-                converted = im.mode != "RGB"
-                rgb = im.convert("RGB")
-            return Sample(self.transform(rgb), label, name, "", converted, len(data), 0)
-        except Exception as e:
-            return Sample(None, label, name, f"{type(e).__name__}: {e}"[:300], False, len(data), 0)
-
-    def __iter__(self) -> Iterator[Sample]:
-        info = get_worker_info()
-        mine = (
-            list(range(len(self.shards)))[info.id :: info.num_workers]
-            if info
-            else list(range(len(self.shards)))
-        )
-        rng = random.Random(self.seed + (info.id if info else 0))
-        buffer: list[Sample] = []
-        while True:  # epoch after epoch: the cell decides when it has seen enough
-            rng.shuffle(mine)
-            for i in mine:
-                for sample in self._samples(i):
-                    buffer.append(sample)
-                    if len(buffer) >= SHUFFLE_BUFFER:
-                        yield buffer.pop(rng.randrange(len(buffer)))
-
-
 def shard_loader(shards: Sequence[str], shard_blobs: Sequence[bytes] | None) -> Any:
     """A LoaderFactory reading ``shards`` (or their in-memory copies through emulated storage)."""
 
@@ -284,20 +215,6 @@ def shard_loader(shards: Sequence[str], shard_blobs: Sequence[bytes] | None) -> 
         blobs: Sequence[bytes] | None,
         cache: CacheInfo,
     ) -> Iterable[Batch]:
-        ds = TarShards(
-            shards,
-            plan.crop_px,
-            blobs=shard_blobs,
-            emulated=plan.emulated,
-            evict=cache.evict_after_read,
-            seed=plan.seed,
-        )
-        return DataLoader(
-            ds,
-            batch_size=plan.run.batch_size,
-            num_workers=plan.setting.workers,
-            collate_fn=collate,
-            drop_last=True,
-        )
+        return shard_batches(plan, shards, shard_blobs, cache)
 
     return make

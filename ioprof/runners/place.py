@@ -34,7 +34,7 @@ from ioprof.measure.ceilings import compute_ceiling, decode_ceilings, store_ceil
 from ioprof.measure.compute import make_step
 from ioprof.measure.sample import load_sample
 from ioprof.measure.session import Progress, Session
-from ioprof.measure.storage import EmulatedStorage, copy_to, probe_storage
+from ioprof.measure.storage import EmulatedStorage, copy_to, per_sample, probe_storage
 
 # The sample copied to each candidate: at least this many files and bytes (or the whole dataset).
 SAMPLE_MIN_FILES = 200
@@ -42,8 +42,10 @@ SAMPLE_MIN_BYTES = 64 * 10**6
 TEMP_PREFIX = "ioprof-place-"
 
 
-def pick_sample(paths: Sequence[str], seed: int, sizes: Sequence[int] = ()) -> tuple[list[str], int]:
-    """A shuffled sample of at least SAMPLE_MIN_FILES files and SAMPLE_MIN_BYTES bytes, and its size.
+def pick_sample(
+    paths: Sequence[str], seed: int, sizes: Sequence[int] = (), min_files: int = SAMPLE_MIN_FILES
+) -> tuple[list[str], int]:
+    """A shuffled sample of at least ``min_files`` files and SAMPLE_MIN_BYTES bytes, and its size.
     ``sizes``: each path's bytes where a listing gave them (an object store's), else stat'ed."""
     known = dict(zip(paths, sizes, strict=True)) if sizes else {}
     order = list(paths)
@@ -51,7 +53,7 @@ def pick_sample(paths: Sequence[str], seed: int, sizes: Sequence[int] = ()) -> t
     out: list[str] = []
     total = 0
     for p in order:
-        if len(out) >= SAMPLE_MIN_FILES and total >= SAMPLE_MIN_BYTES:
+        if len(out) >= min_files and total >= SAMPLE_MIN_BYTES:
             break
         try:
             size = known[p] if known else os.path.getsize(p)
@@ -155,6 +157,7 @@ def measure_candidate(
     seed: int,
     progress: Callable[[str], None],
     clock: Callable[[], float] = time.perf_counter,
+    bytes_per_sample: float | None = None,
 ) -> CandidateResult:
     """Copy ``sample`` into a temporary folder inside ``folder``, measure it cold, remove it."""
     target = Path(folder)
@@ -181,7 +184,10 @@ def measure_candidate(
             copies = list(pool.map(copy_to, sample, targets))
         write_s = max(clock() - t0, 1e-9)
         progress(f"{folder}: reading the sample back cold…")
-        storage = tuple(probe_storage(copies, c, fs, seed=seed, root=str(tmp)) for c in concurrencies)
+        storage = tuple(
+            per_sample(probe_storage(copies, c, fs, seed=seed, root=str(tmp)), bytes_per_sample)
+            for c in concurrencies
+        )
         kept = keeps_pages(copies, fs)
         reasons = ["RAM-backed (tmpfs): fast, but it holds the data in memory"] if fs.ram_backed else []
         if free < dataset_bytes * SPACE_HEADROOM:
@@ -237,7 +243,10 @@ def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress:
         progress=progress,
         compute=compute,
     )
-    sample, sample_bytes = pick_sample(dataset.images.paths, config.seed, dataset.images.sizes)
+    sharded = dataset.info.sharded
+    # shards: as few as give every reader of the most workers a few, and the bytes
+    least = SAMPLE_MIN_FILES if not sharded else min(len(dataset.images.paths), 4 * max(config.workers))
+    sample, sample_bytes = pick_sample(dataset.images.paths, config.seed, dataset.images.sizes, least)
     progress(f"current location {dataset.info.path}: reading cold, read-only…")
     candidates = [
         measure_current(
@@ -259,6 +268,7 @@ def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress:
             dataset_bytes=dataset.info.listed_bytes,
             seed=config.seed,
             progress=progress,
+            bytes_per_sample=dataset.info.mean_file_bytes if sharded else None,
         )
         if c.status != "ok":
             progress(f"{folder}: {c.status} — {c.reason}")

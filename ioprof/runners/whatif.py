@@ -57,8 +57,11 @@ def pick_sample(dataset: Dataset, images: int, seed: int) -> Dataset:
     random.Random(seed).shuffle(order)
     chosen: list[int] = []
     size = 0
+    sharded = dataset.info.sharded
+    per_sample = dataset.info.mean_file_bytes or 1.0
     for i in order:
-        if len(chosen) >= images or size >= SAMPLE_MAX_BYTES:
+        held = round(size / per_sample) if sharded else len(chosen)  # shards: the samples they hold
+        if held >= images or size >= SAMPLE_MAX_BYTES:
             break
         try:
             size += imgs.sizes[i] if imgs.sizes else Path(imgs.paths[i]).stat().st_size
@@ -77,14 +80,16 @@ def pick_sample(dataset: Dataset, images: int, seed: int) -> Dataset:
         dataset.info,
         files=len(chosen),
         total_bytes=size,
-        mean_file_bytes=size / len(chosen) if chosen else None,
+        mean_file_bytes=(per_sample if sharded else size / len(chosen)) if chosen else None,
+        samples=max(1, round(size / per_sample)) if sharded else dataset.info.samples,
     )
     return Dataset(info, sample, dataset.fs)
 
 
 def _copy_dataset(label: str, paths: Sequence[str], labels: Sequence[int], like: Dataset) -> Dataset:
     root = str(Path(paths[0]).parent) if paths else like.root
-    images = ImageList(root, tuple(paths), tuple(labels), like.images.classes, "flat")
+    layout = "shards" if like.info.sharded else "flat"
+    images = ImageList(root, tuple(paths), tuple(labels), like.images.classes, layout)
     return Dataset(replace(like.info, label=label, path=root), images, filesystem_of(root))
 
 
@@ -122,6 +127,7 @@ class Trial:
         self.failures = Failures()
         self.scratch_bytes = 0
         self.loose: Dataset | None = None  # the sample copied to the scratch folder (the control)
+        self.sharded = sample.info.sharded
 
     def sources(self) -> Sequence[str]:
         """What the copies (resized, shards) are made from: the sample where it is — or, for
@@ -181,6 +187,8 @@ def baseline(trial: Trial) -> AlternativeResult:
 
 
 def threads(trial: Trial) -> AlternativeResult:
+    if trial.sharded:
+        return _not("threads", "sharded")
     if not trial.workers:
         return _not("threads", "needs-workers")
     if missing := alt.torchdata_missing():
@@ -190,6 +198,8 @@ def threads(trial: Trial) -> AlternativeResult:
 
 
 def decode_jpeg(trial: Trial) -> AlternativeResult:
+    if trial.sharded:
+        return _not("decode_jpeg", "sharded")
     return _measured(
         trial, "decode_jpeg", trial.sample, trial.plan(trial.sample, loader=alt.decode_jpeg_loader)
     )
@@ -203,6 +213,8 @@ def gpu_decode(trial: Trial) -> AlternativeResult:
 def resized(trial: Trial, short_side: int) -> AlternativeResult:
     name = f"resized-{short_side}"
     info = trial.sample.info
+    if trial.sharded:
+        return _not(name, "sharded")
     if min(info.mean_width_px or 0.0, info.mean_height_px or 0.0) <= short_side:
         return _not(name, "already-small")
     paths, seconds, nbytes = alt.write_resized(trial.sources(), trial.scratch / name, short_side)
@@ -220,6 +232,8 @@ def resized(trial: Trial, short_side: int) -> AlternativeResult:
 
 def shards(trial: Trial) -> AlternativeResult:
     """Packed shards of the sample, in the scratch folder."""
+    if trial.sharded:
+        return _not("shards", "sharded")
     n = max(1, trial.workers) * SHARDS_PER_WORKER
     size = max(1, trial.sample.info.listed_bytes // n)
     paths, seconds, nbytes = alt.write_shards(
@@ -256,6 +270,18 @@ def control(trial: Trial) -> AlternativeResult | None:
     return _measured(trial, "loose-on-scratch", copy, trial.plan(copy))
 
 
+def more_workers(trial: Trial) -> AlternativeResult:
+    """Twice the loader's workers (at least 2) on data read by requests: twice the GETs in flight,
+    each worker with its own client — the fix for a store whose latency, not its bandwidth, limits."""
+    if not trial.sample.fs.object_store:
+        return _not("more-workers", "not-requests")
+    if trial.emulated is not None:
+        return _not("more-workers", "emulated")
+    n = max(2, 2 * trial.workers)
+    plan = trial.plan(trial.sample, setting=LoaderSetting.multiprocess(n))
+    return _measured(trial, "more-workers", trial.sample, plan, figures={"workers": float(n)})
+
+
 def loader_knobs(trial: Trial) -> list[AlternativeResult]:
     """prefetch_factor against DataLoader's default of 2, persistent_workers, pin_memory (CUDA)."""
     if not trial.workers:
@@ -289,6 +315,8 @@ def _first_batch_s(loader: torch.utils.data.DataLoader, passes: int) -> list[flo
 
 def persistent_workers(trial: Trial) -> AlternativeResult:
     """Worker start-up at each epoch's start: fresh workers against persistent ones."""
+    if trial.sharded:
+        return _not("persistent_workers", "sharded-not-built")
     s = trial.sample.images
     figures = {}
     for persistent in (False, True):
@@ -346,7 +374,7 @@ def data_storage(trial: Trial) -> StorageCeiling | None:
 def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progress: Progress) -> WhatifResult:
     """The baseline and every alternative that applies, on a sample; the scratch folder removed after."""
     sample = pick_sample(dataset, config.sample_images, config.seed)
-    if not dataset.fs.object_store:  # an object store's sample is described from its listing
+    if not dataset.fs.object_store:  # a store's or a server's sample is described from its listing
         sample = replace(
             sample,
             info=describe(sample.images, dataset.label, generated=dataset.info.generated, seed=config.seed),
@@ -394,6 +422,7 @@ def _all(trial: Trial, dataset: Dataset) -> list[AlternativeResult]:
         lambda: control(trial),
         *(lambda n=n: resized(trial, n) for n in RESIZE_SHORT_SIDES),
         lambda: shards(trial),
+        lambda: more_workers(trial),
         lambda: loader_knobs(trial),
         lambda: cache(trial, dataset.info.listed_bytes),
     ]

@@ -19,9 +19,9 @@ REPO = paths.REPO
     "args, needle",
     [
         (["sweep", "--data", "/nonexistent/images"], "--data /nonexistent/images: no such directory"),
-        (  # not "only sweep … read object storage": the sweep asked is one of those
-            ["sweep", "--data", "https://h/train-{000000..000009}.tar"],
-            "--data https://h/train-{000000..000009}.tar: in this version an HTTP(S) URL (tar shards too) is read only",
+        (  # refused before any request: a pattern that names no tar shards
+            ["sweep", "--data", "https://h/train-{0..9}.jpg"],
+            "--data https://h/train-{0..9}.jpg: https://h/train-0.jpg is not a .tar shard",
         ),
         (["report", "/nonexistent/results.json"], "/nonexistent/results.json: no such file"),
         (["sweep", "--precision", "fp16", "--device", "cpu"], "--precision fp16 needs a CUDA device"),

@@ -26,8 +26,9 @@ def test_urls_split_into_bucket_and_prefix() -> None:
     with pytest.raises(IoprofError, match="s3://BUCKET/PREFIX"):
         objects.split("s3:///x")
     for shards in ("s3://b/train-{000..009}.tar", "s3://b/train/shard-0.TAR"):
-        with pytest.raises(IoprofError, match=r"tar shards in a bucket are read .* only by your own loader"):
+        with pytest.raises(IoprofError, match=r"names tar shards; this command reads the prefix of JPEGs"):
             objects.split(shards)
+        assert objects.split(shards, shards=True)[0] == "b"
 
 
 def test_each_failure_names_what_to_change(monkeypatch: pytest.MonkeyPatch) -> None:

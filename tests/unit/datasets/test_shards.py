@@ -1,0 +1,55 @@
+"""Tar shards by URL: patterns expanded or refused before any request, samples grouped by key as
+WebDataset groups them, a sample's bytes in the stream counted, a stream that is no tar named."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+
+import pytest
+
+from ioprof.core.errors import IoprofError
+from ioprof.datasets import shards
+
+
+def _tar(members: list[tuple[str, bytes]]) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return out.getvalue()
+
+
+def test_which_urls_are_shards_and_how_patterns_expand() -> None:
+    assert shards.is_shard_url("https://h/train-{000..009}.tar")
+    assert shards.is_shard_url("s3://b/shards/train-{0..3}.tar") and shards.is_shard_url("s3://b/x/a.TAR")
+    assert not shards.is_shard_url("s3://b/imagenet/train") and not shards.is_shard_url("/data/train")
+    assert shards.expand("https://h/t-{08..11}.tar") == [f"https://h/t-{i:02d}.tar" for i in (8, 9, 10, 11)]
+    with pytest.raises(IoprofError, match=r"https://h/t-0\.jpg is not a \.tar shard"):
+        shards.expand("https://h/t-{0..2}.jpg")
+    with pytest.raises(IoprofError, match="names 10,001 shards"):
+        shards.expand("https://h/t-{0..10000}.tar")
+
+
+def test_samples_are_grouped_by_key_with_their_label_and_stream_bytes() -> None:
+    data = _tar(
+        [
+            ("a/0001.jpg", b"J" * 1000),
+            ("a/0001.cls", b"7"),
+            ("a/0002.seg.png", b"P" * 10),  # a key's first image is its image; 0002 has no class
+            ("a/0002.json", b"{}"),
+            ("a/0003.cls", b"3"),  # a key without an image is no sample
+        ]
+    )
+    got = list(shards.samples(io.BytesIO(data), "u"))
+    assert [(s.key, s.image[:1], s.label) for s in got] == [("a/0001", b"J", 7), ("a/0002", b"P", -1)]
+    # each sample's share of the stream: its members and their 512-byte headers, padded to 512
+    assert got[0].stream_bytes == 512 + 1024 + 512 + 512
+    assert sum(s.stream_bytes for s in got) < len(data)  # the class-only key and the tar's end are no sample's
+
+
+def test_a_stream_that_is_not_a_tar_is_named() -> None:
+    with pytest.raises(OSError, match=r"u: not a tar shard .* --data must name WebDataset tar shards"):
+        list(shards.samples(io.BytesIO(b"<html>not found</html>" * 40), "u"))
