@@ -132,7 +132,7 @@ def why(e: BaseException, url: str) -> str:
         code = str(e.response.get("Error", {}).get("Code", ""))
         status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         if code == "NoSuchBucket":
-            return f"{url}: no bucket {split(url)[0]!r} at {where} — check the bucket's name in --data"
+            return f"{url}: no bucket {split(url, shards=True)[0]!r} at {where} — check the bucket's name in --data"
         if code in ("NoSuchKey", "404"):
             return f"{url}: no such object at {where} — check the prefix in --data"
         if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "403") or status == 403:
@@ -263,7 +263,7 @@ def _get(url: str, byte_range: str | None = None) -> dict[str, Any]:
     from botocore.exceptions import BotoCoreError, ClientError
     from botocore.exceptions import ConnectionError as Unreachable
 
-    bucket, key = split(url)
+    bucket, key = split(url, shards=True)
     kwargs: dict[str, Any] = {"Bucket": bucket, "Key": key}
     if byte_range:
         kwargs["Range"] = byte_range
