@@ -89,6 +89,7 @@ class CellPlan:
     keep_warm: frozenset[str] = frozenset()  # cold regime: files left resident (the share RAM would hold)
     loader: LoaderFactory | None = None  # another input pipeline than ioprof's DataLoader (``whatif``)
     inside: bool = True  # stages timed in the workers, their memory and threads read (``inside``)
+    fetch_threads: int = 0  # a batch's reads made by this many threads in each worker (``ThreadedFetch``)
 
 
 # Builds an alternative input pipeline for a cell: (plan, paths, labels, blobs, cache) → batches.
@@ -205,6 +206,7 @@ def _cell_loader(plan: CellPlan, stage_folder: str) -> tuple[Iterable[Batch], Ca
         prefetch_factor=plan.prefetch_factor,
         keep_warm=plan.keep_warm,
         worker_init_fn=stages.WorkerStages(stage_folder, 0, None) if plan.inside else None,
+        fetch_threads=plan.fetch_threads,
     )
     return dl, cache
 

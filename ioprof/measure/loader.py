@@ -11,6 +11,7 @@ stop with one clear line instead of counting every file as broken.
 from __future__ import annotations
 
 import io
+import os
 import random
 import time
 import warnings
@@ -111,16 +112,26 @@ class ImageFiles(Dataset):
         return read_file(path, self.emulated, self.evict_after_read and path not in self.keep_warm)
 
     def __getitem__(self, index: int) -> Sample:
-        path, label = self.paths[index], self.labels[index]
+        return self._decoded(index, *self._fetched(index))
+
+    def _fetched(self, index: int) -> tuple[bytes | OSError, int, float]:
+        """(the sample's bytes, or the read's error; the requests its client repeated; seconds)."""
         r0 = objects.retries_here()
         t0 = time.perf_counter()
         try:
-            data = self._read(index)
+            data: bytes | OSError = self._read(index)
         except OSError as e:
-            lost = e.errno if e.errno in STORAGE_LOST_ERRNOS else 0
-            retried = objects.retries_here() - r0
-            return Sample(None, label, path, f"{type(e).__name__}: {e}"[:300], False, 0, lost or 0, retried)
-        retried = objects.retries_here() - r0
+            data = e
+        return data, objects.retries_here() - r0, time.perf_counter() - t0
+
+    def _decoded(self, index: int, data: bytes | OSError, retried: int, read_s: float | None) -> Sample:
+        """The sample from its bytes (``read_s``: its read's time for the stages; None: timed apart)."""
+        path, label = self.paths[index], self.labels[index]
+        if isinstance(data, OSError):
+            lost = data.errno if data.errno in STORAGE_LOST_ERRNOS else 0
+            return Sample(
+                None, label, path, f"{type(data).__name__}: {data}"[:300], False, 0, lost or 0, retried
+            )
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -130,11 +141,39 @@ class ImageFiles(Dataset):
                     rgb = im.convert("RGB")  # what torchvision's ImageFolder loader does
                 clock = stages.current()
                 if clock is not None:
-                    clock.add(stages.READ, t1 - t0)
+                    if read_s is not None:
+                        clock.add(stages.READ, read_s)
                     clock.add(stages.DECODE, time.perf_counter() - t1)
             return Sample(self.transform(rgb), label, path, "", converted, len(data), 0, retried)
         except Exception as e:  # any undecodable file is counted and skipped, by design
             return Sample(None, label, path, f"{type(e).__name__}: {e}"[:300], False, len(data), 0, retried)
+
+
+class ThreadedFetch(ImageFiles):
+    """The same files, a batch's reads made by ``threads`` threads in each worker (more requests in
+    flight than there are workers, as ``s3torchconnector`` and Mosaic's streaming do), then decoded
+    in turn in the worker. DataLoader hands a worker its batch's indices through ``__getitems__``.
+    The pool is made in the process that reads (after the fork), never inherited."""
+
+    def __init__(self, *args: Any, threads: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.threads = threads
+        self._pool: tuple[int, Any] | None = None
+
+    def __getitems__(self, indices: list[int]) -> list[Sample]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        if self._pool is None or self._pool[0] != os.getpid():
+            self._pool = (os.getpid(), ThreadPoolExecutor(self.threads, thread_name_prefix="ioprof-fetch"))
+        t0 = time.perf_counter()
+        fetched = list(self._pool[1].map(self._fetched, indices))
+        clock = stages.current()
+        if clock is not None:  # the batch's reads overlapped: their wall time is the worker's
+            clock.add(stages.READ, time.perf_counter() - t0)
+        return [
+            self._decoded(i, data, retried, None)
+            for i, (data, retried, _) in zip(indices, fetched, strict=True)
+        ]
 
 
 class TarShards(IterableDataset):
@@ -287,14 +326,16 @@ def make_loader(
     keep_warm: frozenset[str] = frozenset(),
     persistent_workers: bool = False,
     worker_init_fn: Callable[[int], None] | None = None,
+    fetch_threads: int = 0,
 ) -> DataLoader:
     """A DataLoader as a training script builds it: shuffled, the standard transform, drop_last.
 
     ``num_samples`` may exceed the dataset: the sampler then shuffles again for each pass,
     so one iterator (one set of worker processes) serves the whole measurement.
     ``start_method``: how workers start (fork, spawn, forkserver; None: Python's default).
+    ``fetch_threads``: a batch's reads made by this many threads in each worker (``ThreadedFetch``).
     """
-    dataset = ImageFiles(
+    dataset = (ThreadedFetch if fetch_threads else ImageFiles)(
         paths,
         labels,
         train_transform(crop_px),
@@ -302,6 +343,7 @@ def make_loader(
         emulated=emulated,
         evict_after_read=evict_after_read,
         keep_warm=keep_warm,
+        **({"threads": fetch_threads} if fetch_threads else {}),
     )
     if setting.workers:  # refused before any worker starts, with the reason, where /dev/shm is too small
         check_shm(batch_bytes_of(batch_size, crop_px), prefetch_factor or PREFETCH_FACTOR, setting.workers)

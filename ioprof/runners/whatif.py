@@ -42,6 +42,8 @@ from ioprof.runners import pipelines as alt
 # resizes to 256 before cropping 224; 320 keeps more for RandomResizedCrop).
 RESIZE_SHORT_SIDES = (256, 320)
 PREFETCH_FACTORS = (1, 4, 8)
+# Threads that read each worker's batch together (objects in a store): requests in flight = workers × this.
+FETCH_THREADS = 4
 # The sample packed into about this many shards (WebDataset shards are a few hundred MB; a sample
 # is far smaller, so it is cut into enough shards to feed every worker several).
 SHARDS_PER_WORKER = 4
@@ -282,6 +284,19 @@ def more_workers(trial: Trial) -> AlternativeResult:
     return _measured(trial, "more-workers", trial.sample, plan, figures={"workers": float(n)})
 
 
+def fetch_threads(trial: Trial) -> AlternativeResult:
+    """Each worker's batch read by ``FETCH_THREADS`` threads (more requests in flight than the
+    workers make, without more processes), on loose objects read by requests."""
+    name = f"threads-per-worker-{FETCH_THREADS}"
+    if not trial.sample.fs.object_store:
+        return _not(name, "not-requests")
+    if trial.sharded:
+        return _not(name, "sharded")
+    if trial.emulated is not None:
+        return _not(name, "emulated")
+    return _measured(trial, name, trial.sample, trial.plan(trial.sample, fetch_threads=FETCH_THREADS))
+
+
 def loader_knobs(trial: Trial) -> list[AlternativeResult]:
     """prefetch_factor against DataLoader's default of 2, persistent_workers, pin_memory (CUDA)."""
     if not trial.workers:
@@ -423,6 +438,7 @@ def _all(trial: Trial, dataset: Dataset) -> list[AlternativeResult]:
         *(lambda n=n: resized(trial, n) for n in RESIZE_SHORT_SIDES),
         lambda: shards(trial),
         lambda: more_workers(trial),
+        lambda: fetch_threads(trial),
         lambda: loader_knobs(trial),
         lambda: cache(trial, dataset.info.listed_bytes),
     ]

@@ -210,6 +210,12 @@ def test_whatif_on_a_bucket_credits_the_local_copy_and_judges_copies_against_it(
         if name in ranked:
             assert ranked[name]["control"] == "loose-on-scratch" and alts[name]["where"] == "scratch"
     assert alts["cache"]["measured"] is False and alts["cache"]["why_not"] == "object-store"
+    # more requests in flight on the store itself, against your pipeline there: twice the workers
+    # (4 processes), and 4 threads reading each worker's batch (8 GETs in flight, 2 processes)
+    for name, workers in (("more-workers", 4), ("threads-per-worker-4", 2)):
+        assert alts[name]["measured"] and alts[name]["where"] == "data", alts[name]
+        assert alts[name]["cell"]["workers"] == workers and ranked[name]["control"] == "baseline"
+        assert alts[name]["cell"]["fetched"]["method"] == "object-gets"
     # the store read alone at the loader's concurrency: GETs, at the link's rate
     assert r["data_storage"]["latency_kind"] == "first byte"
     # (at this rate moto's own per-request work shares the 2 cores with the readers, so the link is
