@@ -90,11 +90,8 @@ def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
     if config.compute.kind == "real":
         check_precision(config.precision, device)
     if config.scratch_dir is not None and objects.is_store_url(config.scratch_dir):
-        raise IoprofError(
-            f"--scratch {config.scratch_dir}: copies and shards are written to a local folder in this version "
-            "(the shards are read from there); give a folder on this machine"
-        )
-    if config.scratch_dir is not None and not os.path.isdir(config.scratch_dir):
+        check_store_scratch(config.scratch_dir, config.data_path)
+    elif config.scratch_dir is not None and not os.path.isdir(config.scratch_dir):
         raise IoprofError(
             f"--scratch {config.scratch_dir}: no such folder; give an existing folder for the copies"
         )
@@ -118,3 +115,23 @@ def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
     print(kinds.headline(result))
     print(f"report: {report}")
     return 0
+
+
+def check_store_scratch(scratch: str, data: str | None) -> None:
+    """A scratch prefix in a store: for shards of objects in the same store, never inside the data."""
+    bucket, prefix = objects.split(scratch)
+    if not prefix:
+        raise IoprofError(
+            f"--scratch {scratch}: name a prefix ioprof may write (s3://BUCKET/tmp/), not a whole bucket"
+        )
+    if data is None or not objects.is_store_url(data):
+        raise IoprofError(
+            f"--scratch {scratch}: a scratch prefix in a store is for data in that store (--data s3://…); "
+            "give a local folder"
+        )
+    d_bucket, d_prefix = objects.split(data)
+    inside = (prefix.rstrip("/") + "/").startswith(d_prefix.rstrip("/") + "/") if d_prefix else True
+    if bucket == d_bucket and inside:
+        raise IoprofError(
+            f"--scratch {scratch}: is inside --data {data}; nothing is written to your data's prefix — name another"
+        )

@@ -905,6 +905,7 @@ class WhatifResult:
     alternatives: tuple[AlternativeResult, ...]
     ranking: Ranking | None = None  # filled by ranking.rank, recomputed on load
     data_storage: StorageCeiling | None = None  # the data's own storage read alone, cold (copies' estimates)
+    scratch_store: str = ""  # a prefix in the data's store the shards were written to and streamed from
 
 
 @dataclass(frozen=True)

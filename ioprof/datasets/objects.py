@@ -281,3 +281,34 @@ def _get(url: str, byte_range: str | None = None) -> dict[str, Any]:
         raise OSError(why(e, url)) from None
     _count(response)
     return response
+
+
+def put_file(path: str, url: str) -> None:
+    """A local file written to the store as ``url`` (one PUT, or boto3's multipart for a large one)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    bucket, key = split(url, shards=True)
+    try:
+        client().upload_file(path, bucket, key)
+    except (ClientError, BotoCoreError) as e:
+        raise IoprofError(why(e, url)) from None
+
+
+def delete(urls: list[str]) -> None:
+    """The objects at ``urls`` removed (those ioprof wrote); a failure is an error naming them."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    by_bucket: dict[str, list[str]] = {}
+    for u in urls:
+        bucket, key = split(u, shards=True)
+        by_bucket.setdefault(bucket, []).append(key)
+    for bucket, keys in by_bucket.items():
+        for i in range(0, len(keys), 1000):  # DeleteObjects takes at most 1,000 keys
+            try:
+                client().delete_objects(
+                    Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[i : i + 1000]], "Quiet": True}
+                )
+            except (ClientError, BotoCoreError) as e:
+                raise IoprofError(
+                    f"{why(e, f's3://{bucket}/{keys[i]}')} — remove s3://{bucket}/{keys[i].rsplit('/', 1)[0]}/ by hand"
+                ) from None

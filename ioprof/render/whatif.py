@@ -186,6 +186,15 @@ def _how(result: WhatifResult) -> list[str]:
         f"{size(result.scratch_bytes)} at most) and removed afterwards. Alternatives read there are marked so; when "
         "that is other storage than the data's, the same loose files were measured there too, as the control of "
         "every copy made there.",
+        *(
+            [
+                f"- The shards were also written to `{result.scratch_store}` in your data's store and streamed from "
+                "there (your pipeline on the store is their control), then removed; nothing was written to your "
+                "data's prefix."
+            ]
+            if result.scratch_store
+            else []
+        ),
         f"- Machine: {m.cpu_model}, {m.cpu_cores_usable} usable cores; device {result.run.device}.",
         "",
         f"Command: `{result.run.command}`; ioprof {result.run.ioprof_version}.",

@@ -24,6 +24,7 @@ import torch
 from ioprof.core.config import LoaderSetting, WhatifConfig
 from ioprof.core.resultfile import to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, AlternativeResult, CellResult, StorageCeiling, WhatifResult
+from ioprof.datasets import objects
 from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.discover import ImageList, describe
 from ioprof.host.machine import memory_for_cache
@@ -130,6 +131,8 @@ class Trial:
         self.scratch_bytes = 0
         self.loose: Dataset | None = None  # the sample copied to the scratch folder (the control)
         self.sharded = sample.info.sharded
+        self.store_scratch = ""  # a prefix in the data's store for the shards (``--scratch s3://…``)
+        self.uploaded: list[str] = []  # what ioprof wrote there: removed at the end, whatever happens
 
     def sources(self) -> Sequence[str]:
         """What the copies (resized, shards) are made from: the sample where it is — or, for
@@ -166,6 +169,7 @@ class Trial:
         if self.emulated is not None:
             return "emulated", self.emulated.profile.name
         same = dataset is self.sample or dataset.fs.mountpoint == self.sample.fs.mountpoint
+        same = same or (dataset.fs.object_store and dataset.fs == self.sample.fs)  # the data's own store
         return ("data" if same else "scratch"), dataset.fs.fs_type
 
 
@@ -244,6 +248,11 @@ def shards(trial: Trial) -> AlternativeResult:
     trial.scratch_bytes += nbytes
     blobs = [Path(p).read_bytes() for p in paths] if trial.emulated is not None else None
     copy = _copy_dataset("shards", paths, [0] * len(paths), trial.sample)
+    if trial.store_scratch:  # into the user's scratch prefix in the store, streamed from there
+        paths, seconds = _uploaded(trial, paths, seconds)
+        info = replace(copy.info, label="shards", path=trial.store_scratch, fs_type=trial.sample.fs.fs_type)
+        images = replace(copy.images, root=trial.store_scratch, paths=tuple(paths))
+        copy = Dataset(info, images, trial.sample.fs)
     plan = trial.plan(copy, loader=alt.shard_loader(paths, blobs))
     return _measured(
         trial,
@@ -254,6 +263,22 @@ def shards(trial: Trial) -> AlternativeResult:
         prep_bytes=nbytes,
         sample_bytes=trial.sample.info.listed_bytes,
     )
+
+
+def _uploaded(trial: Trial, paths: Sequence[str], seconds: float) -> tuple[list[str], float]:
+    """The local shards put under the scratch prefix in the store (each noted for removal before it
+    is written): their URLs, and the time packing and putting them took."""
+    t0 = time.perf_counter()
+    urls = []
+    for p in paths:
+        url = f"{trial.store_scratch}{Path(p).name}"
+        trial.uploaded.append(url)
+        objects.put_file(p, url)
+        urls.append(url)
+    trial.progress(
+        f"shards: {len(urls)} written to {trial.store_scratch} in {time.perf_counter() - t0:.1f} s"
+    )
+    return urls, seconds + time.perf_counter() - t0
 
 
 def control(trial: Trial) -> AlternativeResult | None:
@@ -394,14 +419,21 @@ def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progres
             sample,
             info=describe(sample.images, dataset.label, generated=dataset.info.generated, seed=config.seed),
         )
-    scratch_base = Path(config.scratch_dir or tempfile.gettempdir())
+    store_scratch = config.scratch_dir if objects.is_store_url(config.scratch_dir) else None
+    scratch_base = Path(
+        tempfile.gettempdir() if store_scratch or not config.scratch_dir else config.scratch_dir
+    )
     progress(
         f"scratch: up to {3 * sample.info.listed_bytes / 1e6:,.0f} MB of copies and shards of a {sample.info.listed_files}-file "
         f"sample in {scratch_base} (removed afterwards)"
     )
     scratch = Path(tempfile.mkdtemp(prefix="ioprof-whatif-", dir=scratch_base))
+    uploaded: list[str] = []  # what ioprof wrote to the store's scratch prefix: removed whatever happens
     try:
         trial = Trial(config, session, sample, scratch, progress)
+        trial.uploaded = uploaded
+        if store_scratch:
+            trial.store_scratch = f"{store_scratch.rstrip('/')}/{scratch.name}/"
         compute = compute_ceiling(
             session, trial.step, config.compute, model=config.model, crop_px=config.crop_px, progress=progress
         )
@@ -409,6 +441,9 @@ def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progres
         storage = data_storage(trial)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+        if uploaded:
+            objects.delete(uploaded)
+            progress(f"shards: {len(uploaded)} removed from the store's scratch prefix")
     return WhatifResult(
         schema_version=SCHEMA_VERSION,
         kind="whatif",
@@ -425,6 +460,7 @@ def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progres
         scratch_bytes=trial.scratch_bytes,
         alternatives=tuple(alts),
         data_storage=storage,
+        scratch_store=trial.store_scratch,
     )
 
 

@@ -178,9 +178,11 @@ def test_whatif_on_a_bucket_credits_the_local_copy_and_judges_copies_against_it(
     store: dict[str, Any], tmp_path: Path
 ) -> None:
     """The baseline reads the store; the control is the same objects copied to local scratch (the
-    local cache a user could stage); resized copies and shards are made from that copy and judged
-    against it. The page cache cannot hold an object: said, not measured. Nothing is written to
-    the bucket."""
+    local cache a user could stage); resized copies are made from that copy and judged against it.
+    With a scratch prefix in the store (``--scratch s3://…``), the shards are written there and
+    streamed from the store, judged against the baseline there, and removed. The page cache cannot
+    hold an object: said, not measured. Nothing is left in the bucket; the local copies go to the
+    system's temporary folder (TMPDIR here) and are removed too."""
     out = tmp_path / "o"
     scratch = tmp_path / "scratch"
     scratch.mkdir()
@@ -194,9 +196,10 @@ def test_whatif_on_a_bucket_credits_the_local_copy_and_judges_copies_against_it(
             *"whatif --data".split(),
             f"s3://{BUCKET}/{PREFIX}",
             *"--workers 2 --compute sim:h100 --batch-size 8 --seconds 2 --sample-images 60 --scratch".split(),
-            str(scratch),
+            f"s3://{BUCKET}/tmp/",
             "--out",
             str(out),
+            env={**store["env"], "TMPDIR": str(scratch)},
         )
     finally:
         mount.set_rate(rate)
@@ -206,9 +209,21 @@ def test_whatif_on_a_bucket_credits_the_local_copy_and_judges_copies_against_it(
     alts = {a["name"]: a for a in r["alternatives"]}
     assert alts["baseline"]["where"] == "data" and alts["baseline"]["where_fs"] == "s3"
     assert r["ranking"]["storage_move"] == "loose-on-scratch" and ranked["loose-on-scratch"]["gain"] > 3
-    for name in ("shards", "resized-256"):
-        if name in ranked:
-            assert ranked[name]["control"] == "loose-on-scratch" and alts[name]["where"] == "scratch"
+    if "resized-256" in ranked:
+        assert (
+            ranked["resized-256"]["control"] == "loose-on-scratch"
+            and alts["resized-256"]["where"] == "scratch"
+        )
+    # the shards in the store's scratch prefix: read from the store, your pipeline there their control
+    assert alts["shards"]["measured"] and (alts["shards"]["where"], alts["shards"]["where_fs"]) == (
+        "data",
+        "s3",
+    )
+    assert (
+        ranked["shards"]["control"] == "baseline"
+        and alts["shards"]["cell"]["fetched"]["method"] == "object-gets"
+    )
+    assert r["scratch_store"].startswith(f"s3://{BUCKET}/tmp/ioprof-whatif-")
     assert alts["cache"]["measured"] is False and alts["cache"]["why_not"] == "object-store"
     # more requests in flight on the store itself, against your pipeline there: twice the workers
     # (4 processes), and 4 threads reading each worker's batch (8 GETs in flight, 2 processes)
@@ -232,6 +247,7 @@ def test_whatif_on_a_bucket_credits_the_local_copy_and_judges_copies_against_it(
     assert len(keys) == store["keys"]  # nothing written to the bucket
     report = (out / "report.md").read_text()
     assert "no page cache holds an object" in report and "(the storage move)" in report
+    assert f"written to `{r['scratch_store']}`" in report
     assert "[-" not in report  # no interval of a rate below 0
 
 
@@ -258,8 +274,12 @@ def test_bad_object_storage_input_is_one_line(store: dict[str, Any], tmp_path: P
     )
     # the commands that do not read a store yet say so, and what to do instead
     assert "read object storage in this version" in refused("profile", "--data", f"s3://{BUCKET}/{PREFIX}")
-    assert "written to a local folder" in refused(
-        "whatif", "--data", f"s3://{BUCKET}/{PREFIX}", "--scratch", f"s3://{BUCKET}/tmp/"
+    # a scratch prefix in the store: never inside the data, never a whole bucket, only for data there
+    data = f"s3://{BUCKET}/{PREFIX}"
+    assert "is inside --data" in refused("whatif", "--data", data, "--scratch", f"{data}/tmp/")
+    assert "not a whole bucket" in refused("whatif", "--data", data, "--scratch", f"s3://{BUCKET}")
+    assert "for data in that store" in refused(
+        "whatif", "--data", str(tmp_path), "--scratch", f"s3://{BUCKET}/tmp/"
     )
     assert not (tmp_path / "o").exists()  # nothing was measured: no output folder
 
