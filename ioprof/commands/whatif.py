@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ioprof.commands import args, prepare_out_dir, writing_into
 from ioprof.commands.values import non_negative_int, parse_storage_profile, positive_float, positive_int
 from ioprof.core import resultfile
-from ioprof.core.config import CACHE_REGIMES, WhatifConfig, run_length_for
+from ioprof.core.config import CACHE_REGIMES, WHATIF_ALTERNATIVES, WhatifConfig, run_length_for, whatif_wants
 from ioprof.core.errors import IoprofError
 from ioprof.datasets import objects
 
@@ -65,11 +65,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="where copies and shards are made, then removed (default: the system's temporary folder; "
         "a folder on your data's storage measures shards there)",
     )
+    p.add_argument(
+        "--only",
+        metavar="NAMES",
+        type=args.typed(parse_only, "only"),
+        default=argparse.SUPPRESS,
+        help="try only these alternatives, comma-separated, besides your pipeline as it is (e.g. "
+        "shards,resized,prefetch; a copy's control comes with it): " + ", ".join(WHATIF_ALTERNATIVES),
+    )
     args.add_device(p)
     args.add_batch(p)
     args.add_training(p)
     args.add_start_method(p)
     args.add_out(p)
+
+
+def parse_only(text: str) -> tuple[str, ...]:
+    """``--only``'s names: each one of ``WHATIF_ALTERNATIVES`` or the start of some (``resized``)."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if not names:
+        raise ValueError("name at least one alternative")
+    for n in names:
+        if not any(whatif_wants((n,), a) for a in WHATIF_ALTERNATIVES):
+            raise ValueError(f"{n!r} is no alternative; choose among {', '.join(WHATIF_ALTERNATIVES)}")
+    return names
 
 
 def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress) -> int:

@@ -299,6 +299,34 @@ class RunConfig:
     inside: bool = True  # time each stage inside the loader's workers; read their memory and threads
 
 
+# What ``ioprof whatif`` can try, in the order it tries them (``--only`` picks among them; a name
+# without its number picks each: ``resized`` is resized-256 and resized-320, ``prefetch`` all three).
+WHATIF_ALTERNATIVES = (
+    "threads",
+    "decode_jpeg",
+    "gpu_decode",
+    "loose-on-scratch",
+    "resized-256",
+    "resized-320",
+    "shards",
+    "more-workers",
+    "threads-per-worker-4",
+    "prefetch-1",
+    "prefetch-4",
+    "prefetch-8",
+    "persistent_workers",
+    "pin_memory",
+    "cache",
+)
+
+
+def whatif_wants(only: tuple[str, ...] | None, name: str) -> bool:
+    """Whether ``--only`` asks for the alternative ``name`` (None: every one)."""
+    return only is None or any(
+        name == o or (name.startswith(f"{o}-") and name[len(o) + 1 :].isdigit()) for o in only
+    )
+
+
 @dataclass(frozen=True)
 class WhatifConfig:
     """``ioprof whatif``: the user's pipeline (data, workers, step) and how to try the alternatives."""
@@ -317,6 +345,7 @@ class WhatifConfig:
     sample_images: int = 240
     seconds: float = 8.0  # per alternative, at most
     scratch_dir: str | None = None  # where copies and shards go (default: the system's temporary folder)
+    only: tuple[str, ...] | None = None  # the alternatives to try (``WHATIF_ALTERNATIVES``); None: all
     seed: int = 0
     out_dir: str | None = None
     cache_dir: str | None = None

@@ -195,6 +195,13 @@ def _how(result: WhatifResult) -> list[str]:
             if result.scratch_store
             else []
         ),
+        *(
+            [
+                f"- Only the alternatives asked for were tried (`--only {','.join(result.config['only'])}`): the rest were not."
+            ]
+            if result.config.get("only")
+            else []
+        ),
         f"- Machine: {m.cpu_model}, {m.cpu_cores_usable} usable cores; device {result.run.device}.",
         "",
         f"Command: `{result.run.command}`; ioprof {result.run.ioprof_version}.",

@@ -17,11 +17,12 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
+from functools import partial
 from pathlib import Path
 
 import torch
 
-from ioprof.core.config import LoaderSetting, WhatifConfig
+from ioprof.core.config import LoaderSetting, WhatifConfig, whatif_wants
 from ioprof.core.resultfile import to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, AlternativeResult, CellResult, StorageCeiling, WhatifResult
 from ioprof.datasets import objects
@@ -322,22 +323,18 @@ def fetch_threads(trial: Trial) -> AlternativeResult:
     return _measured(trial, name, trial.sample, trial.plan(trial.sample, fetch_threads=FETCH_THREADS))
 
 
-def loader_knobs(trial: Trial) -> list[AlternativeResult]:
-    """prefetch_factor against DataLoader's default of 2, persistent_workers, pin_memory (CUDA)."""
+def prefetch(trial: Trial, factor: int) -> AlternativeResult:
+    """prefetch_factor against DataLoader's default of 2."""
     if not trial.workers:
-        return [_not(f"prefetch-{p}", "needs-workers") for p in PREFETCH_FACTORS] + [
-            _not("persistent_workers", "needs-workers")
-        ]
-    out = [
-        _measured(trial, f"prefetch-{p}", trial.sample, trial.plan(trial.sample, prefetch_factor=p))
-        for p in PREFETCH_FACTORS
-    ]
-    out.append(persistent_workers(trial))
-    if trial.session.device.type == "cuda":
-        out.append(_measured(trial, "pin_memory", trial.sample, trial.plan(trial.sample, pin_memory=True)))
-    else:
-        out.append(_not("pin_memory", "needs-cuda"))
-    return out
+        return _not(f"prefetch-{factor}", "needs-workers")
+    plan = trial.plan(trial.sample, prefetch_factor=factor)
+    return _measured(trial, f"prefetch-{factor}", trial.sample, plan)
+
+
+def pin_memory(trial: Trial) -> AlternativeResult:
+    if trial.session.device.type != "cuda":
+        return _not("pin_memory", "needs-cuda")
+    return _measured(trial, "pin_memory", trial.sample, trial.plan(trial.sample, pin_memory=True))
 
 
 def _first_batch_s(loader: torch.utils.data.DataLoader, passes: int) -> list[float]:
@@ -355,6 +352,8 @@ def _first_batch_s(loader: torch.utils.data.DataLoader, passes: int) -> list[flo
 
 def persistent_workers(trial: Trial) -> AlternativeResult:
     """Worker start-up at each epoch's start: fresh workers against persistent ones."""
+    if not trial.workers:
+        return _not("persistent_workers", "needs-workers")
     if trial.sharded:
         return _not("persistent_workers", "sharded-not-built")
     s = trial.sample.images
@@ -465,21 +464,27 @@ def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progres
 
 
 def _all(trial: Trial, dataset: Dataset) -> list[AlternativeResult]:
-    steps: list[Callable[[], AlternativeResult | list[AlternativeResult] | None]] = [
-        lambda: baseline(trial),
-        lambda: threads(trial),
-        lambda: decode_jpeg(trial),
-        lambda: gpu_decode(trial),
-        lambda: control(trial),
-        *(lambda n=n: resized(trial, n) for n in RESIZE_SHORT_SIDES),
-        lambda: shards(trial),
-        lambda: more_workers(trial),
-        lambda: fetch_threads(trial),
-        lambda: loader_knobs(trial),
-        lambda: cache(trial, dataset.info.listed_bytes),
-    ]
-    out: list[AlternativeResult] = []
-    for step in steps:
-        got = step()
-        out.extend(got if isinstance(got, list) else [got] if got is not None else [])
+    """Your pipeline, then each alternative ``--only`` asks for (all, without it), in
+    ``WHATIF_ALTERNATIVES``'s order; the copies' control runs wherever a copy does."""
+    steps: dict[str, Callable[[], AlternativeResult | None]] = {
+        "threads": lambda: threads(trial),
+        "decode_jpeg": lambda: decode_jpeg(trial),
+        "gpu_decode": lambda: gpu_decode(trial),
+        "loose-on-scratch": lambda: control(trial),
+        **{f"resized-{n}": partial(resized, trial, n) for n in RESIZE_SHORT_SIDES},
+        "shards": lambda: shards(trial),
+        "more-workers": lambda: more_workers(trial),
+        f"threads-per-worker-{FETCH_THREADS}": lambda: fetch_threads(trial),
+        **{f"prefetch-{p}": partial(prefetch, trial, p) for p in PREFETCH_FACTORS},
+        "persistent_workers": lambda: persistent_workers(trial),
+        "pin_memory": lambda: pin_memory(trial),
+        "cache": lambda: cache(trial, dataset.info.listed_bytes),
+    }
+    only = trial.config.only
+    copies = any(whatif_wants(only, n) for n in (*(f"resized-{n}" for n in RESIZE_SHORT_SIDES), "shards"))
+    out: list[AlternativeResult] = [baseline(trial)]
+    for name, step in steps.items():
+        if whatif_wants(only, name) or (name == "loose-on-scratch" and copies):
+            got = step()
+            out.extend([got] if got is not None else [])
     return out

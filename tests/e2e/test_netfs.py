@@ -179,7 +179,9 @@ def test_whatif_credits_the_storage_move_to_the_storage(mount: netfs.NetMount, t
             sys.executable,
             *"-m ioprof whatif --data".split(),
             str(mount.mountpoint / "data"),
-            *"--workers 2 --compute sim:h100 --seconds 2 --sample-images 60 --scratch".split(),
+            # the copies, their control and the cache: what this test is about (the loader knobs
+            # and decoders are the planted cases' in test_whatif.py)
+            *"--workers 2 --compute sim:h100 --seconds 2 --sample-images 60 --only shards,resized,cache --scratch".split(),
             str(scratch),
             "--out",
             str(out),
@@ -203,5 +205,7 @@ def test_whatif_credits_the_storage_move_to_the_storage(mount: netfs.NetMount, t
     assert alts["shards"]["cell"]["cache"]["verified"] is True
     assert alts["cache"]["measured"] is False and alts["cache"]["why_not"].startswith("pages-not-kept:fuse")
     assert "ioprof place" in p.stdout and r["data_storage"]["files"] > 0
+    # --only: those asked for, the copies' control with them, your pipeline always — nothing else
+    assert set(alts) == {"baseline", "loose-on-scratch", "shards", "resized-256", "resized-320", "cache"}
     report = (out / "report.md").read_text()
     assert "read from; cache" in report and "cold, verified" in report and "(the storage move)" in report

@@ -47,7 +47,9 @@ def test_samples_are_grouped_by_key_with_their_label_and_stream_bytes() -> None:
     assert [(s.key, s.image[:1], s.label) for s in got] == [("a/0001", b"J", 7), ("a/0002", b"P", -1)]
     # each sample's share of the stream: its members and their 512-byte headers, padded to 512
     assert got[0].stream_bytes == 512 + 1024 + 512 + 512
-    assert sum(s.stream_bytes for s in got) < len(data)  # the class-only key and the tar's end are no sample's
+    assert sum(s.stream_bytes for s in got) < len(
+        data
+    )  # the class-only key and the tar's end are no sample's
 
 
 def test_a_stream_that_is_not_a_tar_is_named() -> None:
