@@ -59,6 +59,13 @@ def _res(res: tuple[tuple[int, int], ...]) -> str:
     return ",".join(f"{w}x{h}" for w, h in res)
 
 
+DATA_HELP = (
+    "your own data, only read: an ImageFolder tree or flat folder of images; for sweep, probe, place and "
+    "whatif also an s3://BUCKET/PREFIX of images in class folders or of .tar shards, or WebDataset shards "
+    "by URL ('https://host/train-{000000..000099}.tar')"
+)
+
+
 def add_data(p: argparse.ArgumentParser, *, generated: bool = True) -> None:
     """Which images: the user's folder, or generated sets."""
     if generated:
@@ -68,7 +75,7 @@ def add_data(p: argparse.ArgumentParser, *, generated: bool = True) -> None:
             dest="data_path",
             metavar="PATH",
             default=S,
-            help="your own ImageFolder tree or flat folder of images (only read, never written)",
+            help=DATA_HELP,
         )
         src.add_argument(
             "--resolutions",
@@ -97,7 +104,7 @@ def add_data(p: argparse.ArgumentParser, *, generated: bool = True) -> None:
             dest="data_path",
             metavar="PATH",
             default=S,
-            help="your own ImageFolder tree or flat folder of images (only read, never written)",
+            help=DATA_HELP,
         )
     p.add_argument(
         "--seed",

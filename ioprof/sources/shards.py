@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
+from ioprof.datasets.shards import key_of
+from ioprof.datasets.shards import opened as opened_by_url
 from ioprof.sources.memory import MemoryCopies, MemoryView, shallow, unavailable
 
 # The copy in memory: this many samples (a key's members together), from at most this many shards.
@@ -65,12 +67,9 @@ def local_path(url: str) -> str:
 def opened(url: str, timeout_s: float = OPEN_TIMEOUT_S) -> Iterator[IO[bytes]]:
     """A shard's bytes as a stream: a file, an HTTP response, or a command's output."""
     kind = scheme(url)
-    if kind == "file":
-        with open(local_path(url), "rb") as f:
-            yield f
-    elif kind in ("http", "https"):
-        with urllib.request.urlopen(url, timeout=timeout_s) as response:
-            yield response
+    if kind in ("file", "http", "https", "s3"):  # read as ``--data`` reads them (``datasets.shards``)
+        with opened_by_url(local_path(url), timeout_s) as stream:
+            yield stream
     elif kind == "pipe":
         proc = subprocess.Popen(url[len("pipe:") :], shell=True, stdout=subprocess.PIPE)
         assert proc.stdout is not None
@@ -100,12 +99,6 @@ def size_of(url: str) -> int | None:
     return None
 
 
-def _key(name: str) -> str:
-    """WebDataset's sample key: the member's name up to the first dot of its base name."""
-    folder, base = os.path.split(name)
-    return os.path.join(folder, base.split(".", 1)[0])
-
-
 def first_samples(stream: IO[bytes], samples: int) -> tuple[bytes, int]:
     """The first ``samples`` samples of a tar stream, whole, as a tar of their own (its members
     as they were), and how many samples it holds."""
@@ -115,7 +108,7 @@ def first_samples(stream: IO[bytes], samples: int) -> tuple[bytes, int]:
         for member in src:
             if not member.isfile():
                 continue
-            key = _key(member.name)
+            key = key_of(member.name)
             if key not in keys:
                 if len(keys) >= samples:
                     break

@@ -13,6 +13,7 @@ from pathlib import Path
 import paths
 import pytest
 import slowdisk
+from cli import ioprof
 
 from ioprof.datasets.synth import DatasetSpec, generate
 
@@ -24,14 +25,7 @@ SMALL_STEPS = ["--batch-size", "4", "--steps", "6", "--warmup-steps", "1"]
 
 def sweep(*args: str, preexec=None) -> dict:  # type: ignore[no-untyped-def]
     out = Path(args[args.index("--out") + 1])
-    p = subprocess.run(
-        [sys.executable, "-m", "ioprof", "sweep", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        preexec_fn=preexec,
-        timeout=600,
-    )
+    p = ioprof("sweep", *args, preexec_fn=preexec, timeout=600)
     assert p.returncode == 0, p.stderr
     return json.loads((out / "results.json").read_text())
 

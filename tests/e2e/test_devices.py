@@ -4,13 +4,12 @@ GPU."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import paths
 import pytest
 import torch
+from cli import ioprof
 
 from ioprof.core import resultfile
 from ioprof.core.results import DevicesResult
@@ -24,15 +23,9 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 @pytest.mark.slow
 def test_the_command_measures_the_cpu_rows_and_reports_the_rest(tmp_path: Path) -> None:
     out = tmp_path / "o"
-    p = subprocess.run(
-        [
-            sys.executable,
-            *"-m ioprof devices --models mlp,lenet5,lstm --batch-sizes 8,32 --seconds 3 --out".split(),
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env=ENV,
+    p = ioprof(
+        *"devices --models mlp,lenet5,lstm --batch-sizes 8,32 --seconds 3 --out".split(),
+        str(out),
         timeout=300,
     )
     assert p.returncode == 0, p.stderr[-3000:]

@@ -20,7 +20,7 @@ from pathlib import Path
 import netfs
 import paths
 import pytest
-from cli import until_cell
+from cli import ioprof, until_cell
 
 from ioprof.datasets.synth import DatasetSpec, generate
 
@@ -54,17 +54,11 @@ def test_data_on_a_slow_network_filesystem_is_storage_bound(
     plain = netfs.plain_read(data).bytes_per_s / 1e6
     assert 0.5 * RATE_MBIT / 8 < plain < 1.1 * RATE_MBIT / 8  # the link is what limits a plain reader
     out = tmp_path / "o"
-    p = subprocess.run(
-        [
-            sys.executable,
-            *"-m ioprof sweep --data".split(),
-            str(data),
-            *"--workers 2 --loaders multiprocess --compute sim:h100 --seconds 6 --out".split(),
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env=ENV,
+    p = ioprof(
+        *"sweep --data".split(),
+        str(data),
+        *"--workers 2 --loaders multiprocess --compute sim:h100 --seconds 6 --out".split(),
+        str(out),
         timeout=600,
     )
     assert p.returncode == 0, p.stderr
@@ -106,19 +100,13 @@ def test_place_moves_data_off_a_mount_that_drops_its_pages(mount: netfs.NetMount
     local = tmp_path / "local"
     local.mkdir()
     out = tmp_path / "o"
-    p = subprocess.run(
-        [
-            sys.executable,
-            *"-m ioprof place --data".split(),
-            str(mount.mountpoint / "data"),
-            "--candidates",
-            str(local),
-            *"--workers 2 --compute sim:200 --model tiny --crop-px 32 --batch-size 8 --epochs 10 --out".split(),
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env=ENV,
+    p = ioprof(
+        *"place --data".split(),
+        str(mount.mountpoint / "data"),
+        "--candidates",
+        str(local),
+        *"--workers 2 --compute sim:200 --model tiny --crop-px 32 --batch-size 8 --epochs 10 --out".split(),
+        str(out),
         timeout=600,
     )
     assert p.returncode == 0, p.stderr
@@ -174,21 +162,15 @@ def test_whatif_credits_the_storage_move_to_the_storage(mount: netfs.NetMount, t
     out = tmp_path / "o"
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    p = subprocess.run(
-        [
-            sys.executable,
-            *"-m ioprof whatif --data".split(),
-            str(mount.mountpoint / "data"),
-            # the copies, their control and the cache: what this test is about (the loader knobs
-            # and decoders are the planted cases' in test_whatif.py)
-            *"--workers 2 --compute sim:h100 --seconds 2 --sample-images 60 --only shards,resized,cache --scratch".split(),
-            str(scratch),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env=ENV,
+    p = ioprof(
+        *"whatif --data".split(),
+        str(mount.mountpoint / "data"),
+        # the copies, their control and the cache: what this test is about (the loader knobs
+        # and decoders are the planted cases' in test_whatif.py)
+        *"--workers 2 --compute sim:h100 --seconds 2 --sample-images 60 --only shards,resized,cache --scratch".split(),
+        str(scratch),
+        "--out",
+        str(out),
         timeout=600,
     )
     assert p.returncode == 0, p.stderr

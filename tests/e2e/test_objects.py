@@ -20,7 +20,7 @@ from typing import Any
 import netfs
 import paths
 import pytest
-from cli import until_cell
+from cli import ioprof, until_cell
 
 pytest.importorskip("boto3", reason="boto3 is not installed (pip install -e '.[test]')")
 pytest.importorskip("moto", reason="moto is not installed (pip install -e '.[test]')")
@@ -62,13 +62,7 @@ def _ioprof(
     store: dict[str, Any], *argv: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     mount: netfs.NetMount = store["mount"]
-    return subprocess.run(
-        mount.in_namespace(sys.executable, "-m", "ioprof", *argv),
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(paths.REPO), **(env or store["env"])},
-        timeout=300,
-    )
+    return ioprof(*argv, env=env or store["env"], timeout=300, prefix=tuple(mount.in_namespace()))
 
 
 def test_a_sweep_on_a_bucket_behind_a_slow_link_is_storage_bound(

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import paths
 import pytest
+from cli import ioprof
 
 REPO = paths.REPO
 
@@ -22,17 +23,11 @@ def test_the_profile_command_writes_the_report_the_csv_the_trace_and_the_plot(
     small_set: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "o"
-    p = subprocess.run(
-        [
-            sys.executable,
-            *"-m ioprof profile --data".split(),
-            str(small_set),
-            *"--model tiny --crop-px 32 --steps 4 --workers 1 --check-epoch --out".split(),
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+    p = ioprof(
+        *"profile --data".split(),
+        str(small_set),
+        *"--model tiny --crop-px 32 --steps 4 --workers 1 --check-epoch --out".split(),
+        str(out),
         timeout=600,
     )
     assert p.returncode == 0, p.stderr

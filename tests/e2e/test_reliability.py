@@ -16,6 +16,7 @@ from pathlib import Path
 import paths
 import psutil
 import pytest
+from cli import ioprof
 from paths import tree_digest
 
 REPO = paths.REPO
@@ -70,12 +71,7 @@ def test_ctrl_c_keeps_finished_cells_and_resume_completes(small_set: Path, tmp_p
     assert len(finished) == 1 and len(data["cells"]) < 2
     assert "**This run was interrupted.**" in (out / "report.md").read_text()
 
-    refused = subprocess.run(
-        [sys.executable, "-m", "ioprof", "sweep", *args[:3], "1", *SLOW, "--resume", str(out)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
+    refused = ioprof("sweep", *args[:3], "1", *SLOW, "--resume", str(out))
     assert refused.returncode == 1
     assert "configuration differs" in refused.stderr and "workers" in refused.stderr
     assert "Traceback" not in refused.stderr
@@ -122,17 +118,11 @@ def test_full_disk_is_a_clear_error(small_set: Path, tmp_path: Path) -> None:
     full.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=40k", "tmpfs", str(full)], check=True)
     try:
-        p = subprocess.run(
-            [
-                sys.executable,
-                *"-m ioprof sweep --data".split(),
-                str(small_set),
-                *"--workers 1,2 --compute sim:2000 --batch-size 4 --steps 3 --no-probe --out".split(),
-                str(full / "o"),
-            ],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+        p = ioprof(
+            *"sweep --data".split(),
+            str(small_set),
+            *"--workers 1,2 --compute sim:2000 --batch-size 4 --steps 3 --no-probe --out".split(),
+            str(full / "o"),
         )
     finally:
         subprocess.run(["umount", str(full)], check=False)
@@ -149,33 +139,12 @@ def test_bad_files_are_counted_listed_and_bounded(tmp_path: Path) -> None:
         # cells only: the files are counted where the loader reads them, no ceiling needed
         *"--workers 2 --compute sim:2000 --batch-size 4 --steps 4 --model tiny --crop-px 32 --no-probe".split(),
     ]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    p = subprocess.run(
-        [sys.executable, "-m", "ioprof", "sweep", *common, "--out", str(tmp_path / "a")],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    p = ioprof("sweep", *common, "--out", str(tmp_path / "a"))
     assert p.returncode == 1
     assert "could not be decoded, more than --max-failed-share 0.05" in p.stderr
     assert "finished cells are kept" in p.stderr and "Traceback" not in p.stderr
 
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ioprof",
-            "sweep",
-            *common,
-            "--max-failed-share",
-            "1",
-            "--out",
-            str(tmp_path / "b"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    p = ioprof("sweep", *common, "--max-failed-share", "1", "--out", str(tmp_path / "b"))
     assert p.returncode == 0, p.stderr
     report = (tmp_path / "b" / "report.md").read_text()
     assert "could not be read or decoded and were skipped" in report
@@ -192,7 +161,6 @@ def test_read_only_dataset_is_unchanged_by_sweep_probe_and_place(small_set: Path
     for f in [data, *data.rglob("*")]:
         f.chmod(f.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     before = tree_digest(data)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
     small = [
         *"--workers 2 --compute sim:2000 --batch-size 4 --steps 3 --model tiny --crop-px 32".split(),
     ]
@@ -211,12 +179,7 @@ def test_read_only_dataset_is_unchanged_by_sweep_probe_and_place(small_set: Path
         ["probe", "storage", "--data", str(data), "--workers", "2"],
         place,
     ):
-        p = subprocess.run(
-            [sys.executable, "-m", "ioprof", *cmd, "--out", str(tmp_path / cmd[0])],
-            capture_output=True,
-            text=True,
-            env=env,
-        )
+        p = ioprof(*cmd, "--out", str(tmp_path / cmd[0]))
         assert p.returncode == 0, p.stderr
     assert tree_digest(data) == before
     swept = json.loads((tmp_path / "sweep" / "results.json").read_text())["datasets"][0]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +31,7 @@ from typing import Any
 import netfs
 import paths
 import pytest
+from cli import ioprof
 from groundtruth import ProcStat, stock_truths
 
 REPO = paths.REPO
@@ -46,26 +46,11 @@ def _run(
     out: Path, cwd: Path, *command: str, prefix: tuple[str, ...] = (), ioprof_args: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     with ProcStat(rig=True) as stat:
-        p = subprocess.run(
-            [
-                *prefix,
-                sys.executable,
-                "-m",
-                "ioprof",
-                "run",
-                "--probe-seconds",
-                "2",
-                *ioprof_args,
-                "--out",
-                str(out),
-                "--",
-                *command,
-            ],
-            capture_output=True,
-            text=True,
-            env=ENV,
+        p = ioprof(
+            *("run", "--probe-seconds", "2", *ioprof_args, "--out", str(out), "--", *command),
             cwd=cwd,
             timeout=600,
+            prefix=prefix,
         )
     assert p.returncode == 0, p.stderr[-3000:]
     observed = [json.loads(f.read_text()) for f in sorted((out / "observed").glob("observed-*.json"))]

@@ -1,15 +1,19 @@
-"""The ioprof command line as a user runs it: ``python -m ioprof …`` in a subprocess, from this
-checkout, its output captured."""
+"""The ioprof command line as a user runs it: ``python -m ioprof …`` in a process of its own, from
+this checkout, its output captured (forked from ``cliserver``, which paid the imports once)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import cliserver
 from paths import REPO
+
+_OUTPUT = Path(tempfile.mkdtemp(prefix="ioprof-cli-"))  # the forked commands' stdout and stderr
 
 
 def ioprof(
@@ -18,10 +22,21 @@ def ioprof(
     env: dict[str, str] | None = None,
     timeout: float = 600,
     preexec_fn: Callable[[], None] | None = None,
+    fresh: bool = False,
+    prefix: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
+    """``python -m ioprof ARGS``: through ``cliserver`` (the imports paid once), or as a fresh
+    process where ``fresh`` or ``preexec_fn`` asks for one. ``prefix``: what it runs under (a
+    network namespace's ``ip netns exec NAME``)."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", **(env or {})}
+    if preexec_fn is None and not fresh:  # a forked child of a process that imported ioprof once
+        done = cliserver.run(
+            list(args), cwd=cwd or REPO, env=full_env, timeout=timeout, scratch=_OUTPUT, prefix=prefix
+        )
+        if done is not None:
+            return done
     return subprocess.run(
-        [sys.executable, "-m", "ioprof", *args],
+        [*prefix, sys.executable, "-m", "ioprof", *args],
         capture_output=True,
         text=True,
         cwd=cwd or REPO,
