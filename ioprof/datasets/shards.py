@@ -197,12 +197,13 @@ def samples(stream: IO[bytes], url: str) -> Iterator[ShardSample]:
     """The samples of a tar stream, in order; a stream that is not a tar is an OSError naming it.
     A sample's stream bytes run from its first member's header to the next sample's (the tar's
     own offsets: exact, where counting the reads would be lumpy — tarfile reads 10 kB records)."""
-    key, image, label, start, end = "", b"", -1, 0, 0
+    key, image, label, start, end, seen = "", b"", -1, 0, 0, 0
     try:
         with tarfile.open(fileobj=stream, mode="r|") as tar:
             for member in tar:
                 if not member.isfile():
                     continue
+                seen += 1
                 k = key_of(member.name)
                 if k != key:
                     if image:
@@ -220,6 +221,8 @@ def samples(stream: IO[bytes], url: str) -> Iterator[ShardSample]:
                     except ValueError:
                         label = -1
     except tarfile.ReadError as e:
+        if seen:  # it began as a tar: the stream ended early (a dropped connection, a cut file)
+            raise OSError(f"{url}: the shard broke off after {seen} member(s) ({e})") from None
         raise OSError(f"{url}: not a tar shard ({e}) — --data must name WebDataset tar shards") from None
     if image:
         yield ShardSample(key, image, label, end - start)

@@ -55,3 +55,9 @@ def test_samples_are_grouped_by_key_with_their_label_and_stream_bytes() -> None:
 def test_a_stream_that_is_not_a_tar_is_named() -> None:
     with pytest.raises(OSError, match=r"u: not a tar shard .* --data must name WebDataset tar shards"):
         list(shards.samples(io.BytesIO(b"<html>not found</html>" * 40), "u"))
+
+
+def test_a_shard_that_breaks_off_is_not_called_a_non_tar() -> None:
+    data = _tar([("a/0001.jpg", b"J" * 3000), ("a/0001.cls", b"1"), ("a/0002.jpg", b"K" * 3000)])
+    with pytest.raises(OSError, match=r"u: the shard broke off after \d member"):
+        list(shards.samples(io.BytesIO(data[:2000]), "u"))
