@@ -24,8 +24,9 @@ SMALL_STEPS = ["--batch-size", "4", "--steps", "6", "--warmup-steps", "1"]
 
 
 def sweep(*args: str, preexec=None) -> dict:  # type: ignore[no-untyped-def]
+    """A fresh process each: these tests read the block I/O counters of the training process."""
     out = Path(args[args.index("--out") + 1])
-    p = ioprof("sweep", *args, preexec_fn=preexec, timeout=600)
+    p = ioprof("sweep", *args, preexec_fn=preexec, timeout=600, fresh=True)
     assert p.returncode == 0, p.stderr
     return json.loads((out / "results.json").read_text())
 

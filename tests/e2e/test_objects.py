@@ -88,7 +88,16 @@ def test_a_sweep_on_a_bucket_behind_a_slow_link_is_storage_bound(
     fetched = cell["fetched"]
     assert fetched["method"] == "object-gets" and fetched["bytes"] == cell["requested_bytes"] > 0
     (rx,) = fetched["cross_checks"]  # what crossed the link: bodies plus HTTP's own bytes
-    assert rx["method"] == "interface-rx" and rx["bytes"] == pytest.approx(fetched["bytes"], rel=0.15)
+    # the two counts close their windows at different moments: the interface's counts the objects
+    # each worker was still fetching for its next batch (up to a batch of 8 each, at either edge),
+    # the GETs' count only the batches delivered — besides HTTP's and TCP's own few percent
+    in_flight = 2 * 8 * ds_mean_bytes(r)
+    assert rx["method"] == "interface-rx"
+    assert abs(rx["bytes"] - fetched["bytes"]) <= 0.05 * fetched["bytes"] + in_flight, (
+        rx,
+        fetched,
+        in_flight,
+    )
     assert cell["fetched_mb_per_s"] == pytest.approx(store["plain_mb_per_s"], rel=0.15)
     (ds,) = r["datasets"]
     # listed as an ImageFolder of 4 classes; its images' size read from their first bytes
@@ -332,6 +341,12 @@ def test_a_store_that_goes_away_mid_sweep_is_one_line_and_keeps_finished_cells(
     kept = json.loads((out / "results.json").read_text())
     assert [c["workers"] for c in kept["cells"] if c["status"] == "ok"] == [1]
     assert took < 60  # the client's retries, then one line: not a hang
+
+
+def ds_mean_bytes(r: dict[str, Any]) -> float:
+    """Bytes of the mean object (or sample) of a result's one dataset."""
+    (ds,) = r["datasets"]
+    return float(ds["mean_file_bytes"])
 
 
 def _shard_pattern(urls: list[str]) -> str:

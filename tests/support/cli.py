@@ -3,7 +3,9 @@ this checkout, its output captured (forked from ``cliserver``, which paid the im
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,6 +16,7 @@ import cliserver
 from paths import REPO
 
 _OUTPUT = Path(tempfile.mkdtemp(prefix="ioprof-cli-"))  # the forked commands' stdout and stderr
+atexit.register(shutil.rmtree, _OUTPUT, True)
 
 
 def ioprof(
