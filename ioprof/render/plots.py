@@ -142,13 +142,16 @@ def plot_placement(result: PlaceResult, path: Path) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("predicted training throughput (img/s) at the best worker count")
     ax.set_title(
-        f"Where should the data live? green: keeps the accelerator ≥ {MIN_BUSY_SHARE:.0%} busy, red: does not "
+        f"Where should the data live?\ngreen: keeps the accelerator ≥ {MIN_BUSY_SHARE:.0%} busy; red: does not "
         "(or cannot hold the dataset)",
         fontsize=9,
     )
-    ax.legend(fontsize=8, loc="lower right")
+    # room on the right for each bar's words; the legend under the plot, where no bar or word is
+    ax.set_xlim(0, 1.45 * max([*values, demand, 1e-9]))
+    fig.legend(fontsize=8, loc="lower center", ncol=2, frameon=False)
     ax.grid(True, axis="x", alpha=0.3)
-    fig.tight_layout()
+    fig.set_figheight(fig.get_figheight() + 0.6)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path)
     plt.close(fig)
 
