@@ -124,10 +124,10 @@ def shard_dataset(data: str, *, progress: Callable[[str], None]) -> Dataset:
     sizes (a listing, or HTTP HEAD) and the first samples of the first shard: the samples it holds
     are estimated from the bytes a sample takes in the stream."""
     if data.startswith("s3://"):
-        prefixed, listed = shards.listed_sizes(data)
+        prefixed, listed, requests = shards.listed_sizes(data)
         urls = prefixed or shards.expand(data)
         sizes = shards.sizes_of(urls, listed)
-        asked = f"{objects.listing_requests()} LIST request(s)"
+        asked = f"{requests} LIST request(s)"
     else:
         urls = shards.expand(data)
         sizes = shards.sizes_of(urls)

@@ -160,9 +160,12 @@ class Listing:
     requests: int
 
 
-def list_keys(url: str, suffixes: tuple[str, ...], limit: int = MAX_LISTED) -> list[tuple[str, int]]:
+def list_keys(
+    url: str, suffixes: tuple[str, ...], limit: int = MAX_LISTED
+) -> tuple[list[tuple[str, int]], int]:
     """(key, bytes) of the non-empty objects under ``url`` whose names end in ``suffixes``, at most
-    ``limit`` (and one more where the prefix holds more: the caller says it was cut)."""
+    ``limit`` (and one more where the prefix holds more: the caller says it was cut), and the LIST
+    requests that took."""
     bucket, prefix = split(url, shards=True)
     client()  # boto3 is there (or a one-line error), before its exceptions are imported
     from botocore.exceptions import BotoCoreError, ClientError
@@ -170,15 +173,14 @@ def list_keys(url: str, suffixes: tuple[str, ...], limit: int = MAX_LISTED) -> l
     if prefix and not prefix.endswith("/"):
         prefix += "/"
     found: list[tuple[str, int]] = []
-    token = None
-    _local.listed = 0
+    token, requests = None, 0
     try:
         while True:
             kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": 1000}
             if token:
                 kwargs["ContinuationToken"] = token
             page = client().list_objects_v2(**kwargs)
-            _local.listed += 1
+            requests += 1
             _count(page)
             for obj in page.get("Contents", ()):
                 if obj["Key"].lower().endswith(suffixes) and obj.get("Size", 0) > 0:
@@ -188,12 +190,7 @@ def list_keys(url: str, suffixes: tuple[str, ...], limit: int = MAX_LISTED) -> l
                 break
     except (ClientError, BotoCoreError) as e:
         raise IoprofError(why(e, url)) from None
-    return found
-
-
-def listing_requests() -> int:
-    """The LIST requests the last ``list_keys`` in this thread made."""
-    return int(getattr(_local, "listed", 0))
+    return found, requests
 
 
 def list_images(url: str, limit: int = MAX_LISTED) -> Listing:
@@ -201,7 +198,7 @@ def list_images(url: str, limit: int = MAX_LISTED) -> Listing:
     bucket, prefix = split(url)
     if prefix and not prefix.endswith("/"):
         prefix += "/"
-    listed = list_keys(url, (*IMAGE_SUFFIXES, ".tar"), limit)
+    listed, requests = list_keys(url, (*IMAGE_SUFFIXES, ".tar"), limit)
     found = [(k, n) for k, n in listed if not k.lower().endswith(".tar")]
     if not found and listed:
         raise HoldsShards(f"--data {url}: holds tar shards, not images")
@@ -220,7 +217,7 @@ def list_images(url: str, limit: int = MAX_LISTED) -> Listing:
         labels=tuple(classes.index(f[0]) if nested else 0 for f in folders),
         classes=classes,
         truncated=truncated,
-        requests=listing_requests(),
+        requests=requests,
     )
 
 

@@ -107,8 +107,7 @@ def opened(url: str, timeout_s: float = OPEN_TIMEOUT_S) -> Iterator[IO[bytes]]:
     try:
         response = urllib.request.urlopen(url, timeout=timeout_s)
     except urllib.error.HTTPError as e:
-        what = "no such shard" if e.code == 404 else f"the server answered {e.code} {e.reason}"
-        raise OSError(f"{url}: {what} — check the URL in --data") from None
+        raise OSError(f"{url}: {_refused(e)} — check the URL in --data") from None
     except (TimeoutError, urllib.error.URLError, ConnectionError) as e:
         reason = getattr(e, "reason", e)
         raise ConnectionError(
@@ -118,6 +117,11 @@ def opened(url: str, timeout_s: float = OPEN_TIMEOUT_S) -> Iterator[IO[bytes]]:
         yield cast(IO[bytes], _Stream(response, url))
     finally:
         response.close()
+
+
+def _refused(e: urllib.error.HTTPError) -> str:
+    """What an HTTP error reply says of a shard."""
+    return "no such shard" if e.code == 404 else f"the server answered {e.code} {e.reason}"
 
 
 class _Stream:
@@ -152,8 +156,7 @@ def sizes_of(urls: list[str], listed: dict[str, int] | None = None) -> tuple[int
             with urllib.request.urlopen(request, timeout=OPEN_TIMEOUT_S) as response:
                 length = response.headers.get("Content-Length")
         except urllib.error.HTTPError as e:
-            what = "no such shard" if e.code == 404 else f"the server answered {e.code} {e.reason}"
-            raise IoprofError(f"--data: {u}: {what} — check the URL") from None
+            raise IoprofError(f"--data: {u}: {_refused(e)} — check the URL") from None
         except (urllib.error.URLError, OSError) as e:
             raise IoprofError(
                 f"--data: {u}: cannot reach {where(u)} ({getattr(e, 'reason', e)}) — check the URL and the network"
@@ -165,15 +168,15 @@ def sizes_of(urls: list[str], listed: dict[str, int] | None = None) -> tuple[int
     return (*sized, *([mean] * (len(urls) - len(sized))))
 
 
-def listed_sizes(url: str) -> tuple[list[str], dict[str, int]]:
+def listed_sizes(url: str) -> tuple[list[str], dict[str, int], int]:
     """The ``.tar`` objects under an ``s3://`` prefix (or next to a pattern's shards), with their
-    sizes: (their URLs where ``url`` is a prefix, else [], sizes by URL)."""
+    sizes: (their URLs where ``url`` is a prefix, else [], sizes by URL, LIST requests made)."""
     bucket, key = objects.split(url, shards=True)
     pattern = "{" in key or key.lower().endswith(".tar")
     prefix = key.rsplit("/", 1)[0] + "/" if pattern and "/" in key else ("" if pattern else key)
-    found = objects.list_keys(f"s3://{bucket}/{prefix}", (".tar",))
+    found, requests = objects.list_keys(f"s3://{bucket}/{prefix}", (".tar",))
     sizes = {f"s3://{bucket}/{k}": s for k, s in found}
-    return ([] if pattern else sorted(sizes)), sizes
+    return ([] if pattern else sorted(sizes)), sizes, requests
 
 
 @dataclass(frozen=True)
@@ -251,10 +254,10 @@ def first_samples(
     keys: list[str] = []
     images: list[bytes] = []
     labels: list[int] = []
-    streamed = 0
+    streamed = held = 0
     t0 = time.perf_counter()
     for url in order:
-        if len(images) >= max_samples or sum(len(i) for i in images) >= max_bytes:
+        if len(images) >= max_samples or held >= max_bytes:
             break
         try:
             with opened(url) as stream:
@@ -263,7 +266,8 @@ def first_samples(
                     images.append(s.image)
                     labels.append(s.label)
                     streamed += s.stream_bytes
-                    if len(images) >= max_samples or sum(len(i) for i in images) >= max_bytes:
+                    held += len(s.image)
+                    if len(images) >= max_samples or held >= max_bytes:
                         break
         except OSError as e:
             raise IoprofError(str(e)) from None
