@@ -315,10 +315,11 @@ def test_watch_names_a_planted_slow_transform_first(small_set: Path) -> None:
     )
     ds = datasets.ImageFolder(str(small_set), tf)
     # batches of 2: 24 in the pass, so the window (7 skipped: warm-up and the workers' first
-    # batches, then 6) fills inside it with room to spare
+    # batches, then 6) fills inside it with room to spare — the whole pass is trained: stopping at
+    # 20 left one CI run's window 5 steps (its start came later than 7 batches in)
     loader = torch.utils.data.DataLoader(ds, batch_size=2, shuffle=True, num_workers=2)
     with ioprof.watch(steps=6, probe=False) as w:
-        _tiny_training(loader, steps=20)
+        _tiny_training(loader, steps=24)
     (cell,) = w.result().cells
     assert cell.steps == 6  # the window filled: not cut short by the end of the pass
     assert cell.inside is not None and cell.inside.stages is not None
