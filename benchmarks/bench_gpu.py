@@ -11,6 +11,11 @@ Not a test: it runs the real thing and prints and saves what it saw.
 
     python benchmarks/bench_gpu.py --out reports/examples      # figures: <out>/gpu.json
 
+``--seconds S`` caps each sweep cell (the sweep's own ``--seconds``): on a GPU the default cap is
+60 s a cell, so the default sweep takes about a quarter of an hour where the slow cells never reach
+their interval; a machine lent for minutes needs the cap. ``--skip-compute`` leaves out the two
+compute probes (the sweep measures the tuned ceiling too).
+
 Refuses (exit 2) where torch sees no CUDA device.
 """
 
@@ -39,12 +44,17 @@ def slug(name: str) -> str:
 
 
 def run(cmd: list[str], env: dict[str, str]) -> tuple[int, float, str]:
+    """Runs ``cmd``, its output passed on as it comes (a run cut short still leaves its log)."""
     print("$", " ".join(cmd), flush=True)
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True)
-    took = time.perf_counter() - t0
-    print(p.stdout[-4000:], p.stderr[-4000:], sep="\n", flush=True)
-    return p.returncode, took, p.stdout + p.stderr
+    p = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert p.stdout is not None
+    lines = []
+    for line in p.stdout:
+        print(line, end="", flush=True)
+        lines.append(line)
+    rc = p.wait()
+    return rc, time.perf_counter() - t0, "".join(lines)
 
 
 def compute_figures(results_json: Path) -> dict[str, Any]:
@@ -118,6 +128,8 @@ def main() -> int:
         "--out", default=str(REPO / "reports" / "examples"), help="where gpu.json and the example go"
     )
     ap.add_argument("--skip-sweep", action="store_true", help="tests and compute ceilings only")
+    ap.add_argument("--skip-compute", action="store_true", help="no separate compute probes")
+    ap.add_argument("--seconds", type=float, help="the sweep's --seconds: the most each cell runs")
     args = ap.parse_args()
     import torch
 
@@ -145,8 +157,9 @@ def main() -> int:
         )
         found["gpu_tests"] = {"rc": rc, "s": round(took, 1), "summary": text.strip().splitlines()[-1:]}
         for name, extra in (
-            ("tuned", []),
-            ("naive_fp32_nchw", ["--precision", "fp32", "--no-channels-last"]),
+            ()
+            if args.skip_compute
+            else (("tuned", []), ("naive_fp32_nchw", ["--precision", "fp32", "--no-channels-last"]))
         ):
             run_dir = Path(tmp) / f"compute-{name}"
             rc, took, _ = run(
@@ -167,10 +180,15 @@ def main() -> int:
             found[f"compute_{name}"] = compute_figures(run_dir / "results.json") if rc == 0 else {"rc": rc}
         if not args.skip_sweep:
             example = out / slug(gpu)
-            rc, took, _ = run(
-                [sys.executable, "-m", "ioprof", "sweep", "--workers", "1,4,8", "--out", str(example)], env
-            )
-            found["sweep"] = {"rc": rc, "wall_s": round(took, 1), "folder": str(example)}
+            cap = [] if args.seconds is None else ["--seconds", f"{args.seconds:g}"]
+            cmd = [sys.executable, "-m", "ioprof", "sweep", "--workers", "1,4,8", *cap, "--out", str(example)]
+            rc, took, _ = run(cmd, env)
+            found["sweep"] = {
+                "rc": rc,
+                "wall_s": round(took, 1),
+                "folder": str(example),
+                "command": " ".join(["python -m ioprof", *cmd[3:-2]]),
+            }
             if (example / "results.json").exists():
                 found["sweep"].update(sweep_figures(example / "results.json"))
     save(found, out / "gpu.json")

@@ -244,8 +244,6 @@ class GpuTelemetry:
     mem_used_bytes: tuple[float, ...] = ()
     sm_clock_mhz: tuple[float, ...] = ()
     power_w: tuple[float, ...] = ()
-    pcie_rx_kb_per_s: tuple[float, ...] = ()
-    pcie_tx_kb_per_s: tuple[float, ...] = ()
     driver_util_pct: tuple[float, ...] = ()  # nvmlDeviceGetSamples buffer since the window opened
     interval_s: float = 0.0  # sampling period asked for
     sampler_cpu_s: float = 0.0  # CPU time the sampling thread itself used

@@ -30,4 +30,6 @@ def test_nvml_samples_the_cuda_device() -> None:
     t = s.stop()
     assert t.available and len(t.gpu_util_pct) >= 10
     assert max(t.gpu_util_pct) > 50  # the matmuls kept it busy
-    assert t.sampler_core_share < 0.01  # NVML's real cost at this interval
+    # NVML's real cost at this interval, stated in every report: on an H100 (driver 580) 2.5–2.8 %
+    # of a core while the driver's buffer was read at every tick; it is read once a second now
+    assert t.sampler_core_share < 0.01

@@ -26,7 +26,7 @@ def _recorded_reader(fail_after: int | None = None):  # type: ignore[no-untyped-
                 raise RuntimeError("NVML_ERROR_GPU_IS_LOST")
             fail_after -= 1
         t, u = next(it)
-        return GpuSample(t, u, u / 2, 1e9, 1980.0, 350.0, 1000.0, 10.0)
+        return GpuSample(t, u, u / 2, 1e9, 1980.0, 350.0)
 
     return read
 
@@ -56,8 +56,26 @@ def test_sampler_keeps_the_recorded_sequence() -> None:
     assert t.available and not t.partial and t.reason == ""
     assert t.gpu_util_pct == tuple(u for _, u in RECORDED)
     assert t.t_s == tuple(x for x, _ in RECORDED)
-    assert t.driver_util_pct == (50.0,) * len(RECORDED)
+    assert t.driver_util_pct == (50.0,)  # the driver's buffer: read once in the first second
     assert t.device_name == "Fake GPU" and t.power_w[0] == 350.0
+
+
+def test_the_driver_buffer_is_read_once_a_second_and_at_the_end() -> None:
+    """Its read (nvmlDeviceGetSamples) cost 2.6 ms of CPU on an H100 — 40× the other readings: at
+    every 0.1 s tick that was 2.5 % of a core. The buffer holds ~16 s of samples, so once a second
+    loses none; the window's end drains it."""
+    now = [0.0]
+
+    def clock() -> float:
+        return now[0]
+
+    s = ThreadSampler(lambda t: GpuSample(t, 50, 0, 0, 0, 0), "Fake", clock=clock, driver=_Buffer())
+    s._driver_buffer.start()  # type: ignore[union-attr]
+    for _ in range(25):  # 2.5 s of 0.1 s ticks: reads at 0, 1.0 and 2.0 s
+        assert s.sample_once()
+        now[0] += 0.1
+    assert len(s._driver) == 3 and len(s._samples) == 25
+    assert s.sample_once(reading=False) and len(s._driver) == 4 and len(s._samples) == 25
 
 
 def test_failure_mid_run_marks_telemetry_partial() -> None:
@@ -69,7 +87,7 @@ def test_failure_mid_run_marks_telemetry_partial() -> None:
 
 
 def test_thread_samples_in_background() -> None:
-    s = ThreadSampler(lambda t: GpuSample(t, 50, 0, 0, 0, 0, 0, 0), "Fake", interval_s=0.01)
+    s = ThreadSampler(lambda t: GpuSample(t, 50, 0, 0, 0, 0), "Fake", interval_s=0.01)
     s.start()
     import time
 
@@ -100,7 +118,7 @@ def test_sampler_measures_its_own_cpu_cost() -> None:
         end = time.thread_time() + 0.005
         while time.thread_time() < end:
             pass
-        return GpuSample(t_s, 50, 0, 0, 0, 0, 0, 0)
+        return GpuSample(t_s, 50, 0, 0, 0, 0)
 
     s = ThreadSampler(busy_read, "Fake")  # default interval, 0.1 s
     s.start()
@@ -130,3 +148,20 @@ def test_nvml_for_the_cpu_device_names_no_gpu_and_says_why() -> None:
 
     name, status = nvml_for_device(torch.device("cpu"))
     assert name is None and status.handle is None and status.reason
+
+
+def test_readings_keep_the_interval_however_long_a_reading_takes() -> None:
+    """A reading that holds the thread 40 ms (as some NVML queries do) must not stretch a 0.1 s
+    interval to 0.14 s: the samples' times are the figures' time axis and their count its weight."""
+    import time
+
+    def slow_read(t_s: float) -> GpuSample:
+        time.sleep(0.04)
+        return GpuSample(t_s, 50, 0, 0, 0, 0)
+
+    s = ThreadSampler(slow_read, "Fake")  # default interval, 0.1 s
+    s.start()
+    time.sleep(1.05)
+    t = s.stop()
+    gaps = [b - a for a, b in zip(t.t_s[:-1], t.t_s[1:], strict=True)]
+    assert len(gaps) >= 8 and sum(gaps) / len(gaps) < 0.115
