@@ -32,14 +32,17 @@ def _cell(c: DeviceCell | None, notes: dict[str, int]) -> str:
 
 def _headline(result: DevicesResult) -> str:
     ps = payoffs(result)
-    measured = sorted({c.setup for c in result.cells if c.measured})
+    # the CPU first, then by device count ("1 gpu" before "2 gpus"), not by spelling
+    measured = sorted(
+        {c.setup for c in result.cells if c.measured}, key=lambda s: (s != "cpu", s.split()[0].zfill(4))
+    )
     if not measured:
         return "**Nothing was measured**; see the notes under the table."
     multi = [p for p in ps if p.pays != "unknown"]
     if not multi:
         gpus = "no GPU" if result.gpus == 0 else "one GPU"
         return (
-            f"**Measured here: {', '.join(measured)} only** — this machine has {gpus}, so whether more GPUs pay "
+            f"**Measured here: {' and '.join(measured)} only** — this machine has {gpus}, so whether more GPUs pay "
             "off was not measured; run this on a machine with 2 or more GPUs."
         )
     yes = [f"{p.model} (batch {p.batch_size})" for p in multi if p.pays == "yes"]

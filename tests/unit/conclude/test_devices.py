@@ -57,6 +57,17 @@ def test_rows_not_measured_say_why_in_the_report() -> None:
     assert "[1] no CUDA device on this machine" in text
 
 
+def test_a_machine_with_one_gpu_says_both_rows_were_measured_cpu_first() -> None:
+    """Seen on an H100: the headline read "Measured here: 1 gpu, cpu only" (sorted by spelling)."""
+    cells = (
+        _cell("cpu", 1, 20.0),
+        _cell("1 gpu", 1, 1000.0),
+        DeviceCell("resnet152", "2 gpus", 2, 32, False, "1 GPU on this machine; DDP needs 2 or more"),
+    )
+    r = DevicesResult(SCHEMA_VERSION, "devices", builders.RUN, builders.MACHINE, {"seconds": 30}, 1, cells)
+    assert "**Measured here: cpu and 1 gpu only** — this machine has one GPU" in render_devices_markdown(r)
+
+
 def test_a_cell_too_slow_for_the_time_allowed_is_skipped_with_what_it_needs() -> None:
     c = measure_one("resnet152", 64, torch.device("cpu"), seconds=1.0, seed=0)
     assert not c.measured and "raise --seconds" in c.why_not
