@@ -65,80 +65,6 @@ def _ioprof(
     return ioprof(*argv, env=env or store["env"], timeout=300, prefix=tuple(mount.in_namespace()))
 
 
-def test_a_sweep_on_a_bucket_behind_a_slow_link_is_storage_bound(
-    store: dict[str, Any], tmp_path: Path, figure: Callable[[str], None]
-) -> None:
-    """The loader's workers read the objects by GETs (a client each, made after the fork): the
-    verdict is storage, the bytes fetched are the GETs' bodies — matched by what the namespace's
-    interface received — at the plain client's rate."""
-    out = tmp_path / "o"
-    p = _ioprof(
-        store,
-        *"sweep --data".split(),
-        f"s3://{BUCKET}/{PREFIX}",
-        *"--workers 2 --loaders multiprocess --compute sim:100 --batch-size 8 --seconds 4 --out".split(),
-        str(out),
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads((out / "results.json").read_text())
-    (cell,) = r["cells"]
-    assert cell["status"] == "ok" and r["undecodable"]["count"] == 0
-    assert (cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]) == ("storage", "highly")
-    assert cell["cache"]["regime"] == "cold" and cell["cache"]["verified"]
-    fetched = cell["fetched"]
-    assert fetched["method"] == "object-gets" and fetched["bytes"] == cell["requested_bytes"] > 0
-    (rx,) = fetched["cross_checks"]  # what crossed the link: bodies plus HTTP's own bytes
-    # the two counts close their windows at different moments: the interface's counts the objects
-    # each worker was still fetching for its next batch (up to a batch of 8 each, at either edge),
-    # the GETs' count only the batches delivered — besides HTTP's and TCP's own few percent
-    in_flight = 2 * 8 * ds_mean_bytes(r)
-    assert rx["method"] == "interface-rx"
-    assert abs(rx["bytes"] - fetched["bytes"]) <= 0.05 * fetched["bytes"] + in_flight, (
-        rx,
-        fetched,
-        in_flight,
-    )
-    assert cell["fetched_mb_per_s"] == pytest.approx(store["plain_mb_per_s"], rel=0.15)
-    (ds,) = r["datasets"]
-    # listed as an ImageFolder of 4 classes; its images' size read from their first bytes
-    assert (ds["files"], ds["classes"], ds["fs_type"], ds["keeps_pages"]) == (
-        store["objects"],
-        4,
-        "s3",
-        False,
-    )
-    assert ds["mount_source"] == store["env"]["AWS_ENDPOINT_URL"] and ds["mean_width_px"] == 256
-    # the storage ceilings (what `ioprof probe storage` runs alone): GETs at 1 and 2 in flight
-    levels = {s["concurrency"]: s for s in r["ceilings"][0]["storage"]}
-    assert set(levels) == {1, 2}
-    figure(
-        f"sweep s3://: fetched {cell['fetched_mb_per_s']:.3f} MB/s by GETs; storage ceiling at 1 GET in flight "
-        f"{levels[1]['read_mb_per_s']:.3f} MB/s (first byte p50 {levels[1]['latency_p50_s'] * 1e3:.0f} ms, "
-        f"p99 {levels[1]['latency_p99_s'] * 1e3:.0f} ms); a plain boto3 client {store['plain_mb_per_s']:.3f} MB/s; "
-        f"interface rx {rx['bytes'] / 1e6:.2f} MB vs GET bodies {fetched['bytes'] / 1e6:.2f} MB"
-    )
-    # one reader gets what a plain client gets over the same link (within 15 %)
-    assert levels[1]["read_mb_per_s"] == pytest.approx(store["plain_mb_per_s"], rel=0.15), store
-    assert 0.5 < store["plain_mb_per_s"] < 1.1  # the 8 Mbit/s link is what limits it
-    for s in levels.values():
-        # every byte crossed the link, objects no earlier level read (a store cannot be made cold)
-        assert s["cache"]["regime"] == "cold" and s["cache"]["verified"], s["cache"]
-        assert s["fetched"]["bytes"] == s["bytes"] > 0 and s["latency_kind"] == "first byte"
-        assert 0 < s["latency_p50_s"] <= s["latency_p99_s"] and s["retries"] == 0
-    assert levels[1]["files"] + levels[2]["files"] <= store["objects"]
-    (decode,) = r["ceilings"][0]["decode"]  # from the objects read into memory: far above the link
-    assert decode["img_per_s"] > 2 * levels[2]["img_per_s"]
-    report = (out / "report.md").read_text()
-    gets = levels[1]["files"] + levels[2]["files"]
-    assert f"{gets:,} GET requests read" in report and "first byte p50" in report
-    assert "0.00 MB/s" not in report
-    assert "the bottleneck is storage" in report and "GETs" in report
-    assert "would come from the page cache" not in report and " 0 kB" not in report
-    # the fix and the method in the store's own words: no `place` it cannot run, no evictions
-    assert "a local copy staged from the store" in report and "`ioprof place --data s3://…" in report
-    assert "every read is a GET" in report and "posix_fadvise" not in report
-
-
 def test_whatif_on_a_bucket_credits_the_local_copy_and_judges_copies_against_it(
     store: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -303,44 +229,6 @@ def _one_line(p: subprocess.CompletedProcess[str]) -> str:
     assert p.returncode != 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
     (line,) = [ln for ln in p.stderr.splitlines() if ln.startswith("ioprof:")]
     return line
-
-
-def test_a_store_that_goes_away_mid_sweep_is_one_line_and_keeps_finished_cells(
-    store: dict[str, Any], tmp_path: Path
-) -> None:
-    """Last in this module: it stops the server, under the second cell of a sweep. The workers'
-    GETs fail after the client's retries: one line naming the store, the first cell kept."""
-    import time
-
-    mount: netfs.NetMount = store["mount"]
-    out = tmp_path / "o"
-    p = subprocess.Popen(
-        mount.in_namespace(
-            sys.executable,
-            *"-m ioprof sweep --data".split(),
-            f"s3://{BUCKET}/{PREFIX}",
-            *"--workers 1,2 --loaders multiprocess --no-probe --compute sim:h100 --batch-size 8 --seconds 3".split(),
-            "--out",
-            str(out),
-        ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(paths.REPO), **store["env"]},
-    )
-    until_cell(p)
-    time.sleep(1.0)  # the second cell's workers are reading over the 1 MB/s link
-    mount.stop_s3()
-    t0 = time.monotonic()
-    _, err = p.communicate(timeout=120)
-    took = time.monotonic() - t0
-    assert p.returncode == 1 and "Traceback" not in err, err[-3000:]
-    (line,) = [ln for ln in err.splitlines() if ln.startswith("ioprof:")]
-    assert "the object store stopped answering mid-run" in line and "http://127.0.0.1:" in line, line
-    assert "finished cells are kept in" in line and "results.json" in line, line
-    kept = json.loads((out / "results.json").read_text())
-    assert [c["workers"] for c in kept["cells"] if c["status"] == "ok"] == [1]
-    assert took < 60  # the client's retries, then one line: not a hang
 
 
 def ds_mean_bytes(r: dict[str, Any]) -> float:
@@ -508,3 +396,103 @@ def test_place_stages_shards_from_a_bucket_and_bad_shards_are_one_line(
         p = _ioprof(store, "probe", "storage", "--data", data, "--out", str(tmp_path / "bad"))
         line = _one_line(p)
         assert needle in line, line
+
+
+def test_a_sweep_on_a_bucket_behind_a_slow_link_is_storage_bound_and_a_store_gone_is_one_line(
+    store: dict[str, Any], tmp_path: Path, figure: Callable[[str], None]
+) -> None:
+    """The loader's workers read the objects by GETs (a client each, made after the fork): the
+    verdict is storage, the bytes fetched are the GETs' bodies — matched by what the namespace's
+    interface received — at the plain client's rate. Last of the store's tests: the server is
+    stopped under the sweep's second cell; the workers' GETs fail after the client's retries: one
+    line naming the store, the first cell and the ceilings kept, and `ioprof report` renders them."""
+    import time
+
+    mount: netfs.NetMount = store["mount"]
+    out = tmp_path / "o"
+    p = subprocess.Popen(
+        mount.in_namespace(
+            sys.executable,
+            *"-m ioprof sweep --data".split(),
+            f"s3://{BUCKET}/{PREFIX}",
+            *"--workers 2,1 --loaders multiprocess --compute sim:100 --batch-size 8 --seconds 4".split(),
+            "--out",
+            str(out),
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(paths.REPO), **store["env"]},
+    )
+    until_cell(p)
+    time.sleep(1.0)  # the second cell's workers are reading over the 1 MB/s link
+    mount.stop_s3()
+    t0 = time.monotonic()
+    _, err = p.communicate(timeout=120)
+    took = time.monotonic() - t0
+    assert p.returncode == 1 and "Traceback" not in err, err[-3000:]
+    (line,) = [ln for ln in err.splitlines() if ln.startswith("ioprof:")]
+    assert "the object store stopped answering mid-run" in line and "http://127.0.0.1:" in line, line
+    assert "finished cells are kept in" in line and "results.json" in line, line
+    assert took < 60  # the client's retries, then one line: not a hang
+    assert ioprof("report", str(out)).returncode == 0  # what was kept renders
+    r = json.loads((out / "results.json").read_text())
+    (cell,) = [c for c in r["cells"] if c["status"] == "ok"]
+    assert cell["workers"] == 2
+    assert cell["status"] == "ok" and r["undecodable"]["count"] == 0
+    assert (cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]) == ("storage", "highly")
+    assert cell["cache"]["regime"] == "cold" and cell["cache"]["verified"]
+    fetched = cell["fetched"]
+    assert fetched["method"] == "object-gets" and fetched["bytes"] == cell["requested_bytes"] > 0
+    (rx,) = fetched["cross_checks"]  # what crossed the link: bodies plus HTTP's own bytes
+    # the two counts close their windows at different moments: the interface's counts the objects
+    # each worker was still fetching for its next batch (up to a batch of 8 each, at either edge),
+    # the GETs' count only the batches delivered — besides HTTP's and TCP's own few percent
+    in_flight = 2 * 8 * ds_mean_bytes(r)
+    assert rx["method"] == "interface-rx"
+    assert abs(rx["bytes"] - fetched["bytes"]) <= 0.05 * fetched["bytes"] + in_flight, (
+        rx,
+        fetched,
+        in_flight,
+    )
+    assert cell["fetched_mb_per_s"] == pytest.approx(store["plain_mb_per_s"], rel=0.15)
+    (ds,) = r["datasets"]
+    # listed as an ImageFolder of 4 classes; its images' size read from their first bytes
+    assert (ds["files"], ds["classes"], ds["fs_type"], ds["keeps_pages"]) == (
+        store["objects"],
+        4,
+        "s3",
+        False,
+    )
+    assert ds["mount_source"] == store["env"]["AWS_ENDPOINT_URL"] and ds["mean_width_px"] == 256
+    # the storage ceilings (what `ioprof probe storage` runs alone): GETs at 1 and 2 in flight
+    levels = {s["concurrency"]: s for s in r["ceilings"][0]["storage"]}
+    assert set(levels) == {1, 2}
+    figure(
+        f"sweep s3://: fetched {cell['fetched_mb_per_s']:.3f} MB/s by GETs; storage ceiling at 1 GET in flight "
+        f"{levels[1]['read_mb_per_s']:.3f} MB/s (first byte p50 {levels[1]['latency_p50_s'] * 1e3:.0f} ms, "
+        f"p99 {levels[1]['latency_p99_s'] * 1e3:.0f} ms); a plain boto3 client {store['plain_mb_per_s']:.3f} MB/s; "
+        f"interface rx {rx['bytes'] / 1e6:.2f} MB vs GET bodies {fetched['bytes'] / 1e6:.2f} MB"
+    )
+    # one reader gets what a plain client gets over the same link (within 15 %)
+    assert levels[1]["read_mb_per_s"] == pytest.approx(store["plain_mb_per_s"], rel=0.15), store
+    assert 0.5 < store["plain_mb_per_s"] < 1.1  # the 8 Mbit/s link is what limits it
+    for s in levels.values():
+        # every byte crossed the link, objects no earlier level read (a store cannot be made cold)
+        assert s["cache"]["regime"] == "cold" and s["cache"]["verified"], s["cache"]
+        assert s["fetched"]["bytes"] == s["bytes"] > 0 and s["latency_kind"] == "first byte"
+        assert 0 < s["latency_p50_s"] <= s["latency_p99_s"] and s["retries"] == 0
+    assert levels[1]["files"] + levels[2]["files"] <= store["objects"]
+    (decode,) = [
+        d for d in r["ceilings"][0]["decode"] if d["workers"] == 2
+    ]  # from memory: far above the link
+    assert decode["img_per_s"] > 2 * levels[2]["img_per_s"]
+    report = (out / "report.md").read_text()
+    gets = levels[1]["files"] + levels[2]["files"]
+    assert f"{gets:,} GET requests read" in report and "first byte p50" in report
+    assert "0.00 MB/s" not in report
+    assert "the bottleneck is storage" in report and "GETs" in report
+    assert "would come from the page cache" not in report and " 0 kB" not in report
+    # the fix and the method in the store's own words: no `place` it cannot run, no evictions
+    assert "a local copy staged from the store" in report and "`ioprof place --data s3://…" in report
+    assert "every read is a GET" in report and "posix_fadvise" not in report
