@@ -100,7 +100,7 @@ def test_a_killed_rank_fails_its_count_with_the_reason_and_the_run_goes_on(
             sys.executable,
             *"-m ioprof scale --data".split(),
             str(tiny),
-            *"--compute sim:40 --ranks 2,1 --steps 40 --crop-px 64 --cache warm --out".split(),
+            *"--compute sim:40 --ranks 2,1 --steps 20 --crop-px 64 --cache warm --out".split(),
             str(out),
         ],
         stdout=subprocess.PIPE,
@@ -116,7 +116,7 @@ def test_a_killed_rank_fails_its_count_with_the_reason_and_the_run_goes_on(
     assert isinstance(r, ScaleResult)
     two, one = r.counts
     assert (two.ranks, two.status, two.reason) == (2, "failed", "rank 1: killed by SIGKILL")
-    assert (one.ranks, one.status) == (1, "ok") and one.per_rank[0].cell.steps == 40
+    assert (one.ranks, one.status) == (1, "ok") and one.per_rank[0].cell.steps == 20
     assert "2 ranks failed (rank 1: killed by SIGKILL)" in (out / "report.md").read_text()
     assert (out / "logs" / "ranks-2-warm.log").exists()
 
