@@ -40,7 +40,7 @@ from ioprof.host.pagecache import keep_warm, prepare, verify_after
 from ioprof.host.telemetry import GpuSampler
 from ioprof.measure import stages, steptiming
 from ioprof.measure.compute import TrainStep
-from ioprof.measure.inside import EVERY_S, InsideRecorder, shm_died, shm_failure
+from ioprof.measure.inside import InsideRecorder, shm_died, shm_failure
 from ioprof.measure.loader import Batch, batch_bytes_of, make_loader, shard_batches, worker_pids
 from ioprof.measure.sample import MemorySample
 from ioprof.measure.steptiming import StepEvents, TimingEvent
@@ -257,7 +257,6 @@ def _run_cell(
     inside = _recorder(plan, folder)  # /dev/shm read before any batch is in it
     t_created = clock()
     it, pids, undo = _iterate(dl, plan, folder)
-    read_at = clock()
     if plan.inside:
         # before the warm-up, not at the window's start: reading a process's memory takes tens of
         # ms, during which workers would read ahead the window's batches before its counters start
@@ -268,11 +267,7 @@ def _run_cell(
     try:
         for i in range(warmup + run.max_steps):
             if i == warmup:
-                if plan.inside and clock() - read_at > EVERY_S:
-                    # a warm-up longer than the readings reach (a GPU's batches of 256: seen on an
-                    # H100, where no cell had its cores read): read again here, before the counters
-                    # start; tens of ms against a window of steps that each take longer
-                    inside.read(pids)
+                inside.read_if_stale(pids)  # a long warm-up: the window starts with a reading
                 io_before, mount_before = iocounters.snapshot(pids, clock()), mount.snapshot()
                 window_start, window_mark = io_before.at_s, step.mark()
                 gpu.start()

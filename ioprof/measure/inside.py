@@ -102,6 +102,16 @@ class InsideRecorder:
                 with self._lock:
                     self.readings.setdefault(pid, []).append(r)
 
+    def read_if_stale(self, pids: Sequence[int]) -> None:
+        """Read again where the last reading is older than EVERY_S, before a window's counters
+        start: a warm-up longer than a reading reaches (a GPU's batches of 256 — on an H100 no sweep
+        cell had its cores read) would leave the window without one. Tens of ms against steps that
+        each take longer. Nothing where nothing was read (the look inside is off)."""
+        with self._lock:
+            last = max((rs[-1].at_s for rs in self.readings.values() if rs), default=None)
+        if last is not None and time.perf_counter() - last > EVERY_S:
+            self.read(pids)
+
     def start(self, pids: Callable[[], Sequence[int]]) -> None:
         """Read now and every EVERY_S on a thread of its own, never in the timed loop: reading a
         process's memory walks its page tables (milliseconds, the process stalled meanwhile if it
