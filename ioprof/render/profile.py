@@ -87,7 +87,8 @@ def render_profile_markdown(r: ProfileResult) -> str:
         *table(["phase", "from storage (ms)", "files in RAM (ms)"], rows),
         "",
         f"Mean per step [95 % interval], {len(r.cold.data_wait_s)} steps each, {r.setting}, batch {r.batch_size}: "
-        f"{ms(step)} a step from storage. Device: {r.run.device} ({'CUDA events' if r.run.device.startswith('cuda') else 'host clock'}).",
+        f"{ms(step)} a step from storage. Device: {r.run.device} ({'CUDA events' if r.run.device.startswith('cuda') else 'host clock'})"
+        + (f"; arithmetic: {r.config['precision']}." if r.config.get("precision") else "."),
         "",
     ]
     out += _layers(r, c) + _operators(r) + _prediction(r, c) + _how(r, c)
