@@ -187,7 +187,7 @@ def main() -> int:
                 "rc": rc,
                 "wall_s": round(took, 1),
                 "folder": str(example),
-                "command": " ".join(["python -m ioprof", *cmd[3:-2]]),
+                "command": " ".join(["python -m ioprof sweep --workers 1,4,8", *cap]),
             }
             if (example / "results.json").exists():
                 found["sweep"].update(sweep_figures(example / "results.json"))

@@ -177,7 +177,7 @@ def precision_words(device: torch.device) -> str:
     matmul = "on" if torch.backends.cuda.matmul.allow_tf32 else "off"
     return (
         f"fp32, no autocast: PyTorch's defaults — TF32 convolutions {conv}, TF32 matmuls {matmul} "
-        "(the sweep's compute ceiling trains in bf16, channels-last: faster)"
+        "(the sweep's compute ceiling, by default, trains as a tuned trainer does: autocast, channels-last)"
     )
 
 
