@@ -19,6 +19,7 @@ them, so a fork server starts ours, where the dataset can be sent to one.
 from __future__ import annotations
 
 import pickle
+import pickletools
 import random
 import re
 import sys
@@ -83,18 +84,28 @@ def start_method(loader: Any, settings: dict[str, Any], dataset: Any) -> tuple[A
         return own, ""
     if not settings["start_method"].startswith("fork") or settings["start_method"].startswith("forkserver"):
         return own, ""
-    why = _not_for_forkserver(loader, dataset)
+    why, modules = _for_forkserver(loader, dataset)
     if why:
         return own, f"its workers were forked, as yours were, though later than yours ({why})"
     import multiprocessing
 
-    return multiprocessing.get_context(
-        "forkserver"
-    ), "its workers were started by a fork server (yours were forked before training began)"
+    context = multiprocessing.get_context("forkserver")
+    # what each worker would import to unpickle the dataset, imported once by the server instead:
+    # without it every worker paid torch's and the dataset's imports (timm's: 3.3 s to start 2
+    # workers and 7.4 s for 4 on 2 cores; with it 0.4 and 1.3 s, after the server's 3.2 s once).
+    # No effect where the server is already running.
+    context.set_forkserver_preload(modules)
+    return context, "its workers were started by a fork server (yours were forked before training began)"
 
 
-def _not_for_forkserver(loader: Any, dataset: Any) -> str:
-    """Why the probe's workers cannot come from a fork server, or ""."""
+# Not imported into the fork server: its own, and the script's (which the server cannot import:
+# Python 3.11's fork server never runs the main module, whatever its preload list says).
+_NOT_PRELOADED = frozenset({"__main__", "__mp_main__", "builtins", "copyreg", "_codecs"})
+
+
+def _for_forkserver(loader: Any, dataset: Any) -> tuple[str, list[str]]:
+    """Why the probe's workers cannot come from a fork server ("" where they can), and the modules
+    the server should import before it forks them (``modules_to_preload``)."""
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
     if path and not getattr(main, "__spec__", None):
@@ -104,14 +115,28 @@ def _not_for_forkserver(loader: Any, dataset: Any) -> str:
         except OSError:
             guarded = False
         if not guarded:
-            return 'your script has no `if __name__ == "__main__":` guard: a fork server would run it again'
+            why = 'your script has no `if __name__ == "__main__":` guard: a fork server would run it again'
+            return why, []
+    handed = (dataset, loader.collate_fn, getattr(loader.worker_init_fn, "own", loader.worker_init_fn))
     try:
-        pickle.dumps(
-            (dataset, loader.collate_fn, getattr(loader.worker_init_fn, "own", loader.worker_init_fn))
-        )
+        return "", modules_to_preload(pickle.dumps(handed, protocol=2, fix_imports=False))
+    except Exception:  # protocol 2 names its modules in the open; the default protocol may still do
+        pass
+    try:
+        pickle.dumps(handed)
     except Exception as e:  # any failure to pickle: the fork server cannot be handed the dataset
-        return f"your dataset cannot be sent to another process ({type(e).__name__})"
-    return ""
+        return f"your dataset cannot be sent to another process ({type(e).__name__})", []
+    return "", modules_to_preload(b"")
+
+
+def modules_to_preload(pickled: bytes) -> list[str]:
+    """The modules a fork server imports before it forks workers: torch's DataLoader, and every
+    module a pickle (protocol 2) of what the workers are handed names."""
+    names = {"torch.utils.data"}
+    for op, arg, _ in pickletools.genops(pickled) if pickled else ():
+        if op.name == "GLOBAL" and isinstance(arg, str):
+            names.add(arg.split(" ", 1)[0])
+    return sorted(n for n in names if n not in _NOT_PRELOADED)
 
 
 def _loader_alone(

@@ -143,3 +143,69 @@ def test_persistent_forked_workers_get_probe_workers_from_a_fork_server(small_se
     lam = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True, collate_fn=lambda b: b)
     context, note = probe.start_method(lam, ioprof.observe.observer._settings(lam), ds)
     assert context is None and "cannot be sent to another process" in note
+
+
+_COUNTED = '''
+import os, sys
+with open(os.environ["IMPORTS_LOG"], "a") as f:
+    f.write(f"{os.getpid()}\\n")
+
+
+class Pids:
+    def __len__(self):
+        return 64
+
+    def __getitem__(self, i):
+        return os.getpid()
+'''
+
+_PROBE_START = '''
+import os, sys
+from torch.utils.data import DataLoader
+import counted
+from ioprof.observe import observer, probe
+
+if __name__ == "__main__":
+    ds = counted.Pids()
+    loader = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True)
+    context, note = probe.start_method(loader, observer._settings(loader), ds)
+    it = iter(DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context=context))
+    workers = {int(p) for _ in range(6) for p in next(it)}
+    print(context.get_start_method(), os.getpid(), *sorted(workers))
+'''
+
+
+def test_a_fork_server_imports_the_datasets_modules_once_for_all_its_workers(tmp_path: Path) -> None:
+    """Each worker a fork server forks unpickles the dataset: without the server importing its
+    modules first, every worker imports them again (timm's: seconds each, on the user's pause). A
+    fresh interpreter, so that no fork server of this test run is already running."""
+    import subprocess
+    import sys
+
+    (tmp_path / "counted.py").write_text(_COUNTED)
+    (tmp_path / "start.py").write_text(_PROBE_START)
+    log = tmp_path / "imports.log"
+    p = subprocess.run(
+        [sys.executable, str(tmp_path / "start.py")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "IMPORTS_LOG": str(log), "PYTHONPATH": f"{tmp_path}:{os.getcwd()}"},
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    method, main, *workers = (int(x) if x.isdigit() else x for x in p.stdout.split())
+    imported = [int(x) for x in log.read_text().split()]
+    assert method == "forkserver" and len(workers) == 2
+    # the training process, then the fork server, once: no worker imported it
+    assert imported[0] == main and len(imported) == 2 and not set(imported) & set(workers), (imported, workers)
+
+
+def test_the_modules_to_preload_are_those_the_pickle_names() -> None:
+    import pickle
+
+    from torchvision import transforms
+
+    handed = (transforms.Compose([transforms.ToTensor()]), len, os.path.join)
+    names = probe.modules_to_preload(pickle.dumps(handed, protocol=2, fix_imports=False))
+    assert names == ["posixpath", "torch.utils.data", "torchvision.transforms.transforms"]
