@@ -15,7 +15,7 @@ from ioprof.core.results import ComputeCeiling, DecodeCeiling, ProbeFailure, Sto
 from ioprof.datasets import objects, shards
 from ioprof.datasets.dataset import Dataset
 from ioprof.measure.compute import TrainStep, probe_compute
-from ioprof.measure.decode import above_compute, probe_decode
+from ioprof.measure.decode import above_for, probe_decode
 from ioprof.measure.inside import ShmTooSmall, shm_failure, shm_note
 from ioprof.measure.sample import MemorySample
 from ioprof.measure.session import Progress, Session
@@ -134,9 +134,11 @@ def decode_ceilings(
     start_method: str | None,
     progress: Progress,
     compute: ComputeCeiling | None = None,
+    storage: Sequence[StorageCeiling] = (),
 ) -> tuple[tuple[DecodeCeiling, ...], tuple[ProbeFailure, ...]]:
     """The decode ceiling of each loader setting, from the in-memory sample (each stops early once
-    wholly above twice the ``compute`` ceiling, where given: ``decode.above_compute``)."""
+    wholly above twice the ``compute`` ceiling or the ``storage`` ceiling the cells read through at
+    its readers, where given: ``decode.above_for``)."""
     out: list[DecodeCeiling] = []
     failed: list[ProbeFailure] = []
     for setting in settings:
@@ -148,7 +150,7 @@ def decode_ceilings(
                 batch_size=batch_size,
                 seed=seed,
                 start_method=start_method,
-                above_img_per_s=above_compute(compute),
+                above=above_for(setting, compute, storage),
             )
         except RuntimeError as e:  # a loader worker died: no ceiling for this setting
             if shm_failure(e) and not isinstance(e, ShmTooSmall):

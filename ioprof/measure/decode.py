@@ -6,18 +6,19 @@ process beforehand (``datasets.sample``), because the page cache cannot be trust
 (one batch per worker arriving together), each batch's arrival time is recorded; the rate and
 its 95 % interval rest on those samples, and the probe stops once the interval is within ±5 % at
 one of its fixed looks (``stats.is_look``), once it lies wholly above ``DECODE_ABOVE_COMPUTE`` ×
-the compute ceiling (``above_img_per_s``: decode cannot be what limits training there), or at its
-cap.
+the lower of the compute ceiling and the storage ceiling the cells read through (``above``: decode
+cannot be what limits training there), or at its cap.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 from ioprof.core.config import TARGET_REL_HALF_WIDTH, LoaderSetting
-from ioprof.core.results import CacheInfo, ComputeCeiling, DecodeCeiling
+from ioprof.core.results import CacheInfo, ComputeCeiling, DecodeCeiling, StorageCeiling
 from ioprof.core.stats import LOOKS, MIN_BATCHES, Interval, Looks, ratio_interval
 from ioprof.core.thresholds import DECODE_ABOVE_COMPUTE
 from ioprof.measure.loader import Batch, make_loader
@@ -31,16 +32,25 @@ DECODE_PROBE_MIN_BATCHES_PER_WORKER = 4
 DECODE_PROBE_MAX_S = 8.0  # looks at about 1, 2, 4 and 8 s: a ceiling, not a cell, needs no longer
 
 
-def _stop_reason(interval: Interval, above_img_per_s: float | None) -> str:
+def _stop_reason(interval: Interval, above: Above | None) -> str:
     """Why a look stops the probe ("" to go on): a narrow interval, or one wholly above the rate
     it competes with."""
     if interval.batches < MIN_BATCHES:
         return ""
     if interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
         return "interval"
-    if above_img_per_s is not None and interval.known and interval.low >= above_img_per_s:
-        return "above-compute"
+    if above is not None and interval.known and interval.low >= above.img_per_s:
+        return f"above-{above.stage}"
     return ""
+
+
+@dataclass(frozen=True)
+class Above:
+    """A rate a decode ceiling need not be told apart from once wholly above it, and the stage whose
+    ceiling set it (compute or storage)."""
+
+    img_per_s: float
+    stage: str
 
 
 def above_compute(compute: ComputeCeiling | None) -> float | None:
@@ -50,6 +60,26 @@ def above_compute(compute: ComputeCeiling | None) -> float | None:
         return None
     high = compute.throughput().high  # a simulated rate is exact; an unknown interval: inf
     return DECODE_ABOVE_COMPUTE * high if math.isfinite(high) else None
+
+
+def above_for(
+    setting: LoaderSetting, compute: ComputeCeiling | None, storage: Sequence[StorageCeiling] = ()
+) -> Above | None:
+    """What a decode ceiling at ``setting`` may stop above: DECODE_ABOVE_COMPUTE × the lower of the
+    compute ceiling and ``storage``'s at the setting's readers (upper bounds of their intervals).
+    ``storage``: the ceilings the cells read through (cold or emulated storage), else none — a
+    decode ceiling far above the storage the cells wait on cannot be what limits them either."""
+    bounds = []
+    c = above_compute(compute)
+    if c is not None:
+        bounds.append(Above(c, "compute"))
+    for s in storage:
+        if s.files and s.concurrency == setting.concurrency:
+            rate = s.file_rate()
+            high = rate.high if rate.known else s.img_per_s
+            if math.isfinite(high) and high > 0:
+                bounds.append(Above(DECODE_ABOVE_COMPUTE * high, "storage"))
+    return min(bounds, key=lambda a: a.img_per_s) if bounds else None
 
 
 def warmup_batches(setting: LoaderSetting) -> int:
@@ -68,12 +98,12 @@ def probe_decode(
     start_method: str | None = None,
     min_seconds: float = DECODE_PROBE_MIN_S,
     max_seconds: float = DECODE_PROBE_MAX_S,
-    above_img_per_s: float | None = None,
+    above: Above | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> DecodeCeiling:
     """Images per second the loader produces from memory at ``setting``, with raw batch samples.
-    ``above_img_per_s``: a rate this ceiling need not be told apart from once its interval lies
-    wholly above it (stopped by ``above-compute``)."""
+    ``above``: a rate this ceiling need not be told apart from once its interval lies wholly above
+    it (stopped by ``above-compute`` or ``above-storage``)."""
     warm = warmup_batches(setting)
     # The sampler draws indices lazily, one permutation per pass: a generous count costs nothing.
     dl = make_loader(
@@ -105,7 +135,7 @@ def probe_decode(
                 break
             if looks.due(len(spans), now - started):
                 interval = ratio_interval([float(n) for n in images], spans, setting.concurrency, LOOKS)
-                stopped_by = _stop_reason(interval, above_img_per_s)
+                stopped_by = _stop_reason(interval, above)
                 if stopped_by:
                     break
     finally:

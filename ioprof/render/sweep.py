@@ -393,6 +393,7 @@ def _storage_table(dc: DatasetCeilings) -> list[str]:
 DECODE_STOPS = {
     "interval": "interval ±5 %",
     "above-compute": f"interval above {DECODE_ABOVE_COMPUTE:g}× compute",
+    "above-storage": f"interval above {DECODE_ABOVE_COMPUTE:g}× storage",
     "seconds": "time cap",
 }
 

@@ -125,7 +125,7 @@ def test_a_decode_ceiling_far_above_compute_stops_at_its_first_look(small_set: P
     """A decode ceiling wholly above twice the compute ceiling decides nothing more by narrowing:
     it stops at its first look (about min_seconds), not at its cap; one that is not, does not."""
     from ioprof.core.stats import Interval
-    from ioprof.measure.decode import _stop_reason
+    from ioprof.measure.decode import Above, _stop_reason
 
     sample = load_sample(find_images(small_set), filesystem_of(small_set), seed=0)
     d = probe_decode(
@@ -135,15 +135,62 @@ def test_a_decode_ceiling_far_above_compute_stops_at_its_first_look(small_set: P
         batch_size=8,
         min_seconds=0.3,
         max_seconds=6.0,
-        above_img_per_s=1.0,  # any decode on any machine lies above 1 img/s
+        above=Above(1.0, "compute"),  # any decode on any machine lies above 1 img/s
     )
     assert d.stopped_by in ("above-compute", "interval") and d.elapsed_s < 2.0, (d.stopped_by, d.elapsed_s)
     # the rule itself: wide and above → stop; wide and touching the rate → go on; narrow → stop
     wide = Interval(100.0, 80.0, 120.0, 10)
-    assert _stop_reason(wide, 79.0) == "above-compute"
-    assert _stop_reason(wide, 81.0) == "" and _stop_reason(wide, None) == ""
+    assert _stop_reason(wide, Above(79.0, "compute")) == "above-compute"
+    assert _stop_reason(wide, Above(79.0, "storage")) == "above-storage"
+    assert _stop_reason(wide, Above(81.0, "compute")) == "" and _stop_reason(wide, None) == ""
     assert _stop_reason(Interval(100.0, 96.0, 104.0, 10), None) == "interval"
-    assert _stop_reason(Interval(100.0, 80.0, 120.0, 4), 1.0) == ""  # too few batch means to look
+    assert _stop_reason(Interval(100.0, 80.0, 120.0, 4), Above(1.0, "compute")) == ""  # too few batch means
+
+
+def test_a_decode_ceiling_stops_above_the_lower_of_compute_and_the_storage_the_cells_read() -> None:
+    """Twice the lower ceiling, at the upper end of its interval; storage only at the setting's
+    readers and only where it read something."""
+    from dataclasses import replace
+
+    from ioprof.core.results import CacheInfo, ComputeCeiling, StorageCeiling
+    from ioprof.measure.decode import Above, above_for
+
+    def compute(img_per_s: float) -> ComputeCeiling:
+        return ComputeCeiling(img_per_s, True, "cpu", "sim", 8, (), f"simulated {img_per_s} img/s")
+
+    cache = CacheInfo("cold", 0.0, True, "cachestat", "")
+    # 2 readers, completions 0.01–0.03 s apart
+    import random
+
+    rng = random.Random(0)
+    spans = [rng.uniform(0.01, 0.03) for _ in range(100)]
+    done = tuple(sum(spans[: i + 1]) for i in range(100))
+    storage = StorageCeiling(
+        concurrency=2,
+        files=100,
+        bytes=100 * 40_000,
+        elapsed_s=done[-1],
+        read_mb_per_s=2.0,
+        files_per_s=50.0,
+        latency_s=(),
+        latency_p50_s=0.04,
+        latency_p99_s=0.05,
+        img_per_s=50.0,
+        storage_read_bytes=0,
+        cache=cache,
+        completed_s=done,
+        completed_bytes=(40_000,) * 100,
+    )
+    rate = storage.file_rate()
+    high = rate.high
+    assert rate.known and rate.value < high < 1.3 * rate.value, rate
+    two = LoaderSetting.multiprocess(2)
+    assert above_for(two, None, [storage]) == Above(2 * high, "storage")
+    assert above_for(LoaderSetting.multiprocess(4), None, [storage]) is None  # another reader count
+    assert above_for(two, None, [replace(storage, files=0)]) is None  # nothing read
+    assert above_for(two, None) is None
+    assert above_for(two, compute(1000.0), [storage]) == Above(2 * high, "storage")  # the lower
+    assert above_for(two, compute(20.0), [storage]) == Above(40.0, "compute")
 
 
 def test_decode_probe_never_touches_storage(small_set: Path, tmp_path: Path) -> None:
