@@ -17,7 +17,7 @@ from ioprof.datasets.dataset import Dataset
 from ioprof.measure.compute import TrainStep, probe_compute
 from ioprof.measure.decode import above_for, probe_decode
 from ioprof.measure.inside import ShmTooSmall, shm_failure, shm_note
-from ioprof.measure.sample import MemorySample
+from ioprof.measure.sample import SAMPLE_MAX_BYTES, MemorySample
 from ioprof.measure.session import Progress, Session
 from ioprof.measure.storage import STORAGE_PROBE_MAX_S, EmulatedStorage, probe_storage
 from ioprof.measure.streams import probe_streams
@@ -54,12 +54,14 @@ def storage_ceilings(
     sample: MemorySample | None,
     seed: int,
     progress: Progress,
+    keep: dict[str, bytes] | None = None,
 ) -> tuple[tuple[StorageCeiling, ...], StorageCeiling | None]:
     """Storage at each concurrency; with emulated storage, through the emulated device over the
     in-memory sample, plus the real device at one reader (to warn when it is slower). Objects in
-    a store: ``store_ceilings``."""
+    a store: ``store_ceilings``. ``keep``: filled with the files (objects) read whole, up to the
+    in-memory sample's bytes, so that the sample need not read them again."""
     if ds.fs.object_store:
-        return store_ceilings(ds, concurrencies, seed=seed, progress=progress), None
+        return store_ceilings(ds, concurrencies, seed=seed, progress=progress, keep=keep), None
     out = []
     for c in concurrencies:
         if emulated is not None and sample is not None:
@@ -68,7 +70,14 @@ def storage_ceilings(
             )
         else:
             s = probe_storage(
-                ds.images.paths, c, ds.fs, max_files=STORAGE_PROBE_MAX_FILES, seed=seed, root=ds.root
+                ds.images.paths,
+                c,
+                ds.fs,
+                max_files=STORAGE_PROBE_MAX_FILES,
+                seed=seed,
+                root=ds.root,
+                keep=keep,
+                keep_bytes=SAMPLE_MAX_BYTES if keep is not None else 0,
             )
         out.append(s)
         progress.measured(s, dataset=ds.label)
@@ -82,7 +91,12 @@ def storage_ceilings(
 
 
 def store_ceilings(
-    ds: Dataset, concurrencies: Sequence[int], *, seed: int, progress: Progress
+    ds: Dataset,
+    concurrencies: Sequence[int],
+    *,
+    seed: int,
+    progress: Progress,
+    keep: dict[str, bytes] | None = None,
 ) -> tuple[StorageCeiling, ...]:
     """An object store's objects (or tar shards over HTTP(S) or in a store) read as streams (GETs)
     at each concurrency: MB/s, objects/s, first-byte latency; shards' samples/s from the bytes a
@@ -108,6 +122,8 @@ def store_ceilings(
                 where=where,
                 max_seconds=STORAGE_PROBE_MAX_S,
                 ready=objects.client if s3 else None,
+                keep=None if sharded else keep,  # a shard is no image: the sample takes its members
+                keep_bytes=SAMPLE_MAX_BYTES if keep is not None else 0,
             )
         except OSError as e:  # not one object could be read: the store went away, or refuses
             done = f"; {len(out)} level(s) measured before it" if out else ""

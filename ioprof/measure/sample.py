@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ioprof.core.errors import IoprofError
@@ -32,6 +33,7 @@ class MemorySample:
     labels: tuple[int, ...]
     blobs: tuple[bytes, ...]
     read_s: float  # how long reading them took (from wherever they were)
+    kept: int = 0  # of them, files whose bytes the storage ceilings had read already (not timed here)
 
     @property
     def bytes(self) -> int:
@@ -49,9 +51,11 @@ def load_sample(
     seed: int,
     max_files: int = SAMPLE_MAX_FILES,
     max_bytes: int = SAMPLE_MAX_BYTES,
+    kept: Mapping[str, bytes] | None = None,
 ) -> MemorySample:
     """Read a shuffled sample of ``images`` into memory (files that cannot be read are skipped;
-    tar shards: the first samples of shuffled shards, their images)."""
+    tar shards: the first samples of shuffled shards, their images). ``kept``: files already read
+    whole (by the storage ceilings, in their own shuffled order), taken first and not read again."""
     if images.layout == "shards":
         first = shards.first_samples(
             list(images.paths), max_samples=max_files, max_bytes=max_bytes, seed=seed
@@ -64,10 +68,22 @@ def load_sample(
     labels: list[int] = []
     blobs: list[bytes] = []
     total = 0
+    position = {p: i for i, p in enumerate(images.paths)} if kept else {}
+    for path, data in (kept or {}).items():
+        if len(blobs) >= max_files or total >= max_bytes:
+            break
+        if path in position:
+            paths.append(path)
+            labels.append(images.labels[position[path]])
+            blobs.append(data)
+            total += len(data)
+    taken = set(paths)
     t0 = time.perf_counter()
     for i in order:
         if len(blobs) >= max_files or total >= max_bytes:
             break
+        if images.paths[i] in taken:
+            continue
         try:
             data = read_file(images.paths[i])
         except OSError as e:
@@ -80,4 +96,4 @@ def load_sample(
         total += len(data)
     if not blobs:
         raise IoprofError(f"{images.root}: none of its image files could be read; check their permissions")
-    return MemorySample(tuple(paths), tuple(labels), tuple(blobs), time.perf_counter() - t0)
+    return MemorySample(tuple(paths), tuple(labels), tuple(blobs), time.perf_counter() - t0, len(taken))

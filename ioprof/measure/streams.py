@@ -41,8 +41,11 @@ class _Streams:
         open_item: Opener,
         clock: Callable[[], float],
         ready: Callable[[], object] | None,
+        keep: dict[str, bytes] | None = None,
+        keep_bytes: int = 0,
     ) -> None:
         self._queue = iter(items)
+        self.keep, self.keep_bytes, self._kept_bytes = keep, keep_bytes, 0
         self._open = open_item
         self._clock = clock
         self._ready = ready
@@ -81,13 +84,23 @@ class _Streams:
     def _read(self, item: str) -> None:
         t0 = self._clock()
         first = True
+        with self._lock:
+            parts: list[bytes] | None = (
+                [] if self.keep is not None and self._kept_bytes < self.keep_bytes else None
+            )
         with self._open(item) as stream:
             while not self.stop.is_set():
                 data = stream.read(CHUNK_BYTES)
                 if not data:
                     with self._lock:
                         self.items_done += 1
+                        if parts is not None and self.keep is not None:  # read whole: kept
+                            whole = b"".join(parts)
+                            self.keep[item] = whole
+                            self._kept_bytes += len(whole)
                     return
+                if parts is not None:
+                    parts.append(data)
                 now = self._clock()
                 with self._lock:
                     if first:  # an item counts as read from its first chunk (a shard may not finish)
@@ -109,14 +122,17 @@ def probe_streams(
     max_seconds: float,
     clock: Callable[[], float] = time.perf_counter,
     ready: Callable[[], object] | None = None,
+    keep: dict[str, bytes] | None = None,
+    keep_bytes: int = 0,
 ) -> StorageCeiling:
     """Read ``items`` as streams with ``concurrency`` readers: MB/s, items/s, first-byte latency,
     and the samples/s that bandwidth feeds (``bytes_per_sample``; None: one sample an item).
     An item counts as read from its first chunk: a shard need not finish within the cap.
     ``ready``: what each reader does before its first item (an object store's client is made per
     thread: its making is no object's time to its first byte; it stays in the reading's time, as
-    it would in a loader's first batch)."""
-    streams = _Streams(items, open_item, clock, ready)
+    it would in a loader's first batch). ``keep``: filled with the items read whole, up to
+    ``keep_bytes`` (a copy in memory made from the same reads)."""
+    streams = _Streams(items, open_item, clock, ready, keep, keep_bytes)
     streams.started = clock()
     stopped_by = "files"
     threads = Readers(concurrency, streams.reader)

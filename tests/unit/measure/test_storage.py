@@ -218,3 +218,56 @@ def test_each_reader_is_made_ready_before_its_first_item() -> None:
     )
     assert len(set(made)) == 2 and s.files == 40  # once in each reader's own thread
     assert max(s.latency_s) < 0.25, max(s.latency_s)
+
+
+def test_streams_keep_the_items_they_read_whole_up_to_the_bytes_asked() -> None:
+    """What a stream read whole is kept (the in-memory sample takes it instead of a second GET);
+    nothing past ``keep_bytes``, nothing where no ``keep`` is given."""
+    import io
+    from contextlib import contextmanager
+
+    from ioprof.measure.streams import CHUNK_BYTES, probe_streams
+
+    @contextmanager
+    def open_item(item: str):  # type: ignore[no-untyped-def]
+        n = int(item.rsplit("/", 1)[1])
+        yield io.BytesIO(bytes([n % 256]) * (CHUNK_BYTES + 1000 * n))  # two chunks each, told apart
+
+    items = [f"s3://b/{i}" for i in range(30)]
+    kept: dict[str, bytes] = {}
+    s = probe_streams(
+        items,
+        open_item,
+        2,
+        bytes_per_sample=None,
+        where="the store",
+        max_seconds=30,
+        keep=kept,
+        keep_bytes=10 * CHUNK_BYTES,
+    )
+    assert s.files == 30 and 10 <= len(kept) <= 12  # up to the budget, and the reads in flight then
+    for item, data in kept.items():
+        n = int(item.rsplit("/", 1)[1])
+        assert data == bytes([n % 256]) * (CHUNK_BYTES + 1000 * n)  # whole, and its own
+    kept.clear()
+    probe_streams(items, open_item, 2, bytes_per_sample=None, where="the store", max_seconds=30)
+    assert not kept
+
+
+def test_the_in_memory_sample_takes_what_was_read_and_reads_only_the_rest(tmp_path: Path) -> None:
+    from ioprof.datasets.discover import find_images
+    from ioprof.host.pagecache import filesystem_of
+    from ioprof.measure.sample import load_sample
+
+    for c in ("a", "b"):
+        (tmp_path / c).mkdir()
+        for i in range(6):
+            (tmp_path / c / f"{i}.jpg").write_bytes(f"{c}{i}".encode() * 100)
+    images = find_images(tmp_path)
+    read = {str(tmp_path / "b" / "1.jpg"): b"read by the storage ceilings", "/elsewhere/x.jpg": b"not ours"}
+    s = load_sample(images, filesystem_of(tmp_path), seed=0, max_files=5, kept=read)
+    assert s.kept == 1 and s.files == 5 and s.paths[0] == str(tmp_path / "b" / "1.jpg")
+    # its bytes are those handed over, not the file's: it was not read again
+    assert s.blobs[0] == b"read by the storage ceilings" and s.labels[0] == images.classes.index("b")
+    assert "/elsewhere/x.jpg" not in s.paths and len(set(s.paths)) == 5
+    assert all(blob == Path(p).read_bytes() for p, blob in zip(s.paths[1:], s.blobs[1:], strict=True))
