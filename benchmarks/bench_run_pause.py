@@ -30,53 +30,23 @@ import figures  # noqa: E402
 import netfs  # noqa: E402
 
 RATE_MBIT = 8.0
-SCRIPTS = REPO / "tests" / "scripts"
 
 
-def _scripts(served: netfs.Served, work: Path) -> dict[str, list[str]]:
-    out = {
-        "zip": [
-            str(SCRIPTS / "train_archive.py"),
-            str(served.archive),
-            *["-b", "8", "-j", "2", "--crop", "32", "--epochs", "2"],
-        ],
-    }
+def _scripts() -> list[str]:
+    names = ["zip"]
     try:
         import timm  # noqa: F401
 
-        out["timm"] = [
-            str(SCRIPTS / "thirdparty" / "timm_train" / "train.py"),
-            "--data-dir",
-            str(served.data),
-            "--val-split",
-            "val",
-            "--output",
-            str(work / "timm-out"),
-            *[
-                "--model",
-                "mobilenetv3_small_050",
-                "--device",
-                "cpu",
-                "--no-prefetcher",
-                "-j",
-                "2",
-                "-b",
-                "8",
-                "--epochs",
-                "2",
-                "--img-size",
-                "96",
-            ],
-        ]
+        names.append("timm")
     except ImportError:
         print("bench_run_pause: timm is not installed: its script is left out", file=sys.stderr)
-    if served.hf is not None:
-        out["hf"] = [
-            str(SCRIPTS / "train_hf.py"),
-            str(served.hf),
-            *["-a", "squeezenet1_1", "-b", "8", "-j", "2", "--crop", "32", "--epochs", "2"],
-        ]
-    return out
+    try:
+        import datasets  # noqa: F401
+
+        names.append("hf")
+    except ImportError:
+        print("bench_run_pause: datasets is not installed: its script is left out", file=sys.stderr)
+    return names
 
 
 def main() -> int:
@@ -92,7 +62,8 @@ def main() -> int:
         served = netfs.serve_everything(m)
         work = Path(tmp) / "work"
         work.mkdir()
-        for name, script in _scripts(served, work).items():
+        for name in _scripts():
+            script = netfs.script_argv(name, served, work)
             out = work / name
             cmd = [sys.executable, "-m", "ioprof", "run", "--probe-seconds", "2", "--warmup-steps", "1"]
             cmd += ["--out", str(out), "--", sys.executable, *script]

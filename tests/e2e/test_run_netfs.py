@@ -94,19 +94,7 @@ def runs(
     try:
         import timm  # noqa: F401
 
-        out["timm"] = _run(
-            work / "timm",
-            cwd,
-            sys.executable,
-            str(THIRDPARTY / "timm_train" / "train.py"),
-            "--data-dir",
-            str(served.data),
-            "--val-split",
-            "val",
-            "--output",
-            str(work / "timm-out"),
-            *"--model mobilenetv3_small_050 --device cpu --no-prefetcher -j 2 -b 8 --epochs 2 --img-size 96".split(),
-        )
+        out["timm"] = _run(work / "timm", cwd, sys.executable, *netfs.script_argv("timm", served, work))
     except ImportError:
         out["timm"] = None
     try:
@@ -130,9 +118,7 @@ def runs(
         work / "zip",
         cwd,
         sys.executable,
-        str(SCRIPTS / "train_archive.py"),
-        str(served.archive),
-        *"-b 8 -j 2 --crop 32 --epochs 2".split(),
+        *netfs.script_argv("zip", served, work),
         ioprof_args=("--warmup-steps", "1"),
     )
     out["hf"] = (
@@ -142,9 +128,7 @@ def runs(
             work / "hf",
             cwd,
             sys.executable,
-            str(SCRIPTS / "train_hf.py"),
-            str(served.hf),
-            *"-a squeezenet1_1 -b 8 -j 2 --crop 32 --epochs 2".split(),
+            *netfs.script_argv("hf", served, work),
             # one Arrow file, read alone in pieces of 1 MB: a pause of 2 s gives the storage 0.7 s,
             # one piece, which the link's 256 kB burst sped 23 % past a plain reader of 2.4 MB
             ioprof_args=("--warmup-steps", "1", "--probe-seconds", "6"),

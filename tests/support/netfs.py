@@ -432,3 +432,31 @@ def save_hf(folder: Path, out: Path) -> bool:
     )
     ds.save_to_disk(str(out))  # the images' bytes go into the Arrow file: it reads nothing else
     return True
+
+
+def script_argv(name: str, served: Served, work: Path) -> list[str]:
+    """A training script's command line (after the interpreter) on the rig's data, as the tests and
+    ``benchmarks/bench_run_pause.py`` run it: ``timm`` (timm's train.py, unchanged), ``hf`` (a Hugging
+    Face dataset of the rig's photographs), ``zip`` (the members of one zip). ``work``: where a
+    script may write (timm's output folder)."""
+    from paths import SCRIPTS
+
+    if name == "timm":
+        return [
+            str(SCRIPTS / "thirdparty" / "timm_train" / "train.py"),
+            *("--data-dir", str(served.data), "--val-split", "val", "--output", str(work / "timm-out")),
+            *"--model mobilenetv3_small_050 --device cpu --no-prefetcher -j 2 -b 8 --epochs 2 --img-size 96".split(),
+        ]
+    if name == "hf":
+        return [
+            str(SCRIPTS / "train_hf.py"),
+            str(served.hf),
+            *"-a squeezenet1_1 -b 8 -j 2 --crop 32 --epochs 2".split(),
+        ]
+    if name == "zip":
+        return [
+            str(SCRIPTS / "train_archive.py"),
+            str(served.archive),
+            *"-b 8 -j 2 --crop 32 --epochs 2".split(),
+        ]
+    raise ValueError(f"no such script on the rig: {name}")

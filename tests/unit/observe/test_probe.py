@@ -145,7 +145,7 @@ def test_persistent_forked_workers_get_probe_workers_from_a_fork_server(small_se
     assert context is None and "cannot be sent to another process" in note
 
 
-_COUNTED = '''
+_COUNTED = """
 import os, sys
 with open(os.environ["IMPORTS_LOG"], "a") as f:
     f.write(f"{os.getpid()}\\n")
@@ -157,9 +157,9 @@ class Pids:
 
     def __getitem__(self, i):
         return os.getpid()
-'''
+"""
 
-_PROBE_START = '''
+_PROBE_START = """
 import os, sys
 from torch.utils.data import DataLoader
 import counted
@@ -172,7 +172,7 @@ if __name__ == "__main__":
     it = iter(DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context=context))
     workers = {int(p) for _ in range(6) for p in next(it)}
     print(context.get_start_method(), os.getpid(), *sorted(workers))
-'''
+"""
 
 
 def test_a_fork_server_imports_the_datasets_modules_once_for_all_its_workers(tmp_path: Path) -> None:
@@ -198,7 +198,10 @@ def test_a_fork_server_imports_the_datasets_modules_once_for_all_its_workers(tmp
     imported = [int(x) for x in log.read_text().split()]
     assert method == "forkserver" and len(workers) == 2
     # the training process, then the fork server, once: no worker imported it
-    assert imported[0] == main and len(imported) == 2 and not set(imported) & set(workers), (imported, workers)
+    assert imported[0] == main and len(imported) == 2 and not set(imported) & set(workers), (
+        imported,
+        workers,
+    )
 
 
 def test_the_modules_to_preload_are_those_the_pickle_names() -> None:
