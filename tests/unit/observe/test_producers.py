@@ -15,6 +15,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 import ioprof
+from ioprof.core.thresholds import KERNEL_SPLIT_MIN_UNITS
 
 DELAY_S = 0.03
 
@@ -97,7 +98,10 @@ def test_what_the_awaited_worker_did_decides_the_stage(kind: str, slow_server: i
     # tiny training step: "highly" alone, "borderline" in CI): the point is which stage it waits on
     assert v is not None and "not" not in (v.input_bound, *v.input_bound_range), v
     split = cell.wait_split
-    assert split is not None and len(split.wait_s) >= 20 and split.producer == "worker", split
+    # as many known waits as the verdict itself asks for (a loaded CI machine's pauses each drop a
+    # unit and the batches queued meanwhile: once 13 of the window's 30 were left, failing a floor of 20)
+    assert split is not None and split.producer == "worker", split
+    assert len(split.wait_s) >= KERNEL_SPLIT_MIN_UNITS, (len(split.wait_s), split.units)
     shares = {k: i.value for k, i in split.shares().items()}
     # a dataset that names nothing: the ceilings cannot run, the kernel decides
     assert v.decided_by == "kernel", (v, shares)
