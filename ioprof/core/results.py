@@ -198,24 +198,29 @@ class WaitSplit:
     producer: str  # worker | main (the training process loads, without workers)
     units: int  # measured units in the window (these are the ones whose producer was known)
     receive_s: tuple[float, ...] = ()  # the calling thread's CPU (workers only: receiving the batch)
+    # the calling thread's run-queue delay (workers only: woken by the batch, waiting for a core)
+    receive_runq_s: tuple[float, ...] = ()
     looks: int = 1
 
     def parts(self) -> dict[str, list[float]]:
         """Per unit, seconds of the wait in each state: receive (the training process's own work on
-        the batch), and of the rest the producer's: cpu (all its process's threads, at most that
-        rest), cores (runnable, waiting for one), source (off-CPU)."""
+        the batch), cores (the training process's thread runnable, waiting for a core once the
+        batch woke it), and of the rest the producer's: cpu (all its process's threads, at most
+        that rest), cores (runnable, waiting for one), source (off-CPU)."""
         receive = list(self.receive_s) or [0.0] * len(self.wait_s)
+        woken = list(self.receive_runq_s) or [0.0] * len(self.wait_s)
         cpu, runq, off, got = [], [], [], []
-        for w, c, r, o, g in zip(
-            self.wait_s, self.cpu_s, self.runq_s, self.others_cpu_s, receive, strict=True
+        for w, c, r, o, g, k in zip(
+            self.wait_s, self.cpu_s, self.runq_s, self.others_cpu_s, receive, woken, strict=True
         ):
             g = min(w, max(0.0, g))
-            rest = w - g
+            k = min(w - g, max(0.0, k))
+            rest = w - g - k
             on = min(rest, max(0.0, c + o))
             q = min(rest - on, max(0.0, r))
             got.append(g)
             cpu.append(on)
-            runq.append(q)
+            runq.append(k + q)
             off.append(rest - on - q)
         return {"source": off, "cpu": cpu, "cores": runq, "receive": got}
 

@@ -74,9 +74,12 @@ class Producers:
             return None
         return who, read[0], read[1], self._caller(who)[1]
 
-    def split(self, start: Mark | None) -> tuple[float, float, float, float] | None:
+    def split(self, start: Mark | None) -> tuple[float, float, float, float, float] | None:
         """(its thread's CPU s, its thread's run-queue s, its other threads' CPU s, the calling
-        thread's CPU s — 0 where it is the producer itself) since ``start``."""
+        thread's CPU s and its run-queue s — 0 where it is the producer itself) since ``start``.
+
+        The calling thread's run-queue delay is its wait for a core once the batch woke it: on a
+        busy machine that is where the last part of a wait goes, and off-CPU it is not."""
         if start is None:
             return None
         who, t0, proc0, caller0 = start
@@ -86,11 +89,12 @@ class Producers:
             return None
         t1, proc1 = now
         own = t1.cpu_s - t0.cpu_s
-        caller = 0.0
+        caller = caller_runq = 0.0
         if caller0 is not None:
             caller1 = self._caller(who)[1]
-            caller = caller1.cpu_s - caller0.cpu_s if caller1 is not None else 0.0
-        return own, t1.runq_s - t0.runq_s, (proc1 - proc0) - own, caller
+            if caller1 is not None:
+                caller, caller_runq = caller1.cpu_s - caller0.cpu_s, caller1.runq_s - caller0.runq_s
+        return own, t1.runq_s - t0.runq_s, (proc1 - proc0) - own, caller, caller_runq
 
     def forget(self, pids: set[int]) -> None:
         """Close the clocks of processes that are gone (a pass's workers)."""

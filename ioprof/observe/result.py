@@ -109,6 +109,7 @@ def _wait_split(loader: dict[str, Any], waits: list[float]) -> WaitSplit | None:
         producer=loader.get("producer", "worker"),
         units=len(host),
         receive_s=tuple(sp[3] if len(sp) > 3 else 0.0 for _, sp in known),
+        receive_runq_s=tuple(sp[4] if len(sp) > 4 else 0.0 for _, sp in known),
     )
 
 

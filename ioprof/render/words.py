@@ -427,8 +427,8 @@ KERNEL_PARTS = {
 }
 KERNEL_SPLIT_NOTE = (
     "While the loop waited, the kernel was read (`/proc/PID/task/TID/schedstat`) for the thread that "
-    "waited — its own work on the batch (receiving it from a worker) — and for the process making the "
-    "batch (the worker holding the next batch index, or the training process itself without workers): "
+    "waited — its own work on the batch (receiving it from a worker), and its wait for a core once the batch "
+    "woke it — and for the process making the batch (the worker holding the next batch index, or the training process itself without workers): "
     "on a CPU (its thread and its process's other threads), runnable but waiting for a core (run-queue "
     "delay), or off-CPU — blocked reading its source (disk, network, a pipe) or on a lock. This needs no "
     "knowledge of the dataset; for an input-bound loader it decides the stage where no stage was measured "

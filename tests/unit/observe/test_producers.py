@@ -108,7 +108,10 @@ def test_what_the_awaited_worker_did_decides_the_stage(kind: str, slow_server: i
     if kind == "sleeps-in-recv":
         assert shares["source"] >= 0.8 and v.kernel_call == "source" and v.bottleneck == "storage", shares
     else:  # on a CPU — or, when something else takes the cores, runnable and waiting for one
-        assert shares["cpu"] + shares["cores"] >= 0.8 and shares["source"] <= 0.15, shares
+        # of what the worker did (the rest is the training process receiving the batch: 5–11 %
+        # here): once a CI run read 12 % off-CPU, the training thread's wait for a core once woken
+        producer = 1.0 - shares["receive"]
+        assert shares["cpu"] + shares["cores"] >= 0.8 * producer and shares["source"] <= 0.15, shares
         assert v.kernel_call in ("cpu", "cores") and v.bottleneck == "decode", shares
     report = Path(w.write_report(str(tmp_path / "r"))).read_text()
     assert "| the kernel's split of the waits |" in report
