@@ -3,7 +3,8 @@ link (about 1 MB/s) carries an sshfs mount and an HTTP server (the session's rig
 Every script here would train faster than the link delivers, so the truth is **storage**, and
 every MB/s is checked against a plain reader over the same link. Root only.
 
-- the PyTorch examples' ImageNet script (``tests/scripts/thirdparty``): a validation loader between
+- the PyTorch examples' ImageNet script (``tests/scripts/thirdparty``; its link slowed to 6 Mbit/s: it
+  trains at 224 px, and a slow host must still leave it storage-bound): a validation loader between
   epochs, non-persistent workers, a checkpoint each epoch;
 - timm's ``train.py`` (``tests/scripts/thirdparty``): timm's ImageDataset, which keeps its files on
   its reader, persistent workers, its own transforms;
@@ -40,6 +41,7 @@ SCRIPTS = paths.SCRIPTS
 THIRDPARTY = SCRIPTS / "thirdparty"
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
+EXAMPLE_RATE_MBIT = 6  # the ImageNet example's link (the rig's is 8)
 
 
 def _run(
@@ -80,17 +82,28 @@ def runs(
     cwd = work / "cwd"  # the scripts write checkpoints into the current folder
     cwd.mkdir()
     out: dict[str, Any] = {"served": served}
-    out["example"] = _run(
-        work / "example",
-        cwd,
-        sys.executable,
-        str(THIRDPARTY / "pytorch_examples_imagenet" / "main.py"),
-        str(served.data),
-        # a window of about 40 steps holds its wait share's interval to about ±0.06 (about 20 gave
-        # ±0.13, which a loaded machine pushed across 20 %): two epochs of 30 batches of 4 hold as
-        # many steps as four of 15 batches of 8, and read half the bytes over the link
-        *"-a mobilenet_v3_small -b 4 -j 2 --epochs 2 --no-accel".split(),
-    )
+    # the example trains at 224 px: on a slow host its step (a loaded CI run: mobilenet_v3_small,
+    # 8 Mbit/s) came within its interval of 20 % data wait. shufflenet_v2_x0_5 steps in two thirds
+    # of the time and 6 Mbit/s reads a batch in 4/3 of it: 63 % here, still above 20 % at twice the compute
+    rate_before = mount.rate_mbit
+    mount.set_rate(EXAMPLE_RATE_MBIT)
+    try:
+        # the ground truth at this rate: 8 files (320 kB) drain the link's 256 kB burst first
+        plain = netfs.plain_read(served.data / "train", 40, skip=8)
+        out["example"] = _run(
+            work / "example",
+            cwd,
+            sys.executable,
+            str(THIRDPARTY / "pytorch_examples_imagenet" / "main.py"),
+            str(served.data),
+            # a window of about 40 steps holds its wait share's interval to about ±0.06 (about 20 gave
+            # ±0.13, which a loaded machine pushed across 20 %): two epochs of 30 batches of 4 hold as
+            # many steps as four of 15 batches of 8, and read half the bytes over the link
+            *"-a shufflenet_v2_x0_5 -b 4 -j 2 --epochs 2 --no-accel".split(),
+        )
+        out["example"]["plain_mb_per_s"] = plain.bytes_per_s / 1e6
+    finally:
+        mount.set_rate(rate_before)
     try:
         import timm  # noqa: F401
 
@@ -210,7 +223,7 @@ def test_the_imagenet_example_on_a_slow_link_is_storage_bound(runs: Any) -> None
     train, val = r["loaders"]
     assert (train["role"], val["role"]) == ("training", "evaluation")
     assert (train["persistent_workers"], train["num_workers"], train["passes"]) == (False, 2, 2)
-    cell = _storage_verdict(run, runs["served"].plain_mb_per_s, "fuse-daemon")
+    cell = _storage_verdict(run, run["plain_mb_per_s"], "fuse-daemon")
     assert r["analysis"]["overall_dataset"] == "loader 1"
     assert cell["io"]["read_chars"] > 0 and cell["requested_mb_per_s"] == pytest.approx(
         cell["fetched_mb_per_s"], rel=0.15
