@@ -39,6 +39,11 @@ GAP_MIN_STEPS = 5
 COUNTERS_EVERY_S = 0.5
 
 
+# what the awaited producer did over one wait (``Producers.split``): its thread's CPU s and
+# run-queue s, its other threads' CPU s, the calling thread's CPU s and run-queue s
+Split = tuple[float, float, float, float, float]
+
+
 @dataclass(frozen=True)
 class Reading:
     """Every counter a rate needs, read at one instant."""
@@ -159,7 +164,7 @@ class _Pending:
     images: int
     call_mark: Any
     return_mark: Any
-    split: tuple[float, float, float, float] | None = None
+    split: Split | None = None
 
 
 @dataclass
@@ -180,7 +185,7 @@ class LoaderWindow:
     # per unit, what its producer did while the loop waited (``producers``): (its thread's CPU s,
     # its thread's run-queue s, its other threads' CPU s, the calling thread's CPU s), or None
     # where it could not be told
-    splits: list[tuple[float, float, float, float] | None] = field(default_factory=list)
+    splits: list[Split | None] = field(default_factory=list)
     totals: Totals = field(default_factory=Totals)
     passes: int = 0
     batches: int = 0
@@ -251,7 +256,7 @@ class LoaderWindow:
         t_call: float,
         t_return: float,
         images: int,
-        split: tuple[float, float, float, float] | None = None,
+        split: Split | None = None,
     ) -> None:
         """``next()`` returned a batch of ``images`` samples (``split``: what its producer did
         meanwhile)."""
