@@ -66,10 +66,11 @@ def test_large_images_on_one_decode_bound_worker_prefer_a_pre_resized_copy(
     )
     assert data["ranking"]["best"] in ("resized-256", "resized-320")
     gains = {n: g for n, g, _ in ranked(data)}
-    rows = {r["name"]: r for r in data["ranking"]["ranked"]}
-    # the smaller copy decodes no slower: never wholly below the larger one's interval (one second
-    # each on a loaded machine: a CI run once read 3.1× for 256 px against 3.7× for 320 px)
-    assert gains["resized-256"] > 2 and rows["resized-256"]["high"] >= rows["resized-320"]["low"], rows
+    # both copies decode far faster than the originals; which of the two wins is not asserted: with
+    # the step's fixed costs per image their rates differ by 10-30 % here, and two CI runs measured
+    # 320 px above 256 px, one second each: 3.7x against 3.1x; then 256 px's interval topped at
+    # 233 img/s, below 320 px's floor of 239
+    assert gains["resized-256"] > 2 and gains["resized-320"] > 2, gains
     resized = next(a for a in data["alternatives"] if a["name"] == "resized-256")
     # the scratch folder is on the data's own filesystem here: no control needed, the gain is measured there
     assert resized["prep_bytes"] < resized["sample_bytes"] and resized["where"] == "data"
