@@ -27,8 +27,8 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
 SMALL = ["--workers", "1,2", "--batch-size", "4", "--model", "tiny", "--crop-px", "32", "--epochs", "10"]
 
 
-def place(*args: str, preexec=None) -> subprocess.CompletedProcess[str]:  # type: ignore[no-untyped-def]
-    return ioprof("place", *args, preexec_fn=preexec)
+def place(*args: str, cgroup_procs: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return ioprof("place", *args, cgroup_procs=cgroup_procs)
 
 
 def leftovers(*folders: Path) -> list[Path]:
@@ -95,7 +95,7 @@ def test_on_real_slow_storage_the_move_pays_only_where_every_epoch_reads_it(
                 *ram,
                 "--out",
                 str(tmp_path / name),
-                preexec=disk.join,
+                cgroup_procs=disk.cgroup_procs,
             )
             assert p.returncode == 0, p.stderr
             runs[name] = json.loads((tmp_path / name / "results.json").read_text())

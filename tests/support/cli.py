@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import cliserver
@@ -27,17 +28,27 @@ def ioprof(
     preexec_fn: Callable[[], None] | None = None,
     fresh: bool = False,
     prefix: tuple[str, ...] = (),
+    cgroup_procs: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m ioprof ARGS``: through ``cliserver`` (the imports paid once), or as a fresh
     process where ``fresh`` or ``preexec_fn`` asks for one. ``prefix``: what it runs under (a
-    network namespace's ``ip netns exec NAME``)."""
+    network namespace's ``ip netns exec NAME``); ``cgroup_procs``: the ``cgroup.procs`` of a
+    cgroup it runs in, with its workers (``slowdisk``'s throttle), from before its first read."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", **(env or {})}
     if preexec_fn is None and not fresh:  # a forked child of a process that imported ioprof once
         done = cliserver.run(
-            list(args), cwd=cwd or REPO, env=full_env, timeout=timeout, scratch=_OUTPUT, prefix=prefix
+            list(args),
+            cwd=cwd or REPO,
+            env=full_env,
+            timeout=timeout,
+            scratch=_OUTPUT,
+            prefix=prefix,
+            cgroup_procs=cgroup_procs,
         )
         if done is not None:
             return done
+    if cgroup_procs is not None and preexec_fn is None:
+        preexec_fn = partial(cgroup_procs.write_text, "0")  # "0": the process that writes it
     return subprocess.run(
         [*prefix, sys.executable, "-m", "ioprof", *args],
         capture_output=True,

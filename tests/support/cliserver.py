@@ -42,6 +42,8 @@ def _stop() -> None:
 def _child(req: dict[str, Any]) -> None:
     """In the forked child: the command's folder, environment, argv and output; then ioprof."""
     os.setsid()  # its own process group: a timeout kills it and its workers together
+    if req.get("cgroup_procs"):  # a throttled cgroup (``slowdisk``): before anything is read
+        Path(req["cgroup_procs"]).write_text(str(os.getpid()))
     out = os.open(req["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     err = os.open(req["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -112,10 +114,12 @@ def run(
     timeout: float,
     scratch: Path,
     prefix: tuple[str, ...] = (),
+    cgroup_procs: Path | None = None,
 ) -> subprocess.CompletedProcess[str] | None:
     """``python -m ioprof ARGV`` in a forked child of the server that runs under ``prefix`` (a
-    network namespace's ``ip netns exec NAME``: one server each); None where there is no server
-    (the caller then starts a fresh process)."""
+    network namespace's ``ip netns exec NAME``: one server each), in the cgroup whose
+    ``cgroup.procs`` is given (its workers with it); None where there is no server (the caller
+    then starts a fresh process)."""
     if os.environ.get("IOPROF_TEST_FRESH"):
         return None
     with _lock:
@@ -129,6 +133,7 @@ def run(
         n = len(list(scratch.iterdir()))
         out, err = scratch / f"{n}.out", scratch / f"{n}.err"
         req = {"argv": argv, "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err)}
+        req["cgroup_procs"] = str(cgroup_procs) if cgroup_procs else None
         server.stdin.write(json.dumps(req) + "\n")
         server.stdin.flush()
         pid = json.loads(server.stdout.readline())["pid"]
