@@ -18,8 +18,7 @@ from cli import ioprof
 SIM = "--no-probe --loaders multiprocess --seconds 3 --batch-size 4".split()
 
 
-def _on_core_0() -> None:
-    os.sched_setaffinity(0, {0})  # as ``taskset -c 0``: the same command, one core fewer
+ON_CORE_0 = {0}  # as ``taskset -c 0``: the same command, one core fewer
 
 
 def _one_core_decode_img_per_s(data: Path, out: Path) -> float:
@@ -27,7 +26,7 @@ def _one_core_decode_img_per_s(data: Path, out: Path) -> float:
         *("probe", "decode", "--data", str(data)),
         *"--workers 1 --loaders multiprocess --batch-size 4 --out".split(),
         str(out),
-        preexec_fn=_on_core_0,
+        cpus=ON_CORE_0,
     )
     assert p.returncode == 0, p.stderr
     (decode,) = json.loads((out / "results.json").read_text())["ceilings"][0]["decode"]
@@ -37,7 +36,7 @@ def _one_core_decode_img_per_s(data: Path, out: Path) -> float:
 def _sweep(data: Path, out: Path, workers: str, sim: str, *, one_core: bool = False) -> None:
     p = ioprof(
         *("sweep", "--data", str(data), "--workers", workers, *SIM, "--compute", sim, "--out", str(out)),
-        preexec_fn=_on_core_0 if one_core else None,  # only the environment changed
+        cpus=ON_CORE_0 if one_core else None,  # only the environment changed
     )
     assert p.returncode == 0, p.stderr
 

@@ -42,32 +42,6 @@ def _scale(*args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]
     return ioprof("scale", *args, timeout=timeout)
 
 
-@pytest.mark.slow
-def test_one_and_two_gloo_ranks_each_measured_and_gathered(tiny: Path, tmp_path: Path) -> None:
-    out = tmp_path / "o"
-    p = _scale(
-        "--data",
-        str(tiny),
-        *"--compute sim:40 --ranks 1,2 --steps 15 --crop-px 64 --cache warm --out".split(),
-        str(out),
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = resultfile.load(out)
-    assert isinstance(r, ScaleResult)
-    assert [(c.ranks, c.status, [x.rank for x in c.per_rank]) for c in r.counts] == [
-        (1, "ok", [0]),
-        (2, "ok", [0, 1]),
-    ]
-    one, two = r.counts
-    # simulated 40 img/s per rank, fed easily: two ranks do about twice the work of one
-    assert 1.7 < two.aggregate().value / one.aggregate().value < 2.2
-    for x in two.per_rank:
-        assert x.cell.steps == 15 and x.cell.cache.regime == "warm" and x.cores_used > 0
-    assert (out / "report.md").read_text().startswith("# ioprof scale")
-    assert (out / "scale.png").stat().st_size > 0
-    assert "Warm:" in p.stdout
-
-
 def _kill_rank_when_running(rank: int, deadline_s: float) -> int | None:
     """SIGKILL the training process of ``rank`` (a child of torchrun's agent) once it exists."""
     end = time.monotonic() + deadline_s
@@ -91,16 +65,19 @@ def _kill_rank_when_running(rank: int, deadline_s: float) -> int | None:
 
 
 @pytest.mark.slow
-def test_a_killed_rank_fails_its_count_with_the_reason_and_the_run_goes_on(
+def test_gloo_ranks_each_measured_and_gathered_and_a_killed_rank_fails_its_count_and_the_run_goes_on(
     tiny: Path, tmp_path: Path
 ) -> None:
+    """One run proves both (a run of its own each cost 20 s): a rank of the first count (3 ranks)
+    is killed — that count fails with the reason, and the run goes on to 1 and 2 ranks, each
+    measured and gathered."""
     out = tmp_path / "o"
     proc = subprocess.Popen(
         [
             sys.executable,
             *"-m ioprof scale --data".split(),
             str(tiny),
-            *"--compute sim:40 --ranks 2,1 --steps 20 --crop-px 64 --cache warm --out".split(),
+            *"--compute sim:40 --ranks 3,1,2 --steps 15 --crop-px 64 --cache warm --out".split(),
             str(out),
         ],
         stdout=subprocess.PIPE,
@@ -109,16 +86,26 @@ def test_a_killed_rank_fails_its_count_with_the_reason_and_the_run_goes_on(
         env=ENV,
     )
     killed = _kill_rank_when_running(1, 120)
-    _, stderr = proc.communicate(timeout=400)
+    stdout, stderr = proc.communicate(timeout=400)
     assert killed is not None
     assert proc.returncode == 0, stderr[-3000:]
     r = resultfile.load(out)
     assert isinstance(r, ScaleResult)
-    two, one = r.counts
-    assert (two.ranks, two.status, two.reason) == (2, "failed", "rank 1: killed by SIGKILL")
-    assert (one.ranks, one.status) == (1, "ok") and one.per_rank[0].cell.steps == 20
-    assert "2 ranks failed (rank 1: killed by SIGKILL)" in (out / "report.md").read_text()
-    assert (out / "logs" / "ranks-2-warm.log").exists()
+    three, one, two = r.counts
+    assert (three.ranks, three.status, three.reason) == (3, "failed", "rank 1: killed by SIGKILL")
+    assert "3 ranks failed (rank 1: killed by SIGKILL)" in (out / "report.md").read_text()
+    assert (out / "logs" / "ranks-3-warm.log").exists()
+    assert [(c.ranks, c.status, [x.rank for x in c.per_rank]) for c in (one, two)] == [
+        (1, "ok", [0]),
+        (2, "ok", [0, 1]),
+    ]
+    # simulated 40 img/s per rank, fed easily: two ranks do about twice the work of one
+    assert 1.7 < two.aggregate().value / one.aggregate().value < 2.2
+    for x in two.per_rank:
+        assert x.cell.steps == 15 and x.cell.cache.regime == "warm" and x.cores_used > 0
+    assert (out / "report.md").read_text().startswith("# ioprof scale")
+    assert (out / "scale.png").stat().st_size > 0
+    assert "Warm:" in stdout
 
 
 @pytest.mark.slow

@@ -29,11 +29,13 @@ def ioprof(
     fresh: bool = False,
     prefix: tuple[str, ...] = (),
     cgroup_procs: Path | None = None,
+    cpus: set[int] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``python -m ioprof ARGS``: through ``cliserver`` (the imports paid once), or as a fresh
     process where ``fresh`` or ``preexec_fn`` asks for one. ``prefix``: what it runs under (a
     network namespace's ``ip netns exec NAME``); ``cgroup_procs``: the ``cgroup.procs`` of a
-    cgroup it runs in, with its workers (``slowdisk``'s throttle), from before its first read."""
+    cgroup it runs in, with its workers (``slowdisk``'s throttle), from before its first read;
+    ``cpus``: the cores it may run on, as under ``taskset -c``."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", **(env or {})}
     if preexec_fn is None and not fresh:  # a forked child of a process that imported ioprof once
         done = cliserver.run(
@@ -44,11 +46,14 @@ def ioprof(
             scratch=_OUTPUT,
             prefix=prefix,
             cgroup_procs=cgroup_procs,
+            cpus=cpus,
         )
         if done is not None:
             return done
     if cgroup_procs is not None and preexec_fn is None:
         preexec_fn = partial(cgroup_procs.write_text, "0")  # "0": the process that writes it
+    if cpus and preexec_fn is None:
+        preexec_fn = partial(os.sched_setaffinity, 0, cpus)
     return subprocess.run(
         [*prefix, sys.executable, "-m", "ioprof", *args],
         capture_output=True,

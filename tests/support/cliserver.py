@@ -44,6 +44,11 @@ def _child(req: dict[str, Any]) -> None:
     os.setsid()  # its own process group: a timeout kills it and its workers together
     if req.get("cgroup_procs"):  # a throttled cgroup (``slowdisk``): before anything is read
         Path(req["cgroup_procs"]).write_text(str(os.getpid()))
+    if req.get("cpus"):  # as ``taskset -c``: torch's threads as a process started there would count them
+        os.sched_setaffinity(0, req["cpus"])
+        import torch
+
+        torch.set_num_threads(len(req["cpus"]))  # the OpenMP runtime counted the cores at import
     out = os.open(req["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     err = os.open(req["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -115,11 +120,12 @@ def run(
     scratch: Path,
     prefix: tuple[str, ...] = (),
     cgroup_procs: Path | None = None,
+    cpus: set[int] | None = None,
 ) -> subprocess.CompletedProcess[str] | None:
     """``python -m ioprof ARGV`` in a forked child of the server that runs under ``prefix`` (a
     network namespace's ``ip netns exec NAME``: one server each), in the cgroup whose
-    ``cgroup.procs`` is given (its workers with it); None where there is no server (the caller
-    then starts a fresh process)."""
+    ``cgroup.procs`` is given (its workers with it), on the ``cpus`` given (as ``taskset -c``);
+    None where there is no server (the caller then starts a fresh process)."""
     if os.environ.get("IOPROF_TEST_FRESH"):
         return None
     with _lock:
@@ -134,6 +140,7 @@ def run(
         out, err = scratch / f"{n}.out", scratch / f"{n}.err"
         req = {"argv": argv, "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err)}
         req["cgroup_procs"] = str(cgroup_procs) if cgroup_procs else None
+        req["cpus"] = sorted(cpus) if cpus else None
         server.stdin.write(json.dumps(req) + "\n")
         server.stdin.flush()
         pid = json.loads(server.stdout.readline())["pid"]
