@@ -28,6 +28,7 @@ from ioprof.core.results import SCHEMA_VERSION, AlternativeResult, CellResult, S
 from ioprof.datasets import objects
 from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.discover import ImageList, describe
+from ioprof.host.interrupts import kept_interrupts
 from ioprof.host.machine import memory_for_cache
 from ioprof.host.pagecache import filesystem_of, keeps_pages
 from ioprof.host.telemetry import open_gpu_sampler
@@ -342,7 +343,8 @@ def _first_batch_s(loader: torch.utils.data.DataLoader, passes: int) -> list[flo
     out = []
     for _ in range(passes):
         t0 = time.perf_counter()
-        it = iter(loader)
+        with kept_interrupts():  # its workers are forked here
+            it = iter(loader)
         next(it)
         out.append(time.perf_counter() - t0)
         for _rest in it:
