@@ -33,11 +33,10 @@ def test_a_ctrl_c_while_forking_is_raised_once_the_forks_are_done() -> None:
     for _ in range(5):
         done = 0
         timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
-        with pytest.raises(KeyboardInterrupt):
-            with kept_interrupts():
-                timer.start()
-                done = _forks(60)  # about 0.5 s of forks of this process (torch is loaded)
-                timer.join()
+        with pytest.raises(KeyboardInterrupt), kept_interrupts():
+            timer.start()
+            done = _forks(60)  # about 0.5 s of forks of this process (torch is loaded)
+            timer.join()
         assert done == 60
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
 
