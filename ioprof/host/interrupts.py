@@ -15,18 +15,30 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 
 
 @contextmanager
 def kept_interrupts() -> Iterator[None]:
     """Within: a SIGINT is noted; on leaving, the handler that was in place is put back and given
-    it (Python's own raises KeyboardInterrupt there). Only the main thread can handle signals:
+    it (Python's own raises KeyboardInterrupt there). A worker forked within keeps the handler
+    that was in place (a Ctrl-C ends it as before). Only the main thread can handle signals:
     elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     seen: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: seen.append(signum))
+    me = os.getpid()
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        if os.getpid() != me:  # a worker forked meanwhile: as it would have been without
+            if callable(previous):
+                previous(signum, frame)
+            else:
+                raise KeyboardInterrupt
+        seen.append(signum)
+
+    previous = signal.signal(signal.SIGINT, note)
     try:
         yield
     finally:

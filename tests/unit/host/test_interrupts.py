@@ -56,3 +56,25 @@ def test_without_a_ctrl_c_nothing_changes_and_off_the_main_thread_it_does_nothin
     t.join()
     assert seen == [signal.default_int_handler]
     time.sleep(0)  # nothing pending
+
+
+def test_a_worker_forked_within_still_gets_its_ctrl_c() -> None:
+    """A loader's worker forked meanwhile is interrupted as before (it would otherwise run on, in
+    a blocking read on slow storage, until its loader shut it down)."""
+    r, w = os.pipe()
+    with kept_interrupts():
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                time.sleep(10)
+                os.write(w, b"slept")
+            except KeyboardInterrupt:
+                os.write(w, b"interrupted")
+            os._exit(0)
+        os.close(w)
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGINT)
+        os.waitpid(pid, 0)
+    assert os.read(r, 32) == b"interrupted"
+    os.close(r)
