@@ -27,17 +27,26 @@ def _forks(n: int) -> int:
     return done
 
 
+def _forks_past(timer: threading.Timer, after: int = 3) -> int:
+    """Fork until the timer has fired, then ``after`` more times: the forks done. (A fork of the
+    test process takes ~5 ms alone and ~75 ms late in a CI run, whose process is large.)"""
+    done = more = 0
+    while more < after:
+        done += _forks(1)
+        more += not timer.is_alive()
+    return done
+
+
 def test_a_ctrl_c_while_forking_is_raised_once_the_forks_are_done() -> None:
     """SIGINT sent while the forks go on: every fork is done, then KeyboardInterrupt — each time
     (unkept it is raised mid-loop, or lost)."""
     for _ in range(5):
         done = 0
-        timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+        timer = threading.Timer(0.02, os.kill, (os.getpid(), signal.SIGINT))
         with pytest.raises(KeyboardInterrupt), kept_interrupts():
             timer.start()
-            done = _forks(60)  # about 0.5 s of forks of this process (torch is loaded)
-            timer.join()
-        assert done == 60
+            done = _forks_past(timer)
+        assert done >= 3  # the forks went on past the signal, to their end
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
 
 
