@@ -36,13 +36,12 @@ from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, data_wait_share, ratio_
 from ioprof.datasets.dataset import Dataset
 from ioprof.host import iocounters
 from ioprof.host.fetched import FetchSnapshot, MountCounters, decide
-from ioprof.host.interrupts import kept_interrupts
 from ioprof.host.pagecache import keep_warm, prepare, verify_after
 from ioprof.host.telemetry import GpuSampler
 from ioprof.measure import stages, steptiming
 from ioprof.measure.compute import TrainStep
 from ioprof.measure.inside import InsideRecorder, shm_died, shm_failure
-from ioprof.measure.loader import Batch, batch_bytes_of, make_loader, shard_batches, worker_pids
+from ioprof.measure.loader import Batch, batch_bytes_of, make_loader, shard_batches, start_loader, worker_pids
 from ioprof.measure.sample import MemorySample
 from ioprof.measure.steptiming import StepEvents, TimingEvent
 from ioprof.measure.storage import EmulatedStorage, check_storage
@@ -329,8 +328,7 @@ def _iterate(
     """The loader's iterator, the pids that load (its workers, or this process), and — for a
     loader without workers — how to undo the stage timers put on this process's dataset."""
     children_before = iocounters.child_pids()
-    with kept_interrupts():  # its workers are forked here
-        it = iter(dl)
+    it = start_loader(dl)
     undo = None
     if plan.inside and plan.loader is None and not plan.setting.workers:
         undo = stages.time_in_process(it, folder, 0, getattr(dl, "dataset", None))

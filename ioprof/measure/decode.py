@@ -21,8 +21,7 @@ from ioprof.core.config import TARGET_REL_HALF_WIDTH, LoaderSetting
 from ioprof.core.results import CacheInfo, ComputeCeiling, DecodeCeiling, StorageCeiling
 from ioprof.core.stats import LOOKS, MIN_BATCHES, Interval, Looks, ratio_interval
 from ioprof.core.thresholds import DECODE_ABOVE_COMPUTE
-from ioprof.host.interrupts import kept_interrupts
-from ioprof.measure.loader import Batch, make_loader
+from ioprof.measure.loader import Batch, make_loader, start_loader
 from ioprof.measure.sample import MemorySample
 
 # At least this long and this many batches per worker before the interval may stop the probe. A
@@ -122,8 +121,7 @@ def probe_decode(
     spans: list[float] = []
     looks = Looks(DECODE_PROBE_MIN_BATCHES_PER_WORKER * setting.concurrency, min_seconds)
     stopped_by = ""
-    with kept_interrupts():  # its workers are forked here
-        it: Iterator[Batch] = iter(dl)
+    it: Iterator[Batch] = start_loader(dl)
     try:
         for _ in range(warm):
             next(it)

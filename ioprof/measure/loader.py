@@ -15,7 +15,7 @@ import os
 import random
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import torch
@@ -26,6 +26,7 @@ from torchvision import transforms
 
 from ioprof.core.config import PREFETCH_FACTOR, LoaderSetting
 from ioprof.datasets import objects, shards
+from ioprof.host.interrupts import kept_interrupts
 from ioprof.measure import stages
 from ioprof.measure.inside import check_shm
 from ioprof.measure.storage import STORAGE_LOST_ERRNOS, EmulatedStorage, read_blob, read_file
@@ -381,3 +382,10 @@ def worker_pids(iterator: Any) -> list[int]:
     """
     workers = getattr(iterator, "_workers", None) or []
     return [w.pid for w in workers if getattr(w, "pid", None)]
+
+
+def start_loader(dl: Iterable[Any]) -> Iterator[Any]:
+    """``iter(dl)``, where a multiprocess loader forks its workers: a Ctrl-C meanwhile is kept and
+    raised once they are forked (``host.interrupts``), not lost in an at-fork callback."""
+    with kept_interrupts():
+        return iter(dl)

@@ -182,9 +182,8 @@ class LoaderWindow:
     step_times: list[float] = field(default_factory=list)
     images: list[int] = field(default_factory=list)
     units: list[tuple[Any, Any, Any]] = field(default_factory=list)  # GPU events per unit
-    # per unit, what its producer did while the loop waited (``producers``): (its thread's CPU s,
-    # its thread's run-queue s, its other threads' CPU s, the calling thread's CPU s), or None
-    # where it could not be told
+    # per unit, what its producer did while the loop waited (``Split``), or None where it could
+    # not be told
     splits: list[Split | None] = field(default_factory=list)
     totals: Totals = field(default_factory=Totals)
     passes: int = 0

@@ -19,11 +19,10 @@ from ioprof.core.config import LoaderSetting, ProfileConfig
 from ioprof.core.resultfile import to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, MeasuredEpoch, ProfileResult
 from ioprof.datasets.dataset import Dataset
-from ioprof.host.interrupts import kept_interrupts
 from ioprof.host.machine import memory_for_cache
 from ioprof.host.pagecache import prepare
 from ioprof.measure.layers import LayerHooks, StepRunner, phase_times, trace
-from ioprof.measure.loader import make_loader
+from ioprof.measure.loader import make_loader, start_loader
 from ioprof.measure.session import Progress, Session
 
 TRACE_FILE = "trace.json"
@@ -96,8 +95,7 @@ def _epoch(
     dl = _loader(dataset, setting, crop, batch, files, "cold", seed + 1, start_method)
     t0 = time.perf_counter()
     steps = images = 0
-    with kept_interrupts():  # its workers are forked here
-        it = iter(dl)
+    it = start_loader(dl)
     while True:
         try:
             got = runner.step(it)
@@ -127,8 +125,7 @@ def measure(
     runner = StepRunner(model.to(device).train(), device, non_blocking=device.type == "cuda")
     big = 10**7
     progress(f"profiling {steps} steps from cold storage, then {steps} with per-layer hooks…")
-    with kept_interrupts():  # its workers are forked here
-        it = iter(_loader(dataset, setting, crop_px, batch_size, big, "cold", seed, start_method))
+    it = start_loader(_loader(dataset, setting, crop_px, batch_size, big, "cold", seed, start_method))
     first = _steps(runner, it, 1)[0]
     _steps(runner, it, max(2, setting.workers))  # past the start-up burst
     # plain and hooked steps in turn, so that the hooks' cost is not confused with the machine's drift
@@ -151,15 +148,13 @@ def measure(
         and dataset.info.listed_bytes <= WARM_RAM_SHARE * memory_for_cache()[0]
     ):
         progress(f"profiling {steps} steps with the files in RAM (later epochs)…")
-        with kept_interrupts():  # its workers are forked here
-            it = iter(_loader(dataset, setting, crop_px, batch_size, big, "warm", seed, start_method))
+        it = start_loader(_loader(dataset, setting, crop_px, batch_size, big, "warm", seed, start_method))
         _steps(runner, it, max(2, setting.workers) + 1)
         warm = phase_times(_steps(runner, it, steps))
         ops = trace(lambda n: _steps(runner, it, n), TRACE_STEPS, trace_path, device.type == "cuda")
         del it
     else:
-        with kept_interrupts():  # its workers are forked here
-            it = iter(_loader(dataset, setting, crop_px, batch_size, big, "cold", seed, start_method))
+        it = start_loader(_loader(dataset, setting, crop_px, batch_size, big, "cold", seed, start_method))
         ops = trace(lambda n: _steps(runner, it, n), TRACE_STEPS, trace_path, device.type == "cuda")
         del it
     compute = sum(hooked.compute_s()) / max(1, len(hooked.compute_s()))

@@ -28,14 +28,13 @@ from ioprof.core.results import SCHEMA_VERSION, AlternativeResult, CellResult, S
 from ioprof.datasets import objects
 from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.discover import ImageList, describe
-from ioprof.host.interrupts import kept_interrupts
 from ioprof.host.machine import memory_for_cache
 from ioprof.host.pagecache import filesystem_of, keeps_pages
 from ioprof.host.telemetry import open_gpu_sampler
 from ioprof.measure.ceilings import compute_ceiling, first_line, store_ceilings
 from ioprof.measure.cell import CellPlan, Failures, run_cell
 from ioprof.measure.compute import TrainStep, make_step
-from ioprof.measure.loader import make_loader
+from ioprof.measure.loader import make_loader, start_loader
 from ioprof.measure.sample import load_sample
 from ioprof.measure.session import Progress, Session
 from ioprof.measure.storage import EmulatedStorage, copy_to, probe_storage
@@ -343,8 +342,7 @@ def _first_batch_s(loader: torch.utils.data.DataLoader, passes: int) -> list[flo
     out = []
     for _ in range(passes):
         t0 = time.perf_counter()
-        with kept_interrupts():  # its workers are forked here
-            it = iter(loader)
+        it = start_loader(loader)
         next(it)
         out.append(time.perf_counter() - t0)
         for _rest in it:
