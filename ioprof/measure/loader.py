@@ -212,20 +212,22 @@ class TarShards(IterableDataset):
         with shards.opened(url) as stream:
             yield from shards.samples(stream, url)
 
-    def _samples(self, i: int) -> Iterator[Sample]:
+    def _read(self, i: int) -> Iterator[tuple[shards.ShardSample, float] | Sample]:
+        """Shard ``i``'s samples as read (undecoded), each with the seconds its read took; a
+        shard that broke off (or is no tar) ends with a failed Sample, and the worker goes on."""
         url = self.urls[i]
         stream = self._stream(i)
         while True:
             t0 = time.perf_counter()
             try:
                 s = next(stream, None)
-            except OSError as e:  # the shard broke off (or is no tar): the worker goes on to the next
+            except OSError as e:
                 lost = e.errno if e.errno in STORAGE_LOST_ERRNOS else 0
                 yield Sample(None, 0, url, f"{type(e).__name__}: {e}"[:300], False, 0, lost or 0)
                 return
             if s is None:
                 return
-            yield self._decode(url, s, time.perf_counter() - t0)
+            yield s, time.perf_counter() - t0
 
     def _decode(self, url: str, s: shards.ShardSample, read_s: float) -> Sample:
         """A sample decoded; its path is its shard's (what was read, for the cache's check)."""
@@ -250,17 +252,21 @@ class TarShards(IterableDataset):
             list(range(len(self.urls)))[info.id :: info.num_workers] if info else list(range(len(self.urls)))
         )
         rng = random.Random(self.seed + (info.id if info else 0))
-        buffer: list[Sample] = []
+        # the buffer holds samples as read and each is decoded on its way out, as a WebDataset
+        # pipeline shuffles before it decodes. Decoded 224-px tensors in the buffer (256 × 602 kB)
+        # grew a reader by 284 MB, against 52 MB, and its first sample waited for 256 decodes
+        # (500×375 JPEGs on a local disk: 0.89 s, against 0.06 s)
+        buffer: list[tuple[str, shards.ShardSample, float]] = []
         while mine:  # epoch after epoch: the cell decides when it has seen enough
             rng.shuffle(mine)
             for i in mine:
-                for sample in self._samples(i):
-                    if sample.error:  # failures travel at once: the run counts them, or stops
-                        yield sample
+                for read in self._read(i):
+                    if isinstance(read, Sample):  # failures travel at once: the run counts them, or stops
+                        yield read
                         continue
-                    buffer.append(sample)
+                    buffer.append((self.urls[i], *read))
                     if len(buffer) >= SHUFFLE_BUFFER:
-                        yield buffer.pop(rng.randrange(len(buffer)))
+                        yield self._decode(*buffer.pop(rng.randrange(len(buffer))))
 
 
 def shard_batches(

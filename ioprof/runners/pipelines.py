@@ -41,8 +41,6 @@ from ioprof.measure.loader import (
     train_transform,
 )
 
-SHUFFLE_BUFFER = 256
-
 
 def torchdata_missing() -> str:
     """Why torchdata's thread loader cannot run here, or "" when it can."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 from pathlib import Path
+from typing import Any
 
 import paths
 import pytest
@@ -206,3 +207,31 @@ def test_decode_probe_never_touches_storage(small_set: Path, tmp_path: Path) -> 
         sample, LoaderSetting.serial(), crop_px=32, batch_size=8, min_seconds=0.2, max_seconds=2.0
     )
     assert d.images > 48  # decoded more images than there are files, all from memory
+
+
+def test_shards_are_shuffled_as_read_and_each_sample_decoded_on_its_way_out(
+    small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a WebDataset pipeline shuffles before it decodes: the buffer holds samples as read, so
+    the first sample out was decoded alone (not the whole buffer first: 154 MB of 224-px tensors a
+    worker), and every sample out was decoded once."""
+    from ioprof.measure import loader
+    from ioprof.runners.pipelines import write_shards
+
+    images = find_images(small_set)
+    made, _, _ = write_shards(images.paths, images.labels, tmp_path / "shards", 50_000)
+    monkeypatch.setattr(loader, "SHUFFLE_BUFFER", 16)
+    decoded: list[str] = []
+    real = loader.TarShards._decode
+
+    def counted(self: loader.TarShards, url: str, s: Any, read_s: float) -> Sample:
+        decoded.append(s.key)
+        return real(self, url, s, read_s)
+
+    monkeypatch.setattr(loader.TarShards, "_decode", counted)
+    it = iter(loader.TarShards(made, 32))
+    first = next(it)
+    assert first.error == "" and first.image is not None and tuple(first.image.shape) == (3, 32, 32)
+    assert len(decoded) == 1
+    out = [first, *(next(it) for _ in range(2 * len(images.paths)))]  # into the second pass
+    assert len(decoded) == len(out) and all(s.error == "" and s.nbytes > 0 for s in out)
