@@ -30,7 +30,7 @@ from PIL import Image
 
 from ioprof.core.errors import IoprofError
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2  # 2: synthesized in float32 (1: float64), same statistics
 JPEG_QUALITY = 92
 LUMA_SPECTRAL_SLOPE = 1.0  # amplitude ∝ 1/f^slope
 CHROMA_EXTRA_SLOPE = 0.6  # chroma falls off faster than luminance
@@ -59,27 +59,33 @@ class DatasetSpec:
 
 
 def synth_image(width: int, height: int, rng: np.random.Generator) -> np.ndarray:
-    """One photo-like RGB image as a uint8 array of shape (height, width, 3)."""
+    """One photo-like RGB image as a uint8 array of shape (height, width, 3). In float32: the
+    8-bit result needs no more, and it takes half the time of float64 (1024×768: 57 ms against
+    93–123 ms here, at the same 3.7–3.8 bits per pixel)."""
+    f32 = np.float32
     side = max(width, height)
-    fy = np.fft.fftfreq(height)[:, None] * side
-    fx = np.fft.rfftfreq(width)[None, :] * side
+    fy = (np.fft.fftfreq(height)[:, None] * side).astype(f32)
+    fx = (np.fft.rfftfreq(width)[None, :] * side).astype(f32)
     f = np.sqrt(fx**2 + fy**2)
     f[0, 0] = 1.0
-    envelope = np.exp(-((f / DETAIL_CUTOFF_CYCLES_PER_IMAGE) ** 2))
+    envelope = np.exp(-((f / f32(DETAIL_CUTOFF_CYCLES_PER_IMAGE)) ** 2))
     planes = []
     for slope, contrast in (
         (LUMA_SPECTRAL_SLOPE, LUMA_CONTRAST),
         (LUMA_SPECTRAL_SLOPE + CHROMA_EXTRA_SLOPE, CHROMA_CONTRAST),
         (LUMA_SPECTRAL_SLOPE + CHROMA_EXTRA_SLOPE, CHROMA_CONTRAST),
     ):
-        spectrum = (rng.standard_normal(f.shape) + 1j * rng.standard_normal(f.shape)) * envelope / f**slope
+        amplitude = envelope / f ** f32(slope)
+        spectrum = np.empty(f.shape, np.complex64)
+        spectrum.real = rng.standard_normal(f.shape, dtype=f32) * amplitude
+        spectrum.imag = rng.standard_normal(f.shape, dtype=f32) * amplitude
         spectrum[0, 0] = 0.0
         plane = np.fft.irfft2(spectrum, s=(height, width))
-        planes.append(plane / (plane.std() + 1e-12) * contrast)
-    y = 0.5 + planes[0] + rng.standard_normal((height, width)) * GRAIN
+        planes.append(plane * f32(contrast / (plane.std() + 1e-12)))
+    y = f32(0.5) + planes[0] + rng.standard_normal((height, width), dtype=f32) * f32(GRAIN)
     cb, cr = planes[1], planes[2]
-    rgb = np.stack([y + 1.402 * cr, y - 0.344 * cb - 0.714 * cr, y + 1.772 * cb], axis=-1)
-    return np.clip(rgb * 255.0 + 0.5, 0, 255).astype(np.uint8)
+    rgb = np.stack([y + f32(1.402) * cr, y - f32(0.344) * cb - f32(0.714) * cr, y + f32(1.772) * cb], axis=-1)
+    return np.clip(rgb * f32(255.0) + f32(0.5), 0, 255).astype(np.uint8)
 
 
 def encode_jpeg(pixels: np.ndarray, quality: int) -> bytes:
