@@ -245,6 +245,25 @@ def speedup_over_serial(
     return serial, best, ratio
 
 
+def loader_gain(serial: CellResult | None, best: CellResult | None) -> tuple[float | None, bool]:
+    """(the most a loader can gain over ``serial``, whether ``best`` gained more beyond both
+    intervals). A loader can at best remove the serial loader's wait for data, the step staying
+    what it is: 1 / (1 - its wait share's top). A multiprocess cell faster than that took less
+    time for the step itself — as when the host's speed drifts between the two windows."""
+    if serial is None:
+        return None, False
+    share = serial.wait_share()
+    top = share.high if share.known else serial.data_wait_share
+    if not 0 <= top < 1:
+        return None, False
+    most = 1 / (1 - top)
+    if best is None:
+        return most, False
+    s, b = serial.throughput(), best.throughput()
+    beyond = s.known and b.known and s.high > 0 and b.low / s.high > most
+    return most, beyond
+
+
 def tied_with(best: CellResult, cells: Sequence[CellResult]) -> list[CellResult]:
     """The cells as fast as ``best`` within their intervals (``best`` first)."""
     b = best.throughput()
@@ -268,6 +287,7 @@ def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict |
     top = min(ties, key=lambda c: (CLASS_ORDER[c.verdict.input_bound] if c.verdict else 9, c.data_wait_share))
     assert top.verdict is not None
     serial, best_mp, ratio = speedup_over_serial(ok)
+    gain_max, beyond = loader_gain(serial, best_mp)
     lead = inside.leading_stage(top)
     bound = tuple(
         (c.setting.label, c.verdict.input_bound, c.verdict.bottleneck, c.verdict.data_wait_share)
@@ -293,6 +313,8 @@ def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict |
         leading_share_high=lead.share_high if lead else None,
         tied_settings=tuple(c.setting.label for c in ties if c is not top),
         fastest_setting=fastest.setting.label if fastest is not top else "",
+        loader_gain_max=gain_max,
+        speedup_beyond_loader=beyond,
     )
 
 

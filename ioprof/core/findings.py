@@ -117,6 +117,13 @@ class DatasetVerdict:
     # least input-bound of them all
     tied_settings: tuple[str, ...] = ()
     fastest_setting: str = ""  # the fastest by point estimate, where another tied with it waits less
+    # the most any loader could gain over the serial one: its whole data wait removed,
+    # 1 / (1 - the top of its wait share's interval); None without a serial cell
+    loader_gain_max: float | None = None
+    # the best multiprocess cell beat the serial one by more than that, beyond both intervals: its
+    # training step took less time (the machine's speed changing between the windows does that;
+    # each interval covers its own window only)
+    speedup_beyond_loader: bool = False
 
 
 @dataclass(frozen=True)

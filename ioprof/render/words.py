@@ -174,6 +174,14 @@ def dataset_line(v: f.DatasetVerdict, role: str = "") -> str:
         parts.append(
             f"best multiprocess ({v.best_multiprocess_setting}, {rate(v.best_multiprocess_img_per_s)} img/s) is "
             f"{v.speedup_over_serial:.2f}× the serial loader ({rate(v.serial_img_per_s)} img/s)"
+            + (
+                f" — of which the loader accounts for at most {v.loader_gain_max:.2f}× (all of the serial "
+                "loader's wait for data removed): the training step itself took less time in the faster "
+                "cell, as when the machine's speed changes between two windows (their intervals do not "
+                "cover that)"
+                if v.speedup_beyond_loader and v.loader_gain_max is not None
+                else ""
+            )
         )
     name = v.dataset + (f" ({ROLES.get(role, role)})" if role and role != "training" else "")
     return f"{name}: " + "; ".join(parts) + "."

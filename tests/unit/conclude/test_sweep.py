@@ -23,6 +23,7 @@ from ioprof.core.config import LoaderSetting
 from ioprof.core.results import CellResult, DatasetCeilings
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
+from ioprof.render.words import dataset_line
 
 MP4 = LoaderSetting.multiprocess(4)
 
@@ -375,3 +376,25 @@ def test_fetched_just_above_a_tight_storage_interval_is_not_called_another_reade
     assert with_fetched(0.005) == [] and with_fetched(FETCHED_ABOVE_STORAGE_TOLERANCE * 0.9) == []
     (found,) = with_fetched(0.3)  # a third more: a counter that saw another reader
     assert isinstance(found, f.FetchedAboveStorage) and found.fetched_mb_per_s == pytest.approx(650.0)
+
+
+def test_a_multiprocess_gain_beyond_the_serial_loaders_wait_is_said_to_be_the_steps() -> None:
+    """A loader can at best remove the serial loader's wait for data: from 2 % of the time, at most
+    1.02×. The default sweep on this machine (compute-bound, ResNet-50 on 2 cores) measured 8
+    workers at 1.18× serial, each ±4 %: the step itself ran faster in that window, and the answer
+    says so rather than crediting the loader. A real gain (a third of the time waiting, removed) is
+    not flagged."""
+    serial = _noisy(cell("serial", 0, wait=0.018, step=0.9, steps=12, batch=4, jitter=0.002), 0.03)
+    drifted = _noisy(cell("multiprocess", 8, wait=0.002, step=0.76, steps=12, batch=4, jitter=0.001), 0.03)
+    (v,) = conclude(sweep_result((serial, drifted))).analysis.datasets
+    assert v.loader_gain_max == pytest.approx(1 / (1 - serial.wait_share().high))
+    assert v.loader_gain_max < 1.03 and v.speedup_over_serial > 1.15 and v.speedup_beyond_loader
+    line = dataset_line(v)
+    assert "of which the loader accounts for at most 1.02×" in line and "step itself took less time" in line
+    same = _noisy(cell("multiprocess", 8, wait=0.002, step=0.9, steps=12, batch=4, jitter=0.001), 0.03)
+    (v,) = conclude(sweep_result((serial, same))).analysis.datasets
+    assert not v.speedup_beyond_loader and "accounts for" not in dataset_line(v)
+    waiting = _noisy(cell("serial", 0, wait=0.3, step=0.6, steps=12, batch=4, jitter=0.01), 0.03)
+    freed = _noisy(cell("multiprocess", 4, wait=0.002, step=0.6, steps=12, batch=4, jitter=0.001), 0.03)
+    (v,) = conclude(sweep_result((waiting, freed))).analysis.datasets
+    assert v.speedup_over_serial == pytest.approx(1.5, rel=0.02) and not v.speedup_beyond_loader
