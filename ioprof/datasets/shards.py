@@ -24,7 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any, cast
@@ -241,13 +241,21 @@ class FirstSamples:
     labels: tuple[int, ...]
     bytes_per_sample: float
     read_s: float
+    kept: int = 0  # of them, samples parsed from bytes read before (``kept``), not read here
 
 
 def first_samples(
-    urls: list[str], *, max_samples: int, max_bytes: int, seed: int | None = None
+    urls: list[str],
+    *,
+    max_samples: int,
+    max_bytes: int,
+    seed: int | None = None,
+    kept: Mapping[str, bytes] | None = None,
 ) -> FirstSamples:
     """The first samples of the shards (shuffled by ``seed``; None: in order), until ``max_samples``
-    or ``max_bytes``: a sample of the data in memory. A non-tar or missing shard is an IoprofError."""
+    or ``max_bytes``: a sample of the data in memory. A non-tar or missing shard is an IoprofError.
+    ``kept``: shards' first bytes read before (whole, or cut off anywhere): their whole samples
+    are taken from there, and those shards are not read again."""
     order = list(urls)
     if seed is not None:
         random.Random(seed).shuffle(order)
@@ -256,27 +264,36 @@ def first_samples(
     labels: list[int] = []
     streamed = held = 0
     t0 = time.perf_counter()
+    taken = 0
     for url in order:
         if len(images) >= max_samples or held >= max_bytes:
             break
-        try:
-            with opened(url) as stream:
-                for s in samples(stream, url):
-                    keys.append(f"{url}#{s.key}")
-                    images.append(s.image)
-                    labels.append(s.label)
-                    streamed += s.stream_bytes
-                    held += len(s.image)
-                    if len(images) >= max_samples or held >= max_bytes:
-                        break
-        except OSError as e:
-            raise IoprofError(str(e)) from None
+        prefix = kept.get(url) if kept else None
+        for source in ("kept", "read") if prefix is not None else ("read",):
+            before = len(images)
+            try:
+                with io.BytesIO(prefix or b"") if source == "kept" else opened(url) as stream:
+                    for s in samples(stream, url):
+                        keys.append(f"{url}#{s.key}")
+                        images.append(s.image)
+                        labels.append(s.label)
+                        streamed += s.stream_bytes
+                        held += len(s.image)
+                        taken += source == "kept"
+                        if len(images) >= max_samples or held >= max_bytes:
+                            break
+            except OSError as e:
+                if source == "kept" and len(images) == before:  # cut off before one whole sample
+                    continue  # read from the shard itself (which says what is wrong with it, if anything)
+                if source == "read":
+                    raise IoprofError(str(e)) from None
+            break  # the whole samples of what was kept, or of the shard read
     if not images:
         raise IoprofError(
             f"--data {urls[0]}: its shards hold no images (looked for {', '.join(IMAGE_SUFFIXES[:3])}…)"
         )
     return FirstSamples(
-        tuple(keys), tuple(images), tuple(labels), streamed / len(images), time.perf_counter() - t0
+        tuple(keys), tuple(images), tuple(labels), streamed / len(images), time.perf_counter() - t0, taken
     )
 
 

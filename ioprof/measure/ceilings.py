@@ -122,8 +122,10 @@ def store_ceilings(
                 where=where,
                 max_seconds=STORAGE_PROBE_MAX_S,
                 ready=objects.client if s3 else None,
-                keep=None if sharded else keep,  # a shard is no image: the sample takes its members
+                keep=keep,
                 keep_bytes=SAMPLE_MAX_BYTES if keep is not None else 0,
+                # a shard is no image: the sample parses its first samples from what was read of it
+                keep_prefixes=sharded,
             )
         except OSError as e:  # not one object could be read: the store went away, or refuses
             done = f"; {len(out)} level(s) measured before it" if out else ""

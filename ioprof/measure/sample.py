@@ -33,7 +33,7 @@ class MemorySample:
     labels: tuple[int, ...]
     blobs: tuple[bytes, ...]
     read_s: float  # how long reading them took (from wherever they were)
-    kept: int = 0  # of them, files whose bytes the storage ceilings had read already (not timed here)
+    kept: int = 0  # of them, files (samples) whose bytes the storage ceilings had read already
 
     @property
     def bytes(self) -> int:
@@ -55,13 +55,14 @@ def load_sample(
 ) -> MemorySample:
     """Read a shuffled sample of ``images`` into memory (files that cannot be read are skipped;
     tar shards: the first samples of shuffled shards, their images). ``kept``: files already read
-    whole (by the storage ceilings, in their own shuffled order), taken first and not read again."""
+    whole (by the storage ceilings, in their own shuffled order), taken first and not read again;
+    of shards, their first bytes as read (``shards.first_samples``)."""
     if images.layout == "shards":
         first = shards.first_samples(
-            list(images.paths), max_samples=max_files, max_bytes=max_bytes, seed=seed
+            list(images.paths), max_samples=max_files, max_bytes=max_bytes, seed=seed, kept=kept
         )
         folded = tuple(lb % shards.SHARD_CLASSES if lb >= 0 else 0 for lb in first.labels)
-        return MemorySample(first.keys, folded, first.images, first.read_s)
+        return MemorySample(first.keys, folded, first.images, first.read_s, first.kept)
     order = list(range(len(images.paths)))
     random.Random(seed).shuffle(order)
     paths: list[str] = []

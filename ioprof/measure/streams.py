@@ -43,9 +43,11 @@ class _Streams:
         ready: Callable[[], object] | None,
         keep: dict[str, bytes] | None = None,
         keep_bytes: int = 0,
+        prefixes: bool = False,
     ) -> None:
         self._queue = iter(items)
         self.keep, self.keep_bytes, self._kept_bytes = keep, keep_bytes, 0
+        self.prefixes = prefixes
         self._open = open_item
         self._clock = clock
         self._ready = ready
@@ -97,8 +99,15 @@ class _Streams:
                         if parts is not None and self.keep is not None:  # read whole: kept
                             whole = b"".join(parts)
                             self.keep[item] = whole
-                            self._kept_bytes += len(whole)
+                            self._kept_bytes += 0 if self.prefixes else len(whole)
                     return
+                if parts is not None and self.prefixes:  # within the budget, counted as it grows
+                    with self._lock:
+                        room = self._kept_bytes + len(data) <= self.keep_bytes
+                        self._kept_bytes += len(data) if room else 0
+                    if not room:
+                        self._keep_prefix(item, parts)
+                        parts = None
                 if parts is not None:
                     parts.append(data)
                 now = self._clock()
@@ -110,6 +119,15 @@ class _Streams:
                         first = False
                     self.chunk_s.append(now - self.started)
                     self.chunk_bytes.append(len(data))
+        if parts is not None:  # stopped within the item
+            self._keep_prefix(item, parts)
+
+    def _keep_prefix(self, item: str, parts: list[bytes]) -> None:
+        """What was read of an item that was not read whole: kept where prefixes are asked for
+        (a tar shard's first samples are whole in its first bytes)."""
+        if self.prefixes and parts and self.keep is not None:
+            with self._lock:
+                self.keep[item] = b"".join(parts)
 
 
 def probe_streams(
@@ -124,6 +142,7 @@ def probe_streams(
     ready: Callable[[], object] | None = None,
     keep: dict[str, bytes] | None = None,
     keep_bytes: int = 0,
+    keep_prefixes: bool = False,
 ) -> StorageCeiling:
     """Read ``items`` as streams with ``concurrency`` readers: MB/s, items/s, first-byte latency,
     and the samples/s that bandwidth feeds (``bytes_per_sample``; None: one sample an item).
@@ -131,8 +150,9 @@ def probe_streams(
     ``ready``: what each reader does before its first item (an object store's client is made per
     thread: its making is no object's time to its first byte; it stays in the reading's time, as
     it would in a loader's first batch). ``keep``: filled with the items read whole, up to
-    ``keep_bytes`` (a copy in memory made from the same reads)."""
-    streams = _Streams(items, open_item, clock, ready, keep, keep_bytes)
+    ``keep_bytes`` (a copy in memory made from the same reads); ``keep_prefixes``: and with the
+    first bytes of those read in part, all within ``keep_bytes`` (tar shards)."""
+    streams = _Streams(items, open_item, clock, ready, keep, keep_bytes, keep_prefixes)
     streams.started = clock()
     stopped_by = "files"
     threads = Readers(concurrency, streams.reader)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,37 @@ def test_a_shard_that_breaks_off_is_not_called_a_non_tar() -> None:
     data = _tar([("a/0001.jpg", b"J" * 3000), ("a/0001.cls", b"1"), ("a/0002.jpg", b"K" * 3000)])
     with pytest.raises(OSError, match=r"u: the shard broke off after \d member"):
         list(shards.samples(io.BytesIO(data[:2000]), "u"))
+
+
+def test_first_samples_take_whole_samples_from_the_bytes_kept_and_read_only_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The storage ceilings' first bytes of shards (``kept``): the whole samples in them are taken
+    and those shards are not read again; one cut off within its first sample is read itself."""
+    from ioprof.datasets.discover import find_images
+    from ioprof.datasets.synth import DatasetSpec, generate
+    from ioprof.runners.pipelines import write_shards
+
+    generate(DatasetSpec(64, 48, 24), tmp_path / "d")
+    images = find_images(tmp_path / "d")
+    made, _, _ = write_shards(images.paths, images.labels, tmp_path / "s", 20_000)
+    assert len(made) >= 3
+    alone = shards.first_samples(made, max_samples=1000, max_bytes=10**9, seed=0)
+    order = [url for url in dict.fromkeys(k.split("#")[0] for k in alone.keys)]
+    opened: list[str] = []
+    real = shards.opened
+
+    def counted(url: str):  # type: ignore[no-untyped-def]
+        opened.append(url)
+        return real(url)
+
+    monkeypatch.setattr(shards, "opened", counted)
+    whole, cut, tiny = (Path(u).read_bytes() for u in order[:3])
+    kept = {order[0]: whole, order[1]: cut[: len(cut) // 2], order[2]: tiny[:100]}
+    got = shards.first_samples(made, max_samples=1000, max_bytes=10**9, seed=0, kept=kept)
+    assert order[0] not in opened and order[1] not in opened and order[2] in opened
+    first_two = [k for k in alone.keys if k.split("#")[0] in order[:2]]
+    assert 0 < got.kept < len(first_two)  # all of the whole one, the whole samples of the half
+    assert set(got.keys) < set(alone.keys) and set(alone.keys) - set(got.keys) <= set(first_two)
+    for k, image in zip(got.keys, got.images, strict=True):
+        assert image == alone.images[alone.keys.index(k)]

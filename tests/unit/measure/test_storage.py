@@ -271,3 +271,36 @@ def test_the_in_memory_sample_takes_what_was_read_and_reads_only_the_rest(tmp_pa
     assert s.blobs[0] == b"read by the storage ceilings" and s.labels[0] == images.classes.index("b")
     assert "/elsewhere/x.jpg" not in s.paths and len(set(s.paths)) == 5
     assert all(blob == Path(p).read_bytes() for p, blob in zip(s.paths[1:], s.blobs[1:], strict=True))
+
+
+def test_streams_keep_the_first_bytes_of_shards_within_the_budget() -> None:
+    """Tar shards (``keep_prefixes``): what was read of each is kept, whole or cut off, and all of
+    it within ``keep_bytes`` — a shard of hundreds of MB is never read whole by a ceiling, but its
+    first samples are in its first bytes."""
+    import io
+    from contextlib import contextmanager
+
+    from ioprof.measure.streams import CHUNK_BYTES, probe_streams
+
+    @contextmanager
+    def open_item(item: str):  # type: ignore[no-untyped-def]
+        n = int(item.rsplit("/", 1)[1].split(".")[0])
+        yield io.BytesIO(bytes([n % 256]) * (3 * CHUNK_BYTES if n % 2 else CHUNK_BYTES // 2))
+
+    items = [f"s3://b/{i}.tar" for i in range(8)]
+    kept: dict[str, bytes] = {}
+    s = probe_streams(
+        items,
+        open_item,
+        1,
+        bytes_per_sample=1000.0,
+        where="the store",
+        max_seconds=30,
+        keep=kept,
+        keep_bytes=7 * CHUNK_BYTES // 4,
+        keep_prefixes=True,
+    )
+    assert s.files == 8 and sum(map(len, kept.values())) <= 7 * CHUNK_BYTES // 4
+    # in order, one reader: item 0 whole (half a chunk), item 1's first chunk (it has three); item
+    # 2 whole would pass the budget by a quarter of a chunk: nothing more
+    assert kept == {"s3://b/0.tar": b"\0" * (CHUNK_BYTES // 2), "s3://b/1.tar": b"\1" * CHUNK_BYTES}
