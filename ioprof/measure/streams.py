@@ -145,13 +145,11 @@ def probe_streams(
     keep_prefixes: bool = False,
 ) -> StorageCeiling:
     """Read ``items`` as streams with ``concurrency`` readers: MB/s, items/s, first-byte latency,
-    and the samples/s that bandwidth feeds (``bytes_per_sample``; None: one sample an item).
-    An item counts as read from its first chunk: a shard need not finish within the cap.
-    ``ready``: what each reader does before its first item (an object store's client is made per
-    thread: its making is no object's time to its first byte; it stays in the reading's time, as
-    it would in a loader's first batch). ``keep``: filled with the items read whole, up to
-    ``keep_bytes`` (a copy in memory made from the same reads); ``keep_prefixes``: and with the
-    first bytes of those read in part, all within ``keep_bytes`` (tar shards)."""
+    and the samples/s that bandwidth feeds (``bytes_per_sample``; None: one sample an item). An item
+    counts as read from its first chunk (a shard need not finish within the cap). ``ready``: what each
+    reader does first (a store's client is made per thread: no object's time to its first byte, but
+    the reading's, as in a loader's first batch). ``keep``: filled with the items read whole, up to
+    ``keep_bytes`` (a copy in memory from the same reads); ``keep_prefixes``: and what was read of the rest."""
     streams = _Streams(items, open_item, clock, ready, keep, keep_bytes, keep_prefixes)
     streams.started = clock()
     stopped_by = "files"
