@@ -235,3 +235,30 @@ def test_shards_are_shuffled_as_read_and_each_sample_decoded_on_its_way_out(
     assert len(decoded) == 1
     out = [first, *(next(it) for _ in range(2 * len(images.paths)))]  # into the second pass
     assert len(decoded) == len(out) and all(s.error == "" and s.nbytes > 0 for s in out)
+
+
+def test_shards_holding_fewer_samples_than_the_buffer_are_read_once_before_the_first_sample(
+    small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """48 samples for a buffer of 256: one pass of the shards fills it (the buffer then holds them
+    all), rather than reading them again and again — each pass over the network — before a batch."""
+    from ioprof.measure import loader
+    from ioprof.runners.pipelines import write_shards
+
+    images = find_images(small_set)
+    made, _, _ = write_shards(images.paths, images.labels, tmp_path / "shards", 50_000)
+    assert len(images.paths) < loader.SHUFFLE_BUFFER
+    streamed: list[str] = []
+    real = loader.TarShards._stream
+
+    def counted(self: loader.TarShards, i: int) -> Any:
+        streamed.append(self.urls[i])
+        return real(self, i)
+
+    monkeypatch.setattr(loader.TarShards, "_stream", counted)
+    it = iter(loader.TarShards(made, 32))
+    first = next(it)
+    # each shard once, and the next pass's first, whose first sample tops the buffer up
+    assert first.error == "" and sorted(set(streamed)) == sorted(made) and len(streamed) == len(made) + 1
+    out = [first, *(next(it) for _ in range(3 * len(images.paths)))]
+    assert all(s.error == "" for s in out) and len(streamed) <= 5 * len(made)  # about a pass each 48
