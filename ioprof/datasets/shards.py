@@ -262,32 +262,41 @@ def first_samples(
     keys: list[str] = []
     images: list[bytes] = []
     labels: list[int] = []
-    streamed = held = 0
+    streamed = held = taken = 0
     t0 = time.perf_counter()
-    taken = 0
+
+    def full() -> bool:
+        return len(images) >= max_samples or held >= max_bytes
+
+    def take(stream: IO[bytes], url: str) -> None:
+        nonlocal streamed, held
+        for s in samples(stream, url):
+            keys.append(f"{url}#{s.key}")
+            images.append(s.image)
+            labels.append(s.label)
+            streamed += s.stream_bytes
+            held += len(s.image)
+            if full():
+                return
+
     for url in order:
-        if len(images) >= max_samples or held >= max_bytes:
+        if full():
             break
         prefix = kept.get(url) if kept else None
-        for source in ("kept", "read") if prefix is not None else ("read",):
-            before = len(images)
+        if prefix is not None:
+            before, cut_in_first = len(images), False
             try:
-                with io.BytesIO(prefix or b"") if source == "kept" else opened(url) as stream:
-                    for s in samples(stream, url):
-                        keys.append(f"{url}#{s.key}")
-                        images.append(s.image)
-                        labels.append(s.label)
-                        streamed += s.stream_bytes
-                        held += len(s.image)
-                        taken += source == "kept"
-                        if len(images) >= max_samples or held >= max_bytes:
-                            break
-            except OSError as e:
-                if source == "kept" and len(images) == before:  # cut off before one whole sample
-                    continue  # read from the shard itself (which says what is wrong with it, if anything)
-                if source == "read":
-                    raise IoprofError(str(e)) from None
-            break  # the whole samples of what was kept, or of the shard read
+                take(io.BytesIO(prefix), url)
+            except OSError:  # cut off within a sample: the whole ones before it are taken
+                cut_in_first = len(images) == before
+            taken += len(images) - before
+            if not cut_in_first:
+                continue
+        try:  # not kept, or cut off within its first sample: the shard itself (which says what is wrong)
+            with opened(url) as stream:
+                take(stream, url)
+        except OSError as e:
+            raise IoprofError(str(e)) from None
     if not images:
         raise IoprofError(
             f"--data {urls[0]}: its shards hold no images (looked for {', '.join(IMAGE_SUFFIXES[:3])}…)"

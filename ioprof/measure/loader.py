@@ -262,7 +262,9 @@ class TarShards(IterableDataset):
             rng.shuffle(mine)
             for i in mine:
                 for read in self._read(i):
-                    if isinstance(read, Sample):  # failures travel at once: the run counts them, or stops
+                    if isinstance(
+                        read, Sample
+                    ):  # a shard that broke off travels at once: the run counts it, or stops
                         yield read
                         continue
                     buffer.append((self.urls[i], *read))

@@ -209,6 +209,14 @@ def test_decode_probe_never_touches_storage(small_set: Path, tmp_path: Path) -> 
     assert d.images > 48  # decoded more images than there are files, all from memory
 
 
+def _shards(images: Any, tmp_path: Path) -> list[str]:
+    """``images`` packed into tar shards of about 50 kB."""
+    from ioprof.runners.pipelines import write_shards
+
+    made, _, _ = write_shards(images.paths, images.labels, tmp_path / "shards", 50_000)
+    return made
+
+
 def test_shards_are_shuffled_as_read_and_each_sample_decoded_on_its_way_out(
     small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -216,10 +224,9 @@ def test_shards_are_shuffled_as_read_and_each_sample_decoded_on_its_way_out(
     the first sample out was decoded alone (not the whole buffer first: 154 MB of 224-px tensors a
     worker), and every sample out was decoded once."""
     from ioprof.measure import loader
-    from ioprof.runners.pipelines import write_shards
 
     images = find_images(small_set)
-    made, _, _ = write_shards(images.paths, images.labels, tmp_path / "shards", 50_000)
+    made = _shards(images, tmp_path)
     monkeypatch.setattr(loader, "SHUFFLE_BUFFER", 16)
     decoded: list[str] = []
     real = loader.TarShards._decode
@@ -243,10 +250,9 @@ def test_shards_holding_fewer_samples_than_the_buffer_are_read_once_before_the_f
     """48 samples for a buffer of 256: one pass of the shards fills it (the buffer then holds them
     all), rather than reading them again and again — each pass over the network — before a batch."""
     from ioprof.measure import loader
-    from ioprof.runners.pipelines import write_shards
 
     images = find_images(small_set)
-    made, _, _ = write_shards(images.paths, images.labels, tmp_path / "shards", 50_000)
+    made = _shards(images, tmp_path)
     assert len(images.paths) < loader.SHUFFLE_BUFFER
     streamed: list[str] = []
     real = loader.TarShards._stream
