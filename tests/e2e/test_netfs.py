@@ -10,25 +10,15 @@ dropped mount must end the run with one line, keeping what finished.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import netfs
-import paths
 import pytest
-from cli import ioprof, until_cell
+from cli import ioprof, ioprof_start, until_cell
 
 from ioprof.datasets.synth import DatasetSpec
-
-REPO = paths.REPO
-
-
-ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-
 
 RATE_MBIT = 40  # about 5 MB/s of payload: far below what 2 workers decode
 
@@ -122,18 +112,11 @@ def test_data_on_a_slow_network_filesystem_is_storage_bound_and_a_mount_that_van
     plain = netfs.plain_read(data).bytes_per_s / 1e6
     assert 0.5 * RATE_MBIT / 8 < plain < 1.1 * RATE_MBIT / 8  # the link is what limits a plain reader
     out = tmp_path / "o"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            *"-m ioprof sweep --data".split(),
-            str(data),
-            *"--workers 2,1 --loaders multiprocess --compute sim:h100 --seconds 6 --out".split(),
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
+    proc = ioprof_start(
+        *"sweep --data".split(),
+        str(data),
+        *"--workers 2,1 --loaders multiprocess --compute sim:h100 --seconds 6 --out".split(),
+        str(out),
     )
     until_cell(proc)
     time.sleep(1.0)

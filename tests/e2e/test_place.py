@@ -8,21 +8,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
-import paths
 import pytest
 import slowdisk
-from cli import ioprof
+from cli import ioprof, ioprof_start
 
 from ioprof.runners.place import TEMP_PREFIX, measure_candidate, pick_sample
-
-REPO = paths.REPO
-
-
-ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-
 
 SMALL = ["--workers", "1,2", "--batch-size", "4", "--model", "tiny", "--crop-px", "32", "--epochs", "10"]
 
@@ -116,23 +108,17 @@ def test_on_real_slow_storage_the_move_pays_only_where_every_epoch_reads_it(
 @needs_root
 def test_sigint_mid_measurement_removes_the_temporary_folder(small_set: Path, tmp_path: Path) -> None:
     with slowdisk.slow_disk(tmp_path, read_bytes_per_s=50_000) as disk:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                *"-m ioprof place --data".split(),
-                str(small_set),
-                "--candidates",
-                str(disk.mountpoint),
-                "--compute",
-                "sim:300",
-                *SMALL,
-                "--out",
-                str(tmp_path / "o"),
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
-            env=ENV,
-            preexec_fn=disk.join,
+        proc = ioprof_start(
+            *"place --data".split(),
+            str(small_set),
+            "--candidates",
+            str(disk.mountpoint),
+            "--compute",
+            "sim:300",
+            *SMALL,
+            "--out",
+            str(tmp_path / "o"),
+            cgroup_procs=disk.cgroup_procs,
         )
         assert proc.stderr is not None
         for line in proc.stderr:

@@ -9,14 +9,14 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import cliserver
 import paths
 import psutil
 import pytest
-from cli import ioprof
+from cli import ioprof, ioprof_start
 from paths import tree_digest
 
 REPO = paths.REPO
@@ -32,17 +32,13 @@ SLOW = [
 ]
 
 
-def start(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "ioprof", "sweep", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"},
-    )
+def start(*args: str) -> cliserver.Started | subprocess.Popen[str]:
+    return ioprof_start("sweep", *args)
 
 
-def wait_for_line(p: subprocess.Popen[str], needle: str, timeout_s: float = 300) -> list[str]:
+def wait_for_line(
+    p: cliserver.Started | subprocess.Popen[str], needle: str, timeout_s: float = 300
+) -> list[str]:
     assert p.stderr is not None
     lines = []
     deadline = time.monotonic() + timeout_s

@@ -8,7 +8,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import netfs
 import paths
 import psutil
 import pytest
-from cli import ioprof
+from cli import ioprof, ioprof_start
 
 from ioprof.conclude.scale import conclude
 from ioprof.core import resultfile
@@ -72,18 +71,11 @@ def test_gloo_ranks_each_measured_and_gathered_and_a_killed_rank_fails_its_count
     is killed — that count fails with the reason, and the run goes on to 1 and 2 ranks, each
     measured and gathered."""
     out = tmp_path / "o"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            *"-m ioprof scale --data".split(),
-            str(tiny),
-            *"--compute sim:40 --ranks 3,1,2 --steps 15 --crop-px 64 --cache warm --out".split(),
-            str(out),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
+    proc = ioprof_start(
+        *"scale --data".split(),
+        str(tiny),
+        *"--compute sim:40 --ranks 3,1,2 --steps 15 --crop-px 64 --cache warm --out".split(),
+        str(out),
     )
     killed = _kill_rank_when_running(1, 120)
     stdout, stderr = proc.communicate(timeout=400)

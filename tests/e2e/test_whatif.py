@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
-import paths
 import pytest
-from cli import ioprof
+from cli import ioprof, ioprof_start
 from paths import tree_digest
-
-REPO = paths.REPO
-
-
-ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
 
 
 def whatif(*args: str) -> tuple[subprocess.CompletedProcess[str], dict]:  # type: ignore[type-arg]
@@ -98,19 +90,13 @@ def test_a_compute_bound_run_is_told_nothing_helps(small_set: Path, tmp_path: Pa
 @pytest.mark.slow
 def test_ctrl_c_removes_the_scratch_folder_and_the_data_is_only_read(large_set: Path, tmp_path: Path) -> None:
     before = tree_digest(large_set)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            *"-m ioprof whatif --data".split(),
-            str(large_set),
-            *"--workers 1 --compute sim:5000 --seconds 1 --scratch".split(),
-            str(tmp_path),
-            "--out",
-            str(tmp_path / "o"),
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=ENV,
+    proc = ioprof_start(
+        *"whatif --data".split(),
+        str(large_set),
+        *"--workers 1 --compute sim:5000 --seconds 1 --scratch".split(),
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "o"),
     )
     assert proc.stderr is not None
     seen = []

@@ -20,6 +20,10 @@ _OUTPUT = Path(tempfile.mkdtemp(prefix="ioprof-cli-"))  # the forked commands' s
 atexit.register(shutil.rmtree, _OUTPUT, True)
 
 
+def _env(env: dict[str, str] | None) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", **(env or {})}
+
+
 def ioprof(
     *args: str,
     cwd: Path | None = None,
@@ -36,7 +40,7 @@ def ioprof(
     network namespace's ``ip netns exec NAME``); ``cgroup_procs``: the ``cgroup.procs`` of a
     cgroup it runs in, with its workers (``slowdisk``'s throttle), from before its first read;
     ``cpus``: the cores it may run on, as under ``taskset -c``."""
-    full_env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", **(env or {})}
+    full_env = _env(env)
     if preexec_fn is None and not fresh:  # a forked child of a process that imported ioprof once
         done = cliserver.run(
             list(args),
@@ -65,12 +69,41 @@ def ioprof(
     )
 
 
+def ioprof_start(
+    *args: str,
+    env: dict[str, str] | None = None,
+    prefix: tuple[str, ...] = (),
+    cgroup_procs: Path | None = None,
+    fresh: bool = False,
+) -> cliserver.Started | subprocess.Popen[str]:
+    """``python -m ioprof ARGS`` started, not waited for, to be used as a ``subprocess.Popen``
+    with ``stdout`` and ``stderr`` piped (``pid``, ``stderr`` read as it comes, ``send_signal``,
+    ``communicate``, ``returncode``): forked from ``cliserver`` where its server is free, else a
+    fresh process (always where ``fresh``). ``prefix`` and ``cgroup_procs`` as in ``ioprof``."""
+    full_env = _env(env)
+    started = None
+    if not fresh:
+        started = cliserver.start(
+            list(args), cwd=REPO, env=full_env, scratch=_OUTPUT, prefix=prefix, cgroup_procs=cgroup_procs
+        )
+    if started is not None:
+        return started
+    return subprocess.Popen(
+        [*prefix, sys.executable, "-m", "ioprof", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=full_env,
+        preexec_fn=None if cgroup_procs is None else partial(cgroup_procs.write_text, "0"),
+    )
+
+
 def ioprof_run(*args: str, cwd: Path | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """``ioprof run ARGS``: a training command under ioprof."""
     return ioprof("run", *args, cwd=cwd, timeout=timeout)
 
 
-def until_cell(proc: subprocess.Popen[str], position: str = "[2/2]") -> None:
+def until_cell(proc: cliserver.Started | subprocess.Popen[str], position: str = "[2/2]") -> None:
     """Read a running sweep's progress (its stderr) until the cell at ``position`` starts
     measuring — the moment to inject a fault under it."""
     assert proc.stderr is not None

@@ -3,8 +3,9 @@
 Every ``python -m ioprof`` spends about 3 s importing torch, torchvision (which imports
 torch._dynamo), matplotlib and ioprof before it does anything; the end-to-end tests start some
 70 of them. A server process imports them once; for each command it forks a child that sets the
-command's working folder, environment and ``sys.argv``, sends its output to files, and runs
-``ioprof.cli.console`` — the program's own entry point, to its own exit code. The child is a
+command's working folder, environment and ``sys.argv``, sends its output to files (its stderr
+to a FIFO where the caller reads it as it comes: a command started to have a fault injected at
+a line of its progress), and runs ``ioprof.cli.console`` — the program's own entry point, to its own exit code. The child is a
 process of its own, as ``python -m ioprof`` is: its workers, its exit code, a signal that kills
 it, all as before. Only the imports are shared (copy-on-write pages: a test that reads the
 training process's own memory should start a fresh process — ``fresh=True`` in ``cli.ioprof``).
@@ -25,7 +26,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 _servers: dict[tuple[str, ...], subprocess.Popen[str] | None] = {}  # by the prefix they run under
 _lock = threading.Lock()
@@ -39,7 +40,7 @@ def _stop() -> None:
             proc.wait()
 
 
-def _child(req: dict[str, Any]) -> None:
+def _child(req: dict[str, Any], err: int | None) -> None:
     """In the forked child: the command's folder, environment, argv and output; then ioprof."""
     os.setsid()  # its own process group: a timeout kills it and its workers together
     if req.get("cgroup_procs"):  # a throttled cgroup (``slowdisk``): before anything is read
@@ -50,7 +51,8 @@ def _child(req: dict[str, Any]) -> None:
 
         torch.set_num_threads(len(req["cpus"]))  # the OpenMP runtime counted the cores at import
     out = os.open(req["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    err = os.open(req["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    if err is None:
+        err = os.open(req["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(out, 1)
@@ -84,12 +86,17 @@ def serve() -> None:
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         req = json.loads(line)
+        # a streamed stderr is a FIFO the caller reads: opened here, before the fork (the open
+        # waits for the caller's), so that the caller never waits on a child that failed early
+        err = os.open(req["stderr"], os.O_WRONLY) if req["stream"] else None
         pid = os.fork()
         if pid == 0:
             try:
-                _child(req)
+                _child(req, err)
             finally:
                 os._exit(70)
+        if err is not None:
+            os.close(err)  # the child's now: its end of file is the command's (and its workers') end
         print(json.dumps({"pid": pid}), flush=True)
         _, status = os.waitpid(pid, 0)
         print(json.dumps({"rc": os.waitstatus_to_exitcode(status)}), flush=True)
@@ -111,46 +118,103 @@ def _start(prefix: tuple[str, ...]) -> subprocess.Popen[str] | None:
     return None
 
 
-def run(
+class Started:
+    """A command running in a forked child of a server, used as a ``subprocess.Popen`` is:
+    ``pid``, ``stderr`` (its lines as they are written, through a FIFO, where it was started with
+    ``stream``), ``send_signal``, ``communicate``, ``returncode``. The server is the command's
+    until it has finished: a command started meanwhile starts as a fresh process."""
+
+    def __init__(
+        self, argv: list[str], server: subprocess.Popen[str], out: Path, err: Path, stream: bool
+    ) -> None:
+        assert server.stdout is not None
+        self.args, self._reply, self._out, self._err = ["ioprof", *argv], server.stdout, out, err
+        self.stderr: TextIO | None = open(err, encoding="utf-8") if stream else None  # noqa: SIM115
+        self.pid: int = json.loads(self._reply.readline())["pid"]
+        self.returncode: int | None = None
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None:
+            os.kill(self.pid, sig)
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Its output (what of ``stderr`` was not read yet) once it has exited; past ``timeout``
+        it is killed with its process group and ``subprocess.TimeoutExpired`` raised."""
+        done: dict[str, Any] = {}
+
+        def finish() -> None:
+            if self.stderr is not None:  # read to its end first: a full FIFO would stop the child
+                done["err"] = self.stderr.read()
+                self.stderr.close()
+            done["rc"] = json.loads(self._reply.readline())["rc"]
+
+        reader = threading.Thread(target=finish, daemon=True)
+        reader.start()
+        reader.join(timeout)
+        timed_out = reader.is_alive()
+        try:
+            if timed_out:
+                os.killpg(self.pid, signal.SIGKILL)
+                reader.join()
+            self.returncode = done["rc"]
+        finally:
+            _lock.release()
+        out, err = self._out.read_text(), done["err"] if "err" in done else self._err.read_text()
+        if timed_out:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0, out, err)
+        return out, err
+
+
+def start(
     argv: list[str],
     *,
     cwd: Path,
     env: dict[str, str],
-    timeout: float,
     scratch: Path,
+    stream: bool = True,
     prefix: tuple[str, ...] = (),
     cgroup_procs: Path | None = None,
     cpus: set[int] | None = None,
-) -> subprocess.CompletedProcess[str] | None:
-    """``python -m ioprof ARGV`` in a forked child of the server that runs under ``prefix`` (a
-    network namespace's ``ip netns exec NAME``: one server each), in the cgroup whose
+) -> Started | None:
+    """``python -m ioprof ARGV`` started in a forked child of the server that runs under ``prefix``
+    (a network namespace's ``ip netns exec NAME``: one server each), in the cgroup whose
     ``cgroup.procs`` is given (its workers with it), on the ``cpus`` given (as ``taskset -c``);
-    None where there is no server (the caller then starts a fresh process)."""
-    if os.environ.get("IOPROF_TEST_FRESH"):
+    None where there is no server, or its server is busy with a command started before (the
+    caller then starts a fresh process)."""
+    if os.environ.get("IOPROF_TEST_FRESH") or not _lock.acquire(blocking=False):
         return None
-    with _lock:
-        server = _servers.get(prefix)
-        if server is None or server.poll() is not None:
-            server = _servers[prefix] = _start(prefix)
-        if server is None:
-            return None
-        assert server.stdin is not None and server.stdout is not None
-        scratch.mkdir(parents=True, exist_ok=True)
-        n = len(list(scratch.iterdir()))
-        out, err = scratch / f"{n}.out", scratch / f"{n}.err"
-        req = {"argv": argv, "cwd": str(cwd), "env": env, "stdout": str(out), "stderr": str(err)}
-        req["cgroup_procs"] = str(cgroup_procs) if cgroup_procs else None
-        req["cpus"] = sorted(cpus) if cpus else None
-        server.stdin.write(json.dumps(req) + "\n")
-        server.stdin.flush()
-        pid = json.loads(server.stdout.readline())["pid"]
-        done: dict[str, Any] = {}
-        reply = server.stdout
-        reader = threading.Thread(target=lambda: done.update(json.loads(reply.readline())))
-        reader.start()
-        reader.join(timeout)
-        if reader.is_alive():
-            os.killpg(pid, signal.SIGKILL)
-            reader.join()
-            raise subprocess.TimeoutExpired(["ioprof", *argv], timeout, out.read_text(), err.read_text())
-        return subprocess.CompletedProcess(["ioprof", *argv], done["rc"], out.read_text(), err.read_text())
+    server = _servers.get(prefix)
+    if server is None or server.poll() is not None:
+        server = _servers[prefix] = _start(prefix)
+    if server is None:
+        _lock.release()
+        return None
+    assert server.stdin is not None
+    scratch.mkdir(parents=True, exist_ok=True)
+    n = len(list(scratch.iterdir()))
+    out, err = scratch / f"{n}.out", scratch / f"{n}.err"
+    if stream:
+        os.mkfifo(err)
+    req = {
+        "argv": argv,
+        "cwd": str(cwd),
+        "env": env,
+        "stdout": str(out),
+        "stderr": str(err),
+        "stream": stream,
+    }
+    req["cgroup_procs"] = str(cgroup_procs) if cgroup_procs else None
+    req["cpus"] = sorted(cpus) if cpus else None
+    server.stdin.write(json.dumps(req) + "\n")
+    server.stdin.flush()
+    return Started(argv, server, out, err, stream)
+
+
+def run(argv: list[str], *, timeout: float, **where: Any) -> subprocess.CompletedProcess[str] | None:
+    """``start`` (``where``: its keywords), waited for: its exit code and output; past ``timeout``
+    killed with its workers, and ``subprocess.TimeoutExpired`` raised."""
+    started = start(argv, stream=False, **where)
+    if started is None:
+        return None
+    out, err = started.communicate(timeout)
+    return subprocess.CompletedProcess(started.args, started.returncode, out, err)
