@@ -256,13 +256,12 @@ def test_a_webdataset_loop_with_a_costly_transform_is_input_bound_by_decode(tmp_
 
 
 @pytest.mark.slow
-def test_a_probe_never_hangs_a_loader_whose_workers_raise_torchs_threads(
-    small_folder: Path, tmp_path: Path
-) -> None:
+def test_a_probe_never_hangs_a_loader_whose_workers_raise_torchs_threads(tmp_path: Path) -> None:
     """Persistent workers whose worker_init_fn sets torch.set_num_threads(4), with ToTensor at 224
     px (an OpenMP parallel region): the script alone finishes, and so it does under ioprof — probe
     workers forked late from the training process would deadlock in libgomp, so a fork server
-    starts them."""
+    starts them. An epoch of 20 steps: the window (12) and the probe, then 8 more after it."""
+    small_folder = imagefolder(tmp_path / "d", 256, 192, 160, 16)
     out = tmp_path / "o"
     p = ioprof_run(
         *"--steps 10 --warmup-steps 2 --probe-seconds 3 --out".split(),
