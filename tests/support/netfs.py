@@ -210,16 +210,19 @@ class NetMount:
         )
         return PlainRead(files, total, seconds)
 
-    def plain_http(self, urls: list[str]) -> PlainRead:
-        """What a plain client gets over the link: each URL read once, in order, one at a time."""
+    def plain_http(self, urls: list[str], skip: int = 0) -> PlainRead:
+        """What a plain client gets over the link: each URL read once, in order, one at a time;
+        after the first ``skip`` read untimed (the link's burst drained, as in ``plain_read``)."""
         code = (
             "import json, sys, time, urllib.request\n"
-            "urls = json.loads(sys.argv[1]); t0 = time.perf_counter(); n = 0\n"
+            "urls = json.loads(sys.argv[1])\n"
+            "for u in urls[:int(sys.argv[2])]: urllib.request.urlopen(u).read()\n"
+            "urls = urls[int(sys.argv[2]):]; t0 = time.perf_counter(); n = 0\n"
             "for u in urls: n += len(urllib.request.urlopen(u).read())\n"
             "print(json.dumps([len(urls), n, time.perf_counter() - t0]))"
         )
         out = subprocess.run(
-            self.in_namespace(sys.executable, "-c", code, json.dumps(urls)),
+            self.in_namespace(sys.executable, "-c", code, json.dumps(urls), str(skip)),
             capture_output=True,
             text=True,
             check=True,
