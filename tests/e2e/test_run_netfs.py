@@ -7,7 +7,7 @@ every MB/s is checked against a plain reader over the same link, at the rate the
   trains at 224 px, and a slow host must still leave it storage-bound): a validation loader between
   epochs, non-persistent workers, a checkpoint each epoch;
 - on the link raised to 16 Mbit/s (each of these waited for data over 80 % of its steps at 8, 65–74 %
-  at 16, and reads its 5–12 MB in half the time): timm's ``train.py`` (``tests/scripts/thirdparty``):
+  at 16, and reads its 5–12 MB in half the time; DDP below too): timm's ``train.py`` (``tests/scripts/thirdparty``):
   timm's ImageDataset, which keeps its files on its reader, persistent workers, its own transforms;
   a WebDataset loop streaming tar shards over HTTP (curl's pipes), run inside the namespace;
   a dataset reading members of one zip on the mount, which names no files: the kernel decides;
@@ -73,7 +73,8 @@ def _skip_without(module: str) -> None:
 
 
 def _fast_runs(mount: netfs.NetMount, served: netfs.Served, work: Path, cwd: Path) -> dict[str, Any]:
-    """timm's train.py, the WebDataset loop and the zip dataset (None where a library is missing)."""
+    """timm's train.py, the WebDataset loop, the zip dataset and DDP under torchrun (None where a
+    library or torchrun is missing)."""
     out: dict[str, Any] = {}
     try:
         import timm  # noqa: F401
@@ -104,6 +105,23 @@ def _fast_runs(mount: netfs.NetMount, served: netfs.Served, work: Path, cwd: Pat
         sys.executable,
         *netfs.script_argv("zip", served, work),
         ioprof_args=("--warmup-steps", "1"),
+    )
+    torchrun = shutil.which("torchrun")
+    out["ddp"] = (
+        None
+        if torchrun is None
+        else _run(
+            work / "ddp",
+            cwd,
+            torchrun,
+            "--standalone",
+            "--nproc-per-node",
+            "2",
+            str(paths.IMAGENET_LIKE),
+            str(served.data),
+            *"--crop 64 -b 8 -j 1 --epochs 2".split(),
+            ioprof_args=("--warmup-steps", "1"),
+        )
     )
     return out
 
@@ -150,7 +168,7 @@ def runs(
             "plain_http_mb_per_s": mount.plain_http(served.shard_urls[:10], skip=2).bytes_per_s / 1e6,
         }
         out.update(_fast_runs(mount, served, work, cwd))
-        for name in ("timm", "wds", "zip"):
+        for name in ("timm", "wds", "zip", "ddp"):
             if out[name] is not None:
                 out[name].update(fast)
     finally:
@@ -185,23 +203,6 @@ def runs(
         )
     except ImportError:
         out["lightning"] = None
-    torchrun = shutil.which("torchrun")
-    out["ddp"] = (
-        None
-        if torchrun is None
-        else _run(
-            work / "ddp",
-            cwd,
-            torchrun,
-            "--standalone",
-            "--nproc-per-node",
-            "2",
-            str(paths.IMAGENET_LIKE),
-            str(served.data),
-            *"--crop 64 -b 8 -j 1 --epochs 2".split(),
-            ioprof_args=("--warmup-steps", "1"),
-        )
-    )
     for name, run in out.items():
         if isinstance(run, dict):
             run["name"], run["figure"] = name, figure
@@ -391,7 +392,12 @@ def test_ddp_ranks_share_one_storage_probe_and_the_hosts_counter(runs: Any) -> N
     assert storage[0]["completed_s"] == storage[1]["completed_s"]  # the same measurement, not two
     # the FUSE daemon counts the host: each rank gets its share, and the shares add up to the link
     total = sum(c["fetched_mb_per_s"] for c in cells)
-    assert total == pytest.approx(runs["served"].plain_mb_per_s, rel=0.15)
+    shares = " + ".join(f"{c['fetched_mb_per_s']:.3f}" for c in cells)
+    runs["ddp"]["figure"](
+        f"run ddp: fetched {shares} = {total:.3f} MB/s (fuse-daemon, each rank's share), "
+        f"a plain reader over the same link {runs['ddp']['plain_mb_per_s']:.3f} MB/s"
+    )
+    assert total == pytest.approx(runs["ddp"]["plain_mb_per_s"], rel=0.15)
     assert all("this rank's share" in c["fetched"]["source"] for c in cells)
     a = r["analysis"]
     assert a["overall_bottleneck"] == "storage" and a["overall_peers"] == 2
