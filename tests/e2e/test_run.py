@@ -137,7 +137,7 @@ def test_inside_the_scripts_workers_a_planted_blur_leads_on_one_oversubscribed_c
         SCRIPT,
         str(small_folder),
         *"--crop 64 -j 2 -b 8 -a squeezenet1_1 --blur 41".split(),
-        preexec_fn=lambda: os.sched_setaffinity(0, {0}),
+        cpus={0},  # as under taskset -c 0
     )
     assert p.returncode == 0, p.stderr
     r = json.loads((out / "results.json").read_text())

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import paths
 import pytest
+from cli import ioprof
 
 from ioprof.datasets.synth import DatasetSpec, generate
 
@@ -28,24 +29,11 @@ pytestmark = [
 
 
 def with_small_shm(size: str, *argv: str) -> subprocess.CompletedProcess[str]:
-    """``python -m ioprof ARGV`` with a ``size`` tmpfs as /dev/shm, in a mount namespace of its own."""
+    """``python -m ioprof ARGV`` with a ``size`` tmpfs as /dev/shm, in a mount namespace of its own
+    (forked from a CLI server started there: one a size)."""
     script = 'mount -t tmpfs -o size="$0" tmpfs /dev/shm && exec "$@"'
-    env = {**os.environ, "PYTHONPATH": str(paths.REPO), "PYTHONUNBUFFERED": "1"}
-    cmd = [
-        "unshare",
-        "-m",
-        "--propagation",
-        "private",
-        "sh",
-        "-c",
-        script,
-        size,
-        sys.executable,
-        "-m",
-        "ioprof",
-        *argv,
-    ]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=paths.REPO, env=env, timeout=600)
+    prefix = ("unshare", "-m", "--propagation", "private", "sh", "-c", script, size)
+    return ioprof(*argv, timeout=600, prefix=prefix)
 
 
 @pytest.fixture(scope="module")
