@@ -35,9 +35,14 @@ _lock = threading.Lock()
 @atexit.register
 def _stop() -> None:
     for proc in _servers.values():
-        if proc is not None and proc.poll() is None:
+        if proc is None:
+            continue
+        if proc.poll() is None:
             proc.kill()
             proc.wait()
+        for pipe in (proc.stdin, proc.stdout):  # closed here, not left to a warning at exit
+            if pipe is not None:
+                pipe.close()
 
 
 def _child(req: dict[str, Any], err: int | None) -> None:
