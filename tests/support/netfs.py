@@ -258,6 +258,19 @@ class NetMount:
         )
         self.rate_mbit = rate_mbit
 
+    @contextmanager
+    def readahead_kb(self, kb: int) -> Iterator[None]:
+        """The mount's readahead (its backing device's ``read_ahead_kb``, 128 by default) set to
+        ``kb`` for the block, then put back."""
+        st = os.stat(self.mountpoint)
+        knob = Path(f"/sys/class/bdi/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/read_ahead_kb")
+        before = knob.read_text().strip()
+        knob.write_text(str(kb))
+        try:
+            yield
+        finally:
+            knob.write_text(before)
+
 
 @dataclass(frozen=True)
 class PlainRead:
