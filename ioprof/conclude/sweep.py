@@ -40,6 +40,7 @@ from ioprof.core.thresholds import (
     KERNEL_SPLIT_MIN_UNITS,
     MODERATELY_INPUT_BOUND_SHARE,
     PUBLISHED_SHARE_TUNED,
+    READ_CALLS_MIN_SHARE,
     RESIDUAL_TOLERANCE,
     STORAGE_HEADROOM,
     STORAGE_SCALING,
@@ -67,6 +68,20 @@ def classify_interval(share: Interval) -> tuple[str, tuple[str, str]]:
     return ("borderline" if low != high else point), (low, high)
 
 
+def fetched_share(cell: CellResult, s: StorageCeiling | None) -> float | None:
+    """Share of the bytes the cell's samples hold that storage delivered (None: unknown): what was
+    fetched ÷ what its loader read. Where its read() calls account for under READ_CALLS_MIN_SHARE
+    of the bytes its samples hold (``s``'s bytes per sample × the images), the samples came another
+    way — page faults on a memory-mapped file (an Arrow table), which read() never counts — and
+    the share is of those bytes: fetched ÷ them."""
+    per_sample = (s.bytes_per_sample or (s.bytes / s.files if s.files else 0.0)) if s is not None else 0.0
+    held = cell.images * per_sample
+    if not cell.fetched.known or held <= 0 or cell.requested_bytes >= READ_CALLS_MIN_SHARE * held:
+        return cell.miss_ratio()
+    assert cell.fetched.bytes is not None
+    return min(1.0, cell.fetched.bytes / held)
+
+
 def storage_rate(s: StorageCeiling, cell: CellResult) -> float:
     """img/s storage can feed this cell: its raw rate scaled to the share of bytes actually
     fetched. A cell whose fetched bytes are unknown is assumed to fetch everything it reads:
@@ -74,9 +89,17 @@ def storage_rate(s: StorageCeiling, cell: CellResult) -> float:
     if s.emulated:
         return s.img_per_s  # emulated storage charges every read
     share = s.img_per_s / max(1, s.shared_by)  # read for several ranks together: each its share
-    miss = cell.miss_ratio()
+    miss = fetched_share(cell, s)
     miss = 1.0 if miss is None else miss
     return share / miss if miss > 0.01 else math.inf
+
+
+def storage_for(cell: CellResult, ceilings: DatasetCeilings | None) -> StorageCeiling | None:
+    """The storage ceiling measured at this cell's readers (its ranks' together), if any."""
+    for s in ceilings.storage if ceilings else ():
+        if s.concurrency == cell.setting.concurrency * max(1, s.shared_by) and s.files:
+            return s
+    return None
 
 
 def stage_rates(
@@ -94,9 +117,9 @@ def stage_rates(
     for d in ceilings.decode if ceilings else ():
         if d.setting == cell.setting:
             rates["decode"] = d.img_per_s
-    for s in ceilings.storage if ceilings else ():
-        if s.concurrency == cell.setting.concurrency * max(1, s.shared_by) and s.files:
-            rates["storage"] = storage_rate(s, cell)
+    storage = storage_for(cell, ceilings)
+    if storage is not None:
+        rates["storage"] = storage_rate(storage, cell)
     for t in transfer:
         if t.pinned == pinned:
             rates["transfer"] = t.img_per_s
@@ -173,7 +196,9 @@ def kernel_call(split: WaitSplit | None, input_bound: bool = True) -> str:
     return "mixed"
 
 
-def cell_verdict(cell: CellResult, rates: dict[str, float], *, compute_async: bool) -> CellVerdict:
+def cell_verdict(
+    cell: CellResult, rates: dict[str, float], *, compute_async: bool, storage: StorageCeiling | None = None
+) -> CellVerdict:
     """Bottleneck and input-bound class of one cell, with the numbers they rest on: the stage
     ceilings decide where they were measured; where none was, the kernel's split of the waits."""
     share = cell.wait_share()
@@ -206,7 +231,7 @@ def cell_verdict(cell: CellResult, rates: dict[str, float], *, compute_async: bo
         residual=res,
         residual_unexplained=unexplained,
         rates=rates,
-        storage_miss_ratio=cell.miss_ratio(),
+        storage_miss_ratio=fetched_share(cell, storage),
         decided_by=decided_by,
         kernel_call=call,
     )
@@ -228,8 +253,12 @@ def cell_verdicts(result: SweepResult) -> tuple[CellResult, ...]:
         if cell.status != "ok" or not cell.steps:
             out.append(cell)
             continue
-        rates = stage_rates(cell, result.compute, ceilings.get(cell.dataset), result.transfer, pinned)
-        out.append(replace(cell, verdict=cell_verdict(cell, rates, compute_async=compute_runs_async(result))))
+        theirs = ceilings.get(cell.dataset)
+        rates = stage_rates(cell, result.compute, theirs, result.transfer, pinned)
+        verdict = cell_verdict(
+            cell, rates, compute_async=compute_runs_async(result), storage=storage_for(cell, theirs)
+        )
+        out.append(replace(cell, verdict=verdict))
     return tuple(out)
 
 

@@ -19,6 +19,11 @@ DATASET_TO_RAM_FOR_COLD_EPOCHS = 5.0
 # narrowing an interval no verdict depends on to ±5 % (on a shared 2-core VM it rarely does within
 # the 8 s cap: groups of 0.8 s vary by about 10 %).
 DECODE_ABOVE_COMPUTE = 2.0
+# A loader whose read() calls account for under this share of the bytes its samples hold got them
+# another way (page faults on a memory-mapped file: an Arrow table): the share of its samples'
+# bytes storage delivered is then what was fetched ÷ those bytes (the Hugging Face run in the tests
+# read 5 kB through read() for 184 rows of 40 kB; a read() loader reads at least what it decodes).
+READ_CALLS_MIN_SHARE = 0.1
 # Storage "suffices" with this headroom over the bandwidth training draws.
 STORAGE_HEADROOM = 1.2
 # Storage "scales with readers" (per-file latency, not bandwidth, limits it) when the most

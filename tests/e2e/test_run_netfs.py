@@ -353,6 +353,14 @@ def test_a_hugging_face_dataset_is_storage_bound_from_its_arrow_files(runs: Any)
     assert min(d["img_per_s"] for d in ceilings["decode"]) > 3 * storage["img_per_s"]
     assert cell["fetched"]["method"] == "fuse-daemon" and cell["fetched"]["bytes"] > 100_000
     assert cell["io"]["read_chars"] < 0.1 * cell["fetched"]["bytes"]  # page faults: no read() calls
+    # so the share of its rows' bytes that came over the link is fetched ÷ those bytes, not ÷ read()'s
+    held = cell["images"] * storage["bytes_per_sample"]
+    assert v["storage_miss_ratio"] == pytest.approx(min(1.0, cell["fetched"]["bytes"] / held), rel=1e-6)
+    run["figure"](
+        f"run hf: {cell['images']} rows of {storage['bytes_per_sample'] / 1e3:.0f} kB, "
+        f"{cell['fetched']['bytes'] / 1e6:.2f} MB fetched by the sshfs daemon: "
+        f"{v['storage_miss_ratio']:.0%} of their bytes over the link"
+    )
     kinds = {f["kind"] for f in r["analysis"]["findings"]}
     assert "pages-not-kept" not in kinds and r["datasets"][0]["keeps_pages"] is None
     _stock_truths(run)

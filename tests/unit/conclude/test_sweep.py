@@ -85,6 +85,26 @@ def test_storage_counts_only_for_bytes_fetched_from_storage() -> None:
     assert math.isinf(stage_rates(all_hits, compute(1000.0), ceilings, [], False)["storage"])
 
 
+def test_rows_of_a_memory_mapped_file_count_the_bytes_they_hold_not_those_read_by_read_calls() -> None:
+    # an Arrow table's rows come by page faults: its loader's read() calls read almost nothing
+    ceilings = DatasetCeilings("500x375", (decode("multiprocess", 4, 900.0),), (storage(4, 100.0),))
+    held = 80 * 100_000  # 80 images of 100 kB each
+    resident = cell(read_chars=5_000, fetched=held // 4)  # three quarters of the rows were in RAM
+    assert stage_rates(resident, compute(1000.0), ceilings, [], False)["storage"] == pytest.approx(400.0)
+    cold = cell(read_chars=5_000, fetched=held + 300_000)  # all of them fetched (and readahead's extra)
+    assert stage_rates(cold, compute(1000.0), ceilings, [], False)["storage"] == pytest.approx(100.0)
+    # no read() at all: the share of read() bytes is unknown, that of the rows is not
+    none_read = cell(read_chars=0, fetched=held // 2)
+    assert stage_rates(none_read, compute(1000.0), ceilings, [], False)["storage"] == pytest.approx(200.0)
+    # what the verdicts and the report say is the same share
+    result = conclude(replace(sweep_result(cells=(resident,)), ceilings=(ceilings,)))
+    (judged,) = result.cells
+    assert judged.verdict is not None and judged.verdict.storage_miss_ratio == pytest.approx(0.25)
+    # a loader whose read() calls read at least a tenth of its samples' bytes: the share of those
+    reads = cell(read_chars=held // 5, fetched=held // 10)
+    assert stage_rates(reads, compute(1000.0), ceilings, [], False)["storage"] == pytest.approx(200.0)
+
+
 def test_unknown_fetched_bytes_never_count_as_cache_hits() -> None:
     ceilings = DatasetCeilings("500x375", (), (storage(4, 100.0),))
     unknown = replace(cell(), fetched=f_unknown())
