@@ -246,7 +246,7 @@ def _evidence(result: SweepResult) -> list[str]:
         "The storage ceiling is scaled to the share of the bytes read that came from storage (a cell "
         "served by the page cache is not limited by the disk); where that share is unknown, storage is "
         "assumed to serve every read. A loader whose read() calls read under "
-        f"{READ_CALLS_MIN_SHARE:.0%} of what its samples hold got them by page faults (rows of a "
+        f"{pct(READ_CALLS_MIN_SHARE, 0)} of what its samples hold got them by page faults (rows of a "
         "memory-mapped file): its share is of its samples' bytes (images × the bytes a sample takes).",
         *([] if not kernel else ["", words.KERNEL_SPLIT_NOTE]),
         "",
