@@ -690,13 +690,16 @@ class CellResult:
     def derived(self) -> dict[str, Any]:
         if self.status != "ok":
             return {}
+        # the verdict's share where there is one: of the samples' bytes for rows faulted in from a
+        # memory-mapped file (conclude.sweep.fetched_share), else of the bytes read
+        miss = self.verdict.storage_miss_ratio if self.verdict is not None else self.miss_ratio()
         return {
             **_interval_fields("img_per_s", self.throughput()),
             **_interval_fields("data_wait_share", self.wait_share()),
             "requested_bytes": self.requested_bytes,
             "fetched_mb_per_s": self.fetched_mb_per_s(),
             "requested_mb_per_s": self.requested_mb_per_s(),
-            "cache_hit_ratio": None if self.miss_ratio() is None else 1.0 - (self.miss_ratio() or 0.0),
+            "cache_hit_ratio": None if miss is None else 1.0 - miss,
         }
 
 

@@ -100,6 +100,7 @@ def test_rows_of_a_memory_mapped_file_count_the_bytes_they_hold_not_those_read_b
     result = conclude(replace(sweep_result(cells=(resident,)), ceilings=(ceilings,)))
     (judged,) = result.cells
     assert judged.verdict is not None and judged.verdict.storage_miss_ratio == pytest.approx(0.25)
+    assert judged.derived()["cache_hit_ratio"] == pytest.approx(0.75)  # results.json and the CSV too
     # a loader whose read() calls read at least a tenth of its samples' bytes: the share of those
     reads = cell(read_chars=held // 5, fetched=held // 10)
     assert stage_rates(reads, compute(1000.0), ceilings, [], False)["storage"] == pytest.approx(200.0)
