@@ -74,8 +74,7 @@ def fetched_share(cell: CellResult, s: StorageCeiling | None) -> float | None:
     of the bytes its samples hold (``s``'s bytes per sample × the images), the samples came another
     way — page faults on a memory-mapped file (an Arrow table), which read() never counts — and
     the share is of those bytes: fetched ÷ them."""
-    per_sample = (s.bytes_per_sample or (s.bytes / s.files if s.files else 0.0)) if s is not None else 0.0
-    held = cell.images * per_sample
+    held = cell.images * s.sample_bytes() if s is not None else 0.0
     if not cell.fetched.known or held <= 0 or cell.requested_bytes >= READ_CALLS_MIN_SHARE * held:
         return cell.miss_ratio()
     assert cell.fetched.bytes is not None

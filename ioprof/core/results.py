@@ -351,6 +351,11 @@ class StorageCeiling:
     bytes_per_sample: float | None = None  # items of many samples (shards): img/s is MB/s ÷ this
     retries: int = 0  # requests the client had to repeat (an object store's throttling, 5xx, drops)
 
+    def sample_bytes(self) -> float:
+        """The bytes one sample takes: ``bytes_per_sample`` where a file holds many, else the mean
+        of the files read (0 when none was)."""
+        return self.bytes_per_sample or (self.bytes / self.files if self.files else 0.0)
+
     def _spans(self) -> list[float]:
         if not self.completed_s:  # a schema-1 file kept no completions: no interval
             return []
