@@ -323,7 +323,9 @@ class StorageCeiling:
     """Raw reads of the dataset's files in shuffled order at one concurrency.
 
     ``completed_s`` / ``completed_bytes``: each file's completion time since the start, in the
-    order files completed, and its size: the raw samples of the rate and its interval.
+    order files completed, and its size: the raw samples of the rate and its interval. ``warmup``:
+    how many of the first completions were a start-up transient (``stats.steady_start``: a link's
+    burst, a connection's slow start), read and counted as fetched but not in the rates.
     """
 
     concurrency: int
@@ -350,6 +352,7 @@ class StorageCeiling:
     where: str = ""  # what was read, when not files on a filesystem: "http://host:port", "a command"
     bytes_per_sample: float | None = None  # items of many samples (shards): img/s is MB/s ÷ this
     retries: int = 0  # requests the client had to repeat (an object store's throttling, 5xx, drops)
+    warmup: int = 0  # first completions left out of the rates: a start-up transient
 
     def sample_bytes(self) -> float:
         """The bytes one sample takes: ``bytes_per_sample`` where a file holds many, else the mean
@@ -357,14 +360,19 @@ class StorageCeiling:
         return self.bytes_per_sample or (self.bytes / self.files if self.files else 0.0)
 
     def _spans(self) -> list[float]:
+        """Each counted completion's time since the one before (none before ``warmup``)."""
         if not self.completed_s:  # a schema-1 file kept no completions: no interval
             return []
-        return [t - p for p, t in zip((0.0, *self.completed_s[:-1]), self.completed_s, strict=True)]
+        done = self.completed_s
+        return [t - p for p, t in zip((0.0, *done[:-1]), done, strict=True)][self.warmup :]
 
     def bandwidth(self) -> Interval:
         """MB/s with its 95 % interval (batch means over consecutive completions)."""
         return ratio_interval(
-            [b / 1e6 for b in self.completed_bytes], self._spans(), self.concurrency, self.looks
+            [b / 1e6 for b in self.completed_bytes[self.warmup :]],
+            self._spans(),
+            self.concurrency,
+            self.looks,
         )
 
     def file_rate(self) -> Interval:
@@ -372,12 +380,13 @@ class StorageCeiling:
         many samples (shards) its bandwidth ÷ the bytes of a sample."""
         if self.bytes_per_sample:
             return ratio_interval(
-                [b / self.bytes_per_sample for b in self.completed_bytes],
+                [b / self.bytes_per_sample for b in self.completed_bytes[self.warmup :]],
                 self._spans(),
                 self.concurrency,
                 self.looks,
             )
-        return ratio_interval([1.0] * len(self.completed_s), self._spans(), self.concurrency, self.looks)
+        spans = self._spans()
+        return ratio_interval([1.0] * len(spans), spans, self.concurrency, self.looks)
 
     def derived(self) -> dict[str, Any]:
         return {

@@ -286,6 +286,43 @@ def ratio_interval(
     return Interval(value, value - half, value + half, len(ratios))
 
 
+# MSER-5: a start-up transient is cut in whole batches of this many samples (or more), and only
+# where there are MSER_MIN_BATCHES batches to judge it by.
+MSER_BATCH = 5
+MSER_MIN_BATCHES = 4
+MSER_SLACK = 1.5
+
+
+def steady_start(numerators: Sequence[float], denominators: Sequence[float], min_group: int = 1) -> int:
+    """How many leading samples of a rate (Σnumerators / Σdenominators) are a start-up transient —
+    a token bucket's burst, a connection's slow start — by MSER-5 (White 1997; White, Cobb and
+    Spratt 2000): the samples in batches of MSER_BATCH (at least ``min_group``), each batch's
+    denominator per numerator (seconds per byte: finite for a burst that took no time), and the
+    cut d, at most half the batches, that minimises the marginal standard error of what is left,
+    Σ_{j≥d}(x_j − x̄)² / (k − d)². 0 where nothing is gained by a cut, or with too few batches."""
+    if len(numerators) != len(denominators):
+        raise ValueError(f"{len(numerators)} numerators but {len(denominators)} denominators")
+    m = max(MSER_BATCH, min_group)
+    k = len(numerators) // m
+    if k < MSER_MIN_BATCHES:
+        return 0
+    xs = []
+    for j in range(k):
+        num = sum(numerators[j * m : (j + 1) * m])
+        if num <= 0:
+            return 0
+        xs.append(sum(denominators[j * m : (j + 1) * m]) / num)
+    mser = []
+    for d in range(k // 2 + 1):
+        tail = xs[d:]
+        mean = sum(tail) / len(tail)
+        mser.append(sum((x - mean) ** 2 for x in tail) / len(tail) ** 2)
+    # the earliest cut within MSER_SLACK of the best: past the transient, later cuts differ only by
+    # the noise of a variance from a few batches, and would throw steady reads away
+    best = min(mser)
+    return next(d for d, v in enumerate(mser) if v <= MSER_SLACK * best) * m
+
+
 def data_wait_share(wait_s: Sequence[float], step_s: Sequence[float]) -> float:
     """Share of step time spent blocked waiting for the next batch."""
     total = sum(wait_s) + sum(step_s)

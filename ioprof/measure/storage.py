@@ -26,7 +26,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
@@ -35,7 +35,7 @@ from ioprof.core.config import TARGET_REL_HALF_WIDTH
 from ioprof.core.errors import IoprofError
 from ioprof.core.presets import StorageProfile
 from ioprof.core.results import CacheInfo, Fetched, StorageCeiling
-from ioprof.core.stats import LOOKS, is_look, percentile, ratio_interval
+from ioprof.core.stats import LOOKS, is_look, percentile, ratio_interval, steady_start
 from ioprof.datasets import objects, shards
 from ioprof.host.fetched import MountCounters, decide
 from ioprof.host.pagecache import FilesystemInfo, drop_after_read, filesystem_of, prepare
@@ -300,13 +300,39 @@ class _Readers:
                 done_s, sizes = self.completed_s[:look], self.completed_bytes[:look]
             if len(done_s) < look or not is_look(look, STORAGE_PROBE_MIN_FILES):
                 continue
-            spans = [t - p for p, t in zip((0.0, *done_s[:-1]), done_s, strict=True)]
-            interval = ratio_interval([float(b) for b in sizes], spans, concurrency, LOOKS)
-            if interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
+            if narrow(done_s, sizes, concurrency):
                 self._stop.set()
                 return "interval"
             look *= 2
         return "files"
+
+
+@dataclass(frozen=True)
+class Steady:
+    """The completions a reading's rates count: those after its start-up transient."""
+
+    warmup: int  # completions left out at the start (``stats.steady_start``)
+    sizes: list[float]  # bytes of each counted completion
+    spans: list[float]  # seconds from the completion before to each counted one
+
+    @property
+    def seconds(self) -> float:
+        return max(sum(self.spans), 1e-9)
+
+
+def steady(completed_s: Sequence[float], completed_bytes: Sequence[int], concurrency: int) -> Steady:
+    """The completions past the start-up transient — a link's burst that arrives at once, a
+    connection's slow start — which a rate sustained over an epoch does not include."""
+    spans = [t - p for p, t in zip((0.0, *completed_s[:-1]), completed_s, strict=True)]
+    sizes = [float(b) for b in completed_bytes]
+    w = steady_start(sizes, spans, concurrency)
+    return Steady(w, sizes[w:], spans[w:])
+
+
+def narrow(completed_s: Sequence[float], completed_bytes: Sequence[int], concurrency: int) -> bool:
+    """Whether MB/s past the start-up transient is within ±5 % (at a look: held to 95 % / LOOKS)."""
+    s = steady(completed_s, completed_bytes, concurrency)
+    return ratio_interval(s.sizes, s.spans, concurrency, LOOKS).rel_half_width <= TARGET_REL_HALF_WIDTH
 
 
 def probe_storage(
@@ -389,20 +415,22 @@ def _ceiling(
     stopped_by: str,
     emulated: EmulatedStorage | None,
 ) -> StorageCeiling:
-    # the last read's completion ends the measurement (not the moment the readers were joined)
+    # the last read's completion ends the measurement (not the moment the readers were joined);
+    # the rates count the reads after the start-up transient
     elapsed = max(max(readers.completed_s, default=0.0), 1e-9)
     total, done, lat = sum(readers.completed_bytes), len(readers.completed_s), readers.latencies
+    counted = steady(readers.completed_s, readers.completed_bytes, concurrency)
     return StorageCeiling(
         concurrency=concurrency,
         files=done,
         bytes=total,
         elapsed_s=elapsed,
-        read_mb_per_s=total / 1e6 / elapsed,
-        files_per_s=done / elapsed,
+        read_mb_per_s=sum(counted.sizes) / 1e6 / counted.seconds,
+        files_per_s=len(counted.spans) / counted.seconds,
         latency_s=tuple(lat),
         latency_p50_s=percentile(lat, 50) if lat else 0.0,
         latency_p99_s=percentile(lat, 99) if lat else 0.0,
-        img_per_s=done / elapsed,
+        img_per_s=len(counted.spans) / counted.seconds,
         storage_read_bytes=read_bytes,
         cache=cache,
         emulated=emulated.profile.name if emulated else "",
@@ -412,4 +440,5 @@ def _ceiling(
         completed_bytes=tuple(readers.completed_bytes),
         stopped_by=stopped_by,
         looks=LOOKS,
+        warmup=counted.warmup,
     )

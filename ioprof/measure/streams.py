@@ -17,10 +17,9 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import IO
 
-from ioprof.core.config import TARGET_REL_HALF_WIDTH
 from ioprof.core.results import CacheInfo, Fetched, StorageCeiling
-from ioprof.core.stats import LOOKS, is_look, percentile, ratio_interval
-from ioprof.measure.storage import Readers
+from ioprof.core.stats import LOOKS, is_look, percentile
+from ioprof.measure.storage import Readers, narrow, steady
 
 CHUNK_BYTES = 256 * 1024
 # Items failing one after another with none read between: the source went away or refuses every
@@ -164,10 +163,7 @@ def probe_streams(
                 done_s, sizes = streams.chunk_s[:look], streams.chunk_bytes[:look]
             if len(done_s) < look or not is_look(look, FIRST_LOOK):
                 continue
-            spans = [t - p for p, t in zip((0.0, *done_s[:-1]), done_s, strict=True)]
-            if ratio_interval([float(b) for b in sizes], spans, concurrency, LOOKS).rel_half_width <= (
-                TARGET_REL_HALF_WIDTH
-            ):
+            if narrow(done_s, sizes, concurrency):
                 stopped_by = "interval"
                 break
             look *= 2
@@ -178,6 +174,8 @@ def probe_streams(
         raise OSError(streams.errors[-1])
     elapsed = max(max(streams.chunk_s, default=0.0), 1e-9)
     total = sum(streams.chunk_bytes)
+    counted = steady(streams.chunk_s, streams.chunk_bytes, concurrency)  # the rates: past the start-up
+    mb_per_s = sum(counted.sizes) / 1e6 / counted.seconds
     lat = streams.first_byte_s
     per_sample = bytes_per_sample if bytes_per_sample else None
     cache = CacheInfo(
@@ -192,12 +190,12 @@ def probe_streams(
         files=streams.items_read,
         bytes=total,
         elapsed_s=elapsed,
-        read_mb_per_s=total / 1e6 / elapsed,
+        read_mb_per_s=mb_per_s,
         files_per_s=streams.items_read / elapsed,
         latency_s=tuple(lat),
         latency_p50_s=percentile(lat, 50) if lat else 0.0,
         latency_p99_s=percentile(lat, 99) if lat else 0.0,
-        img_per_s=total / per_sample / elapsed if per_sample else streams.items_read / elapsed,
+        img_per_s=mb_per_s * 1e6 / per_sample if per_sample else streams.items_read / elapsed,
         storage_read_bytes=0,
         cache=cache,
         unreadable_files=streams.items_failed,
@@ -209,4 +207,5 @@ def probe_streams(
         latency_kind="first byte",
         where=where,
         bytes_per_sample=per_sample,
+        warmup=counted.warmup,
     )

@@ -144,3 +144,30 @@ def test_a_cell_that_stops_on_its_interval_still_covers_95_percent() -> None:
         interval = ratio_interval([8.0] * len(w.steps), w.steps, 1, LOOKS)
         covered += interval.low <= true <= interval.high
     assert covered / trials >= 0.94
+
+
+def test_a_start_up_burst_is_cut_in_whole_batches_and_a_steady_start_is_not() -> None:
+    """MSER-5 on hand-built reads of 40 kB: a token bucket's burst (the first 7 arrive at once),
+    a slow start (the first 5 take five times as long), noise with no transient, a change of rate
+    that lasts (never cut past half), and too few reads to judge."""
+    import random
+
+    from ioprof.core.stats import MSER_BATCH, ratio_interval, steady_start
+
+    size = [40_000.0] * 100
+    burst = [1e-5] * 7 + [0.02] * 93
+    assert steady_start(size, burst) == 10  # two batches of 5: the 7 and what shares their batch
+    assert steady_start(size, [0.1] * 5 + [0.02] * 95) == MSER_BATCH
+    rng = random.Random(1)
+    assert steady_start(size, [0.02 * rng.uniform(0.9, 1.1) for _ in range(100)]) == 0
+    assert steady_start(size, [0.02] * 100) == 0
+    assert steady_start(size, [0.01] * 70 + [0.02] * 30) <= 50
+    assert steady_start(size[:19], [1e-5] * 5 + [0.02] * 14) == 0  # 3 batches: too few
+    assert steady_start(size, burst, min_group=20) == 20  # batches of one per reader at least
+    # what the cut is for: the rate an epoch sustains, its interval no longer the burst's
+    whole = ratio_interval(size, burst, 1, 6)
+    cut = ratio_interval(size[10:], burst[10:], 1, 6)
+    assert whole.rel_half_width > 0.3 and cut.rel_half_width < 0.01
+    assert cut.value == pytest.approx(40_000 / 0.02) and cut.value < whole.value
+    with pytest.raises(ValueError):
+        steady_start([1.0], [1.0, 2.0])

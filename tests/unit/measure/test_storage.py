@@ -18,7 +18,10 @@ def test_probe_reads_every_byte_and_counts_fetches(blob_files: list[str]) -> Non
     s = probe_storage(blob_files, 4, fs, max_seconds=None)
     assert s.files == 40 and s.bytes == 40 * 256 * 1024 and s.stopped_by == "files"
     assert len(s.latency_s) == 40 and 0 < s.latency_p50_s <= s.latency_p99_s
-    assert s.read_mb_per_s == pytest.approx(s.bytes / 1e6 / s.elapsed_s)
+    # the rate counts the reads after the start-up transient (``warmup``; all of them where it had none)
+    start_s = s.completed_s[s.warmup - 1] if s.warmup else 0.0
+    counted = sum(s.completed_bytes[s.warmup :])
+    assert s.read_mb_per_s == pytest.approx(counted / 1e6 / (s.elapsed_s - start_s))
     # the headline figure and its interval are the same estimate
     assert s.bandwidth().value == pytest.approx(s.read_mb_per_s) and s.file_rate().value == pytest.approx(
         s.files_per_s
@@ -304,3 +307,42 @@ def test_streams_keep_the_first_bytes_of_shards_within_the_budget() -> None:
     # in order, one reader: item 0 whole (half a chunk), item 1's first chunk (it has three); item
     # 2 whole would pass the budget by a quarter of a chunk: nothing more
     assert kept == {"s3://b/0.tar": b"\0" * (CHUNK_BYTES // 2), "s3://b/1.tar": b"\1" * CHUNK_BYTES}
+
+
+def test_a_burst_at_the_start_is_left_out_of_the_rate_and_stops_it_at_the_first_look() -> None:
+    """Streams through a token bucket: the first 7 items arrive at once (its burst), then one every
+    10 ms. The rate is the one sustained after the burst, with the reads cut said in ``warmup``,
+    and its interval is narrow at the first look (with the burst in, it was ±30 % or more there)."""
+    import io
+    import threading
+    import time
+    from contextlib import contextmanager
+
+    from ioprof.measure.streams import FIRST_LOOK, probe_streams
+
+    served = 0
+    lock = threading.Lock()
+
+    @contextmanager
+    def open_item(item: str):  # type: ignore[no-untyped-def]
+        nonlocal served
+        with lock:
+            served += 1
+            n = served
+        if n > 7:
+            time.sleep(0.01)
+        yield io.BytesIO(b"x" * 1000)
+
+    s = probe_streams(
+        [f"s3://b/{i}.jpg" for i in range(400)],
+        open_item,
+        1,
+        bytes_per_sample=None,
+        where="the store",
+        max_seconds=30,
+    )
+    assert s.stopped_by == "interval" and s.files < 2 * FIRST_LOOK, s.stopped_by
+    assert 7 <= s.warmup <= 10 and s.bandwidth().value == pytest.approx(s.read_mb_per_s)
+    sleep_s = 0.01
+    assert s.read_mb_per_s == pytest.approx(1000 / sleep_s / 1e6, rel=0.15)
+    assert s.read_mb_per_s < s.bytes / 1e6 / s.elapsed_s  # the burst in, the rate would read higher
