@@ -10,6 +10,7 @@ from ioprof.core.config import worker_count
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import RankCountResult, ScaleResult
 from ioprof.core.thresholds import MIN_BUSY_SHARE, SATURATED_SHARE
+from ioprof.render import words
 from ioprof.render.fmt import duration, pct, rate, rate_ci, share_ci
 from ioprof.render.mdtable import table
 from ioprof.render.plots import SCALE_PNG, plot_scale
@@ -280,7 +281,8 @@ def _how(result: ScaleResult) -> list[str]:
         "- Scaling efficiency = img/s per rank ÷ img/s per rank at the smallest count measured in the same regime.",
         "- Cold: the dataset's pages are evicted before the ranks start and each file after it is read (verified by "
         "page residency); warm: read into the page cache first. Before each count, the storage is read alone, cold, "
-        "by as many readers as the ranks' loaders run together: what it can give them.",
+        "by as many readers as the ranks' loaders run together: what it can give them (its first reads left out where "
+        f"they came as a start-up transient: {words.TRANSIENT_WHY}).",
         f"- What stops the next count is read from the first count that is not busy: storage when the ranks fetched "
         f"at least {pct(SATURATED_SHARE, 0)} of what the storage gave alone; cores when the ranks and their workers used "
         f"at least {pct(SATURATED_SHARE, 0)} of the host's; else a straggler; else, where no rank waits much itself, ranks "

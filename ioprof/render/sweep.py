@@ -383,17 +383,9 @@ def _storage_table(dc: DatasetCeilings) -> list[str]:
             f"{sum(s.files for s in dc.storage):,} GET requests read {mb(sum(s.bytes for s in dc.storage))} "
             "(an object store bills both)"
         )
-    cut = [s for s in dc.storage if s.warmup]
+    cut = words.transient_cut(dc.storage)
     if cut:
-        unit = "chunks" if streams else "files"
-        notes.append(
-            "the rates leave out the first reads, which came as a start-up transient unlike the rest (a link's "
-            "burst, a connection's slow start; found by MSER-5) and are counted as fetched all the same: "
-            + ", ".join(
-                f"{s.warmup} of {len(s.completed_s):,} {unit} at {s.concurrency} reader{'s' if s.concurrency > 1 else ''}"
-                for s in cut
-            )
-        )
+        notes.append(cut)
     repeated = sum(s.retries for s in dc.storage)
     if repeated:
         notes.append(

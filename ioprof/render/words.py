@@ -7,7 +7,7 @@ them into words. Pure: the same objects give the same text.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ioprof.core import findings as f
@@ -919,3 +919,23 @@ def dataset_facts(d: DatasetInfo) -> str:
         parts.append("size per sample unknown")
     where = f"on {d.fs_type} ({d.mount_source})" if d.fs_type else "its filesystem not identified"
     return ", ".join(parts) + f", {where}" + (f", `{d.path}`" if d.path else "")
+
+
+TRANSIENT_WHY = "a link's burst, a connection's slow start; found by MSER-5"
+
+
+def transient_cut(storage: Sequence[StorageCeiling]) -> str:
+    """What the storage readings left out of their rates at the start — '' where none did: the
+    first reads that came as a start-up transient, each reading's count of its completions."""
+    cut = [s for s in storage if s.warmup]
+    if not cut:
+        return ""
+    unit = "chunks" if cut[0].latency_kind == "first byte" else "files"
+    return (
+        f"the rates leave out the first reads, which came as a start-up transient unlike the rest ({TRANSIENT_WHY}) "
+        "and are counted as fetched all the same: "
+        + ", ".join(
+            f"{s.warmup} of {len(s.completed_s):,} {unit} at {s.concurrency} reader{'s' if s.concurrency > 1 else ''}"
+            for s in cut
+        )
+    )

@@ -132,6 +132,27 @@ def test_a_storage_bound_report_says_what_to_do_about_storage() -> None:
     assert "takes about" not in md  # no worker-count advice when storage limits
 
 
+def test_a_storage_ceiling_says_which_first_reads_its_rate_left_out() -> None:
+    """Hand-built: 100 reads at 80 files/s, the first 10 of them counted as a start-up burst. The
+    storage table's MB/s is the rate of the other 90 (80 files/s, the burst's not in), and a note
+    says what was left out at which readers; a ceiling with nothing cut gets no note."""
+    from builders import storage
+
+    base = sweep_result((cell("multiprocess", 4, wait=0.09, step=0.01),), compute_rate=2800.0)
+    steady, burst = storage(1, 80.0), replace(storage(2, 80.0), warmup=10)
+    burst = replace(
+        burst, completed_s=tuple(t - 9 / 80.0 if i >= 9 else 0.0 for i, t in enumerate(burst.completed_s))
+    )
+    assert burst.bandwidth().value == pytest.approx(8.0) and burst.file_rate().value == pytest.approx(80.0)
+    ceilings = (replace(base.ceilings[0], storage=(steady, burst)),)
+    md = render_markdown(conclude(replace(base, ceilings=ceilings)))
+    assert "| 2 | 8.00 ± 0.0 % | 80.0 ± 0.0 % |" in md, md
+    assert "as a start-up transient" in md and "10 of 100 files at 2 readers" in md
+    assert "at 1 reader" not in md  # the steady one cut nothing
+    md = render_markdown(conclude(replace(base, ceilings=(replace(base.ceilings[0], storage=(steady,)),))))
+    assert "start-up transient" not in md
+
+
 def test_csv_has_one_row_per_cell_with_intervals(analyzed: SweepResult) -> None:
     rows = list(csv.DictReader(io.StringIO(render_csv(analyzed))))
     assert len(rows) == 3 and tuple(rows[0].keys()) == COLUMNS
