@@ -3,9 +3,10 @@ to the upstream port unchanged, except that a share of them is answered 503 Slow
 fails. moto's server does not check signatures, so forwarding a request signed for the proxy's
 address is accepted.
 
-    python faulty_proxy.py LISTEN_PORT UPSTREAM_PORT FAIL_SHARE
+    python faulty_proxy.py LISTEN_PORT UPSTREAM_PORT FAIL_SHARE [DELAY_S]
 
-Each answered request is counted on stdout as one line: ``ok`` or ``503``.
+Each answered request is counted on stdout as one line: ``ok`` or ``503``. ``DELAY_S``: every
+request waits this long first — a store's time to its first byte (``benchmarks/bench_sample_copy.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import http.client
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SLOWDOWN = (
@@ -24,6 +26,7 @@ HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", 
 
 def main() -> None:
     listen, upstream, share = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+    delay_s = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
     # Evenly spread, not drawn at random: the n-th request fails when floor(n * share) steps up,
     # so any run of requests holds the share to within one (a seeded draw held 9 of the first 90
     # at 0.2, and a test that checked the share failed on it).
@@ -45,6 +48,7 @@ def main() -> None:
         def _any(self) -> None:
             n = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(n) if n else None
+            time.sleep(delay_s)
             if refuse():
                 self.send_response(503)
                 self.send_header("Content-Type", "application/xml")

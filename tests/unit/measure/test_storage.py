@@ -276,6 +276,42 @@ def test_the_in_memory_sample_takes_what_was_read_and_reads_only_the_rest(tmp_pa
     assert all(blob == Path(p).read_bytes() for p, blob in zip(s.paths[1:], s.blobs[1:], strict=True))
 
 
+def test_the_sample_is_copied_with_reads_in_flight_together_over_a_network_and_is_the_same_sample(
+    small_set: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each read waits 50 ms (a store's or a server's latency, faked): on a network filesystem the
+    copy keeps SAMPLE_READERS reads in flight, so 48 files take a fraction of 48 x 50 ms; the
+    files, their order and bytes are those of one reader on a local disk, and an unreadable file
+    is skipped there as here."""
+    import time
+
+    from ioprof.datasets.discover import find_images
+    from ioprof.host.pagecache import FilesystemInfo
+    from ioprof.measure import sample as sample_module
+    from ioprof.measure.sample import SAMPLE_READERS, load_sample
+
+    images = find_images(small_set)
+    bad = images.paths[7]
+
+    def slow_read(path: str) -> bytes:
+        time.sleep(0.05)
+        if path == bad:
+            raise PermissionError(13, "Permission denied", path)
+        return Path(path).read_bytes()
+
+    monkeypatch.setattr(sample_module, "read_file", slow_read)
+    t0 = time.perf_counter()
+    over_nfs = load_sample(images, FilesystemInfo("nfs4", "/data", "server:/data"), seed=3, max_files=40)
+    nfs_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    local = load_sample(images, FilesystemInfo("ext4", "/", "/dev/vda1"), seed=3, max_files=40)
+    local_s = time.perf_counter() - t0
+    assert SAMPLE_READERS > 1 and nfs_s < local_s / 3, (nfs_s, local_s)
+    assert local_s > 40 * 0.05  # one at a time: each read waited
+    assert over_nfs.paths == local.paths and over_nfs.blobs == local.blobs and over_nfs.labels == local.labels
+    assert over_nfs.files == 40 and bad not in over_nfs.paths
+
+
 def test_streams_keep_the_first_bytes_of_shards_within_the_budget() -> None:
     """Tar shards (``keep_prefixes``): what was read of each is kept, whole or cut off, and all of
     it within ``keep_bytes`` — a shard of hundreds of MB is never read whole by a ceiling, but its
