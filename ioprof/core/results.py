@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ioprof.core.config import LoaderSetting
-from ioprof.core.stats import Interval, ratio_interval, wait_share_interval
+from ioprof.core.stats import Interval, gaps, ratio_interval, wait_share_interval
 from ioprof.core.thresholds import GROWTH_NOISE_BYTES
 
 if TYPE_CHECKING:
@@ -363,8 +363,7 @@ class StorageCeiling:
         """Each counted completion's time since the one before (none before ``warmup``)."""
         if not self.completed_s:  # a schema-1 file kept no completions: no interval
             return []
-        done = self.completed_s
-        return [t - p for p, t in zip((0.0, *done[:-1]), done, strict=True)][self.warmup :]
+        return gaps(self.completed_s)[self.warmup :]
 
     def bandwidth(self) -> Interval:
         """MB/s with its 95 % interval (batch means over consecutive completions)."""

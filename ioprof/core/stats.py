@@ -286,6 +286,12 @@ def ratio_interval(
     return Interval(value, value - half, value + half, len(ratios))
 
 
+def gaps(completed_s: Sequence[float]) -> list[float]:
+    """Each completion's time since the one before it (the first's since 0, the start): the
+    denominators of a rate whose completions were stamped from its start."""
+    return [t - p for p, t in zip((0.0, *completed_s[:-1]), completed_s, strict=True)]
+
+
 # MSER-5: a start-up transient is cut in whole batches of this many samples (or more), and only
 # where there are MSER_MIN_BATCHES batches to judge it by.
 MSER_BATCH = 5

@@ -35,7 +35,7 @@ from ioprof.core.config import TARGET_REL_HALF_WIDTH
 from ioprof.core.errors import IoprofError
 from ioprof.core.presets import StorageProfile
 from ioprof.core.results import CacheInfo, Fetched, StorageCeiling
-from ioprof.core.stats import LOOKS, is_look, percentile, ratio_interval, steady_start
+from ioprof.core.stats import LOOKS, gaps, is_look, percentile, ratio_interval, steady_start
 from ioprof.datasets import objects, shards
 from ioprof.host.fetched import MountCounters, decide
 from ioprof.host.pagecache import FilesystemInfo, drop_after_read, filesystem_of, prepare
@@ -323,7 +323,7 @@ class Steady:
 def steady(completed_s: Sequence[float], completed_bytes: Sequence[int], concurrency: int) -> Steady:
     """The completions past the start-up transient — a link's burst that arrives at once, a
     connection's slow start — which a rate sustained over an epoch does not include."""
-    spans = [t - p for p, t in zip((0.0, *completed_s[:-1]), completed_s, strict=True)]
+    spans = gaps(completed_s)
     sizes = [float(b) for b in completed_bytes]
     w = steady_start(sizes, spans, concurrency)
     return Steady(w, sizes[w:], spans[w:])
