@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
 
 from ioprof.core.errors import IoprofError
 from ioprof.datasets import shards
@@ -91,14 +92,15 @@ def load_sample(
             blobs.append(data)
             total += len(data)
     taken = set(paths)
-    todo = [i for i in order if images.paths[i] not in taken]
+    todo = (i for i in order if images.paths[i] not in taken)
     readers = SAMPLE_READERS if fs.network else 1
     t0 = time.perf_counter()
     with ThreadPoolExecutor(readers) as pool:
-        while todo and len(blobs) < max_files and total < max_bytes:
+        while len(blobs) < max_files and total < max_bytes:
             # a round of reads in flight at once, taken in the shuffled order whatever finishes first
-            round_ = todo[: min(readers, max_files - len(blobs))]
-            del todo[: len(round_)]
+            round_ = list(islice(todo, min(readers, max_files - len(blobs))))
+            if not round_:
+                break
             for i, got in zip(
                 round_, pool.map(_read_or_error, [images.paths[i] for i in round_]), strict=True
             ):
