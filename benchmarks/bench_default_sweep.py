@@ -3,6 +3,9 @@ where its time went (the sweep's own phase times, kept in its results.json).
 
 Not a test: it prints its figures and saves them under reports/benchmarks/. Goal on the
 project's 2-core CPU-only machines: 150 s, first-time dataset generation included (aim 120 s).
+The sweep's length follows the host's pace (its cells stop at fixed looks, after 5 or 10 steps
+of ResNet-50, or at their cap), so each run also keeps that pace (the compute ceiling) and how
+its cells stopped, and the file keeps every earlier run's line beside the newest.
 
     python benchmarks/bench_default_sweep.py
 """
@@ -58,12 +61,40 @@ def main() -> int:
         "goal_s": GOAL_S,
         "aim_s": AIM_S,
         "within_goal": wall_s < GOAL_S,
+        "compute_img_per_s": round(results["compute"]["img_per_s"], 2),
+        "cells_stopped": stops(results["cells"]),
         "img_per_s_by_cell": {
             f"{c['dataset']} {c['loader']} {c['workers']}": round(c["img_per_s"], 2) for c in results["cells"]
         },
     }
-    figures.save(found, out_dir / "default_sweep.json")
+    path = out_dir / "default_sweep.json"
+    found["history"] = [*earlier(path), line(found)]
+    figures.save(found, path)
     return 0
+
+
+def stops(cells: list[dict]) -> dict[str, int]:
+    """How many cells stopped after how many steps, and by what (interval, seconds, steps)."""
+    out: dict[str, int] = {}
+    for c in cells:
+        key = f"{c['steps']} steps ({c['stopped_by']})"
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def line(found: dict) -> dict:
+    """One run in the file's history: when, how long, at what pace, how its cells stopped."""
+    keys = ("date", "wall_s", "compute_img_per_s", "cells_stopped")
+    return {k: found[k] for k in keys if k in found} | {"cells_s": found["phases_s"].get("cells")}
+
+
+def earlier(path: Path) -> list[dict]:
+    """The runs this file held before (the newest of them too, when it had no history yet)."""
+    try:
+        old = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    return list(old.get("history") or [line(old)])
 
 
 if __name__ == "__main__":

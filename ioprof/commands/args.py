@@ -198,7 +198,7 @@ def add_training(p: argparse.ArgumentParser, *, compute_default: str = "real", t
         "--channels-last",
         action=argparse.BooleanOptionalAction,
         default=S,
-        help="NHWC memory format for model and inputs (default: on for CUDA, off on the CPU)",
+        help="NHWC memory format for model and inputs (default on: the fast path of cuDNN and oneDNN)",
     )
 
 

@@ -135,17 +135,20 @@ def fetched_impossible(result: SweepResult) -> list[Finding]:
     """Bytes fetched faster than the storage delivers read alone (beyond the counters' edges,
     ``FETCHED_ABOVE_STORAGE_TOLERANCE``): the counter saw more than this loader's reads in its
     window (another reader, a machine-wide counter). Said, never printed as a measurement, never
-    clipped to the ceiling."""
+    clipped to the ceiling. Where the fetched figure has an interval, its lower end must lie
+    beyond: a short window's few segments that merely may be above are no finding."""
     out: list[Finding] = []
     unchecked = []
     for c in _ok(result):
         mb = c.fetched_mb_per_s()
         if mb is None or c.fetched.method in ("emulated", "ram"):
             continue
+        bandwidth = c.fetched_bandwidth()
+        low = bandwidth.low if bandwidth is not None and bandwidth.known else mb
         high = storage_high_mb_per_s(result, c.dataset)
         if high is None and c.dataset not in _evaluation(result):
             unchecked.append(f"{c.dataset} {c.setting.label}")
-        elif high is not None and mb > high * (1 + FETCHED_ABOVE_STORAGE_TOLERANCE):
+        elif high is not None and low > high * (1 + FETCHED_ABOVE_STORAGE_TOLERANCE):
             out.append(
                 FetchedAboveStorage(
                     c.dataset, c.setting.label, mb, high, c.fetched.method, c.fetched.source, c.byte_window_s

@@ -648,6 +648,13 @@ class CellResult:
     inside: LoaderInside | None = None  # stages per sample, memory per worker, threads against cores
     wait_split: WaitSplit | None = None  # what the awaited producer did while the loop waited (run)
     retries: int = 0  # requests an object store's client repeated for the window's samples
+    # the counters' window, in seconds since the epoch (start, end): to be matched with readings
+    # taken elsewhere over the same seconds (a storage server's, a switch's); a sweep's cells
+    window_wall_s: tuple[float, float] | None = None
+    # the window cut where the fetch counters were read again (at the first step boundary a
+    # quarter second or more after the last reading; in a user's loop, half a second): (seconds,
+    # bytes fetched) each, counted as ``fetched`` is; they add up to it. None in a file from before
+    fetched_segments: tuple[tuple[float, int], ...] = ()
 
     @property
     def setting(self) -> LoaderSetting:
@@ -697,6 +704,19 @@ class CellResult:
         assert self.fetched.bytes is not None
         return self.fetched.bytes / 1e6 / self.byte_window_s
 
+    def fetched_bandwidth(self) -> Interval | None:
+        """fetched_mb_per_s with its 95 % interval: batch means over the window's segments (each
+        a quarter second or more, at step boundaries), held to the stopping rule's looks as the
+        img/s is; None where the figure is unknown or the window was not cut (a file from before)."""
+        value = self.fetched_mb_per_s()
+        if value is None or not self.fetched_segments:
+            return None
+        if value == 0:
+            return Interval.exact(0.0)
+        return ratio_interval(
+            [b / 1e6 for _, b in self.fetched_segments], [s for s, _ in self.fetched_segments], 1, self.looks
+        ).centered_on(value)
+
     def requested_mb_per_s(self) -> float:
         return self.requested_bytes / 1e6 / self.byte_window_s if self.byte_window_s > 0 else 0.0
 
@@ -711,6 +731,7 @@ class CellResult:
             **_interval_fields("data_wait_share", self.wait_share()),
             "requested_bytes": self.requested_bytes,
             "fetched_mb_per_s": self.fetched_mb_per_s(),
+            **_interval_fields("fetched_mb_per_s", self.fetched_bandwidth() or Interval.unknown(0.0)),
             "requested_mb_per_s": self.requested_mb_per_s(),
             "cache_hit_ratio": None if miss is None else 1.0 - miss,
         }
@@ -1104,6 +1125,26 @@ class RankCountResult:
         b, w = self.fetched_bytes(), self.window_s()
         return None if b is None or w <= 0 else b / 1e6 / w
 
+    def fetched_bandwidth(self) -> Interval | None:
+        """fetched_mb_per_s with an interval: the ranks' intervals added (``interval_sum``), a
+        host-wide count's once per host, as its bytes are; None where a rank's has none."""
+        value = self.fetched_mb_per_s()
+        if value is None:
+            return None
+        own: list[Interval] = []
+        per_host: dict[str, Interval] = {}
+        for r in self.per_rank:
+            bandwidth = r.cell.fetched_bandwidth()
+            if bandwidth is None:
+                return None
+            if r.cell.fetched.method not in MACHINE_WIDE_FETCH_METHODS:
+                own.append(bandwidth)
+            elif r.host not in per_host or bandwidth.value > per_host[r.host].value:
+                per_host[r.host] = bandwidth
+        if value == 0:
+            return Interval.exact(0.0)
+        return interval_sum([*own, *per_host.values()]).centered_on(value)
+
     def requested_mb_per_s(self) -> float:
         w = self.window_s()
         return sum(r.cell.requested_bytes for r in self.per_rank) / 1e6 / w if w > 0 else 0.0
@@ -1120,6 +1161,7 @@ class RankCountResult:
             "aggregate_img_per_s": self.aggregate().value,
             "fetched_bytes": self.fetched_bytes(),
             "fetched_mb_per_s": self.fetched_mb_per_s(),
+            **_interval_fields("fetched_mb_per_s", self.fetched_bandwidth() or Interval.unknown(0.0)),
             "cores_used": self.cores_used(),
         }
 

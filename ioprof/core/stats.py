@@ -283,7 +283,10 @@ def ratio_interval(
     df = len(ratios) - 1
     t = t_975(df) if looks <= 1 else t_quantile(1 - (1 - looks_level(looks)) / 2, df)
     half = t * sd / math.sqrt(len(ratios))
-    return Interval(value, value - half, value + half, len(ratios))
+    # a ratio of amounts that cannot be negative (images, bytes, seconds) cannot be: an interval
+    # wider than the figure itself ends at 0, not below it (its coverage is the same)
+    low = value - half if any(n < 0 for n in numerators) else max(0.0, value - half)
+    return Interval(value, low, value + half, len(ratios))
 
 
 def gaps(completed_s: Sequence[float]) -> list[float]:
@@ -297,6 +300,7 @@ def gaps(completed_s: Sequence[float]) -> list[float]:
 MSER_BATCH = 5
 MSER_MIN_BATCHES = 4
 MSER_SLACK = 1.5
+MSER_ROUNDING = 1e-9  # a spread of batches this small, relative to their mean, is rounding
 
 
 def steady_start(numerators: Sequence[float], denominators: Sequence[float], min_group: int = 1) -> int:
@@ -324,9 +328,11 @@ def steady_start(numerators: Sequence[float], denominators: Sequence[float], min
         mean = sum(tail) / len(tail)
         mser.append(sum((x - mean) ** 2 for x in tail) / len(tail) ** 2)
     # the earliest cut within MSER_SLACK of the best: past the transient, later cuts differ only by
-    # the noise of a variance from a few batches, and would throw steady reads away
+    # the noise of a variance from a few batches, and would throw steady reads away; a tail as
+    # steady as rounding (a paced emulation, a fake clock) leaves only rounding to choose by: none
     best = min(mser)
-    return next(d for d, v in enumerate(mser) if v <= MSER_SLACK * best) * m
+    rounding = (MSER_ROUNDING * sum(xs) / k) ** 2
+    return next(d for d, v in enumerate(mser) if v <= MSER_SLACK * best + rounding) * m
 
 
 def data_wait_share(wait_s: Sequence[float], step_s: Sequence[float]) -> float:

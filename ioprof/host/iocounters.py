@@ -7,6 +7,7 @@ fold into its parent only once it is reaped, so each live worker is read on its 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from ioprof.core.results import IoCounts
 class Snapshot:
     at_s: float
     counters: dict[int, tuple[int, int]]  # pid → (read_bytes, read_chars)
+    wall_s: float  # time.time() when read: the instant in seconds since the epoch
 
 
 def snapshot(pids: Iterable[int], at_s: float) -> Snapshot:
@@ -29,7 +31,7 @@ def snapshot(pids: Iterable[int], at_s: float) -> Snapshot:
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
         counters[pid] = (int(io.read_bytes), int(io.read_chars))
-    return Snapshot(at_s, counters)
+    return Snapshot(at_s, counters, time.time())
 
 
 def delta(before: Snapshot, after: Snapshot) -> IoCounts:

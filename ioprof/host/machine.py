@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 
 import psutil
-import torch
-import torchvision
 
 from ioprof.core.results import MachineInfo
 
@@ -106,8 +104,31 @@ def memory_for_cache() -> tuple[int, str]:
     return available, "the host's available memory"
 
 
-def machine_info(gpu: str | None, gpu_driver: str | None, gpu_unavailable_reason: str | None) -> MachineInfo:
+def versions(load: bool = False) -> dict[str, str]:
+    """Python's, torch's and torchvision's versions in this process; ``load``: import them where
+    not yet imported (else an empty version: a user's script that never imported torchvision).
+    Without ``load`` it imports nothing, for what a user's process reports of itself."""
+    if load:
+        import torch  # noqa: F401
+        import torchvision  # noqa: F401
+    found = {"python": sys.version.split()[0]}
+    for name in ("torch", "torchvision"):
+        module = sys.modules.get(name)
+        found[name] = str(getattr(module, "__version__", "")) if module is not None else ""
+    return found
+
+
+def machine_info(
+    gpu: str | None,
+    gpu_driver: str | None,
+    gpu_unavailable_reason: str | None,
+    software: dict[str, str] | None = None,
+) -> MachineInfo:
+    """This machine; ``software``: the versions a user's process ran with (``versions()`` there,
+    so that ``ioprof run``, which only reads what it measured, need not import torch: 2.4 s),
+    else this process's."""
     cache_bytes, cache_source = memory_for_cache()
+    soft = software or versions(load=True)
     return MachineInfo(
         cpu_model=cpu_model(),
         cpu_cores_logical=os.cpu_count() or 1,
@@ -116,9 +137,9 @@ def machine_info(gpu: str | None, gpu_driver: str | None, gpu_unavailable_reason
         gpu=gpu,
         gpu_driver=gpu_driver,
         gpu_unavailable_reason=gpu_unavailable_reason,
-        python=sys.version.split()[0],
-        torch=torch.__version__,
-        torchvision=torchvision.__version__,
+        python=soft.get("python", ""),
+        torch=soft.get("torch", ""),
+        torchvision=soft.get("torchvision", ""),
         platform=platform.platform(),
         hostname=socket.gethostname(),
         virtual_machine=is_virtual_machine(),

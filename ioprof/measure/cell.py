@@ -28,6 +28,7 @@ from ioprof.core.results import (
     UNKNOWN_FETCH,
     CacheInfo,
     CellResult,
+    Fetched,
     GpuTelemetry,
     IoCounts,
     Undecodable,
@@ -35,7 +36,7 @@ from ioprof.core.results import (
 from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, data_wait_share, ratio_interval
 from ioprof.datasets.dataset import Dataset
 from ioprof.host import iocounters
-from ioprof.host.fetched import FetchSnapshot, MountCounters, decide
+from ioprof.host.fetched import FetchReadings, FetchSnapshot, MountCounters, decide
 from ioprof.host.pagecache import keep_warm, prepare, verify_after
 from ioprof.host.telemetry import GpuSampler
 from ioprof.measure import stages, steptiming
@@ -137,6 +138,7 @@ class _Window:
     pending_wait: float = 0.0
     looks: Looks | None = None  # when the stopping rule may look at the interval
     retries: int = 0  # requests the object store's client repeated for the window's samples
+    readings: FetchReadings | None = None  # the fetch counters, read at step boundaries
 
     def add(self, wait: float, step: float, batch: Batch, marks: StepEvents | None) -> None:
         self.waits.append(wait)
@@ -257,18 +259,18 @@ def _run_cell(
     inside = _recorder(plan, folder)  # /dev/shm read before any batch is in it
     t_created = clock()
     it, pids, undo = _iterate(dl, plan, folder)
+    readings = window.readings = FetchReadings(pids, mount)
     if plan.inside:
         # before the warm-up, not at the window's start: reading a process's memory takes tens of
         # ms, during which workers would read ahead the window's batches before its counters start
         inside.read(pids)
-    startup_s = 0.0
-    stopped_by = ""
+    startup_s, stopped_by = 0.0, ""
     telemetry: GpuTelemetry | None = None
     try:
         for i in range(warmup + run.max_steps):
             if i == warmup:
                 inside.read_if_stale(pids)  # a long warm-up: the window starts with a reading
-                io_before, mount_before = iocounters.snapshot(pids, clock()), mount.snapshot()
+                io_before, mount_before = readings.open(clock())
                 window_start, window_mark = io_before.at_s, step.mark()
                 gpu.start()
             t_a = clock()
@@ -295,8 +297,9 @@ def _run_cell(
                 stopped_by = window.stop_reason(run, setting, t_c - window_start)
                 if stopped_by:
                     break
+                readings.step(len(window.waits), clock())
         step.drain()  # the window ends when the GPU has done its last step, not when it was enqueued
-        io_after, mount_after = iocounters.snapshot(pids, clock()), mount.snapshot()
+        io_after, mount_after = readings.close(len(window.waits), clock())
     finally:
         if plan.inside and window.waits:  # after the window, for the same reason
             inside.read(pids)
@@ -311,8 +314,7 @@ def _run_cell(
         startup_s,
         stopped_by or "steps",
         telemetry,
-        io=iocounters.delta(io_before, io_after),
-        window_s=io_after.at_s - window_start,
+        io=(io_before, io_after),
         window_mark=window_mark,
         mount=(mount_before, mount_after),
     )
@@ -360,13 +362,14 @@ def _cell_result(
     stopped_by: str,
     telemetry: GpuTelemetry,
     *,
-    io: IoCounts,
-    window_s: float,
+    io: tuple[iocounters.Snapshot, iocounters.Snapshot],
     window_mark: TimingEvent | None,
     mount: tuple[FetchSnapshot, FetchSnapshot],
 ) -> CellResult:
     """The finished window as a result: CUDA events resolved, cache verified, bytes fetched counted."""
-    waits, steps, elapsed = window.waits, window.steps, window_s
+    counts = iocounters.delta(*io)
+    waits, steps, elapsed = window.waits, window.steps, counts.window_s
+    per_step_bytes = list(window.nbytes)  # every step's, before CUDA's figures drop those without images
     cuda = None
     if window_mark is not None and window.events:
         cuda = steptiming.resolve(window_mark, window.events, window.event_waits)
@@ -380,19 +383,18 @@ def _cell_result(
     read = [p for p in window.paths if p not in plan.keep_warm]  # the warm share is meant to stay resident
     # an object store has no pages on this host to check
     cache = verify_after(cache, read) if plan.sample is None and not plan.dataset.fs.object_store else cache
-    requested = sum(window.nbytes)
     fetched = (
-        decide(
-            plan.dataset.fs,
-            cache,
-            read_bytes=io.read_bytes,
-            requested_bytes=requested,
-            before=mount[0],
-            after=mount[1],
-            emulated=plan.emulated is not None,
+        _fetched(plan, cache, counts.read_bytes, sum(window.nbytes), mount) if window.waits else UNKNOWN_FETCH
+    )
+    segments = (
+        window.readings.segments(
+            lambda read_bytes, steps, ends: _fetched(
+                plan, cache, read_bytes, sum(per_step_bytes[slice(*steps)]), ends
+            ),
+            fetched,
         )
-        if window.waits
-        else UNKNOWN_FETCH
+        if window.readings is not None
+        else ()
     )
     images = sum(window.images)
     return CellResult(
@@ -409,7 +411,7 @@ def _cell_result(
         step_s=tuple(steps),
         data_wait_share=data_wait_share(waits, steps),
         startup_s=startup_s,
-        io=io,
+        io=counts,
         cache=cache,
         gpu=telemetry,
         stopped_by=stopped_by,
@@ -420,6 +422,27 @@ def _cell_result(
         start_method=(plan.start_method or _default_start_method()) if plan.setting.workers else "",
         looks=1 if plan.run.fixed else LOOKS,
         retries=window.retries,
+        window_wall_s=(io[0].wall_s, io[1].wall_s),
+        fetched_segments=segments,
+    )
+
+
+def _fetched(
+    plan: CellPlan,
+    cache: CacheInfo,
+    read_bytes: int,
+    requested: int,
+    mount: tuple[FetchSnapshot, FetchSnapshot],
+) -> Fetched:
+    """The bytes fetched between two readings of the counters (the window, or a segment of it)."""
+    return decide(
+        plan.dataset.fs,
+        cache,
+        read_bytes=read_bytes,
+        requested_bytes=requested,
+        before=mount[0],
+        after=mount[1],
+        emulated=plan.emulated is not None,
     )
 
 

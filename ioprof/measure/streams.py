@@ -172,12 +172,21 @@ def probe_streams(
         threads.join()
     if streams.failed_in_row >= FAILURES_IN_A_ROW or (not streams.chunk_s and streams.errors):
         raise OSError(streams.errors[-1])
+    return _ceiling(streams, concurrency, stopped_by, where, bytes_per_sample or None)
+
+
+def _ceiling(
+    streams: _Streams, concurrency: int, stopped_by: str, where: str, per_sample: float | None
+) -> StorageCeiling:
+    """What the streams read, as a storage ceiling: its rates counted past the start-up transient."""
     elapsed = max(max(streams.chunk_s, default=0.0), 1e-9)
     total = sum(streams.chunk_bytes)
     counted = steady(streams.chunk_s, streams.chunk_bytes, concurrency)  # the rates: past the start-up
     mb_per_s = sum(counted.sizes) / 1e6 / counted.seconds
+    # items at that rate: an item may take several chunks, so by the bytes read of each on average
+    item_bytes = total / streams.items_read if streams.items_read else 0.0
+    items_per_s = mb_per_s * 1e6 / item_bytes if item_bytes else 0.0
     lat = streams.first_byte_s
-    per_sample = bytes_per_sample if bytes_per_sample else None
     cache = CacheInfo(
         "cold",
         0.0,
@@ -191,11 +200,11 @@ def probe_streams(
         bytes=total,
         elapsed_s=elapsed,
         read_mb_per_s=mb_per_s,
-        files_per_s=streams.items_read / elapsed,
+        files_per_s=items_per_s,
         latency_s=tuple(lat),
         latency_p50_s=percentile(lat, 50) if lat else 0.0,
         latency_p99_s=percentile(lat, 99) if lat else 0.0,
-        img_per_s=mb_per_s * 1e6 / per_sample if per_sample else streams.items_read / elapsed,
+        img_per_s=mb_per_s * 1e6 / per_sample if per_sample else items_per_s,
         storage_read_bytes=0,
         cache=cache,
         unreadable_files=streams.items_failed,

@@ -26,6 +26,7 @@ window's end and at exit), or kept in memory for ``ioprof.watch()``.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import importlib.abc
 import importlib.machinery
 import json
@@ -359,6 +360,7 @@ class _Loader:
                 "window_s": t.seconds,
                 "own_read_chars": t.own_chars,
             },
+            "pieces": [dataclasses.asdict(piece) for piece in w.pieces],
             "window_wall": [
                 self.window_started_at,
                 self.window_ended_at or (time.time() if self.window_started_at else None),
@@ -793,6 +795,7 @@ class Watcher:
     def observation(self) -> dict[str, Any]:
         """Everything observed so far, as plain data (see ``result.build_result``)."""
         from ioprof.core.resultfile import to_jsonable
+        from ioprof.host.machine import versions
 
         loaders = []
         for rec in sorted(self.loaders.values(), key=lambda r: r.index):
@@ -810,6 +813,7 @@ class Watcher:
             "local_world_size": self.local_world_size,
             "optimizer_steps": self.optimizer_steps,
             "device": self.device(),
+            "versions": versions(),
             "loaders": loaders,
             "probes": to_jsonable(self.probes),
             "probed_index": self.probed_index,

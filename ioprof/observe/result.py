@@ -148,7 +148,35 @@ def _cell(key: str, loader: dict[str, Any], config: Any) -> CellResult:
         cell = replace(cell, inside=from_jsonable(LoaderInside, loader["inside"]))
     cell = replace(cell, wait_split=_wait_split(loader, waits))
     fetched = _fetched(loader, io)
-    return replace(cell, fetched=fetched) if fetched is not None else cell
+    if fetched is None:
+        return cell
+    return replace(cell, fetched=fetched, fetched_segments=_fetched_segments(loader, io, fetched))
+
+
+def _fetched_segments(loader: dict[str, Any], io: IoCounts, whole: Fetched) -> tuple[tuple[float, int], ...]:
+    """The pieces between the counters' readings (every half second or so within a span), each
+    counted as the whole is: (seconds, bytes fetched). None where one cannot be, or where they do
+    not add up to the whole (a process gone between two readings)."""
+    pieces = loader.get("pieces") or []
+    if whole.bytes is None or not pieces:
+        return ()
+    out = []
+    for p in pieces:
+        part = {
+            **loader,
+            "mount": {
+                **(loader.get("mount") or {}),
+                **{k: p[k] for k in ("nfs_bytes", "daemon_bytes", "net_bytes")},
+            },
+        }
+        counts = IoCounts(p["read_bytes"], p["read_chars"], p["processes"], p["seconds"], p["own_chars"])
+        got = _fetched(part, counts)
+        if got is None or got.bytes is None or got.method != whole.method:
+            return ()
+        out.append((p["seconds"], got.bytes))
+    if sum(b for _, b in out) != whole.bytes or abs(sum(s for s, _ in out) - io.window_s) > 1e-6:
+        return ()
+    return tuple(out)
 
 
 def _observed(key: str, obs: dict[str, Any], loader: dict[str, Any], config: Any) -> ObservedLoader:
@@ -247,7 +275,8 @@ def _share_host_counters(cells: list[CellResult], hosts: dict[str, tuple[str, in
             share = c.requested_mb_per_s() / total if total > 0 else 1.0 / len(members)
             source = f"{c.fetched.source}; counted for the whole host, this rank's share by its own reads ({share:.0%})"
             fetched = Fetched(round((c.fetched.bytes or 0) * share), c.fetched.method, source)
-            out[i] = replace(c, fetched=fetched)
+            segments = tuple((s, round(b * share)) for s, b in c.fetched_segments)
+            out[i] = replace(c, fetched=fetched, fetched_segments=segments)
     return out
 
 
@@ -290,7 +319,8 @@ def build_result(
     return SweepResult(
         schema_version=SCHEMA_VERSION,
         run=_run_info(cells, config, command, started, ended, device),
-        machine=machine_info(None, None, _gpu_reason(device)),
+        # the versions the script ran with (its interpreter may not be this one)
+        machine=machine_info(None, None, _gpu_reason(device), _versions(ordered)),
         config={
             "stages": ["end-to-end"],
             "cache": "as-is",
@@ -308,6 +338,11 @@ def build_result(
         loaders=tuple(loaders),
         script=_script(ordered, command, exit_code, ended, config, ceilings),
     )
+
+
+def _versions(observations: Sequence[dict[str, Any]]) -> dict[str, str] | None:
+    """Python's, torch's and torchvision's versions in the script's first process that said them."""
+    return next((o["versions"] for o in observations if o.get("versions")), None)
 
 
 def _gpu_reason(device: str) -> str:

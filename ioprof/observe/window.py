@@ -167,6 +167,50 @@ class _Pending:
     split: Split | None = None
 
 
+@dataclass(frozen=True)
+class Piece:
+    """The counters' deltas between two consecutive readings of a segment (None: not read)."""
+
+    seconds: float
+    read_bytes: int
+    read_chars: int
+    own_chars: int
+    processes: int
+    nfs_bytes: int | None
+    daemon_bytes: int | None
+    net_bytes: int | None
+
+    @classmethod
+    def of(cls, t: Totals) -> Piece:
+        return cls(
+            t.seconds,
+            t.read_bytes,
+            t.read_chars,
+            t.own_chars,
+            t.processes,
+            t.nfs_bytes,
+            t.daemon_bytes,
+            t.net_bytes,
+        )
+
+    def then(self, b: Piece) -> Piece:
+        """This piece and the one after it, as one."""
+
+        def both(x: int | None, y: int | None) -> int | None:
+            return None if x is None or y is None else x + y
+
+        return Piece(
+            self.seconds + b.seconds,
+            self.read_bytes + b.read_bytes,
+            self.read_chars + b.read_chars,
+            self.own_chars + b.own_chars,
+            max(self.processes, b.processes),
+            both(self.nfs_bytes, b.nfs_bytes),
+            both(self.daemon_bytes, b.daemon_bytes),
+            both(self.net_bytes, b.net_bytes),
+        )
+
+
 @dataclass
 class LoaderWindow:
     """The recorder of one loader. ``read`` reads the counters of the given pids at a time."""
@@ -204,6 +248,10 @@ class LoaderWindow:
     _pending: _Pending | None = None
     _seg_start: Reading | None = None
     _seg_last: Reading | None = None
+    # the counters' deltas between consecutive readings of each segment (the pieces its total is
+    # made of): the spread that gives the fetched MB/s its interval
+    pieces: list[Piece] = field(default_factory=list)
+    _seg_first_piece: int = 0  # the open segment's first piece
 
     # -- events from the patched iterator ------------------------------------------------------
 
@@ -223,7 +271,7 @@ class LoaderWindow:
         if at_s is not None and self._seg_start is not None:
             last = self.read(self._pids, at_s)
             if last.procs.keys() == self._seg_start.procs.keys():  # a pass that ran out: its workers are gone
-                self._seg_last = last
+                self._advance(last)
         self.close_segment()
         self._last_return = None
 
@@ -305,6 +353,7 @@ class LoaderWindow:
     def _begin(self, t_call: float, mark: Any) -> None:
         if self._seg_start is None:
             self._seg_start = self._seg_last = self.read(self._pids, t_call)
+            self._seg_first_piece = len(self.pieces)
             self.segments += 1
             self.started = True
         self._open = True
@@ -312,7 +361,16 @@ class LoaderWindow:
 
     def _read_now(self, t: float) -> None:
         if self._seg_start is not None:
-            self._seg_last = self.read(self._pids, t)
+            self._advance(self.read(self._pids, t))
+
+    def _advance(self, reading: Reading) -> None:
+        """The segment's last reading is now ``reading``: the piece since the one before is kept."""
+        if self._seg_last is not None:
+            piece = Totals()
+            piece.add(self._seg_last, reading)
+            if piece.spans:
+                self.pieces.append(Piece.of(piece))
+        self._seg_last = reading
 
     def _full(self) -> bool:
         measured = sum(self.waits) + sum(self.step_times)
@@ -321,6 +379,11 @@ class LoaderWindow:
     def close_segment(self) -> None:
         if self._seg_start is not None and self._seg_last is not None:
             self.totals.add(self._seg_start, self._seg_last)
+            # a last piece shorter than the readings' spacing (the window's end, a pause) joins the
+            # one before it: a batch's bytes over a few hundredths of a second are no rate
+            if len(self.pieces) - self._seg_first_piece >= 2 and self.pieces[-1].seconds < COUNTERS_EVERY_S:
+                last = self.pieces.pop()
+                self.pieces[-1] = self.pieces[-1].then(last)
         self._seg_start = self._seg_last = None
         self._pending = None
         self._open = False

@@ -1,7 +1,8 @@
 """Number formatting for humans: the only place values are rounded.
 
 A figure with an interval reads ``252 ± 3 %`` (the half-width of its 95 % interval relative to
-it); a share reads ``31 % [28–34]``. Where too few samples give no interval, it says so.
+it), or ``5.2 [0–12.6]`` where that interval is wider than the figure and ends at 0; a share
+reads ``31 % [28–34]``. Where too few samples give no interval, it says so.
 """
 
 from __future__ import annotations
@@ -26,11 +27,15 @@ def pct(x: float | None, digits: int = 1) -> str:
 
 
 def plus_minus(i: Interval) -> str:
-    """`` ± 3 %``, or `` (no interval)`` where the samples were too few (empty for an exact figure)."""
+    """`` ± 3 %``, or `` (no interval)`` where the samples were too few (empty for an exact figure);
+    an interval cut off at 0 (wider than the figure: a rate cannot be negative) as its range,
+    `` [0–12.6]``."""
     if i.batches == 0 and i.low == i.high:
         return ""
     if not i.known:
         return " (± ?)"
+    if i.low <= 0 < i.value and i.high - i.value > i.value:
+        return f" [0–{rate(i.high)}]"
     half = i.rel_half_width * 100
     return f" ± {half:.0f} %" if half >= 1 else f" ± {half:.1f} %"
 

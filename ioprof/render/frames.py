@@ -58,6 +58,7 @@ def _cell_row(c: CellResult) -> dict[str, Any]:
         "fetched_bytes": c.fetched.bytes,
         "fetched_method": c.fetched.method,
         "fetched_mb_per_s": c.fetched_mb_per_s(),
+        **_bounds("fetched_mb_per_s", c.fetched_bandwidth() if ok else None),
         "requested_mb_per_s": c.requested_mb_per_s(),
         "kernel_read_bytes": c.io.read_bytes,
         "kernel_read_chars": c.io.read_chars,
@@ -68,6 +69,9 @@ def _cell_row(c: CellResult) -> dict[str, Any]:
         "gpu_util_mean_pct": sum(util) / len(util) if util else None,
         "gpu_telemetry": "ok" if c.gpu.available else c.gpu.reason,
         **{f"gpu_{k}_s_mean": parts.get(k) for k in ("data_stall", "host_overhead", "copy", "compute")},
+        # the window in seconds since the epoch: to join with a storage server's or a switch's series
+        "window_start_unix_s": c.window_wall_s[0] if c.window_wall_s else None,
+        "window_end_unix_s": c.window_wall_s[1] if c.window_wall_s else None,
         "error": c.error,
     }
 

@@ -172,7 +172,7 @@ def _storage_alone(s: StorageCeiling, shared: str) -> str:
         f"**Storage**: {what}, at {s.concurrency} reader(s){shared}: {rate_ci(s.bandwidth())} MB/s, {rate_line}, "
         f"latency ({s.latency_kind}) p50 {s.latency_p50_s * 1e3:,.2f} ms, p99 {s.latency_p99_s * 1e3:,.2f} ms; "
         f"fetched {mb(s.fetched.bytes) if s.fetched.bytes is not None else '?'} ({s.fetched.method})."
-        + (f" {cut[0].upper()}{cut[1:]}." if (cut := words.transient_cut([s])) else "")
+        + (f" {words.first_up(cut)}." if (cut := words.transient_cut([s])) else "")
     )
 
 

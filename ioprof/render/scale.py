@@ -57,7 +57,7 @@ def _limit_sentence(limit: Limit, count: RankCountResult | None, verdict: CountV
     text = f"At {_ranks(limit.at_ranks)}, {STAGE_WORDS[limit.stage]} stopped it"
     if limit.stage == "storage" and verdict.storage_use is not None and count.storage is not None:
         text += (
-            f": the ranks fetched {rate(count.fetched_mb_per_s())} MB/s, {pct(verdict.storage_use, 0)} of what the "
+            f": the ranks fetched {words.fetched_rate(count)} MB/s, {pct(verdict.storage_use, 0)} of what the "
             f"storage gave {count.storage.concurrency} readers alone ({rate_ci(count.storage.bandwidth())} MB/s)"
         )
     elif limit.stage == "cores":
@@ -166,7 +166,7 @@ def _count_rows(result: ScaleResult, rc: RegimeConclusion) -> list[list[str]]:
                 f"{share_ci(v.least_busy, 0)} (rank {v.least_busy_rank})",
                 check,
                 v.status,
-                "—" if fetched is None else rate(fetched),
+                "—" if fetched is None else words.fetched_rate(count),
                 storage,
                 f"{v.cores_used:.2f} of {v.host_cores}",
                 duration(count.launch_s),
@@ -188,7 +188,7 @@ def _rank_rows(count: RankCountResult) -> list[list[str]]:
                 share_ci(cell.wait_share()),
                 share_ci(r.busy(), 0),
                 f"{r.cores_used:.2f}",
-                "—" if fetched is None else f"{rate(fetched)} ({cell.fetched.method})",
+                "—" if fetched is None else f"{words.fetched_rate(cell)} ({cell.fetched.method})",
                 f"{cell.cache.regime}{'' if cell.cache.verified else ' (not verified)'}",
             ]
         )

@@ -132,8 +132,7 @@ def _cell_row(c: CellResult, sim: bool, impossible: bool = False) -> list[str]:
     if c.status != "ok":
         return [c.dataset, c.setting.label, "failed", "", "", "", "", "", "", "", c.error]
     v = c.verdict
-    fetched = c.fetched_mb_per_s()
-    shown = "see warnings" if impossible else (rate(fetched) if fetched is not None else "?")
+    shown = "see warnings" if impossible else words.fetched_rate(c)
     predicted = "—"
     if v and v.predicted_img_per_s:
         low = v.predicted_low_img_per_s or v.predicted_img_per_s
@@ -186,7 +185,8 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
         f"≥ {HIGHLY_INPUT_BOUND_SHARE:.0%} highly input-bound, ≥ {MODERATELY_INPUT_BOUND_SHARE:.0%} moderately, "
         "else not (TensorFlow's input-pipeline analyzer); a class whose interval straddles a threshold is "
         "borderline. The prediction is a range: the stages overlapping perfectly (the slowest sets the pace) "
-        'down to each worker reading and then decoding in turn. "MB/s fetched" is what came from storage, '
+        'down to each worker reading and then decoding in turn. "MB/s fetched" is what came from storage '
+        "(its interval from the window cut where the counters were read again, every half second or less), "
         '"read" what the loader read from the dataset\'s files; how the fetched bytes were counted:',
         "",
         *(f"- `{m}`: {words.FETCH_METHODS.get(m, m)}" for m in methods),

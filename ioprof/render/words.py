@@ -267,11 +267,13 @@ def _storage_fix(a: f.Advice) -> list[str]:
         if a.storage_mb_per_s_needed is not None and a.mean_file_bytes is not None
         else "needs more (the bytes it reads per image are not known)"
     )
-    out = [
-        f"Storage limits it: the storage delivers {rate(a.storage_mb_per_s_measured)} MB/s "
-        f"({rate(a.storage_img_per_s_best)} img/s at {a.storage_best_readers} reader(s)), and training at "
-        f"{rate(a.demand_img_per_s)} img/s {need}."
-    ]
+    delivers = (
+        f"the storage delivers {rate(a.storage_mb_per_s_measured)} MB/s ({rate(a.storage_img_per_s_best)} img/s "
+        f"at {a.storage_best_readers} reader(s))"
+        if a.storage_mb_per_s_measured is not None and a.storage_best_readers is not None
+        else "what the storage delivers alone was not measured (see *Not measured*)"
+    )
+    out = [f"Storage limits it: {delivers}, and training at {rate(a.demand_img_per_s)} img/s {need}."]
     if a.storage_scales_with_readers:
         out.append(
             "More concurrent reads help here — per-file latency, not bandwidth, limits it: more loader "
@@ -660,15 +662,22 @@ def rank_count_line(c: RankCountResult) -> str:
     if c.status != "ok":
         return f"{head}: FAILED — {c.reason} ({c.launch_s:.1f} s)"
     waits = ", ".join(pct(r.cell.wait_share().value, 0) for r in c.per_rank)
-    fetched = c.fetched_mb_per_s()
     return (
         f"{head}: {rate_ci(c.aggregate())} img/s all ranks; data wait per rank {waits}; "
-        f"fetched {'?' if fetched is None else rate(fetched)} MB/s; {c.cores_used():.2f} cores ({c.launch_s:.1f} s)"
+        f"fetched {fetched_rate(c)} MB/s; {c.cores_used():.2f} cores ({c.launch_s:.1f} s)"
     )
 
 
 def _fetched_short(x: Fetched) -> str:
     return "?" if x.bytes is None else f"{mb(x.bytes)} by {x.method}"
+
+
+def fetched_rate(cell: CellResult | RankCountResult) -> str:
+    """Fetched MB/s with its interval where the window was cut into segments, "?" unknown."""
+    value, bandwidth = cell.fetched_mb_per_s(), cell.fetched_bandwidth()
+    if value is None:
+        return "?"
+    return rate_ci(bandwidth) if bandwidth is not None and value > 0 else rate(value)
 
 
 def cell_line(cell: CellResult) -> str:
@@ -876,7 +885,7 @@ def whatif_answer(r: f.Ranking | None, setting: str) -> str:
             else now
         )
         return (
-            f"**{_first_up(ALTERNATIVES.get(best.name, best.name))} is the best fix: {rate(best.img_per_s)} img/s, "
+            f"**{first_up(ALTERNATIVES.get(best.name, best.name))} is the best fix: {rate(best.img_per_s)} img/s, "
             f"{best.fix_gain or 0:.2f}× {against}** — beyond the noise of both.{_on_data(best)}{move_text}"
         )
     if move is not None:
@@ -896,7 +905,7 @@ def whatif_answer(r: f.Ranking | None, setting: str) -> str:
     )
 
 
-def _first_up(text: str) -> str:
+def first_up(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 

@@ -172,7 +172,7 @@ def precision_words(device: torch.device) -> str:
     an H100 its compute was 1,870 img/s against the sweep's tuned 3,982 and strict fp32's 990, and
     the report did not say why."""
     if device.type != "cuda":
-        return "fp32, no autocast"
+        return "fp32, no autocast, NCHW (the sweep's compute ceiling, by default, trains channels-last)"
     conv = "on" if torch.backends.cudnn.allow_tf32 else "off"
     matmul = "on" if torch.backends.cuda.matmul.allow_tf32 else "off"
     return (

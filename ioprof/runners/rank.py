@@ -35,11 +35,11 @@ from torch.utils.data.distributed import DistributedSampler
 
 from ioprof.core.config import ComputeSpec, LoaderSetting
 from ioprof.core.resultfile import from_jsonable, to_jsonable
-from ioprof.core.results import CacheInfo, CellResult
+from ioprof.core.results import CacheInfo, CellResult, Fetched
 from ioprof.core.stats import data_wait_share
 from ioprof.datasets.discover import find_images
 from ioprof.host import iocounters
-from ioprof.host.fetched import MountCounters, decide
+from ioprof.host.fetched import FetchReadings, MountCounters, decide
 from ioprof.host.machine import usable_cores
 from ioprof.host.pagecache import filesystem_of, prepare, verify_after
 from ioprof.host.processes import quick_exit
@@ -173,6 +173,7 @@ class _RankWindow:
     paths: list[str] = field(default_factory=list)
     io: Any = None
     mounts: tuple[Any, Any] = (None, None)
+    readings: FetchReadings | None = None  # the fetch counters, read at step boundaries
     cpu_s: float = 0.0
     wall_s: float = 0.0
     telemetry: Any = None
@@ -189,7 +190,8 @@ def _measure(
     for i in range(warmup + cfg["steps"]):
         if i == warmup:
             pids = [os.getpid(), *worker_pids(getattr(loader, "_iterator", None))]
-            io_before, mount_before = iocounters.snapshot(pids, time.perf_counter()), mount.snapshot()
+            w.readings = FetchReadings(pids, mount)
+            io_before, mount_before = w.readings.open(time.perf_counter())
             cpu_before, t_start = _tree_cpu_s(pids), time.perf_counter()
             gpu.start()
         t_a = time.perf_counter()
@@ -208,9 +210,11 @@ def _measure(
             w.counts.append(int(batch.images.shape[0]))
             w.nbytes.append(batch.bytes_read)
             w.paths.extend(batch.paths)
-    assert io_before is not None
-    w.io = iocounters.delta(io_before, iocounters.snapshot(pids, time.perf_counter()))
-    w.mounts = (mount_before, mount.snapshot())
+            w.readings.step(len(w.steps), time.perf_counter())  # type: ignore[union-attr]
+    assert io_before is not None and w.readings is not None
+    io_after, mount_after = w.readings.close(len(w.steps), time.perf_counter())
+    w.io = iocounters.delta(io_before, io_after)
+    w.mounts = (mount_before, mount_after)
     w.wall_s = time.perf_counter() - t_start
     w.cpu_s = _tree_cpu_s(pids) - cpu_before
     w.telemetry = gpu.stop()
@@ -227,14 +231,14 @@ def _rank_cell(
     warmup: int,
 ) -> CellResult:
     cache = verify_after(cache, w.paths)
-    fetched = decide(
-        fs,
-        cache,
-        read_bytes=w.io.read_bytes,
-        requested_bytes=sum(w.nbytes),
-        before=w.mounts[0],
-        after=w.mounts[1],
-    )
+
+    def count(read_bytes: int, steps: tuple[int, int], ends: tuple[Any, Any]) -> Fetched:
+        requested = sum(w.nbytes[slice(*steps)])
+        return decide(
+            fs, cache, read_bytes=read_bytes, requested_bytes=requested, before=ends[0], after=ends[1]
+        )
+
+    fetched = count(w.io.read_bytes, (0, len(w.nbytes)), w.mounts)
     elapsed = sum(w.waits) + sum(w.steps)
     method = (cfg.get("start_method") or multiprocessing.get_start_method()) if setting.workers else ""
     return CellResult(
@@ -259,6 +263,7 @@ def _rank_cell(
         bytes_per_step=tuple(w.nbytes),
         fetched=fetched,
         start_method=method,
+        fetched_segments=w.readings.segments(count, fetched) if w.readings is not None else (),
     )
 
 

@@ -49,7 +49,10 @@ def test_one_core_instead_of_two_is_slower_and_a_repeat_is_not(
     """The same sweep (2 workers) three times: again, and under ``taskset -c 0``. The options are
     equal in all three; only a declared repeat may set the noise floor. The first comparison runs
     as a user's CI runs it (its exit code from a process); the others read the same files in-process."""
-    sim = f"sim:{1.3 * _one_core_decode_img_per_s(large_set, tmp_path / 'd1'):.0f}"
+    # compute 1.45x what one core decodes: two cores keep up with it, one cannot, with room for the
+    # probe's own spread (at 1.3x, a probe that read 15 % low left one core under 10 % slower:
+    # "within-noise", in 2 CI runs of 41 here)
+    sim = f"sim:{1.45 * _one_core_decode_img_per_s(large_set, tmp_path / 'd1'):.0f}"
     _sweep(large_set, tmp_path / "two", "2", sim)
     _sweep(large_set, tmp_path / "again", "2", sim)
     _sweep(large_set, tmp_path / "onecore", "2", sim, one_core=True)

@@ -52,7 +52,8 @@ def test_the_profile_command_writes_the_report_the_csv_the_trace_and_the_plot(
         and "It cannot know" in report
     )
     # the arithmetic the step ran in, stated (on an H100 it was TF32 convolutions, unsaid)
-    assert r["config"]["precision"] == "fp32, no autocast" and "; arithmetic: fp32, no autocast." in report
+    arithmetic = "fp32, no autocast, NCHW (the sweep's compute ceiling, by default, trains channels-last)"
+    assert r["config"]["precision"] == arithmetic and f"; arithmetic: {arithmetic}." in report
     assert (out / "profile.png").stat().st_size > 5_000 and json.loads((out / "trace.json").read_text())[
         "traceEvents"
     ]

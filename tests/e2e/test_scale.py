@@ -169,15 +169,25 @@ def test_on_slow_network_storage_the_second_rank_is_stopped_by_the_storage(
     assert (rc.largest_busy, rc.limit.stage, rc.limit.at_ranks) == (1, "storage", 2), render_scale_markdown(
         conclude(r)
     )
-    # the storage read alone at each count: the link's burst at the start left out of the rate (the
-    # plain reader skips it too), so the interval closes at a look, not at the last of 480 files
+    # the storage read alone at each count: its interval closes at a look, not at the last of 480
+    # files, and its rate is the link's. Whether a burst is there to leave out depends on the tbf
+    # bucket, which the test does not hold full: here MSER-5 cuts 5 files at each count and reads
+    # about 100 and 200, but CI's stop 42 found none to cut at 4 readers (0, 406 files read, 6 looks,
+    # 1.970 MB/s) — a figure still true, so the cut itself is proven in the unit tests of the probe
     for c in r.counts:
         assert c.storage is not None
-        assert c.storage.warmup > 0 and c.storage.stopped_by == "interval", c.storage
+        assert c.storage.stopped_by == "interval", c.storage
         assert c.storage.read_mb_per_s == pytest.approx(link_b_per_s / 1e6, rel=0.1)
     # the two ranks together fetched about what the link gives, not twice what one rank did
     fetched_two = two.fetched_mb_per_s()
     assert fetched_two is not None and fetched_two < 1.15 * link_b_per_s / 1e6
+    # each with its interval: every rank's window read again every quarter second, its segments
+    # adding up to its bytes, and the count's the ranks' added
+    for c in r.counts:
+        for x in c.per_rank:
+            assert sum(b for _, b in x.cell.fetched_segments) == x.cell.fetched.bytes
+        bw = c.fetched_bandwidth()
+        assert bw is not None and bw.low < bw.value < bw.high, (c.ranks, bw)
     print(
         json.dumps(
             {

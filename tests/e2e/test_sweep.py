@@ -4,6 +4,7 @@ interface."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import paths
@@ -22,6 +23,7 @@ def test_sweep_end_to_end(tmp_path: Path) -> None:
     # a step far slower than any loader here (sim:10, 0.4 s a batch of 4): every cell compute-bound. A
     # serial loader decodes in series with the step (6 ms of its 0.4 s): 10 steps keep its interval under
     # 5 % through one batch 50 ms late; 3 did not through one 35 ms late (a CI run read decode, borderline)
+    begun = time.time()
     p = ioprof(
         *"sweep --workers 2 --resolutions 64x48,256x192 --warmup-steps 1".split(),
         *TINY,
@@ -44,6 +46,9 @@ def test_sweep_end_to_end(tmp_path: Path) -> None:
         assert (c["verdict"]["bottleneck"], c["verdict"]["input_bound"]) == ("compute", "not")
         assert c["requested_bytes"] > 0 and c["fetched"]["method"] in ("block-io", "ram")
         assert c["gpu"]["available"] is False and c["gpu"]["reason"]
+        # the window's seconds since the epoch, within the run's, as long as the window
+        start, end = c["window_wall_s"]
+        assert begun <= start < end <= time.time() and end - start == pytest.approx(c["elapsed_s"], abs=0.05)
     assert data["analysis"]["overall_bottleneck"] == "compute"
     assert data["compute"]["simulated"] is True and data["compute"]["img_per_s"] == pytest.approx(
         10.0, rel=0.05

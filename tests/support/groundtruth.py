@@ -52,13 +52,25 @@ def _busy_s() -> float:
     return (user + nice + system + irq + softirq + steal) / 100.0  # USER_HZ: 100 on Linux
 
 
+def _at(samples: list[tuple[float, float]], t: float) -> float:
+    """A sampled counter's value at wall-clock time ``t``, between the two samples around it."""
+    before = max((s for s in samples if s[0] <= t), default=samples[0])
+    after = min((s for s in samples if s[0] >= t), default=samples[-1])
+    if after[0] <= before[0]:
+        return before[1]
+    return before[1] + (after[1] - before[1]) * (t - before[0]) / (after[0] - before[0])
+
+
 class ProcStat:
     """/proc/stat's busy CPU seconds, sampled every 20 ms while in its ``with`` block; ``rig``:
-    less the rig's processes and this one (the run under test is another process)."""
+    less the rig's processes and this one (the run under test is another process); ``link``: a
+    reader of the bytes the rig's link has carried, sampled with them."""
 
-    def __init__(self, *, rig: bool = False) -> None:
+    def __init__(self, *, rig: bool = False, link: Callable[[], int] | None = None) -> None:
         self.rig = rig
+        self.link = link
         self.samples: list[tuple[float, float]] = []
+        self.link_samples: list[tuple[float, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -68,7 +80,10 @@ class ProcStat:
             if self.rig and len(self.samples) % 50 == 0:
                 others = _rig_pids()  # sshd forks per connection
             # the machine's busy CPU less the rig's and this process's: what the run under test used
-            self.samples.append((time.time(), _busy_s() - _cpu_s(others)))
+            now = time.time()
+            self.samples.append((now, _busy_s() - _cpu_s(others)))
+            if self.link is not None:
+                self.link_samples.append((now, float(self.link())))
 
     def __enter__(self) -> ProcStat:
         self._thread.start()
@@ -80,11 +95,12 @@ class ProcStat:
 
     def busy_at(self, t: float) -> float:
         """Busy CPU seconds at wall-clock time ``t``, between the two samples around it."""
-        before = max((s for s in self.samples if s[0] <= t), default=self.samples[0])
-        after = min((s for s in self.samples if s[0] >= t), default=self.samples[-1])
-        if after[0] <= before[0]:
-            return before[1]
-        return before[1] + (after[1] - before[1]) * (t - before[0]) / (after[0] - before[0])
+        return _at(self.samples, t)
+
+    def link_mb_per_s_over(self, spans: list[tuple[float, float]]) -> float:
+        """MB/s the link carried over these wall-clock spans together."""
+        carried = sum(_at(self.link_samples, b) - _at(self.link_samples, a) for a, b in spans)
+        return carried / 1e6 / sum(b - a for a, b in spans)
 
     def busy_cores_over(self, spans: list[tuple[float, float]]) -> float:
         """Cores the machine kept busy over these wall-clock spans together."""

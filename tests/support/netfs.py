@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -242,6 +242,27 @@ class NetMount:
         """Kill the sshfs daemon: the mount stays, and every access fails (ENOTCONN)."""
         self.sshfs.send_signal(signal.SIGKILL)
         self.sshfs.wait(timeout=10)
+
+    def link_bytes(self) -> Callable[[], int]:
+        """A reader of the bytes the link has carried so far: the namespace's loopback, read from
+        ``/proc/PID/net/dev`` of a process inside it (the kernel's count, after the shaping; the
+        process looked for again when it is gone: a server stopped under a test)."""
+        found: list[str] = []
+
+        def read() -> int:
+            for _ in range(2):
+                if not found:
+                    pids = subprocess.run(["ip", "netns", "pids", self.netns], capture_output=True, text=True)
+                    found[:] = pids.stdout.split()[:1]
+                try:
+                    with open(f"/proc/{found[0]}/net/dev", encoding="ascii") as f:
+                        lo = next(ln for ln in f if ln.partition(":")[0].strip() == "lo")
+                    return int(lo.partition(":")[2].split()[8])  # transmitted bytes: each packet once
+                except (OSError, IndexError):
+                    found.clear()
+            raise OSError(f"no process left in the namespace {self.netns}")
+
+        return read
 
     def set_rate(self, rate_mbit: float) -> None:
         _run(

@@ -141,18 +141,19 @@ def test_generated_sets_hold_about_what_a_cell_reads() -> None:
     assert SweepConfig(images_per_dataset=37).dataset_images("cuda") == 37
 
 
-def test_auto_tuning_is_a_tuned_trainer_on_cuda_and_plain_fp32_on_the_cpu() -> None:
+def test_auto_tuning_is_a_tuned_trainer_on_cuda_and_fp32_channels_last_on_the_cpu() -> None:
     import torch
 
     from ioprof.measure.compute import resolve_tuning, tune
 
-    assert resolve_tuning("auto", None, torch.device("cpu")) == ("fp32", False)
+    assert resolve_tuning("auto", None, torch.device("cpu")) == ("fp32", True)
+    assert resolve_tuning("auto", False, torch.device("cpu")) == ("fp32", False)  # --no-channels-last
     place = tune(PlaceConfig(), torch.device("cpu"))
-    assert (place.precision, place.channels_last) == ("fp32", False)
+    assert (place.precision, place.channels_last) == ("fp32", True)
     sweep = tune(SweepConfig(), torch.device("cpu"))
     assert (sweep.precision, sweep.channels_last, sweep.pin_memory, sweep.non_blocking) == (
         "fp32",
-        False,
+        True,
         False,
         False,
     )

@@ -136,6 +136,30 @@ def test_a_host_wide_counter_is_taken_once_per_host_not_once_per_rank() -> None:
     two_hosts = (host_wide[0], replace(host_wide[1], host="other"))
     assert replace(count, per_rank=two_hosts).fetched_bytes() == 6_000_000
     assert count.fetched_bytes() == 2_000_000  # each rank's own reads still add up
+    # and their intervals: each rank's own (from its window's segments) added, a host-wide one
+    # taken once per host, as its bytes are; none where a rank's window was not cut
+    assert count.fetched_bandwidth() is None
+
+    def cut(r: RankResult, spread: float) -> RankResult:
+        total = r.cell.fetched.bytes or 0
+        rates = [1 + spread * (-1) ** i for i in range(6)]
+        segments = tuple((r.cell.elapsed_s / 6, round(total / 6 * x)) for x in rates)
+        return replace(r, cell=replace(r.cell, fetched_segments=segments))
+
+    own = replace(count, per_rank=tuple(cut(r, 0.1) for r in count.per_rank))
+    one, two = (r.cell.fetched_bandwidth() for r in own.per_rank)
+    both = own.fetched_bandwidth()
+    assert one is not None and two is not None and both is not None
+    assert both.value == pytest.approx(own.fetched_mb_per_s())
+    assert both.high - both.low == pytest.approx((one.high - one.low) + (two.high - two.low), rel=0.01)
+    shared = replace(count, per_rank=(cut(host_wide[0], 0.1), cut(host_wide[1], 0.3)))
+    single = shared.per_rank[0].cell.fetched_bandwidth()  # the host's count, as its first rank read it
+    total = shared.fetched_bandwidth()
+    assert (
+        single is not None
+        and total is not None
+        and total.rel_half_width == pytest.approx(single.rel_half_width)
+    )
 
 
 def test_when_every_count_is_busy_the_next_is_projected_and_said_to_be() -> None:

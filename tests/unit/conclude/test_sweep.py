@@ -384,12 +384,15 @@ def test_fetched_just_above_a_tight_storage_interval_is_not_called_another_reade
     from ioprof.conclude.sweep import conclude
     from ioprof.core.thresholds import FETCHED_ABOVE_STORAGE_TOLERANCE
 
-    def with_fetched(share_above: float) -> list[f.Finding]:
+    def with_fetched(share_above: float, segment_spread: float | None = None) -> list[f.Finding]:
         base = cell(workers=4, wait=0.05, step=0.01, steps=20)
         top = 500.0  # storage(4, 5000 img/s of 100 kB): a steady 500 MB/s, its interval a point
-        got = replace(
-            base, fetched=replace(base.fetched, bytes=int(top * (1 + share_above) * 1e6 * base.byte_window_s))
-        )
+        fetched = int(top * (1 + share_above) * 1e6 * base.byte_window_s)
+        got = replace(base, fetched=replace(base.fetched, bytes=fetched))
+        if segment_spread is not None:  # the window cut in 6 segments whose rates spread by ± this
+            seconds = base.byte_window_s / 6
+            rates = [1 + segment_spread * (-1) ** i for i in range(6)]
+            got = replace(got, fetched_segments=tuple((seconds, int(fetched / 6 * r)) for r in rates))
         analysis = conclude(sweep_result((got,))).analysis
         assert analysis is not None
         return [x for x in analysis.findings if isinstance(x, f.FetchedAboveStorage)]
@@ -397,6 +400,10 @@ def test_fetched_just_above_a_tight_storage_interval_is_not_called_another_reade
     assert with_fetched(0.005) == [] and with_fetched(FETCHED_ABOVE_STORAGE_TOLERANCE * 0.9) == []
     (found,) = with_fetched(0.3)  # a third more: a counter that saw another reader
     assert isinstance(found, f.FetchedAboveStorage) and found.fetched_mb_per_s == pytest.approx(650.0)
+    # the same figure from a window whose segments say it may be the storage's: no finding; from
+    # steady segments, the finding as before
+    assert with_fetched(0.3, segment_spread=0.5) == []
+    assert len(with_fetched(0.3, segment_spread=0.02)) == 1
 
 
 def test_a_multiprocess_gain_beyond_the_serial_loaders_wait_is_said_to_be_the_steps() -> None:

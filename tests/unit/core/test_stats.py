@@ -80,6 +80,22 @@ def test_ratio_interval_from_batch_means_on_hand_built_numbers() -> None:
         ratio_interval([1.0], [1.0, 2.0])
 
 
+def test_a_rate_whose_interval_is_wider_than_itself_ends_at_zero_and_reads_as_a_range() -> None:
+    from ioprof.core.stats import ratio_interval
+    from ioprof.render.fmt import rate_ci
+
+    # group rates 80, 2, 2, 2 images/s: the symmetric interval would reach far below 0
+    i = ratio_interval([8.0] * 4, [0.1, 4.0, 4.0, 4.0])
+    half = 3.182 * statistics_sd([80, 2, 2, 2]) / 2
+    assert half > i.value and i.high == pytest.approx(i.value + half)
+    assert i.low == 0.0  # images per second cannot be negative
+    assert rate_ci(i) == f"{i.value:.2f} [0–{i.high:.1f}]"  # not "± 140 %"
+    # a narrow one reads as before, and a ratio of signed amounts is not cut
+    assert rate_ci(ratio_interval([8.0] * 4, [0.1, 0.1, 0.11, 0.1])).endswith(" %")
+    signed = ratio_interval([-8.0, 8.0, -8.0, 8.0], [1.0] * 4)
+    assert signed.low < 0
+
+
 def statistics_sd(xs: list[float]) -> float:
     import statistics
 
@@ -150,9 +166,10 @@ def test_a_start_up_burst_is_cut_in_whole_batches_and_a_steady_start_is_not() ->
     """MSER-5 on hand-built reads of 40 kB: a token bucket's burst (the first 7 arrive at once),
     a slow start (the first 5 take five times as long), noise with no transient, a change of rate
     that lasts (never cut past half), and too few reads to judge."""
+    import itertools
     import random
 
-    from ioprof.core.stats import MSER_BATCH, ratio_interval, steady_start
+    from ioprof.core.stats import MSER_BATCH, gaps, ratio_interval, steady_start
 
     size = [40_000.0] * 100
     burst = [1e-5] * 7 + [0.02] * 93
@@ -164,6 +181,10 @@ def test_a_start_up_burst_is_cut_in_whole_batches_and_a_steady_start_is_not() ->
     assert steady_start(size, [0.01] * 70 + [0.02] * 30) <= 50
     assert steady_start(size[:19], [1e-5] * 5 + [0.02] * 14) == 0  # 3 batches: too few
     assert steady_start(size, burst, min_group=20) == 20  # batches of one per reader at least
+    # a pace as steady as rounding, stamped by a clock that adds 10 ms a read after the burst: the
+    # gaps differ only in their last bits, which chose the latest cut allowed (20) before
+    stamps = list(itertools.accumulate(0.0 if i < 7 else 0.01 for i in range(100)))
+    assert steady_start(size, gaps(stamps)) == 10
     # what the cut is for: the rate an epoch sustains, its interval no longer the burst's
     whole = ratio_interval(size, burst, 1, 6)
     cut = ratio_interval(size[10:], burst[10:], 1, 6)

@@ -38,3 +38,31 @@ def test_a_warm_up_longer_than_the_readings_reach_still_has_its_cores_read(small
     assert cell.inside is not None and cell.inside.cores is not None
     cores = cell.inside.cores
     assert cores.cpu_busy_cores is not None and cores.window_s == pytest.approx(cell.elapsed_s, rel=0.15)
+
+
+def test_a_cold_cells_fetched_bytes_are_cut_into_segments_that_add_up_to_the_window(small_set: Path) -> None:
+    """The fetch counters read again at step boundaries a quarter second apart: the segments span
+    the window exactly, add up to the bytes fetched, each lasts at least 0.25 s (the last too), and
+    the fetched MB/s's interval (from them) holds the figure. Steps of 0.1 s: a reading after
+    every third, so that the 22nd ends 0.1 s after the last one — which is dropped, not left to
+    make a 0.1 s segment of a batch's bytes."""
+    from ioprof.host.fetched import FETCH_SEGMENT_S
+
+    (ds,) = load_datasets(str(small_set), (), 0, seed=0, cache_dir=None, progress=print)
+    plan = CellPlan(
+        dataset=ds,
+        setting=LoaderSetting.multiprocess(2),
+        run=RunLength(batch_size=4, warmup_steps=2, min_steps=22, max_steps=22, max_seconds=None, fixed=True),
+        crop_px=32,
+        regime="cold",
+    )
+    cell = run_cell(
+        plan, SimulatedStep(parse_compute("sim:40")), gpu=UnavailableSampler("test"), failures=Failures()
+    )
+    segments = cell.fetched_segments
+    assert cell.fetched.known and cell.fetched.bytes and len(segments) >= 4, (cell.fetched, segments)
+    assert sum(b for _, b in segments) == cell.fetched.bytes
+    assert sum(s for s, _ in segments) == pytest.approx(cell.elapsed_s, abs=1e-9)
+    assert all(s >= FETCH_SEGMENT_S for s, _ in segments)  # the last one too
+    bw = cell.fetched_bandwidth()
+    assert bw is not None and bw.known and bw.low < cell.fetched_mb_per_s() < bw.high  # type: ignore[operator]

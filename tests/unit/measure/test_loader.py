@@ -106,7 +106,10 @@ def test_the_workers_are_found_whatever_their_start_method(small_set: Path, meth
 
     assert len(pids) == 2
     assert all(psutil.Process(p).io_counters().read_chars > 0 for p in pids)
-    del it
+    # run to the end, so that the workers are shut down with nothing in flight: deleting the
+    # iterator after one batch once caught a spawned worker still starting, and torch's handler
+    # raised its SIGABRT from __del__ (CI here, 1 run in 40)
+    assert sum(1 for _ in it) == 3
 
 
 def test_decode_probe_runs_from_memory_with_an_interval(small_set: Path) -> None:
@@ -114,7 +117,7 @@ def test_decode_probe_runs_from_memory_with_an_interval(small_set: Path) -> None
     sample = load_sample(images, filesystem_of(small_set), seed=0)
     assert sample.files == 48 and sample.bytes == sum(Path(p).stat().st_size for p in images.paths)
     d = probe_decode(
-        sample, LoaderSetting.multiprocess(2), crop_px=32, batch_size=8, min_seconds=0.2, max_seconds=5.0
+        sample, LoaderSetting.multiprocess(2), crop_px=32, batch_size=8, min_seconds=0.2, max_seconds=2.0
     )
     assert d.cache.regime == "memory" and d.sample_files == 48
     assert d.images == sum(d.batch_images) and d.img_per_s == pytest.approx(d.images / sum(d.batch_s))

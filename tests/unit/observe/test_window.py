@@ -62,7 +62,7 @@ def test_units_are_wait_then_step_and_bytes_share_their_seconds() -> None:
     assert t == pytest.approx(6.25)
 
 
-def test_a_pause_is_left_out_of_steps_and_bytes_and_the_queued_batches_are_skipped() -> None:
+def test_a_pause_is_left_out_of_steps_bytes_and_the_counters_pieces() -> None:
     c = Counters()
     w = window(c, prefetch_depth=3)
     w.pass_started([5])
@@ -88,6 +88,18 @@ def test_a_pause_is_left_out_of_steps_and_bytes_and_the_queued_batches_are_skipp
     assert min(w.waits) == pytest.approx(0.1)  # no queued batch's zero wait
     assert w.totals_now().daemon_bytes is not None and w.totals_now().daemon_bytes < 100
     assert w.totals_now().seconds == pytest.approx(5.0 + 4.0)
+    # the pieces between the counters' readings (each half second or more) add up to the totals,
+    # the pause in none of them: the fetched figure's interval rests on its very bytes and seconds
+    # the pass ends a tenth of a second after the last reading: that short piece joins the one
+    # before it (a batch's bytes over 0.1 s are no rate), and the pieces still add up
+    c.add(5, 10)
+    w.pass_ended(t + 0.1)
+    now = w.totals
+    assert now.seconds == pytest.approx(5.0 + 4.1)
+    assert len(w.pieces) >= 4 and all(p.seconds >= 0.5 for p in w.pieces)
+    assert sum(p.seconds for p in w.pieces) == pytest.approx(now.seconds)
+    assert sum(p.read_bytes for p in w.pieces) == now.read_bytes
+    assert sum(p.daemon_bytes or 0 for p in w.pieces) == now.daemon_bytes
 
 
 def test_each_pass_reads_its_own_workers() -> None:

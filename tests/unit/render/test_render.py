@@ -117,6 +117,44 @@ def test_every_cell_figure_carries_its_interval(analyzed: SweepResult) -> None:
     assert f"{share.low * 100:.1f}–{share.high * 100:.1f}]" in row and " ± " in row
 
 
+def test_fetched_mb_per_s_carries_its_interval_from_the_windows_segments(analyzed: SweepResult) -> None:
+    """Hand-built: a window of 2.5 MB fetched over 1 s, cut where the counters were read into
+    segments of 0.25 s: 0.5, 0.7, 0.6, 0.7 MB (2.0, 2.8, 2.4, 2.8 MB/s). The interval is the batch
+    means' (t with 3 degrees of freedom, held to the stopping rule's 6 looks), around the window's
+    2.5 MB/s; it is in the table, results.csv and results.json; a cell whose window was not cut
+    (a file from before, ``run``'s cells) shows the figure alone, as before."""
+    import statistics
+
+    from ioprof.core.results import Fetched
+    from ioprof.core.stats import LOOKS, looks_level, t_quantile
+
+    base = analyzed.cells[0]
+    rates = [2.0, 2.8, 2.4, 2.8]
+    cut = replace(
+        base,
+        elapsed_s=1.0,
+        fetched=Fetched(2_500_000, "block-io"),
+        looks=LOOKS,
+        fetched_segments=tuple((0.25, int(r * 0.25 * 1e6)) for r in rates),
+    )
+    bw = cut.fetched_bandwidth()
+    assert bw is not None and bw.value == pytest.approx(2.5) and bw.batches == 4
+    t = t_quantile(1 - (1 - looks_level(LOOKS)) / 2, 3)
+    half = t * statistics.stdev(rates) / 2
+    assert (bw.low, bw.high) == (pytest.approx(2.5 - half), pytest.approx(2.5 + half))
+    result = replace(analyzed, cells=(cut, *analyzed.cells[1:]))
+    row = next(line for line in render_markdown(result).splitlines() if line.startswith("| 500x375 | serial"))
+    assert f"| 2.50 ± {half / 2.5 * 100:.0f} % / " in row, row
+    first = next(csv.DictReader(io.StringIO(render_csv(result))))
+    assert float(first["fetched_mb_per_s_low"]) == pytest.approx(2.5 - half)
+    assert resultfile.to_jsonable(cut)["fetched_mb_per_s_high"] == pytest.approx(2.5 + half)
+    assert base.fetched_bandwidth() is None and first.keys() == set(COLUMNS)
+    uncut = next(
+        line for line in render_markdown(analyzed).splitlines() if line.startswith("| 500x375 | serial")
+    )
+    assert "| 2.50 / 2.50 (block-io) |" in uncut
+
+
 def test_a_storage_bound_report_says_what_to_do_about_storage() -> None:
     from builders import storage
 
@@ -160,6 +198,13 @@ def test_csv_has_one_row_per_cell_with_intervals(analyzed: SweepResult) -> None:
     assert float(rows[2]["img_per_s"]) == pytest.approx(800.0)
     assert float(rows[1]["img_per_s_low"]) < float(rows[1]["img_per_s"]) < float(rows[1]["img_per_s_high"])
     assert rows[0]["fetched_method"] == "block-io" and rows[0]["cache_verified"] == "True"
+    # a cell's window in seconds since the epoch, to be joined with series taken elsewhere
+    timed = replace(analyzed.cells[0], window_wall_s=(1795714126.5, 1795714131.25))
+    rows = list(
+        csv.DictReader(io.StringIO(render_csv(replace(analyzed, cells=(timed, *analyzed.cells[1:])))))
+    )
+    assert (rows[0]["window_start_unix_s"], rows[0]["window_end_unix_s"]) == ("1795714126.5", "1795714131.25")
+    assert rows[1]["window_start_unix_s"] == ""  # a cell without one (a file from before)
 
 
 def test_write_report_makes_every_file(tmp_path: Path, analyzed: SweepResult) -> None:
@@ -270,3 +315,10 @@ def test_the_bandwidth_at_the_steps_pace_is_said_as_a_need_not_as_a_reading() ->
     (line,) = advice(a)
     assert line.startswith("Evaluation at 544 img/s (the pace its step allows) would draw 21.5 MB/s"), line
     assert "draws" not in line
+    # storage limiting a loader whose storage was never read alone (a zip that names no files):
+    # said as not measured, never as "— MB/s at None reader(s)"
+    first = advice(replace(a, fix_first="storage", consumer="training"))[0]
+    assert first.startswith(
+        "Storage limits it: what the storage delivers alone was not measured (see *Not measured*), "
+        "and training at 544 img/s needs 21.5 MB/s (40 kB an image)."
+    ), first
