@@ -58,11 +58,15 @@ def test_large_images_on_one_decode_bound_worker_prefer_a_pre_resized_copy(
     )
     assert data["ranking"]["best"] in ("resized-256", "resized-320")
     gains = {n: g for n, g, _ in ranked(data)}
+    beyond = {n: b for n, _, b in ranked(data)}
     # both copies decode far faster than the originals; which of the two wins is not asserted: with
     # the step's fixed costs per image their rates differ by 10-30 % here, and two CI runs measured
     # 320 px above 256 px, one second each: 3.7x against 3.1x; then 256 px's interval topped at
-    # 233 img/s, below 320 px's floor of 239
-    assert gains["resized-256"] > 2 and gains["resized-320"] > 2, gains
+    # 233 img/s, below 320 px's floor of 239. They gain 3-4x on a quiet host; the CI machine once
+    # measured every alternative a sixth below the baseline's second (cache and prefetch 0.83x)
+    # and 256 px at 1.81x: held to 1.5x and beyond the noise, a copy that did not help still fails
+    assert gains["resized-256"] > 1.5 and gains["resized-320"] > 1.5, gains
+    assert beyond["resized-256"] and beyond["resized-320"], data["ranking"]
     resized = next(a for a in data["alternatives"] if a["name"] == "resized-256")
     # the scratch folder is on the data's own filesystem here: no control needed, the gain is measured there
     assert resized["prep_bytes"] < resized["sample_bytes"] and resized["where"] == "data"
