@@ -98,7 +98,10 @@ def test_whatif_on_a_bucket_credits_the_local_copy_and_judges_copies_against_it(
     ranked = {x["name"]: x for x in r["ranking"]["ranked"]}
     alts = {a["name"]: a for a in r["alternatives"]}
     assert alts["baseline"]["where"] == "data" and alts["baseline"]["where_fs"] == "s3"
-    assert r["ranking"]["storage_move"] == "loose-on-scratch" and ranked["loose-on-scratch"]["gain"] > 3
+    # the local copy is held by decoding on the 2 cores: 3-4x the store's rate on a host with AVX-512,
+    # 2.97x on one with AVX2 alone
+    local = ranked["loose-on-scratch"]
+    assert r["ranking"]["storage_move"] == "loose-on-scratch" and local["gain"] > 2 and local["beyond_noise"]
     if "resized-256" in ranked:
         assert (
             ranked["resized-256"]["control"] == "loose-on-scratch"
@@ -124,8 +127,11 @@ def test_whatif_on_a_bucket_credits_the_local_copy_and_judges_copies_against_it(
     # the store read alone at the loader's concurrency: GETs, at the link's rate
     assert r["data_storage"]["latency_kind"] == "first byte"
     # (at this rate moto's own per-request work shares the 2 cores with the readers, so the link is
-    # not all that limits it: no closer match is asked here — the sweep test checks it on the 1 MB/s link)
-    assert 0.5 * plain < r["data_storage"]["read_mb_per_s"] < 1.15 * plain, (r["data_storage"], plain)
+    # not all that limits it: no closer match is asked here — the sweep test checks it on the 1 MB/s
+    # link). Above, the link's own rate bounds it, not the plain reader's: one boto3 GET at a time,
+    # on a host with AVX2 alone, read 4.0 MB/s where ioprof's two in flight read 5.2 of the link's 5
+    link = FAST_MBIT / 8
+    assert 0.5 * plain < r["data_storage"]["read_mb_per_s"] < 1.1 * link, (r["data_storage"], plain)
     assert not list(scratch.iterdir())  # the copies were removed
     keys = json.loads(
         store["mount"].s3_client(
