@@ -141,18 +141,31 @@ class RunLength:
     target_rel_half_width: float = TARGET_REL_HALF_WIDTH
     fixed: bool = False
     min_seconds: float = 0.0  # the interval may stop a window only after this long
+    burst_per_worker: int = 1  # batches each worker has ready together at start-up
 
     def warmup_for(self, setting: LoaderSetting) -> int:
         """Warm-up steps of one loader setting: the base plus its start-up burst."""
-        return self.warmup_steps + setting.workers
+        return self.warmup_steps + self.burst_per_worker * setting.workers
 
 
 # On a CPU ResNet-50 trains at a few img/s: batches of 4 (about 1 s a step on 2 cores) keep the
 # warm-up past an 8-worker burst short, and cells are capped; on a GPU they are long enough for
-# the loader to reach steady state and for NVML to gather samples.
+# the loader to reach steady state and for NVML to gather samples. On a GPU the warm-up is 3 steps
+# past the burst (cuDNN has chosen its kernels at the compute ceiling, in the same process): 10
+# were 7-36 s of a serial cell's batches of 256 at 0.7-3.6 s each on an H200 (256x192 to 1024x768),
+# and 3 left the same first steps (their mean against the rest's: 1.16 with 3, 1.18 with 10). The
+# burst there is every batch the workers prefetch: a GPU step takes the second round as fast as
+# the first. Past one batch a worker only (3 + 8 steps), an 8-worker cell's first 16 steps came
+# 0.62x the rest's time; past both (10 + 8 before), 0.85-1.03x.
 CPU_RUN_LENGTH = RunLength(batch_size=4, warmup_steps=1, min_steps=5, max_steps=100, max_seconds=10.0)
 CUDA_RUN_LENGTH = RunLength(
-    batch_size=256, warmup_steps=10, min_steps=20, max_steps=5000, max_seconds=60.0, min_seconds=MIN_WINDOW_S
+    batch_size=256,
+    warmup_steps=3,
+    min_steps=20,
+    max_steps=5000,
+    max_seconds=60.0,
+    min_seconds=MIN_WINDOW_S,
+    burst_per_worker=PREFETCH_FACTOR,
 )
 # Simulated compute makes CPU steps milliseconds long: more of them before the interval may stop a cell.
 CPU_SIM_RUN_LENGTH = RunLength(
@@ -253,6 +266,7 @@ def run_length_for(
         max_seconds=cap,
         fixed=steps is not None,
         min_seconds=min(base.min_seconds, cap) if cap is not None else base.min_seconds,
+        burst_per_worker=base.burst_per_worker,
     )
 
 

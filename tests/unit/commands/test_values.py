@@ -64,6 +64,19 @@ def test_resolutions() -> None:
             parse_resolutions(bad)
 
 
+def test_the_warm_up_leaves_out_the_start_up_burst_every_batch_a_gpu_step_takes_at_once() -> None:
+    from ioprof.core.config import run_length_for
+
+    serial, eight = LoaderSetting.serial(), LoaderSetting.multiprocess(8)
+    # on the CPU a step outlasts a worker's batch: one ready batch a worker is the burst
+    assert (CPU_RUN_LENGTH.warmup_for(serial), CPU_RUN_LENGTH.warmup_for(eight)) == (1, 9)
+    # a GPU step takes both prefetched rounds as fast as the first: 2 a worker (3 + 16)
+    assert (CUDA_RUN_LENGTH.warmup_for(serial), CUDA_RUN_LENGTH.warmup_for(eight)) == (3, 19)
+    # and so whatever the user caps or sets
+    capped = run_length_for("cuda", parse_compute("real"), seconds=12.0, warmup_steps=0)
+    assert capped.warmup_for(eight) == 16
+
+
 def test_run_length_defaults_by_device() -> None:
     cfg = SweepConfig()
     assert cfg.run_length("cpu") == CPU_RUN_LENGTH
@@ -88,12 +101,6 @@ def test_run_length_defaults_by_device() -> None:
     # --steps alone: exactly that many steps, no time cap; the default: until the interval or the cap
     assert SweepConfig(steps=4).run_length("cpu").max_seconds is None
     assert not cfg.run_length("cpu").fixed and cfg.run_length("cpu").target_rel_half_width == 0.05
-
-
-def test_warm_up_covers_the_start_up_burst_of_one_batch_per_worker() -> None:
-    run = SweepConfig().run_length("cuda")
-    assert run.warmup_for(LoaderSetting.serial()) == run.warmup_steps
-    assert run.warmup_for(LoaderSetting.multiprocess(8)) == run.warmup_steps + 8
 
 
 def test_a_loader_setting_has_one_key_and_one_label() -> None:
