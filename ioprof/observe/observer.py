@@ -482,6 +482,9 @@ class Watcher:
         self.probed_index = 0
         self.probe_pause_s = 0.0
         self.probe_refused = ""  # why the training loader was not probed, when it was not
+        # the probe put off while a fork server imports the dataset's modules beside the training:
+        # (its loader, the thread that ends once the server is ready, when the window ended)
+        self._warming: tuple[_Loader, threading.Thread, float] | None = None
         self.infos: dict[int, Any] = {}
         self.errors: list[str] = []
         self._only = weakref.ref(only) if only is not None else None
@@ -529,6 +532,8 @@ class Watcher:
                 return original_next(it)
             t_call = time.perf_counter()
             paused = watcher.probe_pause_s  # a probe run from here is its own pause, not this cost
+            if watcher._warming is not None:
+                watcher.guard(rec, watcher.probe_when_ready, rec)
             watcher.guard(rec, rec.before_next, it, t_call)
             t_in = time.perf_counter()
             try:
@@ -738,22 +743,70 @@ class Watcher:
     # -- after a window or a pass --------------------------------------------------------------
 
     def window_finished(self, rec: _Loader) -> None:
-        """A window is complete: the first training loader's pipeline is measured alone."""
+        """A window is complete: the first training loader's pipeline is measured alone — at once,
+        or, where its probe's workers must come from a fork server, once that server has imported
+        the dataset's modules while the training went on (they were most of timm's pause)."""
+        if self._may_probe(rec) and self._warming is None:
+            loader = rec.loader()
+            from ioprof.observe.probe import warm_fork_server
+
+            thread = warm_fork_server(loader, rec.settings) if loader is not None else None
+            if thread is not None:
+                self._warming = (rec, thread, time.perf_counter())
+                self.write("window")
+                return
         self._probe(rec, "after its window")
         self.write("window")
 
+    def probe_when_ready(self, rec: _Loader) -> None:
+        """Before a batch of the loader whose probe was put off: probe once its fork server is
+        ready (or has been starting for PROBE_BATCH_TIMEOUT_S: then the probe waits for it)."""
+        if self._warming is None or self._warming[0] is not rec:
+            return
+        from ioprof.observe.probe import PROBE_BATCH_TIMEOUT_S
+
+        _, thread, since = self._warming
+        if thread.is_alive() and time.perf_counter() - since < PROBE_BATCH_TIMEOUT_S:
+            return
+        self._probe_warmed("after its window")
+
+    def _probe_warmed(self, when: str) -> bool:
+        """The probe that was put off, now (the server ready or not: its workers wait for it)."""
+        assert self._warming is not None
+        rec, _, since = self._warming
+        self._warming = None
+        warmed_s = time.perf_counter() - since
+        if not self._probe(rec, when):
+            return False
+        if "fork server" in self.probes.get("start_note", ""):
+            self.probes["start_note"] += (
+                f"; it was started when the window ended and imported your dataset's modules in the "
+                f"{warmed_s:.1f} s your training went on before the pause"
+            )
+        self.write("window")
+        return True
+
     def pass_ended(self, rec: _Loader) -> None:
         """A pass ended before the window completed: a script shorter than the window is probed
-        with what there is, between its passes."""
-        if not rec.done and self._probe(rec, "at the end of its first training pass"):
+        with what there is, between its passes (and a probe put off for a fork server, now)."""
+        if self._warming is not None and self._warming[0] is rec:
+            self._probe_warmed("after its window")
+        elif not rec.done and self._probe(rec, "at the end of its first training pass"):
             self.write("pass")
 
     def at_exit(self) -> None:
         """The script ends: a training loader never probed (its window and passes too short, or
         never ended) is probed now, if it still exists."""
+        if self._warming is not None and self._probe_warmed("after its window"):
+            return
         for rec in sorted(self.loaders.values(), key=lambda r: r.index):
             if self._probe(rec, "when your script ended"):
                 break
+
+    def _may_probe(self, rec: _Loader) -> bool:
+        """Whether ``rec`` is the loader to probe and has steps enough (without saying why not)."""
+        enough = len(rec.window.step_times) >= PROBE_MIN_UNITS
+        return rec.role == "training" and self.config.probe and not self.probes and enough
 
     def _probe(self, rec: _Loader, when: str) -> bool:
         """Measure the training loader's pipeline alone, once; otherwise note why not."""

@@ -80,9 +80,7 @@ def start_method(loader: Any, settings: dict[str, Any], dataset: Any) -> tuple[A
     thread pools running) can deadlock a worker that uses them, so a fork server starts the
     probe's — where the dataset can be sent to one and the script would not run again in it."""
     own = loader.multiprocessing_context
-    if not settings["num_workers"] or not settings["persistent_workers"]:
-        return own, ""
-    if not settings["start_method"].startswith("fork") or settings["start_method"].startswith("forkserver"):
+    if not _forked_persistent(settings):
         return own, ""
     why, modules = _for_forkserver(loader, dataset)
     if why:
@@ -98,14 +96,52 @@ def start_method(loader: Any, settings: dict[str, Any], dataset: Any) -> tuple[A
     return context, "its workers were started by a fork server (yours were forked before training began)"
 
 
-# Not imported into the fork server: its own, and the script's (which the server cannot import:
-# Python 3.11's fork server never runs the main module, whatever its preload list says).
-_NOT_PRELOADED = frozenset({"__main__", "__mp_main__", "builtins", "copyreg", "_codecs"})
+def _forked_persistent(settings: dict[str, Any]) -> bool:
+    """Whether the loader's workers are persistent and were forked (so a fork server must start the
+    probe's: see ``start_method``)."""
+    method = settings["start_method"]
+    return bool(settings["num_workers"] and settings["persistent_workers"]) and (
+        method.startswith("fork") and not method.startswith("forkserver")
+    )
 
 
-def _for_forkserver(loader: Any, dataset: Any) -> tuple[str, list[str]]:
-    """Why the probe's workers cannot come from a fork server ("" where they can), and the modules
-    the server should import before it forks them (``modules_to_preload``)."""
+def _nothing() -> None:
+    """A process that does nothing: the first one a fork server starts says it is ready."""
+
+
+def warm_fork_server(loader: Any, settings: dict[str, Any]) -> Any | None:
+    """Start now the fork server the probe's workers will come from, where they will (see
+    ``start_method``): it imports the dataset's modules (timm's: seconds) while the training goes
+    on, instead of inside the pause. The thread returned ends once the server has started a first
+    process (the imports done); None where the probe needs no fork server. Only the dataset's and
+    collate's own modules are named (not a pickle of the whole dataset, which may hold its data):
+    what the probe's view needs beyond them, its workers import themselves."""
+    if settings.get("source") is None or not _forked_persistent(settings) or _unguarded_main():
+        return None  # no source: the probe decodes nothing, and starts no workers
+    import multiprocessing
+    import threading
+
+    names = {
+        "torch.utils.data",
+        getattr(type(loader.dataset), "__module__", ""),
+        getattr(loader.collate_fn, "__module__", ""),
+    }
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(sorted(n for n in names if n and n not in _NOT_PRELOADED))
+
+    def ready() -> None:
+        process = context.Process(target=_nothing, daemon=True)
+        process.start()
+        process.join(PROBE_BATCH_TIMEOUT_S)
+
+    thread = threading.Thread(target=ready, name="ioprof-fork-server", daemon=True)
+    thread.start()
+    return thread
+
+
+def _unguarded_main() -> str:
+    """Why a fork server cannot start workers for this script ("" where it can): a script run
+    without a ``__main__`` guard would run again in each of them."""
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
     if path and not getattr(main, "__spec__", None):
@@ -115,8 +151,21 @@ def _for_forkserver(loader: Any, dataset: Any) -> tuple[str, list[str]]:
         except OSError:
             guarded = False
         if not guarded:
-            why = 'your script has no `if __name__ == "__main__":` guard: a fork server would run it again'
-            return why, []
+            return 'your script has no `if __name__ == "__main__":` guard: a fork server would run it again'
+    return ""
+
+
+# Not imported into the fork server: its own, and the script's (which the server cannot import:
+# Python 3.11's fork server never runs the main module, whatever its preload list says).
+_NOT_PRELOADED = frozenset({"__main__", "__mp_main__", "builtins", "copyreg", "_codecs"})
+
+
+def _for_forkserver(loader: Any, dataset: Any) -> tuple[str, list[str]]:
+    """Why the probe's workers cannot come from a fork server ("" where they can), and the modules
+    the server should import before it forks them (``modules_to_preload``)."""
+    why = _unguarded_main()
+    if why:
+        return why, []
     handed = (dataset, loader.collate_fn, getattr(loader.worker_init_fn, "own", loader.worker_init_fn))
     try:
         return "", modules_to_preload(pickle.dumps(handed, protocol=2, fix_imports=False))

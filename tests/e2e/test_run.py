@@ -260,7 +260,8 @@ def test_a_probe_never_hangs_a_loader_whose_workers_raise_torchs_threads(tmp_pat
     """Persistent workers whose worker_init_fn sets torch.set_num_threads(4), with ToTensor at 224
     px (an OpenMP parallel region): the script alone finishes, and so it does under ioprof — probe
     workers forked late from the training process would deadlock in libgomp, so a fork server
-    starts them. An epoch of 20 steps: the window (12) and the probe, then 8 more after it."""
+    starts them. An epoch of 20 steps: the window (12), then the probe once that server has imported
+    the dataset's modules beside the training (by the pass's end at the latest)."""
     small_folder = imagefolder(tmp_path / "d", 256, 192, 160, 16)
     out = tmp_path / "o"
     p = ioprof_run(
@@ -277,4 +278,6 @@ def test_a_probe_never_hangs_a_loader_whose_workers_raise_torchs_threads(tmp_pat
     r = json.loads((out / "results.json").read_text())
     assert r["script"]["probed"] and r["script"]["ended"] == "finished"
     assert r["script"]["probe_start"].startswith("its workers were started by a fork server")
+    assert "it was started when the window ended" in r["script"]["probe_start"], r["script"]
+    assert r["script"]["probe_when"] == "after its window"
     assert r["script"]["probe_pause_s"] < 60
