@@ -154,8 +154,12 @@ def test_cells_count_bytes_from_storage_per_regime(large_set: Path, tmp_path: Pa
             assert fetched >= 0.8 * read  # fetched from storage, every pass
             assert c["cache_hit_ratio"] <= 0.2
         else:
-            assert fetched <= 0.05 * read  # served by the page cache
-            assert c["cache_hit_ratio"] >= 0.95
+            # served by the page cache — most of it: a host may evict idle file pages on its own
+            # (this project's CI host runs DAMON's pageout scheme, pages idle 60 s: 16.7 GB paged out
+            # and 6 GB of file pages faulted back in within its first 2 hours), and one CI run
+            # fetched 2 of a warm cell's 12 files (17 %); a cold cell fetches them all
+            assert fetched <= 0.25 * read
+            assert c["cache_hit_ratio"] >= 0.75
 
 
 @pytest.mark.root

@@ -80,7 +80,9 @@ def test_a_compute_bound_run_is_told_nothing_helps(small_set: Path, tmp_path: Pa
     p, data = whatif(
         "--data",
         str(small_set),
-        *"--workers 2 --compute sim:80 --seconds 1 --scratch".split(),
+        # a step at half what 2 workers decoded on a host with AVX2 alone: at 80 img/s its baseline
+        # waited 4.6 % [3.1–6.1] there, borderline, where a faster host waited none
+        *"--workers 2 --compute sim:40 --seconds 1 --scratch".split(),
         str(tmp_path),
         "--out",
         str(tmp_path / "o"),
