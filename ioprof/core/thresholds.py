@@ -38,6 +38,11 @@ MIN_BUSY_SHARE = 0.90
 # counters show less than this share of it fetched.
 CONTRADICTION_MIN_BYTES = 1_000_000
 CONTRADICTION_SHARE = 0.05
+# A warm window (at least CONTRADICTION_MIN_BYTES read) may fetch this share of it from storage
+# (a file's metadata, a neighbour's readahead) and still be warm; more, and its pages were evicted
+# after they were warmed: memory pressure, or a host that reclaims idle pages on its own (this
+# project's CI host runs DAMON's pageout: one warm cell fetched 28 % of its reads, another 17 %).
+WARM_MAX_FETCHED_SHARE = 0.10
 # A loader's fetched MB/s is impossible only when it lies this far above the upper end of the
 # storage ceiling's interval. The two are read over different windows by different counters: the
 # window's edges (reads in flight when it opens or closes, readahead) and a link's burst allowance

@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 
 import psutil
 
-from ioprof.core.results import REQUEST_FS_TYPES, CacheInfo
+from ioprof.core.results import REQUEST_FS_TYPES, CacheInfo, Fetched
+from ioprof.core.thresholds import CONTRADICTION_MIN_BYTES, WARM_MAX_FETCHED_SHARE
 
 # Filesystems where POSIX_FADV_DONTNEED cannot drop the data: the page cache *is* the storage.
 RAM_BACKED_FS_TYPES = frozenset({"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"})
@@ -407,3 +408,60 @@ def verify_after(cache: CacheInfo, read_paths: Sequence[str]) -> CacheInfo:
         verified=False,
         note=f"not cold throughout: {after:.0%} of the files read were resident after the window",
     )
+
+
+# Counters of what storage itself delivered (not an emulated device's charge, not a GET's body)
+STORAGE_COUNTERS = ("block-io", "nfs-mountstats", "fuse-daemon")
+
+
+def verify_warm_after(cache: CacheInfo, fetched: Fetched, read_bytes: int) -> CacheInfo:
+    """``cache`` as it held over a warm window: one whose storage counters show more than
+    ``WARM_MAX_FETCHED_SHARE`` of the bytes it read fetched was not warm throughout — its pages
+    were evicted after they were warmed — and loses its verification, saying so and naming the
+    host's own reclaim where one runs."""
+    fetched_bytes = fetched.bytes
+    if cache.regime != "warm" or not cache.verified or fetched.method not in STORAGE_COUNTERS:
+        return cache
+    if fetched_bytes is None:
+        return cache
+    if read_bytes < CONTRADICTION_MIN_BYTES or fetched_bytes <= WARM_MAX_FETCHED_SHARE * read_bytes:
+        return cache
+    reclaim = proactive_reclaim()
+    why = f"this host runs {reclaim}" if reclaim else "memory pressure, or the host reclaiming idle pages"
+    return replace(
+        cache,
+        verified=False,
+        note=(
+            f"not warm throughout: {fetched_bytes / read_bytes:.0%} of the bytes read were fetched from "
+            f"storage during the window — pages evicted after they were warmed ({why})"
+        ),
+    )
+
+
+_DAMON = "/sys/kernel/mm/damon"
+
+
+def proactive_reclaim(root: str = _DAMON, module: str = "/sys/module/damon_reclaim") -> str:
+    """The kernel's own reclaim of idle pages, where it runs: DAMON_RECLAIM, or a kdamond with a
+    pageout scheme (what some fleets run to keep memory free); "" where none does or it cannot be read."""
+    import glob
+
+    try:
+        with open(f"{module}/parameters/enabled", encoding="ascii") as f:
+            if f.read().strip() == "Y":
+                return "DAMON_RECLAIM"
+    except OSError:
+        pass
+    for state in sorted(glob.glob(f"{root}/admin/kdamonds/*/state")):
+        kdamond = os.path.dirname(state)
+        try:
+            with open(state, encoding="ascii") as f:
+                if f.read().strip() != "on":
+                    continue
+            for action in glob.glob(f"{kdamond}/contexts/*/schemes/*/action"):
+                with open(action, encoding="ascii") as f:
+                    if f.read().strip() == "pageout":
+                        return f"DAMON's pageout scheme in kdamond {os.path.basename(kdamond)}"
+        except OSError:
+            continue
+    return ""

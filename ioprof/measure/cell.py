@@ -37,7 +37,7 @@ from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, data_wait_share, ratio_
 from ioprof.datasets.dataset import Dataset
 from ioprof.host import iocounters
 from ioprof.host.fetched import FetchReadings, FetchSnapshot, MountCounters, decide
-from ioprof.host.pagecache import keep_warm, prepare, verify_after
+from ioprof.host.pagecache import keep_warm, prepare, verify_after, verify_warm_after
 from ioprof.host.telemetry import GpuSampler
 from ioprof.measure import stages, steptiming
 from ioprof.measure.compute import TrainStep
@@ -386,6 +386,7 @@ def _cell_result(
     fetched = (
         _fetched(plan, cache, counts.read_bytes, sum(window.nbytes), mount) if window.waits else UNKNOWN_FETCH
     )
+    cache = verify_warm_after(cache, fetched, sum(window.nbytes)) if window.waits else cache
     segments = (
         window.readings.segments(
             lambda read_bytes, steps, ends: _fetched(

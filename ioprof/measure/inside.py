@@ -94,10 +94,11 @@ class InsideRecorder:
         return self.batch_bytes
 
     def read(self, pids: Sequence[int], *, main: bool = True) -> None:
-        """Memory and thread CPU of ``pids`` (and of the training process, with ``main``), now."""
-        at_s = time.perf_counter()
+        """Memory and thread CPU of ``pids`` (and of the training process, with ``main``), now:
+        each stamped when its CPU is read, not when the first was (reading one's memory walks its
+        page tables: tens of ms each, more on a busy host)."""
         for pid in {*pids, *([os.getpid()] if main else [])}:
-            r = read_process(pid, at_s)
+            r = read_process(pid, time.perf_counter())
             if r is not None:
                 with self._lock:
                     self.readings.setdefault(pid, []).append(r)

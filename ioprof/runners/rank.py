@@ -41,7 +41,7 @@ from ioprof.datasets.discover import find_images
 from ioprof.host import iocounters
 from ioprof.host.fetched import FetchReadings, MountCounters, decide
 from ioprof.host.machine import usable_cores
-from ioprof.host.pagecache import filesystem_of, prepare, verify_after
+from ioprof.host.pagecache import filesystem_of, prepare, verify_after, verify_warm_after
 from ioprof.host.processes import quick_exit
 from ioprof.measure.loader import ImageFiles, collate, train_transform, worker_pids
 from ioprof.measure.storage import check_storage
@@ -239,6 +239,7 @@ def _rank_cell(
         )
 
     fetched = count(w.io.read_bytes, (0, len(w.nbytes)), w.mounts)
+    cache = verify_warm_after(cache, fetched, sum(w.nbytes))
     elapsed = sum(w.waits) + sum(w.steps)
     method = (cfg.get("start_method") or multiprocessing.get_start_method()) if setting.workers else ""
     return CellResult(

@@ -147,19 +147,27 @@ def test_cells_count_bytes_from_storage_per_regime(large_set: Path, tmp_path: Pa
     )
     for c in data["cells"]:
         cache, fetched, read = c["cache"], c["fetched"]["bytes"], c["requested_bytes"]
-        assert cache["regime"] == regime and cache["verified"], cache
+        assert cache["regime"] == regime, cache
         assert read >= 12 * 300_000  # 3 steps x 4 images of ~370 kB were read
         assert c["fetched"]["method"] == "block-io"
         if regime == "cold":
+            assert cache["verified"] and cache["resident_fraction"] <= 0.02, cache
             assert fetched >= 0.8 * read  # fetched from storage, every pass
             assert c["cache_hit_ratio"] <= 0.2
+            continue
+        assert cache["resident_fraction"] >= 0.98, cache  # warmed as asked before the window
+        print(f"warm {c['loader']}: fetched {fetched / read:.0%} of its reads; {cache['note'] or 'verified'}")
+        if fetched <= 0.10 * read:  # served by the page cache
+            assert cache["verified"] and c["cache_hit_ratio"] >= 0.9, cache
         else:
-            # served by the page cache — most of it: a host may evict idle file pages on its own
-            # (this project's CI host runs DAMON's pageout scheme, pages idle 60 s: 16.7 GB paged out
-            # and 6 GB of file pages faulted back in within its first 2 hours), and one CI run
-            # fetched 2 of a warm cell's 12 files (17 %); a cold cell fetches them all
-            assert fetched <= 0.25 * read
-            assert c["cache_hit_ratio"] >= 0.75
+            # or said not to have been: a host may evict file pages on its own after they were
+            # warmed (this project's CI host runs DAMON's pageout; one CI run's warm cell fetched 28 %
+            # of its reads, another's 17 %), and the cell is then no warm measurement
+            assert not cache["verified"], cache
+            assert cache["note"].startswith(f"not warm throughout: {fetched / read:.0%} of the bytes read"), (
+                cache
+            )
+            assert "regime-not-verified" in {f["kind"] for f in data["analysis"]["findings"]}
 
 
 @pytest.mark.root

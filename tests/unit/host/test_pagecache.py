@@ -41,6 +41,61 @@ def test_warm_is_verified_and_reads_nothing_from_storage(blob_files: list[str]) 
     assert me.io_counters().read_bytes - before < 64 * 1024
 
 
+def test_a_warm_window_whose_pages_were_evicted_loses_its_verification(blob_files: list[str]) -> None:
+    """Warmed and verified, then half the files evicted (as a host's own reclaim or memory
+    pressure does after the warming): the block-I/O counter shows them fetched again, and the
+    window is said not to have been warm throughout, with the share. Read again warm, it keeps it;
+    an emulated device's charge (every read) is not storage's and says nothing of the cache."""
+    from ioprof.core.results import Fetched
+
+    fs = pagecache.filesystem_of(blob_files[0])
+    if fs.ram_backed:
+        pytest.skip(f"the test folder is on {fs.fs_type}: nothing can be evicted there")
+    me = psutil.Process()
+
+    def window() -> tuple[pagecache.CacheInfo, int]:
+        cache = pagecache.prepare(blob_files, "warm", fs)
+        assert cache.verified
+        if evicted:
+            pagecache.evict(evicted)
+        before = me.io_counters().read_bytes
+        _read_all(blob_files)
+        fetched = Fetched(me.io_counters().read_bytes - before, "block-io", "test")
+        return pagecache.verify_warm_after(cache, fetched, size), fetched.bytes or 0
+
+    size = sum(os.path.getsize(p) for p in blob_files)
+    evicted: list[str] = []
+    held, fetched = window()
+    assert held.verified and held.note == "" and fetched < 0.02 * size
+    evicted = blob_files[::2]
+    lost, fetched = window()
+    assert fetched >= 0.4 * size, fetched
+    assert not lost.verified and lost.note.startswith(
+        f"not warm throughout: {fetched / size:.0%} of the bytes read"
+    )
+    charged = Fetched(size, "emulated", "every read")
+    assert pagecache.verify_warm_after(pagecache.prepare(blob_files, "warm", fs), charged, size).verified
+
+
+def test_the_hosts_own_reclaim_is_named_where_it_runs(tmp_path: Path) -> None:
+    """A kdamond that is on with a pageout scheme is named; one that is off, or only monitors, is
+    not; DAMON_RECLAIM (the module) is named when enabled."""
+    module = tmp_path / "module"
+    (module / "parameters").mkdir(parents=True)
+    (module / "parameters/enabled").write_text("N\n")
+    scheme = tmp_path / "admin/kdamonds/0/contexts/0/schemes/0"
+    scheme.mkdir(parents=True)
+    (tmp_path / "admin/kdamonds/0/state").write_text("on\n")
+    (scheme / "action").write_text("stat\n")
+    assert pagecache.proactive_reclaim(str(tmp_path), str(module)) == ""
+    (scheme / "action").write_text("pageout\n")
+    assert pagecache.proactive_reclaim(str(tmp_path), str(module)) == "DAMON's pageout scheme in kdamond 0"
+    (tmp_path / "admin/kdamonds/0/state").write_text("off\n")
+    assert pagecache.proactive_reclaim(str(tmp_path), str(module)) == ""
+    (module / "parameters/enabled").write_text("Y\n")
+    assert pagecache.proactive_reclaim(str(tmp_path), str(module)) == "DAMON_RECLAIM"
+
+
 def test_cachestat_and_mincore_agree(blob_files: list[str]) -> None:
     pagecache.warm(blob_files[:1])
     fd = os.open(blob_files[0], os.O_RDONLY)

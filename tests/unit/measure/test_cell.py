@@ -19,7 +19,7 @@ def test_a_warm_up_longer_than_the_readings_reach_still_has_its_cores_read(small
     """Seen on an H100: batches of 256 made each cell's warm-up outlast the reach of the reading
     taken before it, and no cell had its cores read ("too short") in a 20 s window. Here a 2.5 s
     warm-up (simulated steps of 4 images at 40 img/s), then 1.2 s measured: the cores are read over
-    the window."""
+    the window, and a little before it (the reading that opened it), not 2.5 s before."""
     (ds,) = load_datasets(str(small_set), (), 0, seed=0, cache_dir=None, progress=print)
     warmup = 25
     assert warmup * 4 / 40 > EVERY_S  # longer than a reading reaches
@@ -37,7 +37,11 @@ def test_a_warm_up_longer_than_the_readings_reach_still_has_its_cores_read(small
     )
     assert cell.inside is not None and cell.inside.cores is not None
     cores = cell.inside.cores
-    assert cores.cpu_busy_cores is not None and cores.window_s == pytest.approx(cell.elapsed_s, rel=0.15)
+    # over the window, and the reading that opened it: it is taken just before the counters start
+    # (three processes' memory: 0.19 s on the CI host once, its two cores busy with the workers);
+    # without it, the one before the warm-up, 2.5 s back, would not count and none would
+    assert cores.cpu_busy_cores is not None
+    assert cell.elapsed_s <= cores.window_s <= cell.elapsed_s + 0.5, (cores.window_s, cell.elapsed_s)
 
 
 def test_a_cold_cells_fetched_bytes_are_cut_into_segments_that_add_up_to_the_window(small_set: Path) -> None:
