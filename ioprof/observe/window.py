@@ -82,9 +82,14 @@ class Totals:
     cpu_spans_wall: list[tuple[float, float]] = field(default_factory=list)  # the CPU spans, wall-clock
 
     def add(self, a: Reading, b: Reading) -> None:
-        common = a.procs.keys() & b.procs.keys()
-        if b.at_s <= a.at_s or (a.procs and not common):  # no span, or its processes are gone
+        """The span from ``a`` to ``b``: its seconds and the host's counters (the network
+        interface's, the NFS client's, the FUSE daemon's) always; the processes' own counters over
+        the processes read at both ends — none where those read at ``a`` are all gone at ``b``
+        (their bytes went with them: pieces of a segment then fall short of its whole, and a
+        process-counted figure gets no interval), while the host's still add up."""
+        if b.at_s <= a.at_s:
             return
+        common = a.procs.keys() & b.procs.keys()
         self.seconds += b.at_s - a.at_s
         self.read_bytes += sum(b.procs[p][0] - a.procs[p][0] for p in common)
         self.read_chars += sum(b.procs[p][1] - a.procs[p][1] for p in common)
