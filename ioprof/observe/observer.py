@@ -805,12 +805,15 @@ class Watcher:
 
     def _may_probe(self, rec: _Loader) -> bool:
         """Whether ``rec`` is the loader to probe and has steps enough (without saying why not)."""
-        enough = len(rec.window.step_times) >= PROBE_MIN_UNITS
-        return rec.role == "training" and self.config.probe and not self.probes and enough
+        return self._probe_wanted(rec) and len(rec.window.step_times) >= PROBE_MIN_UNITS
+
+    def _probe_wanted(self, rec: _Loader) -> bool:
+        """The training loader, probes asked for, and none taken yet."""
+        return rec.role == "training" and bool(self.config.probe) and not self.probes
 
     def _probe(self, rec: _Loader, when: str) -> bool:
         """Measure the training loader's pipeline alone, once; otherwise note why not."""
-        if rec.role != "training" or not self.config.probe or self.probes:
+        if not self._probe_wanted(rec):
             return False
         if len(rec.window.step_times) < PROBE_MIN_UNITS:
             self.probe_refused = (
