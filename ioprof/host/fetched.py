@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import psutil
@@ -216,10 +216,28 @@ class FetchReadings:
     def segments(self, count: PieceCounter, whole: Fetched) -> tuple[tuple[float, int], ...]:
         """(seconds, bytes fetched) between consecutive readings, each counted as ``whole`` was;
         none where one cannot be, or where they do not add up to it (a worker gone between two)."""
-        out = []
-        for (n0, io0, m0), (n1, io1, m1) in itertools.pairwise(self.marks):
-            part = count(iocounters.delta(io0, io1).read_bytes, (n0, n1), (m0, m1))
-            if part.bytes is None or part.method != whole.method:
-                return ()
-            out.append((io1.at_s - io0.at_s, part.bytes))
-        return tuple(out) if whole.known and sum(b for _, b in out) == whole.bytes else ()
+        return adding_up(
+            whole,
+            (
+                (io1.at_s - io0.at_s, count(iocounters.delta(io0, io1).read_bytes, (n0, n1), (m0, m1)))
+                for (n0, io0, m0), (n1, io1, m1) in itertools.pairwise(self.marks)
+            ),
+        )
+
+
+def adding_up(
+    whole: Fetched, parts: Iterable[tuple[float, Fetched | None]], window_s: float | None = None
+) -> tuple[tuple[float, int], ...]:
+    """(seconds, bytes fetched) of each part of a window, where every part was counted as the
+    ``whole`` was and they add up to it (and to ``window_s``, where given); otherwise none: a
+    part that cannot be counted so, or parts that fall short (a process gone between two readings)."""
+    out = []
+    for seconds, part in parts:
+        if part is None or part.bytes is None or part.method != whole.method:
+            return ()
+        out.append((seconds, part.bytes))
+    if not whole.known or sum(b for _, b in out) != whole.bytes:
+        return ()
+    if window_s is not None and abs(sum(s for s, _ in out) - window_s) > 1e-6:
+        return ()
+    return tuple(out)

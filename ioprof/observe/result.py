@@ -157,26 +157,21 @@ def _fetched_segments(loader: dict[str, Any], io: IoCounts, whole: Fetched) -> t
     """The pieces between the counters' readings (every half second or so within a span), each
     counted as the whole is: (seconds, bytes fetched). None where one cannot be, or where they do
     not add up to the whole (a process gone between two readings)."""
+    from ioprof.host.fetched import adding_up
+
     pieces = loader.get("pieces") or []
     if whole.bytes is None or not pieces:
         return ()
-    out = []
-    for p in pieces:
-        part = {
-            **loader,
-            "mount": {
-                **(loader.get("mount") or {}),
-                **{k: p[k] for k in ("nfs_bytes", "daemon_bytes", "net_bytes")},
-            },
+
+    def counted(p: dict[str, Any]) -> Fetched | None:
+        mount = {
+            **(loader.get("mount") or {}),
+            **{k: p[k] for k in ("nfs_bytes", "daemon_bytes", "net_bytes")},
         }
         counts = IoCounts(p["read_bytes"], p["read_chars"], p["processes"], p["seconds"], p["own_chars"])
-        got = _fetched(part, counts)
-        if got is None or got.bytes is None or got.method != whole.method:
-            return ()
-        out.append((p["seconds"], got.bytes))
-    if sum(b for _, b in out) != whole.bytes or abs(sum(s for s, _ in out) - io.window_s) > 1e-6:
-        return ()
-    return tuple(out)
+        return _fetched({**loader, "mount": mount}, counts)
+
+    return adding_up(whole, ((p["seconds"], counted(p)) for p in pieces), io.window_s)
 
 
 def _observed(key: str, obs: dict[str, Any], loader: dict[str, Any], config: Any) -> ObservedLoader:
