@@ -292,11 +292,28 @@ def datasets_fit_in_ram(result: SweepResult) -> list[Finding]:
                 DATASET_TO_RAM_FOR_COLD_EPOCHS,
                 cold_cells=any(c.cache.regime == "cold" for c in result.cells),
                 ram_source=result.machine.ram_for_cache_source,
+                reclaim=result.machine.reclaim,
+                reclaim_idle_s=result.machine.reclaim_idle_s,
+                epoch_s=_longest_epoch_s(result, [i.label for i in kept]),
             )
         )
     if dropped:
         out.append(PagesNotKept(tuple(i.label for i in dropped), tuple(i.fs_type or "" for i in dropped)))
     return out
+
+
+def _longest_epoch_s(result: SweepResult, labels: Sequence[str]) -> float | None:
+    """The longest epoch of these datasets, each at the best pace its cells measured (None where
+    one has no count of samples or no cell)."""
+    epochs = []
+    for info in result.datasets:
+        if info.label not in labels:
+            continue
+        best = max((c.img_per_s for c in _ok(result) if c.dataset == info.label), default=0.0)
+        if not info.epoch_samples or best <= 0:
+            return None
+        epochs.append(info.epoch_samples / best)
+    return max(epochs, default=None)
 
 
 def emulated_faster_than_real(result: SweepResult) -> list[Finding]:

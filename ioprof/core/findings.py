@@ -166,6 +166,9 @@ class DatasetsFitInRam(Finding):
     ratio: float  # MLPerf Storage's dataset-to-RAM ratio for cold epochs
     cold_cells: bool = True  # the cells were measured cold (evicting after each read)
     ram_source: str = ""  # where the RAM figure comes from (the host, a cgroup limit)
+    reclaim: str = ""  # the host's own reclaim of idle pages (MachineInfo.reclaim), "" where none
+    reclaim_idle_s: float | None = None
+    epoch_s: float | None = None  # the longest of their epochs at the best pace measured for each
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,10 @@ class MachineInfo:
     virtual_machine: bool = False  # the CPU reports a hypervisor: the host may cache the disk
     ram_for_cache_bytes: int = 0  # what the page cache could hold for this process (cgroup limit included)
     ram_for_cache_source: str = ""
+    # the kernel's own reclaim of idle pages where one runs (DAMON's pageout), and the seconds a
+    # page must look idle before it goes ("" and None: none runs, or it could not be read)
+    reclaim: str = ""
+    reclaim_idle_s: float | None = None
 
 
 # The filesystem type ioprof gives an S3-compatible object store (``--data s3://…``).

@@ -127,7 +127,10 @@ def machine_info(
     """This machine; ``software``: the versions a user's process ran with (``versions()`` there,
     so that ``ioprof run``, which only reads what it measured, need not import torch: 2.4 s),
     else this process's."""
+    from ioprof.host.pagecache import proactive_reclaim
+
     cache_bytes, cache_source = memory_for_cache()
+    reclaim, idle_s = proactive_reclaim()
     soft = software or versions(load=True)
     return MachineInfo(
         cpu_model=cpu_model(),
@@ -145,4 +148,6 @@ def machine_info(
         virtual_machine=is_virtual_machine(),
         ram_for_cache_bytes=cache_bytes,
         ram_for_cache_source=cache_source,
+        reclaim=reclaim,
+        reclaim_idle_s=idle_s,
     )

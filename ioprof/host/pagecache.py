@@ -426,7 +426,7 @@ def verify_warm_after(cache: CacheInfo, fetched: Fetched, read_bytes: int) -> Ca
         return cache
     if read_bytes < CONTRADICTION_MIN_BYTES or fetched_bytes <= WARM_MAX_FETCHED_SHARE * read_bytes:
         return cache
-    reclaim = proactive_reclaim()
+    reclaim, _ = proactive_reclaim()
     why = f"this host runs {reclaim}" if reclaim else "memory pressure, or the host reclaiming idle pages"
     return replace(
         cache,
@@ -441,27 +441,42 @@ def verify_warm_after(cache: CacheInfo, fetched: Fetched, read_bytes: int) -> Ca
 _DAMON = "/sys/kernel/mm/damon"
 
 
-def proactive_reclaim(root: str = _DAMON, module: str = "/sys/module/damon_reclaim") -> str:
-    """The kernel's own reclaim of idle pages, where it runs: DAMON_RECLAIM, or a kdamond with a
-    pageout scheme (what some fleets run to keep memory free); "" where none does or it cannot be read."""
+def _text(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def proactive_reclaim(
+    root: str = _DAMON, module: str = "/sys/module/damon_reclaim"
+) -> tuple[str, float | None]:
+    """The kernel's own reclaim of idle pages, where it runs — DAMON_RECLAIM, or a kdamond with a
+    pageout scheme (what some fleets run to keep memory free) — and the seconds a page must have
+    looked idle before it is paged out (None where not read); ("", None) where none runs or it
+    cannot be read. DAMON watches memory in regions and samples one page of each, so a page read
+    a moment ago can go with an idle region around it: the age is a floor, not a promise."""
     import glob
 
-    try:
-        with open(f"{module}/parameters/enabled", encoding="ascii") as f:
-            if f.read().strip() == "Y":
-                return "DAMON_RECLAIM"
-    except OSError:
-        pass
+    if _text(f"{module}/parameters/enabled") == "Y":
+        age_us = _text(f"{module}/parameters/min_age")
+        return "DAMON_RECLAIM", int(age_us) / 1e6 if age_us and age_us.isdigit() else None
     for state in sorted(glob.glob(f"{root}/admin/kdamonds/*/state")):
-        kdamond = os.path.dirname(state)
-        try:
-            with open(state, encoding="ascii") as f:
-                if f.read().strip() != "on":
-                    continue
-            for action in glob.glob(f"{kdamond}/contexts/*/schemes/*/action"):
-                with open(action, encoding="ascii") as f:
-                    if f.read().strip() == "pageout":
-                        return f"DAMON's pageout scheme in kdamond {os.path.basename(kdamond)}"
-        except OSError:
+        if _text(state) != "on":
             continue
-    return ""
+        kdamond = os.path.dirname(state)
+        for action in sorted(glob.glob(f"{kdamond}/contexts/*/schemes/*/action")):
+            if _text(action) != "pageout":
+                continue
+            scheme = os.path.dirname(action)
+            context = os.path.dirname(os.path.dirname(scheme))
+            ages = _text(f"{scheme}/access_pattern/age/min")
+            aggr_us = _text(f"{context}/monitoring_attrs/intervals/aggr_us")
+            idle = (
+                int(ages) * int(aggr_us) / 1e6
+                if ages and aggr_us and ages.isdigit() and aggr_us.isdigit()
+                else None
+            )
+            return f"DAMON's pageout scheme in kdamond {os.path.basename(kdamond)}", idle
+    return "", None

@@ -134,7 +134,8 @@ def render_place_markdown(result: PlaceResult) -> str:
         "pages at every open (sshfs and other FUSE mounts by default — checked by reading files and looking "
         f"at their residency), all {result.epochs} epochs read it. A copy pays off when the time it saves over "
         "all the epochs exceeds the copy; a candidate is recommended only when it keeps the accelerator busy, "
-        "holds the whole dataset (with 5 % to spare) and its copy pays off.",
+        "holds the whole dataset (with 5 % to spare) and its copy pays off."
+        + (words.reclaimed(result.machine.reclaim, result.machine.reclaim_idle_s) if fits else ""),
         "",
         f"![Predicted training rate per location]({PLACE_PNG})",
         "",

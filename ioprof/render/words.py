@@ -359,7 +359,30 @@ def _fit(x: f.DatasetsFitInRam) -> str:
         f"for the page cache{source}), on a filesystem that keeps read pages (checked: files read and closed "
         "stayed resident): in real training every epoch after "
         f"the first would come from the page cache, not storage — {how} (MLPerf Storage asks for a dataset ≥ "
-        f"{x.ratio:g}× RAM)."
+        f"{x.ratio:g}× RAM)." + _reclaimed(x)
+    )
+
+
+def _reclaimed(x: f.DatasetsFitInRam) -> str:
+    """What the host's own reclaim of idle pages does to that claim, where one runs."""
+    return reclaimed(x.reclaim, x.reclaim_idle_s, x.epoch_s)
+
+
+def reclaimed(reclaim: str, idle_s: float | None, epoch_s: float | None = None) -> str:
+    """ " But this host pages out…": the host's own reclaim of idle pages, where one runs, against
+    a claim that later epochs come from the page cache ("" where none runs)."""
+    if not reclaim:
+        return ""
+    idle = f"idle for {idle_s:,.0f} s" if idle_s is not None else "idle"
+    epoch = (
+        f"; an epoch here takes about {epoch_s:,.0f} s at the best pace measured, so each file idles that long "
+        "between its reads"
+        if epoch_s is not None
+        else ""
+    )
+    return (
+        f" But this host pages out memory it finds {idle} on its own ({reclaim}), read pages included: later "
+        f"epochs may still be read from storage, in part or whole{epoch}."
     )
 
 

@@ -78,22 +78,32 @@ def test_a_warm_window_whose_pages_were_evicted_loses_its_verification(blob_file
 
 
 def test_the_hosts_own_reclaim_is_named_where_it_runs(tmp_path: Path) -> None:
-    """A kdamond that is on with a pageout scheme is named; one that is off, or only monitors, is
-    not; DAMON_RECLAIM (the module) is named when enabled."""
+    """A kdamond that is on with a pageout scheme is named, with the idle age it pages out at
+    (12 aggregations of 5 s: 60 s, this project's CI host's); one that is off, or only monitors,
+    is not; DAMON_RECLAIM (the module) is named when enabled, with its min_age."""
     module = tmp_path / "module"
     (module / "parameters").mkdir(parents=True)
     (module / "parameters/enabled").write_text("N\n")
-    scheme = tmp_path / "admin/kdamonds/0/contexts/0/schemes/0"
-    scheme.mkdir(parents=True)
+    (module / "parameters/min_age").write_text("120000000\n")
+    context = tmp_path / "admin/kdamonds/0/contexts/0"
+    scheme = context / "schemes/0"
+    (scheme / "access_pattern/age").mkdir(parents=True)
+    (context / "monitoring_attrs/intervals").mkdir(parents=True)
+    (scheme / "access_pattern/age/min").write_text("12\n")
+    (context / "monitoring_attrs/intervals/aggr_us").write_text("5000000\n")
     (tmp_path / "admin/kdamonds/0/state").write_text("on\n")
     (scheme / "action").write_text("stat\n")
-    assert pagecache.proactive_reclaim(str(tmp_path), str(module)) == ""
+
+    def reclaim() -> tuple[str, float | None]:
+        return pagecache.proactive_reclaim(str(tmp_path), str(module))
+
+    assert reclaim() == ("", None)
     (scheme / "action").write_text("pageout\n")
-    assert pagecache.proactive_reclaim(str(tmp_path), str(module)) == "DAMON's pageout scheme in kdamond 0"
+    assert reclaim() == ("DAMON's pageout scheme in kdamond 0", 60.0)
     (tmp_path / "admin/kdamonds/0/state").write_text("off\n")
-    assert pagecache.proactive_reclaim(str(tmp_path), str(module)) == ""
+    assert reclaim() == ("", None)
     (module / "parameters/enabled").write_text("Y\n")
-    assert pagecache.proactive_reclaim(str(tmp_path), str(module)) == "DAMON_RECLAIM"
+    assert reclaim() == ("DAMON_RECLAIM", 120.0)
 
 
 def test_cachestat_and_mincore_agree(blob_files: list[str]) -> None:

@@ -55,6 +55,24 @@ def test_results_json_round_trip_recomputes_the_conclusions(tmp_path: Path, anal
     assert conclude(loaded) == analyzed  # the conclusions are recomputed, identically
 
 
+def test_a_host_that_pages_out_idle_memory_weakens_the_fits_in_ram_claim(analyzed: SweepResult) -> None:
+    """Where the host runs DAMON's pageout, "later epochs come from the page cache" is said with
+    what may undo it: the idle age it pages out at, and the epoch's length at the best pace."""
+    plain = render_markdown(analyzed)
+    assert "pages out memory" not in plain
+    machine = replace(analyzed.machine, reclaim="DAMON's pageout scheme in kdamond 0", reclaim_idle_s=60.0)
+    reclaimed = conclude(replace(analyzed, machine=machine, analysis=None))
+    (fit,) = [x for x in reclaimed.analysis.findings if x.kind == "datasets-fit-in-ram"]  # type: ignore[union-attr]
+    best = max(c.img_per_s for c in reclaimed.cells)
+    assert fit.epoch_s == pytest.approx(reclaimed.datasets[0].epoch_samples / best)  # type: ignore[attr-defined]
+    text = render_markdown(reclaimed)
+    assert (
+        "But this host pages out memory it finds idle for 60 s on its own (DAMON's pageout scheme in kdamond 0), "
+        "read pages included: later epochs may still be read from storage, in part or whole; an epoch here takes "
+        f"about {fit.epoch_s:,.0f} s at the best pace measured"  # type: ignore[attr-defined]
+    ) in text
+
+
 def test_results_json_is_readable_by_the_group_as_the_umask_allows(
     tmp_path: Path, analyzed: SweepResult
 ) -> None:
