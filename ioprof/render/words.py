@@ -374,12 +374,14 @@ def reclaimed(reclaim: str, idle_s: float | None, epoch_s: float | None = None) 
     if not reclaim:
         return ""
     idle = f"idle for {idle_s:,.0f} s" if idle_s is not None else "idle"
-    epoch = (
-        f"; an epoch here takes about {epoch_s:,.0f} s at the best pace measured, so each file idles that long "
-        "between its reads"
-        if epoch_s is not None
-        else ""
-    )
+    epoch = ""
+    if epoch_s is not None:
+        epoch = f"; an epoch here takes about {epoch_s:,.0f} s at the best pace measured, " + (
+            "so each file idles that long between its reads"
+            if idle_s is None or epoch_s >= idle_s
+            else "shorter than that age, but idleness is judged by regions of memory, and pages read "
+            "moments before can go with an idle region around them"
+        )
     return (
         f" But this host pages out memory it finds {idle} on its own ({reclaim}), read pages included: later "
         f"epochs may still be read from storage, in part or whole{epoch}."

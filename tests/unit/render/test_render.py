@@ -69,8 +69,11 @@ def test_a_host_that_pages_out_idle_memory_weakens_the_fits_in_ram_claim(analyze
     assert (
         "But this host pages out memory it finds idle for 60 s on its own (DAMON's pageout scheme in kdamond 0), "
         "read pages included: later epochs may still be read from storage, in part or whole; an epoch here takes "
-        f"about {fit.epoch_s:,.0f} s at the best pace measured"  # type: ignore[attr-defined]
+        f"about {fit.epoch_s:,.0f} s at the best pace measured, shorter than that age"  # type: ignore[attr-defined]
     ) in text
+    shorter = replace(machine, reclaim_idle_s=fit.epoch_s / 2)  # type: ignore[attr-defined]
+    text = render_markdown(conclude(replace(analyzed, machine=shorter, analysis=None)))
+    assert "at the best pace measured, so each file idles that long between its reads." in text
 
 
 def test_results_json_is_readable_by_the_group_as_the_umask_allows(
