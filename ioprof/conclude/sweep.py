@@ -109,20 +109,46 @@ def stage_rates(
     pinned: bool,
 ) -> dict[str, float]:
     """Ceilings (img/s) of each stage for this cell's loader setting; absent stages are left out."""
-    rates: dict[str, float] = {}
+    return {k: v for k, (v, _) in _stage_ceilings(cell, compute, ceilings, transfer, pinned).items()}
+
+
+def stage_spreads(
+    cell: CellResult,
+    compute: ComputeCeiling | None,
+    ceilings: DatasetCeilings | None,
+    transfer: Sequence[TransferCeiling],
+    pinned: bool,
+) -> dict[str, float]:
+    """The relative half-width of each of ``stage_rates``' ceilings (its 95 % interval), 0 where it
+    has none (a simulated rate, the transfer's single figure)."""
+    return {
+        k: i.rel_half_width if i is not None and i.known else 0.0
+        for k, (_, i) in _stage_ceilings(cell, compute, ceilings, transfer, pinned).items()
+    }
+
+
+def _stage_ceilings(
+    cell: CellResult,
+    compute: ComputeCeiling | None,
+    ceilings: DatasetCeilings | None,
+    transfer: Sequence[TransferCeiling],
+    pinned: bool,
+) -> dict[str, tuple[float, Interval | None]]:
+    """Each stage's ceiling for this cell's setting: (img/s, its interval where it has one)."""
+    out: dict[str, tuple[float, Interval | None]] = {}
     compute = ceilings.compute if ceilings is not None and ceilings.compute is not None else compute
     if compute is not None:
-        rates["compute"] = compute.img_per_s
+        out["compute"] = (compute.img_per_s, compute.throughput())
     for d in ceilings.decode if ceilings else ():
         if d.setting == cell.setting:
-            rates["decode"] = d.img_per_s
+            out["decode"] = (d.img_per_s, d.throughput())
     storage = storage_for(cell, ceilings)
     if storage is not None:
-        rates["storage"] = storage_rate(storage, cell)
+        out["storage"] = (storage_rate(storage, cell), storage.file_rate())
     for t in transfer:
         if t.pinned == pinned:
-            rates["transfer"] = t.img_per_s
-    return rates
+            out["transfer"] = (t.img_per_s, None)
+    return out
 
 
 def _series(rates: Sequence[float]) -> float:
@@ -163,15 +189,17 @@ def predict(setting: LoaderSetting, rates: dict[str, float], *, compute_async: b
     return Prediction(finite[slowest], min(low, finite[slowest]), slowest)
 
 
-def residual(measured: Interval, prediction: Prediction) -> tuple[float, bool]:
+def residual(measured: Interval, prediction: Prediction, ceiling_spread: float = 0.0) -> tuple[float, bool]:
     """How far the measurement lies outside the predicted range (0 inside), and whether that is
-    beyond RESIDUAL_TOLERANCE and the measurement's own interval."""
+    beyond RESIDUAL_TOLERANCE and the intervals of the two figures compared: the measurement's
+    and the predicting ceiling's (``ceiling_spread``, relative), taken together as independent
+    (a compute ceiling read at one moment of a shared host, a cell at another)."""
     m = measured.value
     if prediction.low * (1 - 1e-9) <= m <= prediction.high * (1 + 1e-9):  # inside, to rounding
         return 0.0, False
     bound = prediction.high if m > prediction.high else prediction.low
     r = (m - bound) / bound
-    spread = measured.rel_half_width if measured.known else 0.0
+    spread = math.hypot(measured.rel_half_width if measured.known else 0.0, ceiling_spread)
     return r, abs(r) > max(RESIDUAL_TOLERANCE, spread)
 
 
@@ -196,7 +224,12 @@ def kernel_call(split: WaitSplit | None, input_bound: bool = True) -> str:
 
 
 def cell_verdict(
-    cell: CellResult, rates: dict[str, float], *, compute_async: bool, storage: StorageCeiling | None = None
+    cell: CellResult,
+    rates: dict[str, float],
+    *,
+    compute_async: bool,
+    storage: StorageCeiling | None = None,
+    spreads: dict[str, float] | None = None,
 ) -> CellVerdict:
     """Bottleneck and input-bound class of one cell, with the numbers they rest on: the stage
     ceilings decide where they were measured; where none was, the kernel's split of the waits."""
@@ -214,8 +247,12 @@ def cell_verdict(
     else:
         bottleneck = "undetermined"  # input-bound, but no input stage to blame
     prediction = predict(cell.setting, rates, compute_async=compute_async)
+    # the spread of the ceilings the prediction names ("compute", "decode+storage in series"…)
+    named = [v for k, v in (spreads or {}).items() if prediction and k in prediction.by]
     res, unexplained = (
-        residual(cell.throughput(), prediction) if prediction and cell.img_per_s > 0 else (None, False)
+        residual(cell.throughput(), prediction, max(named, default=0.0))
+        if prediction and cell.img_per_s > 0
+        else (None, False)
     )
     return CellVerdict(
         bottleneck=bottleneck,
@@ -255,7 +292,11 @@ def cell_verdicts(result: SweepResult) -> tuple[CellResult, ...]:
         theirs = ceilings.get(cell.dataset)
         rates = stage_rates(cell, result.compute, theirs, result.transfer, pinned)
         verdict = cell_verdict(
-            cell, rates, compute_async=compute_runs_async(result), storage=storage_for(cell, theirs)
+            cell,
+            rates,
+            compute_async=compute_runs_async(result),
+            storage=storage_for(cell, theirs),
+            spreads=stage_spreads(cell, result.compute, theirs, result.transfer, pinned),
         )
         out.append(replace(cell, verdict=verdict))
     return tuple(out)

@@ -405,7 +405,7 @@ def _off(x: f.OffPrediction) -> str:
     )
     return (
         f"{x.dataset} {x.setting}: measured {rate(x.measured_img_per_s)} img/s vs predicted {span} "
-        f"({x.residual:+.0%}), beyond the measurement's interval: not explained by the stage ceilings."
+        f"({x.residual:+.0%}), beyond its interval and the ceiling's: not explained by the stage ceilings."
     )
 
 

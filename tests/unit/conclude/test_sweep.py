@@ -152,6 +152,21 @@ def test_unexplained_residual_is_flagged() -> None:
     assert v.residual_unexplained
 
 
+def test_a_residual_within_the_predicting_ceilings_own_interval_is_no_warning() -> None:
+    """80 img/s measured (exactly: no spread) against a compute ceiling of 68 (+18 %): beyond the
+    15 % tolerance, unexplained while the ceiling is exact; within it when the ceiling's own
+    interval is ± 20 % (a decode ceiling read from few files, say). A spread of a ceiling the
+    prediction does not name (decode, far above) changes nothing."""
+    c = cell(wait=0.0, step=0.1)
+    rates = {"compute": 68.0, "decode": 900.0}
+    v = cell_verdict(c, rates, compute_async=False)
+    assert v.predicted_by == "compute" and v.residual == pytest.approx(80 / 68 - 1) and v.residual_unexplained
+    v = cell_verdict(c, rates, compute_async=False, spreads={"compute": 0.20, "decode": 0.0})
+    assert v.residual == pytest.approx(80 / 68 - 1) and not v.residual_unexplained
+    v = cell_verdict(c, rates, compute_async=False, spreads={"compute": 0.01, "decode": 0.9})
+    assert v.residual_unexplained
+
+
 def test_advice_reads_workers_off_the_curve() -> None:
     ceilings = DatasetCeilings(
         "500x375",
