@@ -414,11 +414,13 @@ def verify_after(cache: CacheInfo, read_paths: Sequence[str]) -> CacheInfo:
 STORAGE_COUNTERS = ("block-io", "nfs-mountstats", "fuse-daemon")
 
 
-def verify_warm_after(cache: CacheInfo, fetched: Fetched, read_bytes: int) -> CacheInfo:
+def verify_warm_after(
+    cache: CacheInfo, fetched: Fetched, read_bytes: int, fs: FilesystemInfo | None = None
+) -> CacheInfo:
     """``cache`` as it held over a warm window: one whose storage counters show more than
-    ``WARM_MAX_FETCHED_SHARE`` of the bytes it read fetched was not warm throughout — its pages
-    were evicted after they were warmed — and loses its verification, saying so and naming the
-    host's own reclaim where one runs."""
+    ``WARM_MAX_FETCHED_SHARE`` of the bytes it read fetched was not warm throughout and loses its
+    verification, saying why: a FUSE mount (``fs``) that drops a file's pages when it is opened
+    again, or pages evicted after they were warmed — naming the host's own reclaim where one runs."""
     fetched_bytes = fetched.bytes
     if cache.regime != "warm" or not cache.verified or fetched.method not in STORAGE_COUNTERS:
         return cache
@@ -426,14 +428,23 @@ def verify_warm_after(cache: CacheInfo, fetched: Fetched, read_bytes: int) -> Ca
         return cache
     if read_bytes < CONTRADICTION_MIN_BYTES or fetched_bytes <= WARM_MAX_FETCHED_SHARE * read_bytes:
         return cache
-    reclaim, _ = proactive_reclaim()
-    why = f"this host runs {reclaim}" if reclaim else "memory pressure, or the host reclaiming idle pages"
+    if fs is not None and fs.kind == "fuse":
+        why = (
+            f"{fs.fs_type} drops a file's cached pages when it is opened again, unless mounted with "
+            "kernel_cache or auto_cache"
+        )
+    else:
+        reclaim, _ = proactive_reclaim()
+        cause = (
+            f"this host runs {reclaim}" if reclaim else "memory pressure, or the host reclaiming idle pages"
+        )
+        why = f"pages evicted after they were warmed ({cause})"
     return replace(
         cache,
         verified=False,
         note=(
             f"not warm throughout: {fetched_bytes / read_bytes:.0%} of the bytes read were fetched from "
-            f"storage during the window — pages evicted after they were warmed ({why})"
+            f"storage during the window — {why}"
         ),
     )
 

@@ -239,7 +239,7 @@ def _rank_cell(
         )
 
     fetched = count(w.io.read_bytes, (0, len(w.nbytes)), w.mounts)
-    cache = verify_warm_after(cache, fetched, sum(w.nbytes))
+    cache = verify_warm_after(cache, fetched, sum(w.nbytes), fs)
     elapsed = sum(w.waits) + sum(w.steps)
     method = (cfg.get("start_method") or multiprocessing.get_start_method()) if setting.workers else ""
     return CellResult(

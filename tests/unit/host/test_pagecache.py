@@ -77,6 +77,27 @@ def test_a_warm_window_whose_pages_were_evicted_loses_its_verification(blob_file
     assert pagecache.verify_warm_after(pagecache.prepare(blob_files, "warm", fs), charged, size).verified
 
 
+def test_a_warm_window_on_fuse_that_fetched_again_names_the_mounts_page_dropping() -> None:
+    """On sshfs at its defaults a warm window's files are fetched again because FUSE drops their
+    pages at each open, not because the host evicted them: the note says which."""
+    from ioprof.core.results import CacheInfo, Fetched
+
+    warm = CacheInfo("warm", 1.0, True, "cachestat", "")
+    sshfs = pagecache.FilesystemInfo("fuse.sshfs", "/mnt/data", "user@host:/data")
+    got = pagecache.verify_warm_after(warm, Fetched(3_000_000, "fuse-daemon", "sshfs"), 4_000_000, sshfs)
+    assert not got.verified
+    assert got.note == (
+        "not warm throughout: 75% of the bytes read were fetched from storage during the window — fuse.sshfs "
+        "drops a file's cached pages when it is opened again, unless mounted with kernel_cache or auto_cache"
+    )
+    ext4 = pagecache.FilesystemInfo("ext4", "/", "/dev/vda1")
+    got = pagecache.verify_warm_after(warm, Fetched(3_000_000, "block-io", ""), 4_000_000, ext4)
+    assert "pages evicted after they were warmed" in got.note
+    # a tenth fetched (a file's metadata, a neighbour's readahead) is still warm; so is a small window
+    assert pagecache.verify_warm_after(warm, Fetched(400_000, "block-io", ""), 4_000_000, ext4).verified
+    assert pagecache.verify_warm_after(warm, Fetched(900_000, "block-io", ""), 900_000, ext4).verified
+
+
 def test_the_hosts_own_reclaim_is_named_where_it_runs(tmp_path: Path) -> None:
     """A kdamond that is on with a pageout scheme is named, with the idle age it pages out at
     (12 aggregations of 5 s: 60 s, this project's CI host's); one that is off, or only monitors,
