@@ -109,25 +109,16 @@ def stage_rates(
     pinned: bool,
 ) -> dict[str, float]:
     """Ceilings (img/s) of each stage for this cell's loader setting; absent stages are left out."""
-    return {k: v for k, (v, _) in _stage_ceilings(cell, compute, ceilings, transfer, pinned).items()}
+    return {k: v for k, (v, _) in stage_ceilings(cell, compute, ceilings, transfer, pinned).items()}
 
 
-def stage_spreads(
-    cell: CellResult,
-    compute: ComputeCeiling | None,
-    ceilings: DatasetCeilings | None,
-    transfer: Sequence[TransferCeiling],
-    pinned: bool,
-) -> dict[str, float]:
-    """The relative half-width of each of ``stage_rates``' ceilings (its 95 % interval), 0 where it
-    has none (a simulated rate, the transfer's single figure)."""
-    return {
-        k: i.rel_half_width if i is not None and i.known else 0.0
-        for k, (_, i) in _stage_ceilings(cell, compute, ceilings, transfer, pinned).items()
-    }
+def spreads_of(stages: dict[str, tuple[float, Interval | None]]) -> dict[str, float]:
+    """The relative half-width of each stage's ceiling (``stage_ceilings``: its 95 % interval),
+    0 where it has none (a simulated rate, the transfer's single figure)."""
+    return {k: i.rel_half_width if i is not None and i.known else 0.0 for k, (_, i) in stages.items()}
 
 
-def _stage_ceilings(
+def stage_ceilings(
     cell: CellResult,
     compute: ComputeCeiling | None,
     ceilings: DatasetCeilings | None,
@@ -290,13 +281,13 @@ def cell_verdicts(result: SweepResult) -> tuple[CellResult, ...]:
             out.append(cell)
             continue
         theirs = ceilings.get(cell.dataset)
-        rates = stage_rates(cell, result.compute, theirs, result.transfer, pinned)
+        stages = stage_ceilings(cell, result.compute, theirs, result.transfer, pinned)
         verdict = cell_verdict(
             cell,
-            rates,
+            {k: v for k, (v, _) in stages.items()},
             compute_async=compute_runs_async(result),
             storage=storage_for(cell, theirs),
-            spreads=stage_spreads(cell, result.compute, theirs, result.transfer, pinned),
+            spreads=spreads_of(stages),
         )
         out.append(replace(cell, verdict=verdict))
     return tuple(out)
