@@ -65,7 +65,7 @@ def _cell(c: CellResult) -> list[str]:
     assert c.inside is not None
     out = [f"### {c.dataset} — {c.setting.label}", ""]
     if c.inside.stages is not None:
-        out += stages_table(c.inside.stages)
+        out += stages_table(c.inside.stages, in_workers=c.workers > 0)
     else:
         out += [
             "Stages: not timed (too few batches in the window, or the workers could not be instrumented).",
@@ -91,7 +91,10 @@ def _ms_range(low: float, high: float) -> str:
     return f"[{_ms(max(0.0, low))}–{_ms(high)}]" if known else "[± ?]"
 
 
-def stages_table(s: LoaderStages) -> list[str]:
+def stages_table(s: LoaderStages, *, in_workers: bool = True) -> list[str]:
+    """The stages' table and what it adds up to; ``in_workers``: timed in the loader's workers,
+    else in the training process (a serial loader: ``num_workers=0``)."""
+    where = "the workers" if in_workers else "the training process"
     rows = [
         [
             st.name,
@@ -100,13 +103,14 @@ def stages_table(s: LoaderStages) -> list[str]:
         ]
         for st in s.worker
     ]
-    out = [*table(["stage (in the workers)", "ms per sample", "share"], rows), ""]
+    out = [*table([f"stage (in {where})", "ms per sample", "share"], rows), ""]
     cost = s.timing_cost_s_per_sample / s.worker_s_per_sample if s.worker_s_per_sample > 0 else 0.0
     out.append(
-        f"The workers took {_ms(s.worker_s_per_sample)} ms per sample {_ms_range(s.worker_low_s, s.worker_high_s)} "
+        f"{where.capitalize()} took {_ms(s.worker_s_per_sample)} ms per sample {_ms_range(s.worker_low_s, s.worker_high_s)} "
         f"({s.samples:,} samples, {s.batches:,} batches, {s.processes} process(es)); the named stages explain "
         f"{pct(s.named_share, 0)} of it. The timers cost {s.timing_cost_s_per_sample * 1e6:,.1f} µs per sample "
-        f"({pct(cost, 2)}), measured in each worker." + (f" Note: {s.note}." if s.note else "")
+        f"({pct(cost, 2)}), measured {'in each worker' if in_workers else 'there'}."
+        + (f" Note: {s.note}." if s.note else "")
     )
     if s.main:
         main = "; ".join(

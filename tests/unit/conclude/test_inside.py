@@ -170,3 +170,14 @@ def test_a_growth_whose_interval_reaches_into_the_noise_is_not_a_finding() -> No
     r = conclude(builders.sweep_result((cell,)))
     assert "worker-memory-grows" not in {f.kind for f in r.analysis.findings}
     assert "no growth beyond the noise (5.2 MB per 1,000 samples" in memory_line(noisy)
+
+
+def test_a_serial_loaders_stages_are_said_to_run_in_the_training_process() -> None:
+    """num_workers=0 has no workers: its stages ran in the training process, and the table says so."""
+    from ioprof.render.inside import stages_table
+
+    serial = "\n".join(stages_table(stages("RandomResizedCrop"), in_workers=False))
+    assert "| stage (in the training process) |" in serial and "The training process took 10.00 ms" in serial
+    assert "worker" not in serial.replace("wait for the batch", "")
+    pooled = "\n".join(stages_table(stages("RandomResizedCrop")))
+    assert "| stage (in the workers) |" in pooled and "measured in each worker" in pooled
