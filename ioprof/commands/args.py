@@ -215,8 +215,9 @@ def add_run(p: argparse.ArgumentParser) -> None:
         "--warmup-steps",
         type=typed(non_negative_int, "warmup-steps"),
         default=S,
-        help="steps run and excluded before measuring, plus one per loader worker "
-        "(default 1 on the CPU, 5 with simulated compute, 10 on CUDA)",
+        help="steps run and excluded before measuring, plus each loader worker's start-up burst "
+        "(default 1 on the CPU and 5 with simulated compute, plus one a worker; 3 on CUDA, plus two a worker: "
+        "every batch it prefetches)",
     )
     p.add_argument(
         "--seconds",

@@ -126,8 +126,9 @@ MIN_WINDOW_S = 3.0
 class RunLength:
     """How long each end-to-end cell runs.
 
-    Warm-up steps are run and excluded: ``warmup_steps``, plus one per loader worker, because a
-    multiprocess loader's first batches arrive together (one per worker) after start-up. Then
+    Warm-up steps are run and excluded: ``warmup_steps``, plus ``burst_per_worker`` per loader
+    worker, because a multiprocess loader's first batches arrive together after start-up (one per
+    worker; on a GPU, whose step takes the second round as fast, every batch they prefetch). Then
     steps are measured until the throughput's 95 % interval is within ± ``target_rel_half_width``
     (after at least ``min_steps``), or ``max_steps`` / ``max_seconds`` is reached. ``fixed``: the
     user asked for exactly ``max_steps`` steps (``--steps``), so the interval does not stop it early.

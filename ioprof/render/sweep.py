@@ -10,7 +10,7 @@ from pathlib import Path
 from ioprof.conclude.sweep import is_sweep, speedup_over_serial
 from ioprof.core.findings import CpuIsTheDevice, FetchedAboveStorage
 from ioprof.core.resultfile import atomic_write_text
-from ioprof.core.results import CellResult, DatasetCeilings, SweepResult
+from ioprof.core.results import CellResult, DatasetCeilings, RunInfo, SweepResult
 from ioprof.core.stats import INTERIM_LOOKS, LOOKS, looks_level, share_below, summarize
 from ioprof.core.thresholds import (
     DECODE_ABOVE_COMPUTE,
@@ -497,10 +497,16 @@ def _how_measured(result: SweepResult, sweep: bool) -> list[str]:
     return [
         *out,
         "",
-        f"Command: `{r.command}` — started {r.started_at}, finished {r.finished_at or '—'}; "
+        f"Command: `{r.command}` — started {r.started_at}, finished {r.finished_at or '—'}{_resumed(r)}; "
         f"ioprof {r.ioprof_version}. Raw samples: `results.json`, one row per cell: `results.csv`.",
         "",
     ]
+
+
+def _resumed(r: RunInfo) -> str:
+    if not r.resumed_from:
+        return ""
+    return f" (resumed: {r.kept_cells} cell(s) and the ceilings it had measured kept from the run started {r.resumed_from})"
 
 
 def _run_length_lines(result: SweepResult) -> list[str]:
@@ -522,8 +528,8 @@ def _run_length_lines(result: SweepResult) -> list[str]:
             else " (not possible for objects in a store: nothing on this host holds them; every read is a GET)"
         )
     out = [
-        f"- Each cell: batch {r.batch_size}; warm-up of {r.warmup_steps} step(s) plus one per loader worker (their "
-        "first batches arrive together after start-up), excluded; then measured until the throughput's interval "
+        f"- Each cell: batch {r.batch_size}; warm-up of {r.warmup_steps} step(s){_burst_words(result)}, excluded; "
+        "then measured until the throughput's interval "
         f"is within ± {r.target_rel_half_width:.0%} at a look (after {r.min_steps}, {2 * r.min_steps}, "
         f"{4 * r.min_steps}… steps), or {r.steps} steps, or {cap}. The serial loader is `DataLoader(num_workers=0)`, "
         "loading in the training process.",
@@ -540,6 +546,25 @@ def _run_length_lines(result: SweepResult) -> list[str]:
             f"Batches: {pin} host memory, {nb} copies."
         )
     return out
+
+
+def _burst_words(result: SweepResult) -> str:
+    """The warm-up's part per loader worker, as the cells ran it (each cell records its warm-up)."""
+    base = result.run.warmup_steps
+    per_worker = {
+        (c.warmup_steps - base) / c.workers for c in result.cells if c.workers and c.warmup_steps >= base
+    }
+    if not per_worker or per_worker == {0}:
+        return ""
+    if per_worker == {1}:
+        return " plus one per loader worker (their first batches arrive together after start-up)"
+    if len(per_worker) == 1:
+        k = per_worker.pop()
+        return (
+            f" plus {k:g} per loader worker (every batch they prefetched during start-up comes as fast as a "
+            "step takes it)"
+        )
+    return " plus the batches the loader's workers prefetch at start-up"
 
 
 def _what_if_lines(result: SweepResult) -> list[str]:

@@ -242,6 +242,14 @@ def test_interrupted_run_says_so(analyzed: SweepResult) -> None:
     assert "**This run was interrupted.**" in md
 
 
+def test_the_warm_up_is_said_as_the_cells_ran_it(analyzed: SweepResult) -> None:
+    """Each cell records its warm-up: the base, and on the CPU one batch a worker."""
+    base = analyzed.run.warmup_steps
+    cells = tuple(replace(c, warmup_steps=base + c.workers) for c in analyzed.cells)
+    md = render_markdown(replace(analyzed, cells=cells))
+    assert f"warm-up of {base} step(s) plus one per loader worker (their first batches arrive together" in md
+
+
 def test_a_virtual_machine_gets_the_host_cache_caveat(analyzed: SweepResult) -> None:
     caveat = "This machine is a virtual machine: its host may cache the virtual disk"
     assert caveat not in render_markdown(analyzed)
@@ -268,8 +276,12 @@ def test_a_cuda_run_shows_where_each_steps_gpu_time_went() -> None:
         with_cuda_steps(cell("serial", 0, wait=0.06, step=0.1), 0.060, 0.002, 0.008, 0.090),
         with_cuda_steps(cell("multiprocess", 8, wait=0.0, step=0.1), 0.0, 0.002, 0.008, 0.090),
     )
+    # the warm-up as the cells ran it: 3 steps, and on a GPU two a worker (every batch it prefetches)
+    cells = tuple(replace(c, warmup_steps=3 + 2 * c.workers) for c in cells)
     result = conclude(cuda_result(cells, 2650.0, "NVIDIA H100 80GB HBM3"))
+    result = replace(result, run=replace(result.run, warmup_steps=3))
     text = render_markdown(result)
+    assert "warm-up of 3 step(s) plus 2 per loader worker (every batch they prefetched" in text
     assert "## Where each step's GPU time went (CUDA events)" in text
     # serial: 60 ms of its 160 ms step the GPU starved for data
     row = "| 500x375 | serial (in-process) | 60.00 ms (38 %) | 2.00 ms (1 %) | 8.00 ms (5 %) | 90.00 ms (56 %) | 70.00 ms |"
