@@ -176,7 +176,8 @@ def _render(result: SweepResult, out: Path, results_path: Path, progress: Progre
         ) from None
     progress(f"report: {report}")
     if result.phases_s:
-        progress("where the time went: " + words.phases(result.phases_s))
+        resumed = " (the run it resumed included)" if result.run.resumed_from else ""
+        progress(f"where the time went{resumed}: " + words.phases(result.phases_s))
     a = result.analysis
     if a is not None and "end-to-end" in result.config.get("stages", ()):
         print(kinds.headline(result))

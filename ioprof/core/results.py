@@ -757,6 +757,8 @@ class RunInfo:
     ioprof_version: str
     min_steps: int = 0
     target_rel_half_width: float = 0.0
+    resumed_from: str = ""  # started_at of the first run whose finished cells this one kept (--resume)
+    kept_cells: int = 0  # cells taken from that run, not measured again
 
 
 @dataclass(frozen=True)

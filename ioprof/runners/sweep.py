@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import torch
@@ -51,6 +51,7 @@ class Tally:
     probe_failures: list[ProbeFailure] = field(default_factory=list)
     failures: Failures = field(default_factory=Failures)
     phases_s: dict[str, float] = field(default_factory=dict)
+    previous: SweepResult | None = None  # the run resumed, whose finished cells are kept
 
     def timed(self, phase: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)``, its seconds added to ``phase``."""
@@ -61,9 +62,13 @@ class Tally:
             self.phases_s[phase] = self.phases_s.get(phase, 0.0) + time.perf_counter() - t0
 
     def snapshot(self, *, interrupted: bool = False, finished: bool = False) -> SweepResult:
+        run = self.session.run_info(interrupted=interrupted, finished=finished)
+        if self.previous is not None:
+            first = self.previous.run.resumed_from or self.previous.run.started_at
+            run = replace(run, resumed_from=first, kept_cells=kept_cells(self.previous))
         return SweepResult(
             schema_version=SCHEMA_VERSION,
-            run=self.session.run_info(interrupted=interrupted, finished=finished),
+            run=run,
             machine=self.session.machine,
             config=to_jsonable(asdict(self.config)),
             datasets=tuple(d.info for d in self.datasets),
@@ -92,8 +97,13 @@ def run_sweep(
     ``previous``: an interrupted run of the same config, whose finished cells and ceilings are kept.
     ``phases_s``: the time already spent before (the datasets made ready), to report with the rest.
     """
-    tally = Tally(config, session, datasets, compute=previous.compute if previous else None)
-    tally.phases_s.update(phases_s or {})
+    tally = Tally(
+        config, session, datasets, compute=previous.compute if previous else None, previous=previous
+    )
+    # a resumed run's time is the earlier run's and this one's, phase by phase
+    for earlier in (previous.phases_s if previous else {}, phases_s or {}):
+        for phase, s in earlier.items():
+            tally.phases_s[phase] = tally.phases_s.get(phase, 0.0) + s
     step = _training_step(config, session, datasets)
     emulated = EmulatedStorage(config.storage_profile) if config.storage_profile else None
     try:

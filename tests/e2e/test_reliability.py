@@ -63,6 +63,7 @@ def test_ctrl_c_keeps_finished_cells_and_resume_completes(small_set: Path, tmp_p
     assert p.returncode == 130, err
     data = json.loads((out / "results.json").read_text())
     assert data["run"]["interrupted"] is True
+    first_run, first_cells_s = data["run"]["started_at"], data["phases_s"]["cells"]
     finished = [c for c in data["cells"] if c["status"] == "ok"]
     assert len(finished) == 1 and len(data["cells"]) < 2
     assert "**This run was interrupted.**" in (out / "report.md").read_text()
@@ -81,6 +82,14 @@ def test_ctrl_c_keeps_finished_cells_and_resume_completes(small_set: Path, tmp_p
     assert [c["workers"] for c in data["cells"]] == [1, 2]
     assert data["ceilings"] == [] and data["config"]["stages"] == ["compute", "transfer", "end-to-end"]
     assert data["cells"][0]["img_per_s"] == finished[0]["img_per_s"]  # kept, not measured again
+    # the record says so, and the time the answer took is both runs'
+    assert (data["run"]["resumed_from"], data["run"]["kept_cells"]) == (first_run, 1)
+    assert data["phases_s"]["cells"] > first_cells_s
+    assert (
+        f"(resumed: 1 cell(s) and the ceilings it had measured kept from the run started {first_run})"
+        in (out / "report.md").read_text()
+    )
+    assert "where the time went (the run it resumed included):" in err
 
 
 @pytest.mark.slow
