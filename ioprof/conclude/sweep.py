@@ -109,7 +109,12 @@ def stage_rates(
     pinned: bool,
 ) -> dict[str, float]:
     """Ceilings (img/s) of each stage for this cell's loader setting; absent stages are left out."""
-    return {k: v for k, (v, _) in stage_ceilings(cell, compute, ceilings, transfer, pinned).items()}
+    return rates_of(stage_ceilings(cell, compute, ceilings, transfer, pinned))
+
+
+def rates_of(stages: dict[str, tuple[float, Interval | None]]) -> dict[str, float]:
+    """Each stage's ceiling rate (img/s) from ``stage_ceilings``."""
+    return {k: v for k, (v, _) in stages.items()}
 
 
 def spreads_of(stages: dict[str, tuple[float, Interval | None]]) -> dict[str, float]:
@@ -284,7 +289,7 @@ def cell_verdicts(result: SweepResult) -> tuple[CellResult, ...]:
         stages = stage_ceilings(cell, result.compute, theirs, result.transfer, pinned)
         verdict = cell_verdict(
             cell,
-            {k: v for k, (v, _) in stages.items()},
+            rates_of(stages),
             compute_async=compute_runs_async(result),
             storage=storage_for(cell, theirs),
             spreads=spreads_of(stages),

@@ -422,11 +422,14 @@ def verify_warm_after(
     verification, saying why: a FUSE mount (``fs``) that drops a file's pages when it is opened
     again, or pages evicted after they were warmed — naming the host's own reclaim where one runs."""
     fetched_bytes = fetched.bytes
-    if cache.regime != "warm" or not cache.verified or fetched.method not in STORAGE_COUNTERS:
-        return cache
-    if fetched_bytes is None:
-        return cache
-    if read_bytes < CONTRADICTION_MIN_BYTES or fetched_bytes <= WARM_MAX_FETCHED_SHARE * read_bytes:
+    if (
+        cache.regime != "warm"
+        or not cache.verified
+        or fetched.method not in STORAGE_COUNTERS
+        or fetched_bytes is None
+        or read_bytes < CONTRADICTION_MIN_BYTES
+        or fetched_bytes <= WARM_MAX_FETCHED_SHARE * read_bytes
+    ):
         return cache
     if fs is not None and fs.kind == "fuse":
         why = (
@@ -439,6 +442,8 @@ def verify_warm_after(
             f"this host runs {reclaim}" if reclaim else "memory pressure, or the host reclaiming idle pages"
         )
         why = f"pages evicted after they were warmed ({cause})"
+    if fetched_bytes > read_bytes:
+        why += "; more than was read, by the readahead around the pages read again"
     return replace(
         cache,
         verified=False,

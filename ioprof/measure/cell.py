@@ -386,7 +386,7 @@ def _cell_result(
     fetched = (
         _fetched(plan, cache, counts.read_bytes, sum(window.nbytes), mount) if window.waits else UNKNOWN_FETCH
     )
-    cache = verify_warm_after(cache, fetched, sum(window.nbytes), plan.dataset.fs) if window.waits else cache
+    cache = verify_warm_after(cache, fetched, sum(window.nbytes), plan.dataset.fs)
     segments = (
         window.readings.segments(
             lambda read_bytes, steps, ends: _fetched(
