@@ -453,6 +453,16 @@ def _decode_advice(ceilings: DatasetCeilings | None, demand: float | None, cores
     )
     best = max(curve, key=lambda d: d.img_per_s) if curve else None
     per_worker = curve[0].img_per_s / curve[0].workers if curve and curve[0].img_per_s > 0 else None
+    # the figures' intervals, so that a worker count read off a ceiling of few batches says how
+    # loosely it is known (on an H200, 1024x768 at --seconds 12: one worker ± 28 %)
+    one = curve[0].throughput().centered_on(curve[0].img_per_s) if per_worker else None
+    w = curve[0].workers if curve else 1
+    per_worker_interval = (
+        Interval(one.value / w, one.low / w, one.high / w, one.batches)
+        if one is not None and one.known
+        else None
+    )
+    fewest = demand / per_worker_interval.high if demand and per_worker_interval else math.inf
     estimated = demand / per_worker if demand and per_worker else None
     meeting = [d for d in curve if demand and d.img_per_s >= demand]
     shortfall = best.img_per_s / demand if best and demand and not meeting else None
@@ -462,8 +472,11 @@ def _decode_advice(ceilings: DatasetCeilings | None, demand: float | None, cores
         "workers_estimated": estimated,
         "best_decode_workers": best.workers if best else None,
         "best_decode_img_per_s": best.img_per_s if best else None,
-        "cores_suffice": meeting != [] or estimated is None or estimated <= cores,
+        # "more workers cannot get there" only where even the interval's fastest worker needs more cores
+        "cores_suffice": meeting != [] or estimated is None or min(estimated, fewest) <= cores,
         "decode_shortfall": shortfall,
+        "per_worker_interval": per_worker_interval,
+        "best_decode_interval": best.throughput().centered_on(best.img_per_s) if best else None,
     }
 
 

@@ -9,7 +9,10 @@ A finding's ``kind`` names it in the file.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from ioprof.core.stats import Interval
 
 # -- one cell ----------------------------------------------------------------------------------
 
@@ -87,6 +90,9 @@ class Advice:
     best_cell_wait_share: float | None = None
     consumer: str = "training"  # what consumes the batches: training, or a script's evaluation
     object_store: bool = False  # its data is in an object store (read by GETs)
+    # the intervals of the decode ceilings the worker figures are read from (None: not known)
+    per_worker_interval: Interval | None = None
+    best_decode_interval: Interval | None = None
 
 
 # -- the run as a whole ------------------------------------------------------------------------

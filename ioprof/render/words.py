@@ -297,6 +297,17 @@ def _storage_fix(a: f.Advice) -> list[str]:
     return out
 
 
+def _workers_range(demand: float, per_worker: Interval | None) -> str:
+    """The workers a demand takes across the per-worker rate's interval, where that changes the count."""
+    if per_worker is None or not per_worker.known:
+        return ""
+    fewest = math.ceil(demand / per_worker.high)
+    if per_worker.low <= 0:
+        return f" ({fewest} or more, within the interval of one worker's rate)"
+    most = math.ceil(demand / per_worker.low)
+    return "" if fewest == most else f" ({fewest}–{most} within the interval of one worker's rate)"
+
+
 def _decode_fix(a: f.Advice) -> list[str]:
     out: list[str] = []
     if a.demand_img_per_s is None or a.per_worker_img_per_s is None:
@@ -318,10 +329,13 @@ def _decode_fix(a: f.Advice) -> list[str]:
             f"step consumes (about {rate(a.per_worker_img_per_s)} img/s per worker)."
         )
         return out
+    best = a.best_decode_interval
     out.append(
-        f"Feeding {rate(a.demand_img_per_s)} img/s takes about {math.ceil(a.workers_estimated or 0)} workers at "
-        f"{rate(a.per_worker_img_per_s)} img/s each; the best measured ({worker_count(a.best_decode_workers or 0)}) "
-        f"decodes {rate(a.best_decode_img_per_s)} img/s, {pct(a.decode_shortfall, 0)} of the demand."
+        f"Feeding {rate(a.demand_img_per_s)} img/s takes about {math.ceil(a.workers_estimated or 0)} workers"
+        f"{_workers_range(a.demand_img_per_s, a.per_worker_interval)} at {rate(a.per_worker_img_per_s)} img/s each; "
+        f"the best measured ({worker_count(a.best_decode_workers or 0)}) decodes "
+        f"{rate_ci(best) if best is not None else rate(a.best_decode_img_per_s)} img/s, "
+        f"{pct(a.decode_shortfall, 0)} of the demand."
     )
     if not a.cores_suffice:
         out.append(

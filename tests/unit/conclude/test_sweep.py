@@ -193,6 +193,33 @@ def test_advice_says_when_cores_cannot_get_there() -> None:
     assert a.decode_shortfall == pytest.approx(550.0 / 2800.0)
 
 
+def test_a_worker_count_read_off_a_loose_ceiling_carries_its_range() -> None:
+    """A one-worker ceiling of few, uneven batches: the workers it implies are a range, and 'more
+    workers cannot get there' is said only where even its fastest end needs more cores than there are."""
+    from ioprof.render.words import advice as advice_words
+
+    loose = replace(
+        decode("multiprocess", 1, 100.0, batches=4),
+        batch_s=(0.05, 0.11, 0.08, 0.08),
+    )
+    loose = replace(loose, img_per_s=loose.throughput().value)
+    ceilings = DatasetCeilings("1024x768", decode=(loose, decode("multiprocess", 8, 520.0)), storage=())
+    a = advise(dataset_info(), [], compute(1800.0), ceilings, cores_usable=16)
+    i = a.per_worker_interval
+    assert i is not None and i.known and i.low < a.per_worker_img_per_s < i.high
+    fewest = math.ceil(1800.0 / i.high)
+    assert a.workers_estimated is not None and a.workers_estimated > 16 >= fewest
+    assert a.cores_suffice  # its interval reaches a count the 16 cores can run
+    text = " ".join(advice_words(a))
+    assert f"takes about {math.ceil(a.workers_estimated)} workers ({fewest}–" in text, text
+    assert "more workers cannot get there" not in text
+    # a tight ceiling: one count, and the claim where it holds
+    tight = replace(ceilings, decode=(decode("multiprocess", 1, 100.0), decode("multiprocess", 8, 520.0)))
+    a = advise(dataset_info(), [], compute(2800.0), tight, cores_usable=16)
+    text = " ".join(advice_words(a))
+    assert "takes about 28 workers at 100 img/s each" in text and "more workers cannot get there" in text
+
+
 def test_storage_limited_advice_names_storage_and_whether_readers_help() -> None:
     bandwidth = DatasetCeilings(
         "n", decode=(decode("multiprocess", 2, 900.0),), storage=(storage(1, 80.0), storage(2, 81.0))
