@@ -33,6 +33,14 @@ from ioprof.measure.sample import MemorySample
 DECODE_PROBE_MIN_S = 0.5
 DECODE_PROBE_MIN_BATCHES_PER_WORKER = 4
 DECODE_PROBE_MAX_S = 8.0  # looks at about 1, 2, 4 and 8 s: a ceiling, not a cell, needs no longer
+# A decode ceiling's batches are at most this many images: a worker does the same work per image
+# in a batch of 32 as in one of 256 (decode, augment, and the collate's copy, per image), but in 8
+# times the batches, so that its interval, from whole turns of the workers, has turns to read. On
+# an H200 the 1024x768 ceilings at a GPU's batch of 256 read ± 28 % to [0-16,355] after their 8 s
+# (two turns of 8 workers, 10-17 s each with the warm-up); here, on 2 cores, at 2 workers, 256 gave
+# [0-6,929] and [0-445] after 8 s, 32 gave ± 3 % and ± 8 % (135 and 150 img/s against 122 and 132:
+# within this host's noise, as at 256x192: 470-591 at 32, 501-551 at 256).
+DECODE_PROBE_MAX_BATCH = 32
 
 
 def _stop_reason(interval: Interval, above: Above | None) -> str:
@@ -108,6 +116,7 @@ def probe_decode(
     ``above``: a rate this ceiling need not be told apart from once its interval lies wholly above
     it (stopped by ``above-compute`` or ``above-storage``)."""
     warm = warmup_batches(setting)
+    batch_size = min(batch_size, DECODE_PROBE_MAX_BATCH)
     # The sampler draws indices lazily, one permutation per pass: a generous count costs nothing.
     dl = make_loader(
         sample.paths,

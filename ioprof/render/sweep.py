@@ -404,7 +404,7 @@ DECODE_STOPS = {
 }
 
 
-def _decode_table(dc: DatasetCeilings) -> list[str]:
+def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
     rows = [
         [
             d.setting.label,
@@ -416,9 +416,16 @@ def _decode_table(dc: DatasetCeilings) -> list[str]:
         for d in dc.decode
     ]
     sample = dc.decode[0]
+    batch = max((n for d in dc.decode for n in d.batch_images), default=0)
+    batches = (
+        f", in batches of {batch}, not the training's {cell_batch}: the same work per image, in more turns of the "
+        "workers"
+        if 0 < batch < cell_batch
+        else ""
+    )
     return [
         f"Decode — the real loader over an in-memory sample ({sample.sample_files} images, {mb(sample.sample_bytes)}, "
-        "held in this process): decode + augment + collate, no training, no storage:",
+        f"held in this process{batches}): decode + augment + collate, no training, no storage:",
         "",
         *table(["loader", "img/s", "img/s per worker", "images timed", "stopped by"], rows),
         "",
@@ -432,7 +439,7 @@ def _ceilings(result: SweepResult) -> list[str]:
         if dc.storage:
             out += _storage_table(dc)
         if dc.decode:
-            out += _decode_table(dc)
+            out += _decode_table(dc, result.run.batch_size)
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,26 @@ def test_decode_probe_runs_from_memory_with_an_interval(small_set: Path) -> None
     assert d.images == sum(d.batch_images) and d.img_per_s == pytest.approx(d.images / sum(d.batch_s))
     assert d.throughput().value == pytest.approx(d.img_per_s) and d.throughput().known
     assert d.stopped_by in ("interval", "seconds")
+
+
+def test_a_decode_ceiling_takes_a_gpus_batch_in_batches_of_32(small_set: Path) -> None:
+    """At a GPU's batch of 256 a ceiling's 8 s held two turns of 8 workers; it decodes the same
+    images per batch of 32 instead, and the report says which batch it ran."""
+    from builders import cell, sweep_result
+
+    from ioprof.core.results import DatasetCeilings
+    from ioprof.render.sweep import render_markdown
+
+    sample = load_sample(find_images(small_set), filesystem_of(small_set), seed=0)
+    d = probe_decode(
+        sample, LoaderSetting.serial(), crop_px=32, batch_size=256, min_seconds=0.2, max_seconds=1.0
+    )
+    assert max(d.batch_images) == 32 and d.images == sum(d.batch_images)
+    result = sweep_result((cell("serial", 0),))
+    result = replace(result, ceilings=(DatasetCeilings("500x375", (d,), ()),))
+    md = render_markdown(replace(result, run=replace(result.run, batch_size=256)))
+    assert "held in this process, in batches of 32, not the training's 256: the same work per image" in md
+    assert "in batches of" not in render_markdown(replace(result, run=replace(result.run, batch_size=32)))
 
 
 def test_a_decode_ceiling_far_above_compute_stops_at_its_first_look(small_set: Path) -> None:
