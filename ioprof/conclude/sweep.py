@@ -496,16 +496,21 @@ def _storage_advice(
     scales = None
     if len(by_readers) >= 2 and by_readers[0].img_per_s > 0:
         scales = by_readers[-1].img_per_s >= STORAGE_SCALING * by_readers[0].img_per_s
-    best_mb = max((s.read_mb_per_s for s in measured), default=None)
+    fastest = max(measured, key=lambda s: s.read_mb_per_s) if measured else None
+    best_mb = fastest.read_mb_per_s if fastest else None
+    # headroom is claimed only where the figure's interval holds it, not its middle alone
+    band = fastest.bandwidth().centered_on(fastest.read_mb_per_s) if fastest else None
+    low_mb = band.low if band is not None and band.known else best_mb
     return {
         "storage_mb_per_s_needed": need_mb,
         "storage_mb_per_s_measured": best_mb,
         "storage_img_per_s_best": best.img_per_s if best else None,
         "storage_best_readers": best.concurrency if best else None,
         "storage_suffices": None
-        if best_mb is None or not demand or need_mb is None
-        else best_mb >= need_mb * STORAGE_HEADROOM,
+        if low_mb is None or not demand or need_mb is None
+        else low_mb >= need_mb * STORAGE_HEADROOM,
         "storage_scales_with_readers": scales,
+        "storage_mb_per_s_interval": band if band is not None and band.known else None,
     }
 
 

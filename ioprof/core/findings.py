@@ -93,6 +93,7 @@ class Advice:
     # the intervals of the decode ceilings the worker figures are read from (None: not known)
     per_worker_interval: Interval | None = None
     best_decode_interval: Interval | None = None
+    storage_mb_per_s_interval: Interval | None = None  # the best cold storage ceiling's MB/s
 
 
 # -- the run as a whole ------------------------------------------------------------------------

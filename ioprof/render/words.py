@@ -236,6 +236,12 @@ def advice(a: f.Advice) -> list[str]:
     return [s for s in out if s]
 
 
+def _storage_mb(a: f.Advice) -> str:
+    """The best cold storage figure, with its interval where it has one."""
+    i = a.storage_mb_per_s_interval
+    return rate_ci(i) if i is not None else rate(a.storage_mb_per_s_measured)
+
+
 def _storage_need(a: f.Advice) -> str:
     where = ""
     if a.storage_mb_per_s_measured is not None:
@@ -246,9 +252,7 @@ def _storage_need(a: f.Advice) -> str:
             else "short of it",
             None: "",
         }[a.storage_suffices]
-        where = f"; storage delivers {rate(a.storage_mb_per_s_measured)} MB/s cold" + (
-            f", {verdict}" if verdict else ""
-        )
+        where = f"; storage delivers {_storage_mb(a)} MB/s cold" + (f", {verdict}" if verdict else "")
     if a.storage_mb_per_s_needed is None or a.mean_file_bytes is None:
         return (
             f"{a.consumer.capitalize()} at {rate(a.demand_img_per_s)} img/s (the pace its step allows): the bytes "
@@ -268,7 +272,7 @@ def _storage_fix(a: f.Advice) -> list[str]:
         else "needs more (the bytes it reads per image are not known)"
     )
     delivers = (
-        f"the storage delivers {rate(a.storage_mb_per_s_measured)} MB/s ({rate(a.storage_img_per_s_best)} img/s "
+        f"the storage delivers {_storage_mb(a)} MB/s ({rate(a.storage_img_per_s_best)} img/s "
         f"at {a.storage_best_readers} reader(s))"
         if a.storage_mb_per_s_measured is not None and a.storage_best_readers is not None
         else "what the storage delivers alone was not measured (see *Not measured*)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import replace
 
@@ -23,6 +24,7 @@ from ioprof.core.config import LoaderSetting
 from ioprof.core.results import CellResult, DatasetCeilings
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
+from ioprof.render import fmt
 from ioprof.render.words import dataset_line
 
 MP4 = LoaderSetting.multiprocess(4)
@@ -218,6 +220,33 @@ def test_a_worker_count_read_off_a_loose_ceiling_carries_its_range() -> None:
     a = advise(dataset_info(), [], compute(2800.0), tight, cores_usable=16)
     text = " ".join(advice_words(a))
     assert "takes about 28 workers at 100 img/s each" in text and "more workers cannot get there" in text
+
+
+def test_storage_headroom_is_claimed_only_where_the_storage_figures_interval_holds_it() -> None:
+    """Training at 800 img/s of 100 kB draws 80 MB/s; storage read 1,500 files/s (150 MB/s): with
+    headroom when steady, but not when its completions came so unevenly that its interval reaches
+    below 1.2 times the need. The figure is said with its interval."""
+    from ioprof.render.words import advice as advice_words
+
+    steady = storage(4, 1500.0, files=40)
+    gaps = ([0.0002] * 4 + [0.00068 / 0.6] * 4) * 5  # the same 40 files in the same time, in fits and starts
+    uneven = replace(steady, completed_s=tuple(itertools.accumulate(gaps)))
+    decode_fast = (decode("multiprocess", 4, 5000.0),)
+    got = {}
+    for name, st in (("steady", steady), ("uneven", uneven)):
+        a = advise(
+            dataset_info(), [], compute(800.0), DatasetCeilings("d", decode_fast, (st,)), cores_usable=8
+        )
+        got[name] = (a, " ".join(advice_words(a)))
+    a, text = got["steady"]
+    assert (
+        a.storage_suffices is True and "storage delivers 150 ± 0.0 % MB/s cold, enough, with headroom" in text
+    ), text
+    a, text = got["uneven"]
+    i = a.storage_mb_per_s_interval
+    assert i is not None and i.low < 1.2 * 80.0 < a.storage_mb_per_s_measured
+    assert a.storage_suffices is False and "cold, too little headroom for it" in text, text
+    assert f"storage delivers 150{fmt.plus_minus(i)} MB/s cold" in text, text
 
 
 def test_storage_limited_advice_names_storage_and_whether_readers_help() -> None:
