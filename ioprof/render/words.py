@@ -223,7 +223,7 @@ def advice(a: f.Advice) -> list[str]:
         out.append(
             f"{worker_count(a.workers_needed)} {'suffices' if a.workers_needed == 1 else 'suffice'} for decoding: "
             "the training step consumes "
-            f"{rate(a.demand_img_per_s)} img/s and each worker decodes about {rate(a.per_worker_img_per_s)} img/s."
+            f"{rate(a.demand_img_per_s)} img/s and each worker decodes about {_per_worker(a)} img/s."
         )
     if a.fix_first != "storage" and a.demand_img_per_s:
         out.append(_storage_need(a))
@@ -301,6 +301,12 @@ def _storage_fix(a: f.Advice) -> list[str]:
     return out
 
 
+def _per_worker(a: f.Advice) -> str:
+    """What one worker decodes, with the interval of the ceiling it is read from where known."""
+    i = a.per_worker_interval
+    return rate_ci(i) if i is not None else rate(a.per_worker_img_per_s)
+
+
 def _workers_range(demand: float, per_worker: Interval | None) -> str:
     """The workers a demand takes across the per-worker rate's interval, where that changes the count."""
     if per_worker is None or not per_worker.known:
@@ -330,13 +336,13 @@ def _decode_fix(a: f.Advice) -> list[str]:
         out.append(
             f"{worker_count(a.workers_needed)} {'decodes' if a.workers_needed == 1 else 'decode'} enough for the "
             f"{rate(a.demand_img_per_s)} img/s the training "
-            f"step consumes (about {rate(a.per_worker_img_per_s)} img/s per worker)."
+            f"step consumes (about {_per_worker(a)} img/s per worker)."
         )
         return out
     best = a.best_decode_interval
     out.append(
         f"Feeding {rate(a.demand_img_per_s)} img/s takes about {math.ceil(a.workers_estimated or 0)} workers"
-        f"{_workers_range(a.demand_img_per_s, a.per_worker_interval)} at {rate(a.per_worker_img_per_s)} img/s each; "
+        f"{_workers_range(a.demand_img_per_s, a.per_worker_interval)} at {_per_worker(a)} img/s each; "
         f"the best measured ({worker_count(a.best_decode_workers or 0)}) decodes "
         f"{rate_ci(best) if best is not None else rate(a.best_decode_img_per_s)} img/s, "
         f"{pct(a.decode_shortfall, 0)} of the demand."

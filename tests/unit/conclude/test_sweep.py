@@ -214,12 +214,15 @@ def test_a_worker_count_read_off_a_loose_ceiling_carries_its_range() -> None:
     assert a.cores_suffice  # its interval reaches a count the 16 cores can run
     text = " ".join(advice_words(a))
     assert f"takes about {math.ceil(a.workers_estimated)} workers ({fewest}–" in text, text
+    assert f"at {fmt.rate_ci(i)} img/s each" in text, text  # one worker's rate, with its interval
     assert "more workers cannot get there" not in text
     # a tight ceiling: one count, and the claim where it holds
     tight = replace(ceilings, decode=(decode("multiprocess", 1, 100.0), decode("multiprocess", 8, 520.0)))
     a = advise(dataset_info(), [], compute(2800.0), tight, cores_usable=16)
     text = " ".join(advice_words(a))
-    assert "takes about 28 workers at 100 img/s each" in text and "more workers cannot get there" in text
+    assert (
+        "takes about 28 workers at 100 ± 0.0 % img/s each" in text and "more workers cannot get there" in text
+    )
 
 
 def test_storage_headroom_is_claimed_only_where_the_storage_figures_interval_holds_it() -> None:
