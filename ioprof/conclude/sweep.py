@@ -477,6 +477,9 @@ def _decode_advice(ceilings: DatasetCeilings | None, demand: float | None, cores
         "decode_shortfall": shortfall,
         "per_worker_interval": per_worker_interval,
         "best_decode_interval": best.throughput().centered_on(best.img_per_s) if best else None,
+        "workers_needed_interval": meeting[0].throughput().centered_on(meeting[0].img_per_s)
+        if meeting
+        else None,
     }
 
 

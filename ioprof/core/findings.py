@@ -94,6 +94,7 @@ class Advice:
     per_worker_interval: Interval | None = None
     best_decode_interval: Interval | None = None
     storage_mb_per_s_interval: Interval | None = None  # the best cold storage ceiling's MB/s
+    workers_needed_interval: Interval | None = None  # img/s of the ceiling that meets the demand
 
 
 # -- the run as a whole ------------------------------------------------------------------------

@@ -219,6 +219,8 @@ def advice(a: f.Advice) -> list[str]:
             )
     elif a.fix_first == "decode":
         out += _decode_fix(a)
+    elif a.demand_img_per_s and a.workers_needed is not None and _undecided(a):
+        out.append(_undecided_words(a))
     elif a.demand_img_per_s and a.workers_needed is not None and a.per_worker_img_per_s:
         out.append(
             f"{worker_count(a.workers_needed)} {'suffices' if a.workers_needed == 1 else 'suffice'} for decoding: "
@@ -301,6 +303,22 @@ def _storage_fix(a: f.Advice) -> list[str]:
     return out
 
 
+def _undecided(a: f.Advice) -> bool:
+    """Whether the ceiling that meets the demand does so only in its middle: its interval reaches below."""
+    i = a.workers_needed_interval
+    return i is not None and i.known and a.demand_img_per_s is not None and i.low < a.demand_img_per_s
+
+
+def _undecided_words(a: f.Advice) -> str:
+    n, i = a.workers_needed or 0, a.workers_needed_interval
+    assert i is not None
+    return (
+        f"Whether {worker_count(n)} {'keeps' if n == 1 else 'keep'} up with decoding is not decided: "
+        f"{'it decodes' if n == 1 else 'they decode'} {rate_ci(i)} img/s against the {rate(a.demand_img_per_s)} img/s "
+        f"the training step consumes; a longer run narrows it."
+    )
+
+
 def _per_worker(a: f.Advice) -> str:
     """What one worker decodes, with the interval of the ceiling it is read from where known."""
     i = a.per_worker_interval
@@ -322,6 +340,8 @@ def _decode_fix(a: f.Advice) -> list[str]:
     out: list[str] = []
     if a.demand_img_per_s is None or a.per_worker_img_per_s is None:
         return ["Decoding in the loader limits it; its ceilings per worker count are below."]
+    if a.workers_needed is not None and _undecided(a):
+        return [_undecided_words(a)]
     contended = a.best_cell_workers is not None and a.best_cell_workers >= (a.workers_needed or 10**9)
     if a.workers_needed is not None and contended:
         return [

@@ -225,6 +225,33 @@ def test_a_worker_count_read_off_a_loose_ceiling_carries_its_range() -> None:
     )
 
 
+def test_workers_that_meet_the_demand_only_in_their_intervals_middle_are_not_said_to_suffice() -> None:
+    """4 workers decode 900 img/s against a step's 800: they suffice when their batches came
+    steadily, but not when the ceiling's interval reaches below 800; then it is said undecided."""
+    from ioprof.render.words import advice as advice_words
+
+    steady = decode("multiprocess", 4, 900.0, batches=40)
+    spans = ([0.004] * 4 + [0.0129] * 4) * 5  # the same 40 batches of 8 in about the same time, unevenly
+    uneven = replace(steady, batch_s=tuple(spans), elapsed_s=sum(spans))
+    uneven = replace(uneven, img_per_s=uneven.images / uneven.elapsed_s)
+    texts = {}
+    for name, four in (("steady", steady), ("uneven", uneven)):
+        ceilings = DatasetCeilings("d", (decode("multiprocess", 1, 250.0), four), (storage(4, 5000.0),))
+        a = advise(dataset_info(), [], compute(800.0), ceilings, cores_usable=8)
+        assert a.workers_needed == 4 and a.fix_first == "none"
+        texts[name] = (a, " ".join(advice_words(a)))
+    a, text = texts["steady"]
+    assert text.startswith("4 workers suffice for decoding"), text
+    a, text = texts["uneven"]
+    i = a.workers_needed_interval
+    assert i is not None and i.low < 800.0 < i.value, i
+    assert "suffice for decoding" not in text, text
+    assert text.startswith(
+        f"Whether 4 workers keep up with decoding is not decided: they decode {fmt.rate_ci(i)} img/s against "
+        "the 800 img/s the training step consumes"
+    ), text
+
+
 def test_storage_headroom_is_claimed_only_where_the_storage_figures_interval_holds_it() -> None:
     """Training at 800 img/s of 100 kB draws 80 MB/s; storage read 1,500 files/s (150 MB/s): with
     headroom when steady, but not when its completions came so unevenly that its interval reaches
