@@ -455,10 +455,11 @@ def _decode_advice(ceilings: DatasetCeilings | None, demand: float | None, cores
     per_worker = curve[0].img_per_s / curve[0].workers if curve and curve[0].img_per_s > 0 else None
     # the figures' intervals, so that a worker count read off a ceiling of few batches says how
     # loosely it is known (on an H200, 1024x768 at --seconds 12: one worker ± 28 %)
-    one = curve[0].throughput().centered_on(curve[0].img_per_s) if per_worker else None
-    w = curve[0].workers if curve else 1
+    one = curve[0].throughput() if per_worker else None
     per_worker_interval = (
-        Interval(one.value / w, one.low / w, one.high / w, one.batches)
+        Interval(
+            one.value / curve[0].workers, one.low / curve[0].workers, one.high / curve[0].workers, one.batches
+        )
         if one is not None and one.known
         else None
     )
@@ -476,10 +477,8 @@ def _decode_advice(ceilings: DatasetCeilings | None, demand: float | None, cores
         "cores_suffice": meeting != [] or estimated is None or min(estimated, fewest) <= cores,
         "decode_shortfall": shortfall,
         "per_worker_interval": per_worker_interval,
-        "best_decode_interval": best.throughput().centered_on(best.img_per_s) if best else None,
-        "workers_needed_interval": meeting[0].throughput().centered_on(meeting[0].img_per_s)
-        if meeting
-        else None,
+        "best_decode_interval": best.throughput() if best else None,
+        "workers_needed_interval": meeting[0].throughput() if meeting else None,
     }
 
 
