@@ -33,14 +33,23 @@ from ioprof.measure.sample import MemorySample
 DECODE_PROBE_MIN_S = 0.5
 DECODE_PROBE_MIN_BATCHES_PER_WORKER = 4
 DECODE_PROBE_MAX_S = 8.0  # looks at about 1, 2, 4 and 8 s: a ceiling, not a cell, needs no longer
-# A decode ceiling's batches are at most this many images: a worker does the same work per image
-# in a batch of 32 as in one of 256 (decode, augment, and the collate's copy, per image), but in 8
-# times the batches, so that its interval, from whole turns of the workers, has turns to read. On
-# an H200 the 1024x768 ceilings at a GPU's batch of 256 read ± 28 % to [0-16,355] after their 8 s
-# (two turns of 8 workers, 10-17 s each with the warm-up); here, on 2 cores, at 2 workers, 256 gave
-# [0-6,929] and [0-445] after 8 s, 32 gave ± 3 % and ± 8 % (135 and 150 img/s against 122 and 132:
-# within this host's noise, as at 256x192: 470-591 at 32, 501-551 at 256).
-DECODE_PROBE_MAX_BATCH = 32
+# A decode ceiling's batch (``probe_batch``): the training's, or fewer images where a turn of the
+# workers (one batch each) would take longer than DECODE_PROBE_TURN_S per 8 workers, at the rate per
+# reader of the setting measured before it. Its interval rests on whole turns: on an H200 the
+# 1024x768 ceilings at a GPU's batch of 256 read ± 28 % to [0-16,355] after their 8 s (two turns of
+# 8 workers, 62 img/s each). But never below DECODE_PROBE_MIN_BATCH, and no smaller than the turn
+# needs: a batch has costs of its own, whatever its size (likely its hand-over to the main process,
+# the storage's descriptor received from the worker: not proven), which the training pays per batch
+# of its own size. On an H200
+# host (16 Xeon cores), 256x192 at 8 workers read 2,346 img/s in batches of 32 against 2,773, 2,812
+# and 2,573 in batches of 64, 128 and 256 (side by side, alternating; on another lease 1,910-1,971
+# against 2,145-2,237 at 256): at 61-73 batches a second, 32 read 11-16 % low. At 1
+# worker (11 a second) and at 1024x768 (15 a second) 32 and 256 agreed (0.976 and 1.024). Wherever
+# a rate came before, the rule keeps a ceiling to about 32 batches a second (a batch is at least
+# half a turn's worth of one reader's images, a turn half a second per 8 workers), and picks 128 at
+# 256x192 and 32 at 1024x768 there (reports/benchmarks/decode_batch.json).
+DECODE_PROBE_MIN_BATCH = 32
+DECODE_PROBE_TURN_S = 0.5
 
 
 def _stop_reason(interval: Interval, above: Above | None) -> str:
@@ -93,6 +102,21 @@ def above_for(
     return min(bounds, key=lambda a: a.img_per_s) if bounds else None
 
 
+def probe_batch(batch_size: int, setting: LoaderSetting, per_reader_img_per_s: float | None) -> int:
+    """The batch a decode ceiling at ``setting`` reads in, for a training batch of ``batch_size``:
+    the largest of DECODE_PROBE_MIN_BATCH doubled that is at most the training's and lets a turn of
+    the workers last at most DECODE_PROBE_TURN_S (per 8 workers: more workers, more hand-overs a
+    turn) at ``per_reader_img_per_s`` — one reader's rate in the setting measured before (None:
+    the smallest)."""
+    batch = min(batch_size, DECODE_PROBE_MIN_BATCH)
+    if per_reader_img_per_s is None or not math.isfinite(per_reader_img_per_s):
+        return batch
+    fits = per_reader_img_per_s * DECODE_PROBE_TURN_S * max(1.0, setting.workers / 8)
+    while batch * 2 <= min(batch_size, fits):
+        batch *= 2
+    return batch
+
+
 def warmup_batches(setting: LoaderSetting) -> int:
     """Batches to discard before the loader is in steady state: the first one, or the burst of
     one per worker that arrives together after start-up."""
@@ -110,13 +134,15 @@ def probe_decode(
     min_seconds: float = DECODE_PROBE_MIN_S,
     max_seconds: float = DECODE_PROBE_MAX_S,
     above: Above | None = None,
+    per_reader_img_per_s: float | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> DecodeCeiling:
     """Images per second the loader produces from memory at ``setting``, with raw batch samples.
     ``above``: a rate this ceiling need not be told apart from once its interval lies wholly above
-    it (stopped by ``above-compute`` or ``above-storage``)."""
+    it (stopped by ``above-compute`` or ``above-storage``). ``per_reader_img_per_s``: one reader's
+    rate in the setting measured before, which sets the batch (``probe_batch``)."""
     warm = warmup_batches(setting)
-    batch_size = min(batch_size, DECODE_PROBE_MAX_BATCH)
+    batch_size = probe_batch(batch_size, setting, per_reader_img_per_s)
     # The sampler draws indices lazily, one permutation per pass: a generous count costs nothing.
     dl = make_loader(
         sample.paths,

@@ -405,29 +405,41 @@ DECODE_STOPS = {
 
 
 def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
+    batch = [max(d.batch_images, default=0) for d in dc.decode]  # each ceiling's (drop_last: all full)
+    smaller = any(0 < b < cell_batch for b in batch)
     rows = [
         [
             d.setting.label,
             rate_ci(d.throughput()),
             rate(d.img_per_s / d.workers) if d.workers else rate(d.img_per_s),
             str(d.images),
+            *([str(b)] if smaller else []),
             DECODE_STOPS.get(d.stopped_by, d.stopped_by),
         ]
-        for d in dc.decode
+        for d, b in zip(dc.decode, batch, strict=True)
     ]
     sample = dc.decode[0]
-    batch = max((n for d in dc.decode for n in d.batch_images), default=0)
     batches = (
-        f", in batches of {batch}, not the training's {cell_batch}: the same work per image, in more turns of the "
-        "workers"
-        if 0 < batch < cell_batch
+        f", in batches of fewer images than the training's {cell_batch} where a turn of the workers would be "
+        "long (the batch column): the same work per image, in more turns of the workers to read the interval from"
+        if smaller
         else ""
     )
     return [
         f"Decode — the real loader over an in-memory sample ({sample.sample_files} images, {mb(sample.sample_bytes)}, "
         f"held in this process{batches}): decode + augment + collate, no training, no storage:",
         "",
-        *table(["loader", "img/s", "img/s per worker", "images timed", "stopped by"], rows),
+        *table(
+            [
+                "loader",
+                "img/s",
+                "img/s per worker",
+                "images timed",
+                *(["batch"] if smaller else []),
+                "stopped by",
+            ],
+            rows,
+        ),
         "",
     ]
 

@@ -126,24 +126,39 @@ def test_decode_probe_runs_from_memory_with_an_interval(small_set: Path) -> None
     assert d.stopped_by in ("interval", "seconds")
 
 
-def test_a_decode_ceiling_takes_a_gpus_batch_in_batches_of_32(small_set: Path) -> None:
-    """At a GPU's batch of 256 a ceiling's 8 s held two turns of 8 workers; it decodes the same
-    images per batch of 32 instead, and the report says which batch it ran."""
+def test_a_decode_ceiling_takes_a_gpus_batch_in_batches_that_keep_a_turn_short(small_set: Path) -> None:
+    """At a GPU's batch of 256 a ceiling's 8 s held two turns of 8 workers at 1024x768: it reads in
+    fewer images a batch where a turn would be long, at the rate per reader of the setting before
+    it, never below 32 (each batch's hand-over to the main process: 11 % of 256x192's rate at 8
+    workers in batches of 32 on an H200), and the report says which batch each ran."""
     from builders import cell, sweep_result
 
     from ioprof.core.results import DatasetCeilings
+    from ioprof.measure.decode import probe_batch
     from ioprof.render.sweep import render_markdown
 
+    eight, one = LoaderSetting.multiprocess(8), LoaderSetting.multiprocess(1)
+    assert probe_batch(256, eight, None) == 32  # nothing measured before: the smallest
+    assert probe_batch(256, eight, 62.0) == 16 * 2  # 1024x768 on an H200: 31 images a turn's half second
+    assert probe_batch(256, eight, 290.0) == 128  # 256x192: 145
+    assert probe_batch(256, one, 2000.0) == 256  # never above the training's
+    assert probe_batch(8, eight, 290.0) == 8  # a CPU's batch: its own
+    assert probe_batch(256, LoaderSetting.multiprocess(16), 100.0) == 64  # 16 workers: a turn of 1 s
     sample = load_sample(find_images(small_set), filesystem_of(small_set), seed=0)
-    d = probe_decode(
-        sample, LoaderSetting.serial(), crop_px=32, batch_size=256, min_seconds=0.2, max_seconds=1.0
+    first = probe_decode(sample, one, crop_px=32, batch_size=256, min_seconds=0.2, max_seconds=1.0)
+    assert max(first.batch_images) == 32 and first.images == sum(first.batch_images)
+    then = probe_decode(
+        sample, one, crop_px=32, batch_size=256, min_seconds=0.2, max_seconds=2.0, per_reader_img_per_s=200.0
     )
-    assert max(d.batch_images) == 32 and d.images == sum(d.batch_images)
+    assert max(then.batch_images) == 64
     result = sweep_result((cell("serial", 0),))
-    result = replace(result, ceilings=(DatasetCeilings("500x375", (d,), ()),))
+    result = replace(result, ceilings=(DatasetCeilings("500x375", (first, then), ()),))
     md = render_markdown(replace(result, run=replace(result.run, batch_size=256)))
-    assert "held in this process, in batches of 32, not the training's 256: the same work per image" in md
-    assert "in batches of" not in render_markdown(replace(result, run=replace(result.run, batch_size=32)))
+    assert (
+        "in batches of fewer images than the training's 256 where a turn of the workers would be long" in md
+    )
+    assert "| images timed | batch | stopped by |" in md and f"| {first.images} | 32 |" in md
+    assert "| batch |" not in render_markdown(replace(result, run=replace(result.run, batch_size=32)))
 
 
 def test_a_decode_ceiling_far_above_compute_stops_at_its_first_look(small_set: Path) -> None:
