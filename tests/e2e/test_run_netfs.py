@@ -16,7 +16,8 @@ loader drew most of what that reader could. Root only.
   timm's ImageDataset, which keeps its files on its reader, persistent workers, its own transforms;
   a WebDataset loop streaming tar shards over HTTP (curl's pipes), run inside the namespace;
   a dataset reading members of one zip on the mount, which names no files: the kernel decides;
-- this project's ImageNet-like script under ``torchrun`` with two ranks (DDP over gloo).
+- this project's ImageNet-like script under ``torchrun`` (by name, from PATH) with two ranks (DDP
+  over gloo): each rank observed, in one report.
 
 Each run also proves what a stock script must not get: no memory-growth finding, no "0 kB" or
 "0.00 MB/s", no page-cache claim on a filesystem that drops pages — and its cores figure agrees
@@ -122,14 +123,13 @@ def _fast_runs(mount: netfs.NetMount, served: netfs.Served, work: Path, cwd: Pat
         ioprof_args=("--warmup-steps", "1"),
         link=link,
     )
-    torchrun = shutil.which("torchrun")
     out["ddp"] = (
         None
-        if torchrun is None
+        if shutil.which("torchrun") is None
         else _run(
             work / "ddp",
             cwd,
-            torchrun,
+            "torchrun",  # by name, found on PATH, as users type it
             "--standalone",
             "--nproc-per-node",
             "2",
@@ -437,8 +437,12 @@ def test_ddp_ranks_share_one_storage_probe_and_the_hosts_counter(runs: Any) -> N
     if runs["ddp"] is None:
         pytest.skip("torchrun is not on PATH")
     r = runs["ddp"]["result"]
-    assert r["script"]["ranks"] == 2
+    assert r["script"]["ranks"] == 2 and {lo["rank"] for lo in r["loaders"]} == {0, 1}
     roles = {lo["key"]: lo["role"] for lo in r["loaders"]}
+    assert {k for k, role in roles.items() if role == "training"} == {
+        "rank 0 · loader 1",
+        "rank 1 · loader 1",
+    }
     assert roles["rank 0 · loader 1"] == roles["rank 1 · loader 1"] == "training"
     assert roles["rank 0 · loader 2"] == roles["rank 1 · loader 2"] == "evaluation"
     cells = [_cell(r, f"rank {k} · loader 1") for k in (0, 1)]
