@@ -138,14 +138,17 @@ def test_a_decode_ceiling_takes_a_gpus_batch_in_batches_that_keep_a_turn_short(s
     from ioprof.render.sweep import render_markdown
 
     eight, one = LoaderSetting.multiprocess(8), LoaderSetting.multiprocess(1)
-    assert probe_batch(256, eight, None) == 32  # nothing measured before: the smallest
+    assert probe_batch(256, eight, None) == 64  # nothing measured before: 64 with workers,
+    assert probe_batch(256, LoaderSetting.serial(), None) == 32  # the smallest serial (no hand-over)
     assert probe_batch(256, eight, 62.0) == 16 * 2  # 1024x768 on an H200: 31 images a turn's half second
     assert probe_batch(256, eight, 290.0) == 128  # 256x192: 145
     assert probe_batch(256, one, 2000.0) == 256  # never above the training's
     assert probe_batch(8, eight, 290.0) == 8  # a CPU's batch: its own
     assert probe_batch(256, LoaderSetting.multiprocess(16), 100.0) == 64  # 16 workers: a turn of 1 s
     sample = load_sample(find_images(small_set), filesystem_of(small_set), seed=0)
-    first = probe_decode(sample, one, crop_px=32, batch_size=256, min_seconds=0.2, max_seconds=1.0)
+    first = probe_decode(
+        sample, LoaderSetting.serial(), crop_px=32, batch_size=256, min_seconds=0.2, max_seconds=1.0
+    )
     assert max(first.batch_images) == 32 and first.images == sum(first.batch_images)
     then = probe_decode(
         sample, one, crop_px=32, batch_size=256, min_seconds=0.2, max_seconds=2.0, per_reader_img_per_s=200.0
