@@ -452,16 +452,12 @@ def _decode_advice(ceilings: DatasetCeilings | None, demand: float | None, cores
         key=lambda d: d.workers,
     )
     best = max(curve, key=lambda d: d.img_per_s) if curve else None
-    per_worker = curve[0].img_per_s / curve[0].workers if curve and curve[0].img_per_s > 0 else None
+    per_worker = curve[0].per_reader_img_per_s if curve and curve[0].img_per_s > 0 else None
     # the figures' intervals, so that a worker count read off a ceiling of few batches says how
     # loosely it is known (on an H200, 1024x768 at --seconds 12: one worker ± 28 %)
     one = curve[0].throughput() if per_worker else None
     per_worker_interval = (
-        Interval(
-            one.value / curve[0].workers, one.low / curve[0].workers, one.high / curve[0].workers, one.batches
-        )
-        if one is not None and one.known
-        else None
+        one.centered_on(per_worker) if one is not None and one.known and per_worker else None
     )
     fewest = demand / per_worker_interval.high if demand and per_worker_interval else math.inf
     estimated = demand / per_worker if demand and per_worker else None

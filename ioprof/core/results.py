@@ -313,6 +313,11 @@ class DecodeCeiling:
     def setting(self) -> LoaderSetting:
         return LoaderSetting(self.loader, self.workers)
 
+    @property
+    def per_reader_img_per_s(self) -> float:
+        """What one reader decodes: a worker, or the training process of the serial loader."""
+        return self.img_per_s / self.setting.concurrency
+
     def throughput(self) -> Interval:
         # centred on img_per_s, the figure every table and answer shows (as a cell's is)
         return ratio_interval(

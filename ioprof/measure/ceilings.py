@@ -169,7 +169,7 @@ def decode_ceilings(
                 seed=seed,
                 start_method=start_method,
                 above=above_for(setting, compute, storage),
-                per_reader_img_per_s=out[-1].img_per_s / out[-1].setting.concurrency if out else None,
+                per_reader_img_per_s=out[-1].per_reader_img_per_s if out else None,
             )
         except RuntimeError as e:  # a loader worker died: no ceiling for this setting
             if shm_failure(e) and not isinstance(e, ShmTooSmall):

@@ -40,14 +40,13 @@ DECODE_PROBE_MAX_S = 8.0  # looks at about 1, 2, 4 and 8 s: a ceiling, not a cel
 # 8 workers, 62 img/s each). But never below DECODE_PROBE_MIN_BATCH, and no smaller than the turn
 # needs: a batch has costs of its own, whatever its size (likely its hand-over to the main process,
 # the storage's descriptor received from the worker: not proven), which the training pays per batch
-# of its own size. On an H200
-# host (16 Xeon cores), 256x192 at 8 workers read 2,346 img/s in batches of 32 against 2,773, 2,812
-# and 2,573 in batches of 64, 128 and 256 (side by side, alternating; on another lease 1,910-1,971
-# against 2,145-2,237 at 256): at 61-73 batches a second, 32 read 11-16 % low. At 1
-# worker (11 a second) and at 1024x768 (15 a second) 32 and 256 agreed (0.976 and 1.024). Wherever
-# a rate came before, the rule keeps a ceiling to about 32 batches a second (a batch is at least
-# half a turn's worth of one reader's images, a turn half a second per 8 workers), and picks 128 at
-# 256x192 and 32 at 1024x768 there (reports/benchmarks/decode_batch.json).
+# of its own size. On an H200 host (16 Xeon cores), 256x192 at 8 workers read 2,346 img/s in
+# batches of 32 against 2,773, 2,812 and 2,573 in batches of 64, 128 and 256 (side by side,
+# alternating; on another lease 1,910-1,971 against 2,145-2,237 at 256): at 61-73 batches a second,
+# 32 read 11-16 % low. At 1 worker (11 a second) and at 1024x768 (15 a second) 32 and 256 agreed
+# (0.976 and 1.024). Wherever a rate came before, the rule keeps a ceiling to about 32 batches a
+# second (a batch is at least half a turn's worth of one reader's images, a turn half a second per
+# 8 workers), and picks 128 at 256x192 and 32 at 1024x768 there (reports/benchmarks/decode_batch.json).
 DECODE_PROBE_MIN_BATCH = 32
 DECODE_PROBE_TURN_S = 0.5
 

@@ -134,7 +134,7 @@ def _alone(dc: DatasetCeilings) -> list[str]:
             [
                 d.setting.label,
                 rate_ci(d.throughput()),
-                rate(d.img_per_s / d.workers) if d.workers else rate(d.img_per_s),
+                rate(d.per_reader_img_per_s),
                 str(d.images),
             ]
             for d in dc.decode

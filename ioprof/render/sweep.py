@@ -411,7 +411,7 @@ def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
         [
             d.setting.label,
             rate_ci(d.throughput()),
-            rate(d.img_per_s / d.workers) if d.workers else rate(d.img_per_s),
+            rate(d.per_reader_img_per_s),
             str(d.images),
             *([str(b)] if smaller else []),
             DECODE_STOPS.get(d.stopped_by, d.stopped_by),
