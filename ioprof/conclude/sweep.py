@@ -340,6 +340,11 @@ def tied_with(best: CellResult, cells: Sequence[CellResult]) -> list[CellResult]
     return out
 
 
+def _class_named(v: CellVerdict) -> str:
+    """A verdict's class in words: a borderline one with the two classes its interval straddles."""
+    return f"borderline {'/'.join(v.input_bound_range)}" if v.input_bound == "borderline" else v.input_bound
+
+
 def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict | None:
     """One dataset's verdict: what limits its best setting, and which settings are input-bound.
     The best setting is the least input-bound of those as fast as the fastest within their
@@ -355,7 +360,7 @@ def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict |
     gain_max, beyond = loader_gain(serial, best_mp)
     lead = inside.leading_stage(top)
     bound = tuple(
-        (c.setting.label, c.verdict.input_bound, c.verdict.bottleneck, c.verdict.data_wait_share)
+        (c.setting.label, _class_named(c.verdict), c.verdict.bottleneck, c.verdict.data_wait_share)
         for c in ok
         if c.verdict is not None and c.verdict.input_bound != "not"
     )

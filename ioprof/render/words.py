@@ -58,7 +58,7 @@ def verdict_line(a: f.Analysis | None) -> str:
         low, high = worst.input_bound_range
         return (
             f"**Verdict: borderline between {low} and {high} input-bound** — {where}, and its interval straddles "
-            f"the threshold; if input-bound, by {worst.bottleneck}."
+            f"the threshold; {'if input-bound' if low == 'not' else 'input-bound either way'}, by {worst.bottleneck}."
             + (leading(worst) if worst.bottleneck == "decode" else "")
         )
     if a.overall_bottleneck == "undetermined":
@@ -161,8 +161,10 @@ def _grows(x: f.WorkerMemoryGrows) -> str:
 def dataset_line(v: f.DatasetVerdict, role: str = "") -> str:
     """One dataset in the answer: its input-bound settings, and the multiprocess speed-up."""
     if v.input_bound_settings:
+        # where every such setting may yet be "not" input-bound, the line does not say they are
+        maybe = all(klass.startswith("borderline not") for _, klass, _, _ in v.input_bound_settings)
         parts = [
-            "input-bound: "
+            ("possibly input-bound: " if maybe else "input-bound: ")
             + ", ".join(
                 f"{label} ({klass}, {stage}, {pct(share, 0)} wait)"
                 for label, klass, stage, share in v.input_bound_settings

@@ -527,3 +527,34 @@ def test_a_multiprocess_gain_beyond_the_serial_loaders_wait_is_said_to_be_the_st
     freed = _noisy(cell("multiprocess", 4, wait=0.002, step=0.6, steps=12, batch=4, jitter=0.001), 0.03)
     (v,) = conclude(sweep_result((waiting, freed))).analysis.datasets
     assert v.speedup_over_serial == pytest.approx(1.5, rel=0.02) and not v.speedup_beyond_loader
+
+
+def test_a_setting_that_may_not_be_input_bound_is_not_called_input_bound_in_the_answer() -> None:
+    """``ioprof run`` of the PyTorch ImageNet example on 8 Mbit/s sshfs: 2 workers waited 7.5 %
+    [4.1–10.9] — borderline between not and moderately. The answer said "input-bound: 2 workers
+    (borderline, …)"; it names the classes straddled, and says "possibly" where every such setting
+    may yet be not input-bound at all. The verdict says "if input-bound" only then."""
+    from ioprof.render.words import verdict_line
+
+    maybe = _noisy(cell("multiprocess", 2, wait=0.012, step=0.15, steps=10, jitter=0.012), 0.05)
+    a = conclude(sweep_result((maybe,))).analysis
+    (v,) = a.datasets
+    (klass,) = [k for _, k, _, _ in v.input_bound_settings]
+    assert klass == "borderline not/moderately", v
+    line = dataset_line(v)
+    assert "possibly input-bound: 2 workers (borderline not/moderately," in line, line
+    assert "; if input-bound, by " in verdict_line(a)
+    waits = _noisy(cell("serial", 0, wait=0.3, step=0.6, steps=40, jitter=0.01), 0.03)
+    (v,) = conclude(sweep_result((waits, maybe))).analysis.datasets
+    line = dataset_line(v)
+    assert "input-bound: serial (in-process) (highly," in line and "possibly" not in line, line
+    # borderline between moderately and highly is input-bound either way: the verdict does not doubt it
+    surely = _noisy(cell("multiprocess", 2, wait=0.04, step=0.15, steps=10, jitter=0.03), 0.05)
+    a = conclude(sweep_result((surely,))).analysis
+    assert a.datasets[0].input_bound_settings[0][1] == "borderline moderately/highly"
+    assert "if input-bound" not in verdict_line(
+        a
+    ) and "threshold; input-bound either way, by " in verdict_line(a)
+    assert dataset_line(a.datasets[0]).startswith(
+        "500x375: input-bound: 2 workers (borderline moderately/highly,"
+    )
