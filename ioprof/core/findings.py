@@ -27,7 +27,8 @@ class CellVerdict:
     input-bound but no ceiling of an input stage could be measured for its setting.
     The prediction is a range: ``predicted_img_per_s`` assumes the stages overlap perfectly
     (the slowest sets the pace), ``predicted_low_img_per_s`` that each worker reads and then
-    decodes in turn; the serial loader's prediction is one figure.
+    decodes in turn; for the serial loader, the storage delivering while the process decodes and
+    steps, and every stage in turn.
     """
 
     bottleneck: str

@@ -185,7 +185,9 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
         f"≥ {HIGHLY_INPUT_BOUND_SHARE:.0%} highly input-bound, ≥ {MODERATELY_INPUT_BOUND_SHARE:.0%} moderately, "
         "else not (TensorFlow's input-pipeline analyzer); a class whose interval straddles a threshold is "
         "borderline. The prediction is a range: the stages overlapping perfectly (the slowest sets the pace) "
-        'down to each worker reading and then decoding in turn. "MB/s fetched" is what came from storage '
+        "down to each worker reading and then decoding in turn (the serial loader: at best the storage "
+        "delivering while the process decodes and steps, at worst reading, decoding and stepping in "
+        'turn). "MB/s fetched" is what came from storage '
         "(its interval from the window cut where the counters were read again, every half second or less), "
         '"read" what the loader read from the dataset\'s files; how the fetched bytes were counted:',
         "",
