@@ -94,9 +94,11 @@ def test_a_dataset_that_keeps_what_it_returns_is_found_with_its_rate_as_a_leak(
     # suite 10 s left a worker too few readings after its warm-up, and 14 s left the later half
     # (whose rate decides "goes on") 2 readings a worker — one CI run in five called the leak not
     # steady; 20 s held. What this test asks is the rate and its cause, not the cadence: read every
-    # 0.5 s (held to 5 %), a window of 8 s holds 28-38 readings (about 10 in those 20 s)
+    # 0.5 s, a window of 8 s holds 28-38 readings (about 10 in those 20 s). Held to 5 % of the time,
+    # a host whose hypervisor stole 2-7 % of a core (CI64, 24 min in all) left too few readings past
+    # the warm-up: 20 % keeps the cadence, and this test times nothing but memory per sample
     monkeypatch.setattr(inside, "EVERY_S", 0.5)
-    monkeypatch.setattr(inside, "READING_BUDGET", 0.05)
+    monkeypatch.setattr(inside, "READING_BUDGET", 0.2)
     with ioprof.watch(steps=100_000, seconds=8.0, probe=False) as w:
         _train(loader, seconds=10.0)
     r = w.result()
