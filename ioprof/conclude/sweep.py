@@ -192,17 +192,17 @@ def _predict_serial(
     if compute_async and host and device:
         h, d = _series(host), _series(device)
         low = min(h, d)
-        cpu = [v for k, v in finite.items() if k == "decode"]
-        h_best = min(storage, _series(cpu)) if storage is not None and cpu else h
+        decode = finite.get("decode")
+        h_best = min(storage, decode) if storage is not None and decode is not None else h
         by = "+".join(sorted(k for k in finite if k in ("storage", "decode")))
         return Prediction(min(h_best, d), low, by if h < d else "compute (overlapped with loading)")
     low = _series(list(finite.values()))
     rest = {k: v for k, v in finite.items() if k != "storage"}
     if storage is None or not rest:
         return Prediction(low, low, "+".join(sorted(finite)) + " in series")
-    high = min(storage, _series(list(rest.values())))
-    by = "storage" if storage <= _series(list(rest.values())) else "+".join(sorted(rest)) + " in series"
-    return Prediction(high, low, by)
+    in_turn = _series(list(rest.values()))
+    by = "storage" if storage <= in_turn else "+".join(sorted(rest)) + " in series"
+    return Prediction(min(storage, in_turn), low, by)
 
 
 def residual(measured: Interval, prediction: Prediction, ceiling_spread: float = 0.0) -> tuple[float, bool]:
