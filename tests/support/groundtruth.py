@@ -64,6 +64,11 @@ def _at(samples: list[tuple[float, float]], t: float) -> float:
     return before[1] + (after[1] - before[1]) * (t - before[0]) / (after[0] - before[0])
 
 
+def _per_s_over(samples: list[tuple[float, float]], spans: list[tuple[float, float]]) -> float:
+    """A sampled counter's growth over these wall-clock spans together, per second of them."""
+    return sum(_at(samples, b) - _at(samples, a) for a, b in spans) / sum(b - a for a, b in spans)
+
+
 class ProcStat:
     """/proc/stat's busy CPU seconds, sampled every 20 ms while in its ``with`` block; ``rig``:
     less the rig's processes and this one (the run under test is another process); ``link``: a
@@ -99,24 +104,17 @@ class ProcStat:
         self._stop.set()
         self._thread.join()
 
-    def busy_at(self, t: float) -> float:
-        """Busy CPU seconds at wall-clock time ``t``, between the two samples around it."""
-        return _at(self.samples, t)
-
     def link_mb_per_s_over(self, spans: list[tuple[float, float]]) -> float:
         """MB/s the link carried over these wall-clock spans together."""
-        carried = sum(_at(self.link_samples, b) - _at(self.link_samples, a) for a, b in spans)
-        return carried / 1e6 / sum(b - a for a, b in spans)
+        return _per_s_over(self.link_samples, spans) / 1e6
 
     def busy_cores_over(self, spans: list[tuple[float, float]]) -> float:
         """Cores the machine kept busy over these wall-clock spans together."""
-        busy = sum(self.busy_at(b) - self.busy_at(a) for a, b in spans)
-        return busy / sum(b - a for a, b in spans)
+        return _per_s_over(self.samples, spans)
 
     def steal_cores_over(self, spans: list[tuple[float, float]]) -> float:
         """Cores the hypervisor took (steal) over these wall-clock spans together: left out above."""
-        s = self.steal_samples
-        return sum(_at(s, b) - _at(s, a) for a, b in spans) / sum(b - a for a, b in spans)
+        return _per_s_over(self.steal_samples, spans)
 
     def busy_cores(self, start: float, end: float) -> float:
         """Cores the whole machine kept busy between two wall-clock times."""
