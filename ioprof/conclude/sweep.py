@@ -553,12 +553,12 @@ def compute_reference(result: SweepResult) -> ComputeReference | None:
     comparable = (
         comp.model == "resnet50" and crop == 224 and result.config.get("precision") in ("bf16", "fp16")
     )
-    share = comp.img_per_s / preset.img_per_s if preset and comparable else None
+    share = comp.img_per_s / preset.published_img_per_s if preset and comparable else None
     return ComputeReference(
         gpu=gpu,
         measured_img_per_s=comp.img_per_s,
-        published_img_per_s=preset.img_per_s if preset else None,
-        source=preset.source if preset else "",
+        published_img_per_s=preset.published_img_per_s if preset else None,
+        source=preset.published_source if preset else "",
         comparable=comparable and preset is not None,
         share=share,
         tuned=share is None or share >= PUBLISHED_SHARE_TUNED,

@@ -7,17 +7,41 @@ wherever its figures appear.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 
 @dataclass(frozen=True)
 class GpuPreset:
-    """Published ResNet-50 training throughput of one GPU, for ``--compute sim:NAME``."""
+    """One GPU's ResNet-50 training throughput, for ``--compute sim:NAME``: what ioprof's own step
+    measured on the real device where it has been measured (``measured``: its conditions and where
+    the figures are kept), else the published figure; the published figure is kept beside it."""
 
     name: str
-    img_per_s: float
+    published_img_per_s: float
     precision: str
-    source: str
+    published_source: str
+    measured_img_per_s: float | None = None
+    measured: str = ""
 
+    @property
+    def img_per_s(self) -> float:
+        return self.published_img_per_s if self.measured_img_per_s is None else self.measured_img_per_s
+
+    @property
+    def kind(self) -> Literal["measured", "published"]:
+        return "published" if self.measured_img_per_s is None else "measured"
+
+    @property
+    def source(self) -> str:
+        published = f"{self.published_img_per_s:,.0f} img/s published ({self.published_source})"
+        if self.measured_img_per_s is None:
+            return published
+        return f"{self.measured_img_per_s:,.0f} img/s measured by ioprof's own step ({self.measured}); {published}"
+
+
+# ioprof's own step on the device: real ResNet-50, bf16 autocast, channels-last, batch 256,
+# synthetic batches already on the GPU (``ioprof probe compute --device cuda``)
+OWN_STEP = "bf16, channels-last, batch 256, synthetic batches on the device"
 
 # ResNet-50 training, mixed precision, one GPU.
 GPU_PRESETS: dict[str, GpuPreset] = {
@@ -46,14 +70,18 @@ GPU_PRESETS: dict[str, GpuPreset] = {
             2800.0,
             "mixed",
             "lambdal/deeplearning-benchmark pytorch-train-throughput (H100 SXM5, fp16, upper figure)",
+            3972.0,
+            f"H100 80GB HBM3, {OWN_STEP}; reports/benchmarks/gpu.json",
         ),
-        # No primary published figure was found for the H200; its compute is the H100 SXM's
-        # (same GH100 die, more and faster memory), so the H100 SXM figure stands in. Measure it.
+        # No primary published figure was found for the H200; its compute is the H100 SXM's (same
+        # GH100 die, more and faster memory), so the H100 SXM figure stands in for the published one.
         GpuPreset(
             "h200",
             2800.0,
             "mixed",
             "assumed equal to H100 SXM5 (lambdal/deeplearning-benchmark); no primary H200 source found",
+            4703.0,
+            f"H200, {OWN_STEP}; reports/examples/h200-sweep-resumed",
         ),
     )
 }

@@ -25,7 +25,7 @@ from ioprof.core.config import LoaderSetting
 from ioprof.core.results import CellResult, DatasetCeilings
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
-from ioprof.render import fmt
+from ioprof.render import fmt, words
 from ioprof.render.words import dataset_line
 
 MP4 = LoaderSetting.multiprocess(4)
@@ -433,6 +433,15 @@ def test_compute_ceiling_is_held_against_the_published_figure() -> None:
     fp32 = conclude(cuda_result(cells, 900.0, "NVIDIA H100 80GB HBM3", precision="fp32")).analysis
     assert fp32 is not None and fp32.compute_reference is not None and not fp32.compute_reference.comparable
     assert not any(isinstance(x, f.ComputeBelowPublished) for x in fp32.findings)
+
+    above = conclude(cuda_result(cells, 3972.0, "NVIDIA H100 80GB HBM3")).analysis
+    assert above is not None and above.compute_reference is not None
+    assert above.compute_reference.share == pytest.approx(
+        3972 / 2800
+    )  # the published figure, not the preset's
+    said = words.compute_reference(above.compute_reference)
+    assert "more than 20 % above it" in said and "synthetic batches" in said
+    assert "above it" not in words.compute_reference(tuned.compute_reference)
 
     other = conclude(cuda_result(cells, 900.0, "NVIDIA GeForce RTX 4090")).analysis
     assert other is not None and other.compute_reference is not None
