@@ -1,14 +1,18 @@
 """``ioprof devices``: each model × batch size trained on synthetic input on the CPU, one GPU, and
 N GPUs with DDP under torchrun. Config and session in, result out.
 
-A cell runs a short probe first (two steps at batch 2) and is not measured when its warm-up and
-minimum steps would take longer than ``--seconds``; it says so, with the time it would take.
+A cell runs a short probe first (two steps at batch 2, doubling while it can afford to:
+``predicted_step_s``) and is not measured when its warm-up and minimum steps would take longer
+than ``--seconds``; it says so, with the time it would take.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -35,10 +39,29 @@ def _setup(device: torch.device, n: int = 1) -> str:
     return "1 gpu" if n == 1 else f"{n} gpus"
 
 
-def predicted_step_s(probe_step_s: float, probe_batch: int, batch: int) -> float:
-    """A step at ``batch`` from one at ``probe_batch``: per-sample time scaled (an over-estimate for
-    small models, whose fixed cost per step it scales too)."""
-    return probe_step_s / probe_batch * batch
+def predicted_step_s(step_at: Callable[[int], float], batch: int, seconds: float) -> float:
+    """A step at ``batch``, from probes at batches doubling from PROBE_BATCH: each probe's time per
+    sample scaled to ``batch``. A step has a fixed cost (kernel launches, the optimizer) that a small
+    batch's time per sample carries many times over — on a GPU a batch of 2 costs nearly what 256
+    does — so the probe doubles while its scaled figure says the cell would not fit ``seconds`` and
+    the probes so far and the next (three steps at twice the batch, about six of this one) fit in
+    ``seconds``: the figure it stops at is the closest upper bound it could afford."""
+    per_step_s = seconds / (WARMUP_STEPS + MIN_STEPS)
+    b, spent = min(PROBE_BATCH, batch), 0.0
+    while True:
+        t = step_at(b)
+        spent += 3 * t
+        predicted = t / b * batch
+        if b >= batch or predicted <= per_step_s or spent + 6 * t > seconds:
+            return predicted
+        b = min(batch, 2 * b)
+
+
+def _probe_step(model: torch.nn.Module, spec: Any, device: torch.device, seed: int, batch: int) -> float:
+    """One step's time at ``batch`` (the faster of two, after one more to warm up)."""
+    probe = Trainer(model, spec, batch, device, seed)
+    probe.steps(1)
+    return min(probe.steps(1))
 
 
 def measure_one(model_name: str, batch: int, device: torch.device, seconds: float, seed: int) -> DeviceCell:
@@ -49,9 +72,7 @@ def measure_one(model_name: str, batch: int, device: torch.device, seconds: floa
     model = spec.build().to(device)
     params, grad = parameter_count(model), gradient_bytes(model)
     try:
-        probe = Trainer(model, spec, min(PROBE_BATCH, batch), device, seed)
-        probe.steps(1)
-        step_s = predicted_step_s(min(probe.steps(1)), min(PROBE_BATCH, batch), batch)
+        step_s = predicted_step_s(partial(_probe_step, model, spec, device, seed), batch, seconds)
         need_s = (WARMUP_STEPS + MIN_STEPS) * step_s
         if need_s > seconds:
             return DeviceCell(
@@ -65,7 +86,6 @@ def measure_one(model_name: str, batch: int, device: torch.device, seconds: floa
                 params=params,
                 gradient_bytes=grad,
             )
-        del probe
         trainer = Trainer(model, spec, batch, device, seed)
         trainer.steps(WARMUP_STEPS)
         steps: list[float] = []

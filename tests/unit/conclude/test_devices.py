@@ -74,6 +74,39 @@ def test_a_cell_too_slow_for_the_time_allowed_is_skipped_with_what_it_needs() ->
     assert c.params > 50_000_000
 
 
+def test_the_probe_doubles_its_batch_until_a_gpus_fixed_step_cost_no_longer_misleads() -> None:
+    """A GPU-like step (50 ms fixed, 0.2 ms a sample): scaled from batch 2 it reads 6.4 s at batch
+    256 (7 steps ≈ 45 s: skipped); doubling, the probe reaches batch 64 and reads 0.25 s (7 steps
+    fit 3 s: measured).
+    A CPU-like step (0.35 s a sample) stops doubling where the next probe would cost more than a step
+    the probes could afford (--seconds), and its figure is still an upper bound."""
+    from ioprof.runners.devices import predicted_step_s
+
+    probed: list[int] = []
+
+    def gpu(b: int) -> float:
+        probed.append(b)
+        return 0.05 + 0.0002 * b
+
+    assert 7 * gpu(2) / 2 * 256 > 3.0  # scaled from batch 2 alone: skipped at --seconds 3
+    probed.clear()
+    need = predicted_step_s(gpu, 256, 3.0)
+    assert 7 * need <= 3.0 and need >= 0.05 + 0.0002 * 256  # fits: measured; still an upper bound
+    assert probed == [2, 4, 8, 16, 32, 64]
+    probed.clear()
+    assert predicted_step_s(gpu, 256, 0.0) == pytest.approx(
+        (0.05 + 0.0002 * 2) * 128
+    )  # no room to probe more
+    probed.clear()
+
+    def cpu(b: int) -> float:
+        probed.append(b)
+        return 0.35 * b
+
+    need = predicted_step_s(cpu, 256, 10.0)
+    assert need == pytest.approx(0.35 * 256) and max(probed) == 4  # 3 x 0.7 + 3 x 1.4 s, then 8.4 s more: no
+
+
 def test_ddp_over_two_gloo_ranks_times_every_step(tmp_path: Path) -> None:
     c = measure_ddp(
         "lenet5", 16, 2, backend="gloo", steps=8, workdir=tmp_path, seed=0, timeout_s=180, threads_per_rank=1
