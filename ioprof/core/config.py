@@ -117,6 +117,9 @@ PREFETCH_FACTOR = 2
 DEFAULT_MAX_FAILED_SHARE = 0.05
 # A measurement runs until its 95 % interval is within ± this share of its value (or its cap).
 TARGET_REL_HALF_WIDTH = 0.05
+# ... a cell whose input-bound class is decided may stop within ± this: its class and bottleneck
+# are what the report's answer rests on, and a rate within ± 10 % changes neither.
+DECIDED_REL_HALF_WIDTH = 0.10
 # ... but no shorter than this: a window of half a second catches one state of a shared machine
 # (repeats of such cells differed by 7.5 % beyond their intervals); seconds average over its moods.
 MIN_WINDOW_S = 3.0
@@ -140,13 +143,23 @@ class RunLength:
     max_steps: int
     max_seconds: float | None
     target_rel_half_width: float = TARGET_REL_HALF_WIDTH
+    decided_rel_half_width: float = DECIDED_REL_HALF_WIDTH
     fixed: bool = False
     min_seconds: float = 0.0  # the interval may stop a window only after this long
     burst_per_worker: int = 1  # batches each worker has ready together at start-up
 
     def warmup_for(self, setting: LoaderSetting) -> int:
-        """Warm-up steps of one loader setting: the base plus its start-up burst."""
-        return self.warmup_steps + self.burst_per_worker * setting.workers
+        """Warm-up steps of one loader setting: the base plus its start-up burst, rounded up to whole
+        turns of the workers (one batch each), so that the window starts where a turn does: the loop
+        receives a turn's batches together when the step is fast, and a window cut inside a turn
+        would count batches that were made before it began."""
+        turn = setting.concurrency
+        return -(-(self.warmup_steps + self.burst_per_worker * setting.workers) // turn) * turn
+
+    def drained_for(self, setting: LoaderSetting) -> int:
+        """The warm-up's leading batches taken without a step: all but the base's last steps (the
+        start-up burst, and what rounds it to whole turns), which cost a step each and tell nothing."""
+        return self.warmup_for(setting) - self.warmup_steps if setting.workers else 0
 
 
 # On a CPU ResNet-50 trains at a few img/s: batches of 4 (about 1 s a step on 2 cores) keep the
@@ -168,9 +181,11 @@ CUDA_RUN_LENGTH = RunLength(
     min_seconds=MIN_WINDOW_S,
     burst_per_worker=PREFETCH_FACTOR,
 )
-# Simulated compute makes CPU steps milliseconds long: more of them before the interval may stop a cell.
+# Simulated compute: a step is a wait, with nothing of its own to warm up, so the warm-up is the
+# workers' start-up burst alone (rounded to whole turns); millisecond steps make the window's
+# minimum seconds, not its minimum steps, what holds a cell to a few of the machine's moods.
 CPU_SIM_RUN_LENGTH = RunLength(
-    batch_size=8, warmup_steps=5, min_steps=30, max_steps=5000, max_seconds=15.0, min_seconds=MIN_WINDOW_S
+    batch_size=8, warmup_steps=0, min_steps=5, max_steps=5000, max_seconds=15.0, min_seconds=MIN_WINDOW_S
 )
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ioprof.core.config import LoaderSetting
-from ioprof.core.stats import Interval, gaps, ratio_interval, wait_share_interval
+from ioprof.core.rates import CellRates, Method, cell_rates, loader_rate
+from ioprof.core.stats import Interval, gaps, ratio_interval
 from ioprof.core.thresholds import GROWTH_NOISE_BYTES
 
 if TYPE_CHECKING:
@@ -258,6 +259,12 @@ class GpuTelemetry:
     sampler_cpu_s: float = 0.0  # CPU time the sampling thread itself used
     sampled_s: float = 0.0  # wall time it ran
 
+    def utilization_pct(self) -> tuple[float, ...]:
+        """The utilization samples, each once: the driver's own buffer where it was read (the
+        readings every ``interval_s`` repeat the driver's last value until it updates it, about
+        every 0.17-0.2 s: two readings of one value are one observation), else those readings."""
+        return self.driver_util_pct or self.gpu_util_pct
+
     @property
     def sampler_core_share(self) -> float:
         """Share of one core the sampler cost."""
@@ -308,6 +315,8 @@ class DecodeCeiling:
     sample_bytes: int = 0
     stopped_by: str = ""  # interval | seconds | batches
     looks: int = 1  # how often a stopping rule looked at its interval (``stats.LOOKS``), or 1
+    # each batch a worker completed in the window: (cycle s, making s, images) (``rates.Produced``)
+    produced: tuple[tuple[float, float, int], ...] = ()
 
     @property
     def setting(self) -> LoaderSetting:
@@ -318,11 +327,20 @@ class DecodeCeiling:
         """What one reader decodes: a worker, or the training process of the serial loader."""
         return self.img_per_s / self.setting.concurrency
 
+    def rate(self) -> tuple[Interval, Method]:
+        """img/s with its 95 % interval, centred on img_per_s (the figure every table and answer
+        shows, as a cell's is), from the batches' arrivals or the workers' own (``rates``)."""
+        return loader_rate(
+            images=[float(n) for n in self.batch_images],
+            durations=self.batch_s,
+            img_per_s=self.img_per_s,
+            workers=self.workers,
+            produced=self.produced,
+            looks=self.looks,
+        )
+
     def throughput(self) -> Interval:
-        # centred on img_per_s, the figure every table and answer shows (as a cell's is)
-        return ratio_interval(
-            [float(n) for n in self.batch_images], list(self.batch_s), self.setting.concurrency, self.looks
-        ).centered_on(self.img_per_s)
+        return self.rate()[0]
 
     def derived(self) -> dict[str, Any]:
         return _interval_fields("img_per_s", self.throughput())
@@ -665,6 +683,8 @@ class CellResult:
     # quarter second or more after the last reading; in a user's loop, half a second): (seconds,
     # bytes fetched) each, counted as ``fetched`` is; they add up to it. None in a file from before
     fetched_segments: tuple[tuple[float, int], ...] = ()
+    # each batch a worker completed in the window: (cycle s, making s, images) (``rates.Produced``)
+    produced: tuple[tuple[float, float, int], ...] = ()
 
     @property
     def setting(self) -> LoaderSetting:
@@ -683,17 +703,26 @@ class CellResult:
     def step_durations_s(self) -> list[float]:
         return [w + s for w, s in zip(self.wait_s, self.step_s, strict=True)]
 
-    def throughput(self) -> Interval:
-        """img/s with its 95 % interval: batch means over groups of consecutive steps, each
-        group at least one step per worker long (their batches arrive in bursts)."""
+    def rates(self) -> CellRates:
+        """img/s and the data-wait share with their 95 % intervals, from the loop's steps or the
+        workers' own batches (``rates.cell_rates``), centred on img_per_s (images over the
+        window's clock), the figure every table shows."""
         images = [float(n) for n in self.images_per_step] or [float(self.batch_size)] * self.steps
-        # centred on img_per_s (images over the window's clock), the figure every table shows
-        return ratio_interval(
-            images, self.step_durations_s(), self.setting.concurrency, self.looks
-        ).centered_on(self.img_per_s)
+        return cell_rates(
+            images=images,
+            wait_s=self.wait_s,
+            step_s=self.step_s,
+            img_per_s=self.img_per_s,
+            workers=self.workers,
+            produced=self.produced,
+            looks=self.looks,
+        )
+
+    def throughput(self) -> Interval:
+        return self.rates().throughput
 
     def wait_share(self) -> Interval:
-        return wait_share_interval(list(self.wait_s), list(self.step_s), self.setting.concurrency, self.looks)
+        return self.rates().wait_share
 
     def miss_ratio(self) -> float | None:
         """Share of the bytes the loader read that were fetched from storage (None: unknown)."""
@@ -763,6 +792,7 @@ class RunInfo:
     ioprof_version: str
     min_steps: int = 0
     target_rel_half_width: float = 0.0
+    decided_rel_half_width: float = 0.0  # a cell whose class was decided could stop within ± this
     resumed_from: str = ""  # started_at of the first run whose finished cells this one kept (--resume)
     kept_cells: int = 0  # cells taken from that run, not measured again
 

@@ -176,10 +176,11 @@ class Looks:
     first: int
     min_seconds: float = 0.0
     base: int = 0
+    unit: int = 1  # the base is a whole number of these (a turn of the workers: one batch each)
 
     def due(self, n: int, elapsed_s: float = 0.0) -> bool:
         if not self.base:
-            if n >= self.first and elapsed_s >= self.min_seconds:
+            if n >= self.first and elapsed_s >= self.min_seconds and n % max(1, self.unit) == 0:
                 self.base = n
                 return True
             return False

@@ -21,9 +21,11 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from ioprof.core.config import PREFETCH_FACTOR, LoaderSetting, RunLength
+from ioprof.core.rates import Produced, cell_rates, class_decided
 from ioprof.core.results import (
     UNKNOWN_FETCH,
     CacheInfo,
@@ -33,7 +35,7 @@ from ioprof.core.results import (
     IoCounts,
     Undecodable,
 )
-from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, data_wait_share, ratio_interval
+from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, data_wait_share
 from ioprof.datasets.dataset import Dataset
 from ioprof.host import iocounters
 from ioprof.host.fetched import FetchReadings, FetchSnapshot, MountCounters, decide
@@ -154,22 +156,42 @@ class _Window:
             self.event_waits.append(self.pending_wait)
             self.pending_wait = 0.0
 
-    def stop_reason(self, run: RunLength, setting: LoaderSetting, elapsed_s: float) -> str:
-        """Why the window should end now ("" to go on): steps, seconds, or a narrow interval."""
+    def stop_reason(
+        self,
+        run: RunLength,
+        setting: LoaderSetting,
+        elapsed_s: float,
+        produced: Callable[[], Sequence[Produced]] = tuple,
+    ) -> str:
+        """Why the window should end now ("" to go on): steps, seconds, or an answer decided — the
+        wait share's class on one side of each threshold and the rate within ± the target
+        (``interval``), or within ± ``decided_rel_half_width`` (``decided``). Looked at only at
+        whole turns of the workers (``stats.Looks``), the workers' batches read then."""
         n = len(self.waits)
         if n >= run.max_steps:
             return "steps"
         if run.max_seconds is not None and elapsed_s >= run.max_seconds:
             return "seconds"
         if self.looks is None:
-            self.looks = Looks(run.min_steps, run.min_seconds)
+            self.looks = Looks(run.min_steps, run.min_seconds, unit=setting.concurrency)
         if run.fixed or not self.looks.due(n, elapsed_s):
             return ""
-        durations = [w + s for w, s in zip(self.waits, self.steps, strict=True)]
-        interval = ratio_interval([float(i) for i in self.images], durations, setting.concurrency, LOOKS)
-        if interval.batches >= MIN_BATCHES and interval.rel_half_width <= run.target_rel_half_width:
+        images = [float(i) for i in self.images]
+        rates = cell_rates(
+            images=images,
+            wait_s=self.waits,
+            step_s=self.steps,
+            img_per_s=sum(images) / elapsed_s if elapsed_s > 0 else 0.0,
+            workers=setting.workers,
+            produced=produced() if setting.workers else (),
+            looks=LOOKS,
+        )
+        rate = rates.throughput
+        if rate.batches < MIN_BATCHES or not class_decided(rates.wait_share):
+            return ""
+        if rate.rel_half_width <= run.target_rel_half_width:
             return "interval"
-        return ""
+        return "decided" if rate.rel_half_width <= run.decided_rel_half_width else ""
 
 
 def _cell_loader(plan: CellPlan, stage_folder: str) -> tuple[Iterable[Batch], CacheInfo]:
@@ -253,7 +275,7 @@ def _run_cell(
 ) -> CellResult:
     ds, setting, run = plan.dataset, plan.setting, plan.run
     dl, cache = _cell_loader(plan, folder)
-    warmup = run.warmup_for(setting)
+    warmup, drain = run.warmup_for(setting), run.drained_for(setting)
     mount = MountCounters(ds.fs)
     window = _Window()
     inside = _recorder(plan, folder)  # /dev/shm read before any batch is in it
@@ -272,6 +294,7 @@ def _run_cell(
                 inside.read_if_stale(pids)  # a long warm-up: the window starts with a reading
                 io_before, mount_before = readings.open(clock())
                 window_start, window_mark = io_before.at_s, step.mark()
+                made = partial(_produced_now, folder, window_start, clock)  # the workers' batches so far
                 gpu.start()
             t_a = clock()
             batch = next(it)
@@ -285,16 +308,11 @@ def _run_cell(
             failures.add(batch.failures, batch.converted)
             # the workers' start-up burst (their first batches, made together while they started)
             # is drained without a step: training on it would cost a step each and tell nothing
-            drained = i < setting.workers
-            marks = (
-                step(batch.images, batch.labels)
-                if batch.images is not None and batch.labels is not None and not drained
-                else None
-            )
+            marks = _train(step, batch) if i >= drain else None
             t_c = clock()
             if i >= warmup:
                 window.add(t_b - t_a, t_c - t_b, batch, marks)
-                stopped_by = window.stop_reason(run, setting, t_c - window_start)
+                stopped_by = window.stop_reason(run, setting, t_c - window_start, made)
                 if stopped_by:
                     break
                 readings.step(len(window.waits), clock())
@@ -320,8 +338,26 @@ def _run_cell(
     )
     if not plan.inside:
         return result
+    if setting.workers:
+        result = replace(result, produced=_produced(folder, window_start, io_after.at_s))
     main = [(stages.PIN, pins.between(None, window_start, io_after.at_s)), (stages.WAIT, window.waits)]
     return replace(result, inside=inside.result(window_start, io_after.at_s, main))
+
+
+def _train(step: TrainStep, batch: Batch) -> StepEvents | None:
+    """One training step on the batch (none for a batch without images)."""
+    if batch.images is None or batch.labels is None:
+        return None
+    return step(batch.images, batch.labels)
+
+
+def _produced_now(folder: str, start_s: float, clock: Callable[[], float]) -> tuple[Produced, ...]:
+    return _produced(folder, start_s, clock())
+
+
+def _produced(folder: str, start_s: float, end_s: float) -> tuple[Produced, ...]:
+    """The batches the workers completed between two readings of the clock, each with its cycle."""
+    return stages.produced(stages.read_rows(folder, 0), start_s, end_s)
 
 
 def _iterate(

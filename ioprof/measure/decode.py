@@ -15,12 +15,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ioprof.core.config import TARGET_REL_HALF_WIDTH, LoaderSetting
+from ioprof.core.config import DECIDED_REL_HALF_WIDTH, TARGET_REL_HALF_WIDTH, LoaderSetting
+from ioprof.core.rates import Produced, loader_rate
 from ioprof.core.results import CacheInfo, ComputeCeiling, DecodeCeiling, StorageCeiling
-from ioprof.core.stats import LOOKS, MIN_BATCHES, Interval, Looks, ratio_interval
+from ioprof.core.stats import LOOKS, MIN_BATCHES, Interval, Looks
 from ioprof.core.thresholds import DECODE_ABOVE_COMPUTE
+from ioprof.measure import stages
 from ioprof.measure.loader import Batch, make_loader, start_loader
 from ioprof.measure.sample import MemorySample
 
@@ -52,24 +54,34 @@ DECODE_PROBE_TURN_S = 0.5
 
 
 def _stop_reason(interval: Interval, above: Above | None) -> str:
-    """Why a look stops the probe ("" to go on): a narrow interval, or one wholly above the rate
-    it competes with."""
+    """Why a look stops the probe ("" to go on): a narrow interval, one wholly above the rate it
+    competes with, or one within ± DECIDED_REL_HALF_WIDTH wholly below every ceiling it competes
+    with (``decided``: decode is then the lowest stage whichever end of the interval is true)."""
     if interval.batches < MIN_BATCHES:
         return ""
     if interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
         return "interval"
     if above is not None and interval.known and interval.low >= above.img_per_s:
         return f"above-{above.stage}"
+    if (
+        above is not None
+        and interval.known
+        and interval.rel_half_width <= DECIDED_REL_HALF_WIDTH
+        and interval.high < above.under_img_per_s
+    ):
+        return "decided"
     return ""
 
 
 @dataclass(frozen=True)
 class Above:
     """A rate a decode ceiling need not be told apart from once wholly above it, and the stage whose
-    ceiling set it (compute or storage)."""
+    ceiling set it (compute or storage); ``under_img_per_s``: the lowest lower end of those ceilings
+    (0: none known), below which decode is the bottleneck however its interval narrows."""
 
     img_per_s: float
     stage: str
+    under_img_per_s: float = 0.0
 
 
 def above_compute(compute: ComputeCeiling | None) -> float | None:
@@ -88,17 +100,22 @@ def above_for(
     compute ceiling and ``storage``'s at the setting's readers (upper bounds of their intervals).
     ``storage``: the ceilings the cells read through (cold or emulated storage), else none — a
     decode ceiling far above the storage the cells wait on cannot be what limits them either."""
-    bounds = []
+    bounds, lows = [], []
     c = above_compute(compute)
-    if c is not None:
+    if c is not None and compute is not None:
         bounds.append(Above(c, "compute"))
+        lows.append(compute.throughput().low)
     for s in storage:
         if s.files and s.concurrency == setting.concurrency:
             rate = s.file_rate()
             high = rate.high if rate.known else s.img_per_s
             if math.isfinite(high) and high > 0:
                 bounds.append(Above(DECODE_ABOVE_COMPUTE * high, "storage"))
-    return min(bounds, key=lambda a: a.img_per_s) if bounds else None
+                lows.append(rate.low if rate.known else 0.0)
+    if not bounds:
+        return None
+    lowest = min(bounds, key=lambda a: a.img_per_s)
+    return replace(lowest, under_img_per_s=max(0.0, min(lows)))
 
 
 def probe_batch(batch_size: int, setting: LoaderSetting, per_reader_img_per_s: float | None) -> int:
@@ -144,41 +161,46 @@ def probe_decode(
     rate in the setting measured before, which sets the batch (``probe_batch``)."""
     warm = warmup_batches(setting)
     batch_size = probe_batch(batch_size, setting, per_reader_img_per_s)
-    # The sampler draws indices lazily, one permutation per pass: a generous count costs nothing.
-    dl = make_loader(
-        sample.paths,
-        sample.labels,
-        setting=setting,
-        crop_px=crop_px,
-        batch_size=batch_size,
-        num_samples=(warm + 1_000_000) * batch_size,
-        seed=seed,
-        blobs=sample.blobs,
-        start_method=start_method,
-    )
-    images: list[int] = []
-    spans: list[float] = []
-    looks = Looks(DECODE_PROBE_MIN_BATCHES_PER_WORKER * setting.concurrency, min_seconds)
-    stopped_by = ""
-    it: Iterator[Batch] = start_loader(dl)
-    try:
-        for _ in range(warm):
-            next(it)
-        started = last = clock()
-        for batch in it:
-            now = clock()
-            images.append(0 if batch.images is None else int(batch.images.shape[0]))
-            spans.append(now - last)
-            last = now
-            if now - started >= max_seconds:
-                break
-            if looks.due(len(spans), now - started):
-                interval = ratio_interval([float(n) for n in images], spans, setting.concurrency, LOOKS)
-                stopped_by = _stop_reason(interval, above)
-                if stopped_by:
+    with stages.folder_for() as folder:
+        # The sampler draws indices lazily, one permutation per pass: a generous count costs nothing.
+        dl = make_loader(
+            sample.paths,
+            sample.labels,
+            setting=setting,
+            crop_px=crop_px,
+            batch_size=batch_size,
+            num_samples=(warm + 1_000_000) * batch_size,
+            seed=seed,
+            blobs=sample.blobs,
+            start_method=start_method,
+            worker_init_fn=stages.WorkerStages(folder, 0, None) if setting.workers else None,
+        )
+        images: list[int] = []
+        spans: list[float] = []
+        looks = Looks(
+            DECODE_PROBE_MIN_BATCHES_PER_WORKER * setting.concurrency, min_seconds, unit=setting.concurrency
+        )
+        stopped_by = ""
+        it: Iterator[Batch] = start_loader(dl)
+        started = clock()
+        try:
+            for _ in range(warm):
+                next(it)
+            started = last = clock()
+            for batch in it:
+                now = clock()
+                images.append(0 if batch.images is None else int(batch.images.shape[0]))
+                spans.append(now - last)
+                last = now
+                if now - started >= max_seconds:
                     break
-    finally:
-        del it
+                if looks.due(len(spans), now - started):
+                    stopped_by = _look(images, spans, _made(folder, setting, started, now), setting, above)
+                    if stopped_by:
+                        break
+        finally:
+            del it
+        made = _made(folder, setting, started, last)
     elapsed = max(sum(spans), 1e-9)
     stopped_by = stopped_by or "seconds"
     return DecodeCeiling(
@@ -194,4 +216,30 @@ def probe_decode(
         sample_bytes=sample.bytes,
         stopped_by=stopped_by,
         looks=LOOKS,
+        produced=made,
     )
+
+
+def _look(
+    images: Sequence[int],
+    spans: Sequence[float],
+    made: Sequence[Produced],
+    setting: LoaderSetting,
+    above: Above | None,
+) -> str:
+    """Why the probe stops at this look ("" to go on): its rate so far, from the batches' arrivals
+    or the workers' own (``rates.loader_rate``)."""
+    interval, _ = loader_rate(
+        images=[float(n) for n in images],
+        durations=spans,
+        img_per_s=sum(images) / max(sum(spans), 1e-9),
+        workers=setting.workers,
+        produced=made,
+        looks=LOOKS,
+    )
+    return _stop_reason(interval, above)
+
+
+def _made(folder: str, setting: LoaderSetting, start_s: float, end_s: float) -> tuple[Produced, ...]:
+    """The batches the workers completed in the window, with their cycles (none without workers)."""
+    return stages.produced(stages.read_rows(folder, 0), start_s, end_s) if setting.workers else ()

@@ -66,6 +66,7 @@ class Session:
             ioprof_version=__version__,
             min_steps=r.min_steps,
             target_rel_half_width=r.target_rel_half_width,
+            decided_rel_half_width=r.decided_rel_half_width,
         )
 
 

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ioprof.core.rates import Produced
 from ioprof.core.results import REST_OF_GETITEM, LoaderStages, StageTime
 from ioprof.core.stats import ratio_interval
 
@@ -496,6 +497,20 @@ def read_rows(folder: str | Path, tag: int | None = None) -> list[dict[str, Any]
                         rows.append(row)
     rows.sort(key=lambda r: r["t"])
     return rows
+
+
+def produced(rows: Sequence[dict[str, Any]], start_s: float, end_s: float) -> tuple[Produced, ...]:
+    """Each batch a process completed between ``start_s`` and ``end_s`` (rows ordered by time):
+    its cycle — since the same process completed its previous batch, 0 for its first —, the
+    seconds its fetch took, and its images (``rates.Produced``)."""
+    last: dict[int, float] = {}
+    out: list[Produced] = []
+    for r in rows:
+        pid, t = r["pid"], float(r["t"])
+        if start_s <= t <= end_s and r["n"] > 0:
+            out.append((t - last[pid] if pid in last else 0.0, float(r["fetch_s"]), int(r["n"])))
+        last[pid] = t
+    return tuple(out)
 
 
 def summarize(

@@ -321,7 +321,11 @@ class _Loader:
         return sources.describe(source, self.settings["dataset_root"]) if source is not None else None
 
     def observed(self) -> dict[str, Any]:
-        """This loader's window as plain data (``result.build_result`` reads it)."""
+        """This loader's window as plain data (``result.build_result`` reads it). A window the run
+        left partial keeps the GPU's readings up to now: its sampler is stopped here."""
+        if self.gpu is not None:
+            self.telemetry = self.gpu.stop()
+            self.gpu = None
         w = self.window
         waits, steps, clock = list(w.waits), list(w.step_times), "host"
         if w.marks is not None and w.units and len(w.units) == len(w.waits):

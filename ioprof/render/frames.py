@@ -31,7 +31,7 @@ def _bounds(name: str, i: Interval | None) -> dict[str, Any]:
 def _cell_row(c: CellResult) -> dict[str, Any]:
     v = c.verdict
     ok = c.status == "ok" and c.steps > 0
-    util = c.gpu.gpu_util_pct
+    util = c.gpu.utilization_pct()
     parts = c.cuda.mean_s() if c.cuda is not None else {}
     return {
         "dataset": c.dataset,

@@ -8,10 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ioprof.conclude.sweep import is_sweep, speedup_over_serial
+from ioprof.core.config import DECIDED_REL_HALF_WIDTH
 from ioprof.core.findings import CpuIsTheDevice, FetchedAboveStorage
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import CellResult, DatasetCeilings, RunInfo, SweepResult
-from ioprof.core.stats import INTERIM_LOOKS, LOOKS, looks_level, share_below, summarize
+from ioprof.core.stats import INTERIM_LOOKS, LOOKS, MIN_BATCHES, Interval, looks_level, share_below, summarize
 from ioprof.core.thresholds import (
     DECODE_ABOVE_COMPUTE,
     HIGHLY_INPUT_BOUND_SHARE,
@@ -19,7 +20,7 @@ from ioprof.core.thresholds import (
     READ_CALLS_MIN_SHARE,
 )
 from ioprof.render import inside, words
-from ioprof.render.fmt import mb, ms, pct, rate, rate_ci, share_ci
+from ioprof.render.fmt import duration, mb, ms, pct, rate, rate_ci, share_ci
 from ioprof.render.mdtable import table
 from ioprof.render.plots import (
     GPU_UTIL_PNG,
@@ -106,8 +107,8 @@ def _speedup(result: SweepResult) -> list[str]:
         rows.append(
             [
                 info.label,
-                rate_ci(serial.throughput()) if serial else "—",
-                f"{rate_ci(best.throughput())} ({best.setting.label})" if best else "—",
+                cell_figures(serial)[0] if serial else "—",
+                f"{cell_figures(best)[0]} ({best.setting.label})" if best else "—",
                 f"{ratio:.2f}×" if ratio else "—",
             ]
         )
@@ -149,8 +150,7 @@ def _cell_row(c: CellResult, sim: bool, impossible: bool = False) -> list[str]:
     return [
         c.dataset,
         c.setting.label,
-        rate_ci(c.throughput()),
-        share_ci(c.wait_share()),
+        *cell_figures(c),
         klass,
         v.bottleneck if v else "—",
         predicted,
@@ -159,6 +159,34 @@ def _cell_row(c: CellResult, sim: bool, impossible: bool = False) -> list[str]:
         f"{c.startup_s:.2f} s" if c.startup_s else "—",
         f"{c.steps} ({c.stopped_by}){gpu}",
     ]
+
+
+def cell_figures(c: CellResult) -> tuple[str, str]:
+    """A cell's img/s and data wait with their intervals, marked where the workers' own batches
+    gave them (W); where the observations cannot decide, the words say so and what would."""
+    r = c.rates()
+    mark = " (W)" if r.method == "workers" else ""
+    if _decided(r.throughput):
+        return rate_ci(r.throughput) + mark, share_ci(r.wait_share) + mark
+    return rate(c.img_per_s), f"{pct(r.wait_share.value)}: {_too_few(c, r.turns)}"
+
+
+def _decided(i: Interval) -> bool:
+    """An interval that tells its figure apart from 0 (narrower than the figure itself)."""
+    return i.known and i.low > 0 and i.high - i.value <= i.value
+
+
+def _too_few(c: CellResult, turns: float) -> str:
+    """Why a cell's figures are not decided, and about how long a window would decide them."""
+    if not c.workers:
+        return f"too few steps to decide ({c.steps})"
+    per_turn_s = c.elapsed_s / turns if turns > 0 else 0.0
+    more = (
+        f"; a window of about {duration(MIN_BATCHES * per_turn_s)} would hold {MIN_BATCHES}"
+        if per_turn_s
+        else ""
+    )
+    return f"too few batches to decide: {turns:.1f} turns of {c.workers} workers{more}"
 
 
 def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
@@ -189,7 +217,11 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
         "delivering while the process decodes and steps, at worst reading, decoding and stepping in "
         'turn). "MB/s fetched" is what came from storage '
         "(its interval from the window cut where the counters were read again, every half second or less), "
-        '"read" what the loader read from the dataset\'s files; how the fetched bytes were counted:',
+        "\"read\" what the loader read from the dataset's files. Intervals rest on the loop's steps, in groups of "
+        f"whole turns of the workers (one batch each), or — marked (W) — where the window held fewer than {MIN_BATCHES} "
+        "turns, on the workers' own batches (each worker's time from one batch to its next; the loop's own total "
+        "lies inside); no rate's interval reaches above what the step alone or the workers allow. "
+        "How the fetched bytes were counted:",
         "",
         *(f"- `{m}`: {words.FETCH_METHODS.get(m, m)}" for m in methods),
         "",
@@ -256,7 +288,7 @@ def _evidence(result: SweepResult) -> list[str]:
 
 
 def _gpu_mean(c: CellResult) -> str:
-    s = summarize(c.gpu.gpu_util_pct)
+    s = summarize(c.gpu.utilization_pct())
     return f"{s.mean:.0f} %" + (" (partial)" if c.gpu.partial else "")
 
 
@@ -402,6 +434,7 @@ DECODE_STOPS = {
     "interval": "interval ±5 %",
     "above-compute": f"interval above {DECODE_ABOVE_COMPUTE:g}× compute",
     "above-storage": f"interval above {DECODE_ABOVE_COMPUTE:g}× storage",
+    "decided": f"interval ±{DECIDED_REL_HALF_WIDTH:.0%}, below compute and storage",
     "seconds": "time cap",
 }
 
@@ -412,7 +445,7 @@ def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
     rows = [
         [
             d.setting.label,
-            rate_ci(d.throughput()),
+            rate_ci(d.throughput()) + (" (W)" if d.rate()[1] == "workers" else ""),
             rate(d.per_reader_img_per_s),
             str(d.images),
             *([str(b)] if smaller else []),
@@ -443,6 +476,16 @@ def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
             rows,
         ),
         "",
+        *(
+            [
+                "(W): the interval rests on the workers' own batches (each worker's time from one batch to its "
+                f"next), where the probe held fewer than {MIN_BATCHES} whole turns of the workers; the rate itself "
+                "is the batches' arrivals.",
+                "",
+            ]
+            if any(d.rate()[1] == "workers" for d in dc.decode)
+            else []
+        ),
     ]
 
 
@@ -467,7 +510,8 @@ def _gpu_utilization(result: SweepResult) -> list[str]:
         return [*out, f"No GPU telemetry: {reason or 'no samples'}.", ""]
     rows = []
     for c in gpu_cells:
-        s = summarize(c.gpu.gpu_util_pct)
+        util = c.gpu.utilization_pct()
+        s = summarize(util)
         rows.append(
             [
                 c.dataset,
@@ -476,8 +520,8 @@ def _gpu_utilization(result: SweepResult) -> list[str]:
                 f"{s.p5:.0f}",
                 f"{s.p50:.0f}",
                 f"{s.p95:.0f}",
-                pct(share_below(c.gpu.gpu_util_pct, 50.0), 0),
-                str(s.n),
+                pct(share_below(util, 50.0), 0),
+                f"{s.n}" + ("" if c.gpu.driver_util_pct else " (readings)"),
             ]
         )
     cost = max(c.gpu.sampler_core_share for c in gpu_cells)
@@ -488,8 +532,10 @@ def _gpu_utilization(result: SweepResult) -> list[str]:
         "",
         *table(["dataset", "loader", "mean %", "p5 %", "p50 %", "p95 %", "samples < 50 %", "samples"], rows),
         "",
-        f"Sampled over each cell's measured window only (warm-up and worker start-up excluded). The sampler "
-        f"(every {every:g} s) used at most {cost:.2%} of one CPU core.",
+        f"Sampled over each cell's measured window only (warm-up and worker start-up excluded): the driver's own "
+        "samples, each once (its buffer, `nvmlDeviceGetSamples`), or where that could not be read, readings "
+        f"every {every:g} s, which repeat the driver's value until it updates it (marked). The sampler used at "
+        f"most {cost:.2%} of one CPU core.",
         "",
         f"![GPU utilization over time]({GPU_UTIL_PNG})",
         "",
@@ -551,8 +597,10 @@ def _run_length_lines(result: SweepResult) -> list[str]:
     out = [
         f"- Each cell: batch {r.batch_size}; warm-up of {r.warmup_steps} step(s){_burst_words(result)}, excluded; "
         "then measured until the throughput's interval "
-        f"is within ± {r.target_rel_half_width:.0%} at a look (after {r.min_steps}, {2 * r.min_steps}, "
-        f"{4 * r.min_steps}… steps), or {r.steps} steps, or {cap}. The serial loader is `DataLoader(num_workers=0)`, "
+        f"is within ± {r.target_rel_half_width:.0%} and the data wait's class is decided at a look (after "
+        f"{r.min_steps}, {2 * r.min_steps}, {4 * r.min_steps}… steps, rounded up to whole turns of the workers; "
+        f"`decided`: the class decided and the rate within ± {r.decided_rel_half_width:.0%}, which changes neither "
+        f"the class nor the bottleneck), or {r.steps} steps, or {cap}. The serial loader is `DataLoader(num_workers=0)`, "
         "loading in the training process.",
         f"- Cache regime of the end-to-end cells: **{cache}**{regime}. Storage ceilings are measured cold; decode "
         "ceilings from an in-memory sample.",
@@ -570,11 +618,18 @@ def _run_length_lines(result: SweepResult) -> list[str]:
 
 
 def _burst_words(result: SweepResult) -> str:
-    """The warm-up's part per loader worker, as the cells ran it (each cell records its warm-up)."""
+    """The warm-up's part per loader worker, as the cells ran it (each cell records its warm-up):
+    the start-up burst, rounded up to whole turns of the workers where every cell's warm-up is
+    (files from before the rounding say the burst alone)."""
     base = result.run.warmup_steps
-    per_worker = {
-        (c.warmup_steps - base) / c.workers for c in result.cells if c.workers and c.warmup_steps >= base
-    }
+    mp = [c for c in result.cells if c.workers and c.warmup_steps >= base]
+    if mp and all(c.warmup_steps % c.workers == 0 for c in mp) and any(c.warmup_steps > base for c in mp):
+        return (
+            " plus the loader workers' start-up burst (their first batches, made together; on a GPU every batch "
+            "they prefetch), the whole rounded up to whole turns of the workers (a batch each) and all but the "
+            "last step(s) taken without a step"
+        )
+    per_worker = {(c.warmup_steps - base) / c.workers for c in mp}
     if not per_worker or per_worker == {0}:
         return ""
     if per_worker == {1}:

@@ -41,6 +41,17 @@ def test_compute_spec() -> None:
             parse_compute(bad)
 
 
+def test_presets_ioprof_measured_take_its_step_with_the_published_figure_beside() -> None:
+    """sim:h100 and sim:h200 simulate what ioprof's own step measured on the real devices (bf16,
+    channels-last, batch 256), not the published 2,800 img/s; the published figure stays beside."""
+    h100, h200, a100 = GPU_PRESETS["h100"], GPU_PRESETS["h200"], GPU_PRESETS["a100"]
+    assert (h100.kind, h100.img_per_s, h100.published_img_per_s) == ("measured", 3972.0, 2800.0)
+    assert (h200.kind, h200.img_per_s) == ("measured", 4703.0)
+    assert "bf16, channels-last, batch 256" in h200.source and "2,800 img/s published" in h200.source
+    assert (a100.kind, a100.img_per_s) == ("published", a100.published_img_per_s)
+    assert parse_compute("sim:h200").sim_img_per_s == 4703.0
+
+
 def test_presets_have_sources() -> None:
     for name in ("a100", "h100", "h200"):
         assert GPU_PRESETS[name].source and GPU_PRESETS[name].img_per_s > 0
@@ -68,10 +79,13 @@ def test_the_warm_up_leaves_out_the_start_up_burst_every_batch_a_gpu_step_takes_
     from ioprof.core.config import run_length_for
 
     serial, eight = LoaderSetting.serial(), LoaderSetting.multiprocess(8)
-    # on the CPU a step outlasts a worker's batch: one ready batch a worker is the burst
-    assert (CPU_RUN_LENGTH.warmup_for(serial), CPU_RUN_LENGTH.warmup_for(eight)) == (1, 9)
-    # a GPU step takes both prefetched rounds as fast as the first: 2 a worker (3 + 16)
-    assert (CUDA_RUN_LENGTH.warmup_for(serial), CUDA_RUN_LENGTH.warmup_for(eight)) == (3, 19)
+    # on the CPU a step outlasts a worker's batch: one ready batch a worker is the burst (1 + 8),
+    # rounded up to whole turns of the workers (16), all but the base's one step drained
+    assert (CPU_RUN_LENGTH.warmup_for(serial), CPU_RUN_LENGTH.warmup_for(eight)) == (1, 16)
+    assert (CPU_RUN_LENGTH.drained_for(serial), CPU_RUN_LENGTH.drained_for(eight)) == (0, 15)
+    # a GPU step takes both prefetched rounds as fast as the first: 2 a worker (3 + 16 → 24)
+    assert (CUDA_RUN_LENGTH.warmup_for(serial), CUDA_RUN_LENGTH.warmup_for(eight)) == (3, 24)
+    assert CUDA_RUN_LENGTH.warmup_for(LoaderSetting.multiprocess(3)) == 9  # 3 + 6, whole turns already
     # and so whatever the user caps or sets
     capped = run_length_for("cuda", parse_compute("real"), seconds=12.0, warmup_steps=0)
     assert capped.warmup_for(eight) == 16
@@ -143,7 +157,7 @@ def test_usage_errors_exit_2_with_what_is_allowed(
 
 def test_generated_sets_hold_about_what_a_cell_reads() -> None:
     assert SweepConfig().dataset_images("cpu") == 200  # (1 + 8 + 5 + 2 * 8) * 4 = 120, at least 200
-    assert SweepConfig(compute=parse_compute("sim:h100")).dataset_images("cpu") == (5 + 8 + 30 + 16) * 8
+    assert SweepConfig(compute=parse_compute("sim:h100")).dataset_images("cpu") == (0 + 8 + 5 + 16) * 8
     assert SweepConfig().dataset_images("cuda") == 2000  # capped
     assert SweepConfig(images_per_dataset=37).dataset_images("cuda") == 37
 

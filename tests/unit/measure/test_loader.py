@@ -188,6 +188,11 @@ def test_a_decode_ceiling_far_above_compute_stops_at_its_first_look(small_set: P
     assert _stop_reason(wide, Above(81.0, "compute")) == "" and _stop_reason(wide, None) == ""
     assert _stop_reason(Interval(100.0, 96.0, 104.0, 10), None) == "interval"
     assert _stop_reason(Interval(100.0, 80.0, 120.0, 4), Above(1.0, "compute")) == ""  # too few batch means
+    # within ± 10 % and wholly below the lowest competing ceiling: decode is the bottleneck either way
+    near = Interval(100.0, 92.0, 108.0, 10)
+    assert _stop_reason(near, Above(1000.0, "compute", 109.0)) == "decided"
+    assert _stop_reason(near, Above(1000.0, "compute", 107.0)) == ""  # it may not be the lowest
+    assert _stop_reason(near, Above(1000.0, "compute")) == "" and _stop_reason(near, None) == ""
 
 
 def test_a_decode_ceiling_stops_above_the_lower_of_compute_and_the_storage_the_cells_read() -> None:
@@ -228,12 +233,12 @@ def test_a_decode_ceiling_stops_above_the_lower_of_compute_and_the_storage_the_c
     high = rate.high
     assert rate.known and rate.value < high < 1.3 * rate.value, rate
     two = LoaderSetting.multiprocess(2)
-    assert above_for(two, None, [storage]) == Above(2 * high, "storage")
+    assert above_for(two, None, [storage]) == Above(2 * high, "storage", rate.low)
     assert above_for(LoaderSetting.multiprocess(4), None, [storage]) is None  # another reader count
     assert above_for(two, None, [replace(storage, files=0)]) is None  # nothing read
     assert above_for(two, None) is None
-    assert above_for(two, compute(1000.0), [storage]) == Above(2 * high, "storage")  # the lower
-    assert above_for(two, compute(20.0), [storage]) == Above(40.0, "compute")
+    assert above_for(two, compute(1000.0), [storage]) == Above(2 * high, "storage", rate.low)  # the lower
+    assert above_for(two, compute(20.0), [storage]) == Above(40.0, "compute", 20.0)  # the lowest low end
 
 
 def test_decode_probe_never_touches_storage(small_set: Path, tmp_path: Path) -> None:

@@ -248,6 +248,13 @@ def test_the_warm_up_is_said_as_the_cells_ran_it(analyzed: SweepResult) -> None:
     cells = tuple(replace(c, warmup_steps=base + c.workers) for c in analyzed.cells)
     md = render_markdown(replace(analyzed, cells=cells))
     assert f"warm-up of {base} step(s) plus one per loader worker (their first batches arrive together" in md
+    # as cells run it now: rounded up to whole turns of the workers
+    turns = tuple(
+        replace(c, warmup_steps=-(-(base + c.workers) // max(1, c.workers)) * c.workers)
+        for c in analyzed.cells
+    )
+    md = render_markdown(replace(analyzed, cells=turns))
+    assert "rounded up to whole turns of the workers" in md
 
 
 def test_a_virtual_machine_gets_the_host_cache_caveat(analyzed: SweepResult) -> None:
@@ -355,3 +362,38 @@ def test_the_bandwidth_at_the_steps_pace_is_said_as_a_need_not_as_a_reading() ->
         "Storage limits it: what the storage delivers alone was not measured (see *Not measured*), "
         "and training at 544 img/s needs 21.5 MB/s (40 kB an image)."
     ), first
+
+
+def _in_turns(turns: int, produced: bool) -> SweepResult:
+    """A GPU-like cell of 8 workers at 60 img/s each (a turn of batches of 256 every 4.3 s) whose loop
+    waits once a turn and steps 54 ms a batch: ``turns`` whole turns, with or without the workers'
+    own cycles (5 % apart)."""
+    steps = 8 * turns
+    waits = tuple(256 / 60 - 8 * 0.054 if i % 8 == 0 else 0.0 for i in range(steps))
+    elapsed = sum(waits) + 0.054 * steps
+    made = tuple((256 / 60 * (1 + 0.05 * (i % 3 - 1)), 256 / 60 * 0.98, 256) for i in range(steps))
+    c = replace(
+        cell("multiprocess", 8, step=0.054, steps=steps, batch=256),
+        wait_s=waits,
+        elapsed_s=elapsed,
+        img_per_s=256 * steps / elapsed,
+        data_wait_share=sum(waits) / elapsed,
+        produced=made if produced else (),
+    )
+    return conclude(sweep_result((c,)))
+
+
+def test_a_cell_of_few_turns_says_it_cannot_decide_instead_of_printing_0_to_100() -> None:
+    """Three turns of 8 workers and nothing from the workers: the loop's batch means cannot decide,
+    and the row says so in words with the window that would; with the workers' cycles the same cell
+    has its interval, marked (W), and no interval of either reaches above the step's own rate."""
+    report = render_markdown(_in_turns(3, produced=False))
+    (row,) = [line for line in report.splitlines() if "| 8 workers |" in line and "(steps)" in line]
+    assert "too few batches to decide: 3.0 turns of 8 workers; a window of about" in row
+    assert "[0–" not in report and "100.0]" not in report
+    told = render_markdown(_in_turns(3, produced=True))
+    (row,) = [line for line in told.splitlines() if "| 8 workers |" in line and "(steps)" in line]
+    assert "(W)" in row and "too few" not in row and "[0–" not in row
+    c = _in_turns(3, produced=True).cells[0]
+    assert c.rates().method == "workers" and c.throughput().high < 256 / 0.054
+    assert c.verdict is not None and c.verdict.input_bound == "highly"

@@ -1,0 +1,161 @@
+"""A cell's rate and data-wait share, from the training loop's steps or the workers' own batches.
+
+The loop sees one wait per batch, but with a fast step (a GPU's) and W workers the waits come in
+turns: one long wait, then the other W − 1 batches at once. Batch means over whole turns then
+leave a handful of groups, a t-interval with one or two degrees of freedom, for a rate that
+the loader knows far better: every worker times each batch it makes. A worker is a renewal
+process — it makes a batch, hands it over, takes the next index — so each batch it completes
+after its first gives one cycle (the time since its previous batch was done: the making, the
+hand-over and any wait for an index), and the loader delivers W batches per mean cycle. Where
+the workers keep up, the loop paces them and their cycles are its period; where they do not,
+their cycles are their own. Either way the cycles measure the rate the loop received.
+
+Which side an interval rests on is decided by counting the independent observations each
+side has, never by which interval is narrower: the loop's, where its window holds
+``stats.MIN_BATCHES`` whole turns of the workers (or the loader has none); the workers', where it
+holds fewer and they completed at least two batches in the window. The window holds whole
+turns (``RunLength.warmup_for``, ``stats.Looks``), and the loop's own total (images ÷ its
+window's time) must agree with the workers' interval (``_agrees``), else the loop's side is used. Whatever side, no interval reaches beyond what the hardware allows: a rate above what
+the step alone allows (images ÷ the step's time, the loop with no wait at all), or above what the
+workers could make were they never idle; a wait share outside [0, 1 − the rate ÷ the step's].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ioprof.core.stats import MIN_BATCHES, Interval, ratio_interval, wait_share_interval
+from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
+
+Method = Literal["loop", "workers"]
+
+# A batch a worker completed in a cell's window: (its cycle in s — since that worker's previous
+# batch was done, 0 for a worker's first batch —, the seconds it spent making it, its images).
+Produced = tuple[float, float, int]
+
+
+@dataclass(frozen=True)
+class CellRates:
+    """A cell's rate (img/s) and data-wait share with their 95 % intervals, the side they rest on,
+    and the whole turns of the workers the loop's window held."""
+
+    throughput: Interval
+    wait_share: Interval
+    method: Method
+    turns: float  # measured steps ÷ workers (steps, for a loader without workers)
+    cycles: int  # the workers' cycles the window held (0: none recorded)
+
+
+def workers_rate(produced: Sequence[Produced], workers: int, looks: int = 1) -> Interval | None:
+    """What ``workers`` deliver together, from their cycles: W × Σimages ÷ Σcycles, with its
+    interval (batch means over cycles in completion order); None with fewer than two cycles."""
+    kept = [(c, n) for c, _, n in produced if c > 0 and n > 0]
+    if workers < 1 or len(kept) < 2:
+        return None
+    one = ratio_interval([float(n) for _, n in kept], [c for c, _ in kept], 1, looks)
+    if not one.known:
+        return None
+    return Interval(one.value * workers, one.low * workers, one.high * workers, one.batches)
+
+
+def workers_capacity(produced: Sequence[Produced], workers: int, looks: int = 1) -> float:
+    """The upper end of what the workers could make were they never idle: W × Σimages ÷ Σ their
+    time making batches (inf with fewer than two batches)."""
+    kept = [(b, n) for _, b, n in produced if b > 0 and n > 0]
+    if workers < 1 or len(kept) < 2:
+        return math.inf
+    one = ratio_interval([float(n) for _, n in kept], [b for b, _ in kept], 1, looks)
+    return one.high * workers if one.known else math.inf
+
+
+def loader_rate(
+    *,
+    images: Sequence[float],
+    durations: Sequence[float],
+    img_per_s: float,
+    workers: int,
+    produced: Sequence[Produced] = (),
+    looks: int = 1,
+    top: float = math.inf,
+) -> tuple[Interval, Method]:
+    """What a loader delivered over a window of ``durations`` (one per batch received), centred on
+    ``img_per_s``, from the loop's batch means or the workers' cycles (see the module's
+    docstring), its upper end held to ``top`` and to what the workers could make never idle."""
+    concurrency = max(1, workers)
+    top = min(top, workers_capacity(produced, workers, looks))
+    theirs = workers_rate(produced, workers, looks) if len(durations) / concurrency < MIN_BATCHES else None
+    if theirs is not None and _agrees(img_per_s, theirs, sum(durations), produced):
+        low, high = min(img_per_s, theirs.low), max(img_per_s, min(theirs.high, top))
+        return Interval(img_per_s, low, high, theirs.batches), "workers"
+    loop = ratio_interval(list(images), list(durations), concurrency, looks).centered_on(img_per_s)
+    if not loop.known:
+        return loop, "loop"
+    return Interval(img_per_s, loop.low, max(img_per_s, min(loop.high, top)), loop.batches), "loop"
+
+
+def cell_rates(
+    *,
+    images: Sequence[float],
+    wait_s: Sequence[float],
+    step_s: Sequence[float],
+    img_per_s: float,
+    workers: int,
+    produced: Sequence[Produced] = (),
+    looks: int = 1,
+) -> CellRates:
+    """The rate and wait share of one cell's window (see the module's docstring)."""
+    durations = [w + s for w, s in zip(wait_s, step_s, strict=True)]
+    # the step alone: the loop can go no faster, however quickly its batches come
+    alone = ratio_interval(list(images), list(step_s), 1, looks) if durations else Interval.unknown(0.0)
+    rate, method = loader_rate(
+        images=images,
+        durations=durations,
+        img_per_s=img_per_s,
+        workers=workers,
+        produced=produced,
+        looks=looks,
+        top=alone.high if alone.known else math.inf,
+    )
+    if method == "workers":
+        share = _share_from_rate(rate, alone, wait_s, step_s)
+    else:
+        share = wait_share_interval(list(wait_s), list(step_s), max(1, workers), looks)
+    cycles = sum(1 for c, _, n in produced if c > 0 and n > 0)
+    return CellRates(rate, share, method, len(durations) / max(1, workers), cycles)
+
+
+def _agrees(img_per_s: float, theirs: Interval, elapsed_s: float, produced: Sequence[Produced]) -> bool:
+    """Whether the loop's own total agrees with the workers' interval. A window of whole turns
+    still has edges the loop sees one batch at a time: where a turn's batches arrive spread over
+    the spread of the workers' cycles, the loop's window may end (or start) anywhere in it, so its
+    total is compared with the interval stretched by that spread over the window's seconds."""
+    cycles = [c for c, _, n in produced if c > 0 and n > 0]
+    slack = (max(cycles) - min(cycles)) / elapsed_s if elapsed_s > 0 else math.inf
+    return theirs.low * (1 - slack) <= img_per_s <= theirs.high * (1 + slack)
+
+
+def _share_from_rate(
+    rate: Interval, alone: Interval, wait_s: Sequence[float], step_s: Sequence[float]
+) -> Interval:
+    """The wait share a rate leaves the step: 1 − rate ÷ the step's own rate, its interval from
+    both intervals' ends (a slower delivery, a faster step: more waiting), within [0, 1]."""
+    total = sum(wait_s) + sum(step_s)
+    value = sum(wait_s) / total if total > 0 else 0.0
+    if not alone.known or alone.low <= 0:
+        return Interval.unknown(value)
+    low = 1 - rate.high / alone.low
+    high = 1 - rate.low / alone.high
+    return Interval(value, min(value, max(0.0, low)), max(value, min(1.0, high)), rate.batches)
+
+
+def class_decided(share: Interval) -> bool:
+    """Whether a wait share's interval is known and lies on one side of each class threshold."""
+    if not share.known:
+        return False
+    return all(
+        (share.low >= t) == (share.high >= t)
+        for t in (MODERATELY_INPUT_BOUND_SHARE, HIGHLY_INPUT_BOUND_SHARE)
+    )
