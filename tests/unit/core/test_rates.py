@@ -154,3 +154,39 @@ def test_a_loop_total_outside_the_workers_interval_falls_back_to_the_loop() -> N
         images=s.images, wait_s=s.waits, step_s=s.steps, img_per_s=s.img_per_s, workers=8, produced=fast
     )
     assert r.method == "loop"
+
+
+def test_a_cell_stops_only_once_its_class_is_decided() -> None:
+    """The stopping rule: a rate within ± 5 % does not stop a cell whose wait share's interval
+    straddles the 5 % threshold; one whose class is decided stops at ± 5 % (interval) or ± 10 %
+    (decided)."""
+    from ioprof.core.config import LoaderSetting, RunLength
+    from ioprof.measure.cell import _Window
+
+    run = RunLength(batch_size=8, warmup_steps=0, min_steps=10, max_steps=100, max_seconds=None)
+
+    def stop(waits: list[float], steps: list[float]) -> str:
+        w = _Window()
+        for i, (a, b) in enumerate(zip(waits, steps, strict=True)):
+            w.add(a, b, _Batch(), None)
+            reason = w.stop_reason(run, LoaderSetting.serial(), sum(waits[: i + 1]) + sum(steps[: i + 1]))
+            if reason:
+                return reason
+        return ""
+
+    rng = random.Random(5)
+    steps = [1.0] * 10
+    assert stop([rng.uniform(0.0, 0.11) for _ in range(10)], steps) == ""  # about 5 %: either class
+    assert stop([0.5 + rng.uniform(-0.01, 0.01) for _ in range(10)], steps) == "interval"
+    assert stop([0.5 + rng.uniform(-0.15, 0.15) for _ in range(10)], steps) == "decided"
+
+
+class _Images:
+    shape = (8,)
+
+
+class _Batch:
+    images = _Images()
+    bytes_read = 0
+    retries = 0
+    paths: tuple[str, ...] = ()
