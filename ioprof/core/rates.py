@@ -15,7 +15,10 @@ side has, never by which interval is narrower: the loop's, where its window hold
 ``stats.MIN_BATCHES`` whole turns of the workers (or the loader has none); the workers', where it
 holds fewer and they completed at least two batches in the window. The window holds whole
 turns (``RunLength.warmup_for``, ``stats.Looks``), and the loop's own total (images ÷ its
-window's time) must agree with the workers' interval (``_agrees``), else the loop's side is used. Whatever side, no interval reaches beyond what the hardware allows: a rate above what
+window's time) must agree with the workers' interval (``_agrees``), else the loop's side is used.
+Where the workers could make wholly more than the step takes (their time making batches, never
+idle, against the step alone), the loop's steps are the pace and each is its own observation.
+Whatever side, no interval reaches beyond what the hardware allows: a rate above what
 the step alone allows (images ÷ the step's time, the loop with no wait at all), or above what the
 workers could make were they never idle; a wait share outside [0, 1 − the rate ÷ the step's].
 """
@@ -30,7 +33,7 @@ from typing import Literal
 from ioprof.core.stats import MIN_BATCHES, Interval, ratio_interval, wait_share_interval
 from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
 
-Method = Literal["loop", "workers"]
+Method = Literal["loop", "steps", "workers"]  # the loop in whole turns, its steps one by one, the workers
 
 # A batch a worker completed in a cell's window: (its cycle in s — since that worker's previous
 # batch was done, 0 for a worker's first batch —, the seconds it spent making it, its images).
@@ -61,14 +64,16 @@ def workers_rate(produced: Sequence[Produced], workers: int, looks: int = 1) -> 
     return Interval(one.value * workers, one.low * workers, one.high * workers, one.batches)
 
 
-def workers_capacity(produced: Sequence[Produced], workers: int, looks: int = 1) -> float:
-    """The upper end of what the workers could make were they never idle: W × Σimages ÷ Σ their
-    time making batches (inf with fewer than two batches)."""
+def workers_capacity(produced: Sequence[Produced], workers: int, looks: int = 1) -> Interval | None:
+    """What the workers could make were they never idle: W × Σimages ÷ Σ their time making
+    batches, with its interval (None with fewer than two batches)."""
     kept = [(b, n) for _, b, n in produced if b > 0 and n > 0]
     if workers < 1 or len(kept) < 2:
-        return math.inf
+        return None
     one = ratio_interval([float(n) for _, n in kept], [b for b, _ in kept], 1, looks)
-    return one.high * workers if one.known else math.inf
+    if not one.known:
+        return None
+    return Interval(one.value * workers, one.low * workers, one.high * workers, one.batches)
 
 
 def loader_rate(
@@ -79,21 +84,33 @@ def loader_rate(
     workers: int,
     produced: Sequence[Produced] = (),
     looks: int = 1,
-    top: float = math.inf,
+    alone: Interval | None = None,
 ) -> tuple[Interval, Method]:
     """What a loader delivered over a window of ``durations`` (one per batch received), centred on
     ``img_per_s``, from the loop's batch means or the workers' cycles (see the module's
-    docstring), its upper end held to ``top`` and to what the workers could make never idle."""
+    docstring), its upper end held to what the step ``alone`` allows and to what the workers could
+    make never idle. Where the workers could make wholly more than the step takes, the loop's
+    own steps set the pace: its batches wait for no turn, each step is its own observation, and a
+    worker's cycles then hold the idle time the warm-up left it (no steady state to read)."""
     concurrency = max(1, workers)
-    top = min(top, workers_capacity(produced, workers, looks))
-    theirs = workers_rate(produced, workers, looks) if len(durations) / concurrency < MIN_BATCHES else None
+    capacity = workers_capacity(produced, workers, looks)
+    known = alone is not None and alone.known
+    paced = known and capacity is not None and alone is not None and capacity.low > alone.high
+    top = min(
+        alone.high if known and alone is not None else math.inf, capacity.high if capacity else math.inf
+    )
+    turns = len(durations) / concurrency
+    theirs = workers_rate(produced, workers, looks) if turns < MIN_BATCHES and not paced else None
     if theirs is not None and _agrees(img_per_s, theirs, sum(durations), produced):
         low, high = min(img_per_s, theirs.low), max(img_per_s, min(theirs.high, top))
         return Interval(img_per_s, low, high, theirs.batches), "workers"
-    loop = ratio_interval(list(images), list(durations), concurrency, looks).centered_on(img_per_s)
+    method: Method = "steps" if paced else "loop"
+    loop = ratio_interval(list(images), list(durations), 1 if paced else concurrency, looks).centered_on(
+        img_per_s
+    )
     if not loop.known:
-        return loop, "loop"
-    return Interval(img_per_s, loop.low, max(img_per_s, min(loop.high, top)), loop.batches), "loop"
+        return loop, method
+    return Interval(img_per_s, loop.low, max(img_per_s, min(loop.high, top)), loop.batches), method
 
 
 def cell_rates(
@@ -117,12 +134,13 @@ def cell_rates(
         workers=workers,
         produced=produced,
         looks=looks,
-        top=alone.high if alone.known else math.inf,
+        alone=alone,
     )
     if method == "workers":
         share = _share_from_rate(rate, alone, wait_s, step_s)
     else:
-        share = wait_share_interval(list(wait_s), list(step_s), max(1, workers), looks)
+        group = 1 if method == "steps" else max(1, workers)
+        share = wait_share_interval(list(wait_s), list(step_s), group, looks)
     cycles = sum(1 for c, _, n in produced if c > 0 and n > 0)
     return CellRates(rate, share, method, len(durations) / max(1, workers), cycles)
 

@@ -190,3 +190,26 @@ class _Batch:
     bytes_read = 0
     retries = 0
     paths: tuple[str, ...] = ()
+
+
+def test_a_compute_bound_cpu_cell_reads_its_rate_from_its_steps_not_the_workers_warm_up() -> None:
+    """Recorded: ResNet-50 on 2 CPU cores, 8 workers, batch 4 (``sweep --resolutions 256x192``). The
+    workers make a batch in 20-30 ms and wait for the loop the rest of their cycles; just after the
+    drained warm-up those cycles grow 2.5 → 9.2 s (no steady state to read), so the workers' side
+    would say 5.0 [1.9–8.1] img/s. Their capacity lies wholly above the step's rate: the loop's steps
+    are the pace, each its own observation, and the cell is decided."""
+    steps = [0.98, 0.95, 0.91, 0.9, 1.0, 0.98, 0.95, 0.99, 0.93, 0.92, 0.91]
+    waits = [0.004, 0.004, 0.002, 0.004, 0.004, 0.002, 0.001, 0.001, 0.001, 0.001, 0.002]
+    cycles = [2.54, 3.57, 4.48, 5.35, 6.28, 7.26, 8.26, 9.23, 7.7, 7.63, 7.6]
+    busy = [0.01, 0.03, 0.02, 0.02, 0.03, 0.02, 0.02, 0.02, 0.02, 0.02, 0.02]
+    r = cell_rates(
+        images=[4.0] * 11,
+        wait_s=waits,
+        step_s=steps,
+        img_per_s=44 / (sum(steps) + sum(waits)),
+        workers=8,
+        produced=[(c, b, 4) for c, b in zip(cycles, busy, strict=True)],
+        looks=6,
+    )
+    assert r.method == "steps"
+    assert r.throughput.rel_half_width <= 0.10 and class_decided(r.wait_share) and r.wait_share.high < 0.05
