@@ -218,9 +218,10 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
         'turn). "MB/s fetched" is what came from storage '
         "(its interval from the window cut where the counters were read again, every half second or less), "
         "\"read\" what the loader read from the dataset's files. Intervals rest on the loop's steps, in groups of "
-        f"whole turns of the workers (one batch each), or — marked (W) — where the window held fewer than {MIN_BATCHES} "
+        "whole turns of the workers (one batch each; step by step where the workers could make wholly more than "
+        f"the step takes), or — marked (W) — where the window held fewer than {MIN_BATCHES} "
         "turns, on the workers' own batches (each worker's time from one batch to its next; the loop's own total "
-        "lies inside); no rate's interval reaches above what the step alone or the workers allow. "
+        "agrees with them); no rate's interval reaches above what the step alone or the workers allow. "
         "How the fetched bytes were counted:",
         "",
         *(f"- `{m}`: {words.FETCH_METHODS.get(m, m)}" for m in methods),
