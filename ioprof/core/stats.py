@@ -171,20 +171,35 @@ def is_look(n: int, first: int) -> bool:
 class Looks:
     """When a stopping rule may look at its interval: at the first count of at least ``first``
     samples reached after ``min_seconds`` (its base), then at each doubling of the base, at most
-    INTERIM_LOOKS looks in all — so that the correction for LOOKS holds however fast samples come."""
+    INTERIM_LOOKS looks in all — so that the correction for LOOKS holds however fast samples come.
+
+    With a time cap (``cap_s``), the looks the schedule can hold are known at the base look, from
+    its time: the doublings that come before the cap. Only those are taken (``planned``), and every
+    interval is held to them and the cap's (``count``): a cell that can look twice before its cap
+    pays for three looks, not six."""
 
     first: int
     min_seconds: float = 0.0
     base: int = 0
     unit: int = 1  # the base is a whole number of these (a turn of the workers: one batch each)
+    cap_s: float | None = None
+    planned: int = INTERIM_LOOKS
 
     def due(self, n: int, elapsed_s: float = 0.0) -> bool:
         if not self.base:
             if n >= self.first and elapsed_s >= self.min_seconds and n % max(1, self.unit) == 0:
                 self.base = n
+                if self.cap_s is not None and 0 < elapsed_s < self.cap_s:
+                    fit = 1 + math.floor(math.log2(self.cap_s / elapsed_s))
+                    self.planned = max(1, min(INTERIM_LOOKS, fit))
                 return True
             return False
-        return is_look(n, self.base)
+        return is_look(n, self.base) and (n // self.base).bit_length() <= self.planned
+
+    @property
+    def count(self) -> int:
+        """The looks every interval this rule reports is held to: its planned ones and the cap's."""
+        return self.planned + 1
 
 
 def looks_level(looks: int, level: float = 0.95) -> float:

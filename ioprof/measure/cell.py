@@ -173,7 +173,9 @@ class _Window:
         if run.max_seconds is not None and elapsed_s >= run.max_seconds:
             return "seconds"
         if self.looks is None:
-            self.looks = Looks(run.min_steps, run.min_seconds, unit=setting.concurrency)
+            self.looks = Looks(
+                run.min_steps, run.min_seconds, unit=setting.concurrency, cap_s=run.max_seconds
+            )
         if run.fixed or not self.looks.due(n, elapsed_s):
             return ""
         images = [float(i) for i in self.images]
@@ -184,7 +186,7 @@ class _Window:
             img_per_s=sum(images) / elapsed_s if elapsed_s > 0 else 0.0,
             workers=setting.workers,
             produced=produced() if setting.workers else (),
-            looks=LOOKS,
+            looks=self.looks.count,
         )
         rate = rates.throughput
         if rate.batches < MIN_BATCHES or not class_decided(rates.wait_share):
@@ -457,7 +459,7 @@ def _cell_result(
         bytes_per_step=tuple(window.nbytes),
         fetched=fetched,
         start_method=(plan.start_method or _default_start_method()) if plan.setting.workers else "",
-        looks=1 if plan.run.fixed else LOOKS,
+        looks=1 if plan.run.fixed else (window.looks.count if window.looks else LOOKS),
         retries=window.retries,
         window_wall_s=(io[0].wall_s, io[1].wall_s),
         fetched_segments=segments,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from ioprof.core.config import DECIDED_REL_HALF_WIDTH, TARGET_REL_HALF_WIDTH, LoaderSetting
 from ioprof.core.rates import Produced, loader_rate
 from ioprof.core.results import CacheInfo, ComputeCeiling, DecodeCeiling, StorageCeiling
-from ioprof.core.stats import LOOKS, MIN_BATCHES, Interval, Looks
+from ioprof.core.stats import MIN_BATCHES, Interval, Looks
 from ioprof.core.thresholds import DECODE_ABOVE_COMPUTE
 from ioprof.measure import stages
 from ioprof.measure.loader import Batch, make_loader, start_loader
@@ -177,9 +177,8 @@ def probe_decode(
         )
         images: list[int] = []
         spans: list[float] = []
-        looks = Looks(
-            DECODE_PROBE_MIN_BATCHES_PER_WORKER * setting.concurrency, min_seconds, unit=setting.concurrency
-        )
+        first = DECODE_PROBE_MIN_BATCHES_PER_WORKER * setting.concurrency
+        looks = Looks(first, min_seconds, unit=setting.concurrency, cap_s=max_seconds)
         stopped_by = ""
         it: Iterator[Batch] = start_loader(dl)
         started = clock()
@@ -195,7 +194,8 @@ def probe_decode(
                 if now - started >= max_seconds:
                     break
                 if looks.due(len(spans), now - started):
-                    stopped_by = _look(images, spans, _made(folder, setting, started, now), setting, above)
+                    made = _made(folder, setting, started, now)
+                    stopped_by = _look(images, spans, made, setting, above, looks.count)
                     if stopped_by:
                         break
         finally:
@@ -215,7 +215,7 @@ def probe_decode(
         sample_files=sample.files,
         sample_bytes=sample.bytes,
         stopped_by=stopped_by,
-        looks=LOOKS,
+        looks=looks.count,
         produced=made,
     )
 
@@ -226,6 +226,7 @@ def _look(
     made: Sequence[Produced],
     setting: LoaderSetting,
     above: Above | None,
+    looks: int,
 ) -> str:
     """Why the probe stops at this look ("" to go on): its rate so far, from the batches' arrivals
     or the workers' own (``rates.loader_rate``)."""
@@ -235,7 +236,7 @@ def _look(
         img_per_s=sum(images) / max(sum(spans), 1e-9),
         workers=setting.workers,
         produced=made,
-        looks=LOOKS,
+        looks=looks,
     )
     return _stop_reason(interval, above)
 

@@ -178,6 +178,36 @@ def test_a_cell_that_stops_on_its_interval_still_covers_95_percent() -> None:
     assert covered / trials >= 0.94
 
 
+def test_a_capped_cell_held_to_the_looks_its_cap_allows_still_covers_95_percent() -> None:
+    """A cap of 12 s on steps of about 1 s, first look after 5: the schedule holds two looks (5 and
+    10 steps) before the cap, known at the first look; the intervals are held to those and the
+    cap's (3, not 6) and still cover the true rate in 95 % of cells."""
+    import random
+
+    from ioprof.core.config import LoaderSetting, RunLength
+    from ioprof.core.stats import ratio_interval
+    from ioprof.measure.cell import _Window
+
+    run = RunLength(batch_size=8, warmup_steps=0, min_steps=5, max_steps=100, max_seconds=12.0)
+    rng = random.Random(2)
+    sigma = 0.1
+    true = 8 / math.exp(sigma**2 / 2)
+    covered = 0
+    trials = 2000
+    for _ in range(trials):
+        w = _Window()
+        for _ in range(run.max_steps):
+            w.waits.append(0.0)
+            w.steps.append(rng.lognormvariate(0.0, sigma))
+            w.images.append(8)
+            if w.stop_reason(run, LoaderSetting.serial(), sum(w.steps)):
+                break
+        assert w.looks is not None and w.looks.count == 3
+        interval = ratio_interval([8.0] * len(w.steps), w.steps, 1, w.looks.count)
+        covered += interval.low <= true <= interval.high
+    assert covered / trials >= 0.94
+
+
 def test_a_start_up_burst_is_cut_in_whole_batches_and_a_steady_start_is_not() -> None:
     """MSER-5 on hand-built reads of 40 kB: a token bucket's burst (the first 7 arrive at once),
     a slow start (the first 5 take five times as long), noise with no transient, a change of rate
