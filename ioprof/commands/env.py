@@ -24,6 +24,7 @@ def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress)
 def env() -> int:
     import torch
 
+    from ioprof.core.presets import GPU_PRESETS
     from ioprof.datasets.cache import default_cache_dir
     from ioprof.host.machine import machine_info
     from ioprof.host.pagecache import filesystem_of
@@ -44,6 +45,8 @@ def env() -> int:
         f"Current folder: {fs.fs_type} on {fs.source} (mounted at {fs.mountpoint}; bytes fetched counted as "
         f"{_fetch_kind(fs.kind)})",
         f"Dataset cache: {default_cache_dir()}",
+        "Simulated GPUs (--compute sim:NAME), ResNet-50 img/s:",
+        *(f"  {p.name}: {p.source}" for p in GPU_PRESETS.values()),
     ]
     print("\n".join(lines))
     return 0
