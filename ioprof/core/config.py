@@ -163,21 +163,18 @@ class RunLength:
 
 
 # On a CPU ResNet-50 trains at a few img/s: batches of 4 (about 1 s a step on 2 cores) keep the
-# warm-up past an 8-worker burst short, and cells are capped; on a GPU they are long enough for
-# the loader to reach steady state and for NVML to gather samples. On a GPU the warm-up is 3 steps
-# past the burst (cuDNN has chosen its kernels at the compute ceiling, in the same process): 10
-# were 7-36 s of a serial cell's batches of 256 at 0.7-3.6 s each on an H200 (256x192 to 1024x768),
-# and 3 left the same first steps (their mean against the rest's: 1.16 with 3, 1.18 with 10). The
-# burst there is every batch the workers prefetch: a GPU step takes the second round as fast as
-# the first. Past one batch a worker only (3 + 8 steps), an 8-worker cell's first 16 steps came
-# 0.62x the rest's time; past both (10 + 8 before), 0.85-1.03x.
+# warm-up short, and cells are capped. On a GPU, batches of 256; the warm-up is every batch the
+# workers prefetch (a GPU step takes the second round as fast as the first) and 3 steps past it
+# (cuDNN chose its kernels at the compute ceiling, in the same process; see reports/examples/h200-*).
+# A cell stops once its answer is decided: the cap binds only the slowest settings, where 30 s
+# holds 8 or more batches of 256 (a serial cell at 1024x768 took up to 3.6 s a batch on an H200).
 CPU_RUN_LENGTH = RunLength(batch_size=4, warmup_steps=1, min_steps=5, max_steps=100, max_seconds=10.0)
 CUDA_RUN_LENGTH = RunLength(
     batch_size=256,
     warmup_steps=3,
-    min_steps=20,
+    min_steps=5,
     max_steps=5000,
-    max_seconds=60.0,
+    max_seconds=30.0,
     min_seconds=MIN_WINDOW_S,
     burst_per_worker=PREFETCH_FACTOR,
 )
