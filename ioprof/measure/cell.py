@@ -25,7 +25,7 @@ from functools import partial
 from typing import Any
 
 from ioprof.core.config import PREFETCH_FACTOR, LoaderSetting, RunLength
-from ioprof.core.rates import Produced, cell_rates, class_decided
+from ioprof.core.rates import CellRates, Produced, cell_rates, class_decided
 from ioprof.core.results import (
     UNKNOWN_FETCH,
     CacheInfo,
@@ -166,34 +166,46 @@ class _Window:
         """Why the window should end now ("" to go on): steps, seconds, or an answer decided — the
         wait share's class on one side of each threshold and the rate within ± the target
         (``interval``), or within ± ``decided_rel_half_width`` (``decided``). Looked at only at
-        whole turns of the workers (``stats.Looks``), the workers' batches read then."""
+        whole turns of the workers (``stats.Looks``) — but where the workers outpace the step, whose
+        batches then wait for no turn, from the first step count on — the workers' batches read then."""
         n = len(self.waits)
         if n >= run.max_steps:
             return "steps"
         if run.max_seconds is not None and elapsed_s >= run.max_seconds:
             return "seconds"
+        if run.fixed:
+            return ""
         if self.looks is None:
             self.looks = Looks(
                 run.min_steps, run.min_seconds, unit=setting.concurrency, cap_s=run.max_seconds
             )
-        if run.fixed or not self.looks.due(n, elapsed_s):
+        looks = self.looks
+        early = not looks.base and n >= looks.first and elapsed_s >= looks.min_seconds and n % looks.unit
+        if early and self._rates(setting, elapsed_s, produced, looks.count).method == "steps":
+            looks.unit = 1
+        if not looks.due(n, elapsed_s):
             return ""
-        images = [float(i) for i in self.images]
-        rates = cell_rates(
-            images=images,
-            wait_s=self.waits,
-            step_s=self.steps,
-            img_per_s=sum(images) / elapsed_s if elapsed_s > 0 else 0.0,
-            workers=setting.workers,
-            produced=produced() if setting.workers else (),
-            looks=self.looks.count,
-        )
+        rates = self._rates(setting, elapsed_s, produced, looks.count)
         rate = rates.throughput
         if rate.batches < MIN_BATCHES or not class_decided(rates.wait_share):
             return ""
         if rate.rel_half_width <= run.target_rel_half_width:
             return "interval"
         return "decided" if rate.rel_half_width <= run.decided_rel_half_width else ""
+
+    def _rates(
+        self, setting: LoaderSetting, elapsed_s: float, produced: Callable[[], Sequence[Produced]], looks: int
+    ) -> CellRates:
+        images = [float(i) for i in self.images]
+        return cell_rates(
+            images=images,
+            wait_s=self.waits,
+            step_s=self.steps,
+            img_per_s=sum(images) / elapsed_s if elapsed_s > 0 else 0.0,
+            workers=setting.workers,
+            produced=produced() if setting.workers else (),
+            looks=looks,
+        )
 
 
 def _cell_loader(plan: CellPlan, stage_folder: str) -> tuple[Iterable[Batch], CacheInfo]:

@@ -55,7 +55,9 @@ def test_env_says_why_no_gpu(in_process) -> None:  # type: ignore[no-untyped-def
     rc, out, _ = in_process("env")
     assert rc == 0
     assert "GPU telemetry (NVML):" in out and "CPU:" in out
-    assert "  h200: 4,703 img/s measured" in out and "  a100: 2,470 img/s published" in out  # which a preset is
+    assert (
+        "  h200: 4,703 img/s measured" in out and "  a100: 2,470 img/s published" in out
+    )  # which a preset is
 
 
 def test_gen_writes_manifest(tmp_path: Path) -> None:

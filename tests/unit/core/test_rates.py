@@ -213,3 +213,28 @@ def test_a_compute_bound_cpu_cell_reads_its_rate_from_its_steps_not_the_workers_
     )
     assert r.method == "steps"
     assert r.throughput.rel_half_width <= 0.10 and class_decided(r.wait_share) and r.wait_share.high < 0.05
+
+
+def test_a_window_whose_workers_outpace_the_step_looks_before_a_whole_turn() -> None:
+    """Looks wait for whole turns of the workers, where a GPU's step takes a turn's batches at once;
+    where the workers make wholly more than the step takes, its batches wait for no turn and the
+    first look comes at the first step count (5), not at the first turn of 8 workers (8)."""
+    from ioprof.core.config import LoaderSetting, RunLength
+    from ioprof.measure.cell import _Window
+
+    run = RunLength(batch_size=8, warmup_steps=0, min_steps=5, max_steps=100, max_seconds=None)
+    eight = LoaderSetting.multiprocess(8)
+
+    def stopped_at(made: list[tuple[float, float, int]]) -> int:
+        w = _Window()
+        for i in range(40):
+            w.add(0.001, 1.0 + 0.001 * (i % 3), _Batch(), None)
+            if w.stop_reason(
+                run, eight, 1.001 * (i + 1) + 0.001 * sum(j % 3 for j in range(i + 1)), lambda: made
+            ):
+                return i + 1
+        return 0
+
+    fast = [(8.0, 0.02, 8)] * 5  # 20 ms a batch of 8: 3,200 img/s against a step's 8
+    assert stopped_at(fast) == 5
+    assert stopped_at([]) == 8  # nothing known of the workers: a whole turn
