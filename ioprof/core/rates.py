@@ -55,22 +55,21 @@ class CellRates:
 def workers_rate(produced: Sequence[Produced], workers: int, looks: int = 1) -> Interval | None:
     """What ``workers`` deliver together, from their cycles: W × Σimages ÷ Σcycles, with its
     interval (batch means over cycles in completion order); None with fewer than two cycles."""
-    kept = [(c, n) for c, _, n in produced if c > 0 and n > 0]
-    if workers < 1 or len(kept) < 2:
-        return None
-    one = ratio_interval([float(n) for _, n in kept], [c for c, _ in kept], 1, looks)
-    if not one.known:
-        return None
-    return Interval(one.value * workers, one.low * workers, one.high * workers, one.batches)
+    return _all_workers([(c, n) for c, _, n in produced], workers, looks)
 
 
 def workers_capacity(produced: Sequence[Produced], workers: int, looks: int = 1) -> Interval | None:
     """What the workers could make were they never idle: W × Σimages ÷ Σ their time making
     batches, with its interval (None with fewer than two batches)."""
-    kept = [(b, n) for _, b, n in produced if b > 0 and n > 0]
+    return _all_workers([(b, n) for _, b, n in produced], workers, looks)
+
+
+def _all_workers(spans: Sequence[tuple[float, int]], workers: int, looks: int) -> Interval | None:
+    """W × one worker's images ÷ seconds over (seconds, images) of its batches, with its interval."""
+    kept = [(s, n) for s, n in spans if s > 0 and n > 0]
     if workers < 1 or len(kept) < 2:
         return None
-    one = ratio_interval([float(n) for _, n in kept], [b for b, _ in kept], 1, looks)
+    one = ratio_interval([float(n) for _, n in kept], [s for s, _ in kept], 1, looks)
     if not one.known:
         return None
     return Interval(one.value * workers, one.low * workers, one.high * workers, one.batches)
