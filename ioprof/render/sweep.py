@@ -12,7 +12,7 @@ from ioprof.core.config import DECIDED_REL_HALF_WIDTH
 from ioprof.core.findings import CpuIsTheDevice, FetchedAboveStorage
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import CellResult, DatasetCeilings, RunInfo, SweepResult
-from ioprof.core.stats import INTERIM_LOOKS, LOOKS, MIN_BATCHES, Interval, looks_level, share_below, summarize
+from ioprof.core.stats import INTERIM_LOOKS, LOOKS, MIN_BATCHES, looks_level, share_below, summarize
 from ioprof.core.thresholds import (
     DECODE_ABOVE_COMPUTE,
     HIGHLY_INPUT_BOUND_SHARE,
@@ -20,7 +20,7 @@ from ioprof.core.thresholds import (
     READ_CALLS_MIN_SHARE,
 )
 from ioprof.render import inside, words
-from ioprof.render.fmt import duration, mb, ms, pct, rate, rate_ci, share_ci
+from ioprof.render.fmt import mb, ms, pct, rate, rate_ci
 from ioprof.render.mdtable import table
 from ioprof.render.plots import (
     GPU_UTIL_PNG,
@@ -107,8 +107,8 @@ def _speedup(result: SweepResult) -> list[str]:
         rows.append(
             [
                 info.label,
-                cell_figures(serial)[0] if serial else "—",
-                f"{cell_figures(best)[0]} ({best.setting.label})" if best else "—",
+                words.cell_figures(serial)[0] if serial else "—",
+                f"{words.cell_figures(best)[0]} ({best.setting.label})" if best else "—",
                 f"{ratio:.2f}×" if ratio else "—",
             ]
         )
@@ -150,7 +150,7 @@ def _cell_row(c: CellResult, sim: bool, impossible: bool = False) -> list[str]:
     return [
         c.dataset,
         c.setting.label,
-        *cell_figures(c),
+        *words.cell_figures(c),
         klass,
         v.bottleneck if v else "—",
         predicted,
@@ -159,34 +159,6 @@ def _cell_row(c: CellResult, sim: bool, impossible: bool = False) -> list[str]:
         f"{c.startup_s:.2f} s" if c.startup_s else "—",
         f"{c.steps} ({c.stopped_by}){gpu}",
     ]
-
-
-def cell_figures(c: CellResult) -> tuple[str, str]:
-    """A cell's img/s and data wait with their intervals, marked where the workers' own batches
-    gave them (W); where the observations cannot decide, the words say so and what would."""
-    r = c.rates()
-    mark = " (W)" if r.method == "workers" else ""
-    if _decided(r.throughput):
-        return rate_ci(r.throughput) + mark, share_ci(r.wait_share) + mark
-    return rate(c.img_per_s), f"{pct(r.wait_share.value)}: {_too_few(c, r.turns)}"
-
-
-def _decided(i: Interval) -> bool:
-    """An interval that tells its figure apart from 0 (narrower than the figure itself)."""
-    return i.known and i.low > 0 and i.high - i.value <= i.value
-
-
-def _too_few(c: CellResult, turns: float) -> str:
-    """Why a cell's figures are not decided, and about how long a window would decide them."""
-    if not c.workers:
-        return f"too few steps to decide ({c.steps})"
-    per_turn_s = c.elapsed_s / turns if turns > 0 else 0.0
-    more = (
-        f"; a window of about {duration(MIN_BATCHES * per_turn_s)} would hold {MIN_BATCHES}"
-        if per_turn_s
-        else ""
-    )
-    return f"too few batches to decide: {turns:.1f} turns of {c.workers} workers{more}"
 
 
 def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:

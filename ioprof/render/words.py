@@ -23,7 +23,7 @@ from ioprof.core.results import (
     RankCountResult,
     StorageCeiling,
 )
-from ioprof.core.stats import Interval
+from ioprof.core.stats import MIN_BATCHES, Interval
 from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, share_ci, size
 
 PLACE_HINT = "`ioprof place --data PATH --candidates /local/nvme,/dev/shm`"
@@ -766,11 +766,39 @@ def fetched_rate(cell: CellResult | RankCountResult) -> str:
 def cell_line(cell: CellResult) -> str:
     if cell.status != "ok":
         return f"{cell.dataset} {cell.setting.label}: FAILED — {cell.error}"
+    img_per_s, wait = cell_figures(cell)
     return (
-        f"{cell.dataset} {cell.setting.label}: {rate_ci(cell.throughput())} img/s, data wait "
-        f"{share_ci(cell.wait_share())}, {cell.steps} steps (stopped by {cell.stopped_by}), "
-        f"start-up {cell.startup_s:.2f} s"
+        f"{cell.dataset} {cell.setting.label}: {img_per_s} img/s, data wait {wait}, {cell.steps} steps "
+        f"(stopped by {cell.stopped_by}), start-up {cell.startup_s:.2f} s"
     )
+
+
+def cell_figures(c: CellResult) -> tuple[str, str]:
+    """A cell's img/s and data wait with their intervals, marked where the workers' own batches
+    gave them (W); where the observations cannot decide, the words say so and what would."""
+    r = c.rates()
+    mark = " (W)" if r.method == "workers" else ""
+    if _decided(r.throughput):
+        return rate_ci(r.throughput) + mark, share_ci(r.wait_share) + mark
+    return rate(c.img_per_s), f"{pct(r.wait_share.value)}: {_too_few(c, r.turns)}"
+
+
+def _decided(i: Interval) -> bool:
+    """An interval that tells its figure apart from 0 (narrower than the figure itself)."""
+    return i.known and i.low > 0 and i.high - i.value <= i.value
+
+
+def _too_few(c: CellResult, turns: float) -> str:
+    """Why a cell's figures are not decided, and about how long a window would decide them."""
+    if not c.workers:
+        return f"too few steps to decide ({c.steps})"
+    per_turn_s = c.elapsed_s / turns if turns > 0 else 0.0
+    more = (
+        f"; a window of about {duration(MIN_BATCHES * per_turn_s)} would hold {MIN_BATCHES}"
+        if per_turn_s
+        else ""
+    )
+    return f"too few batches to decide: {turns:.1f} turns of {c.workers} workers{more}"
 
 
 # -- ioprof place ------------------------------------------------------------------------------
