@@ -147,6 +147,7 @@ class RunLength:
     fixed: bool = False
     min_seconds: float = 0.0  # the interval may stop a window only after this long
     burst_per_worker: int = 1  # batches each worker has ready together at start-up
+    drain_warmup: bool = True  # warm-up batches taken without a step (``drained_for``)
 
     def warmup_for(self, setting: LoaderSetting) -> int:
         """Warm-up steps of one loader setting: the base plus its start-up burst, rounded up to whole
@@ -157,9 +158,13 @@ class RunLength:
         return -(-(self.warmup_steps + self.burst_per_worker * setting.workers) // turn) * turn
 
     def drained_for(self, setting: LoaderSetting) -> int:
-        """The warm-up's leading batches taken without a step: all but the base's last steps (the
-        start-up burst, and what rounds it to whole turns), which cost a step each and tell nothing."""
-        return self.warmup_for(setting) - self.warmup_steps if setting.workers else 0
+        """The warm-up's leading batches taken without a step, where a step costs real time that
+        tells nothing (``drain_warmup``: a CPU's ResNet-50 step, a second or so): all but the base's
+        last steps, during which the workers, far faster than the step, fill their prefetch again.
+        Where a step costs milliseconds (a GPU's, a simulated one) every batch is stepped: a drained
+        warm-up would leave the prefetch empty just as the window opens, and a loader that keeps
+        up would wait at its first steps."""
+        return self.warmup_for(setting) - self.warmup_steps if setting.workers and self.drain_warmup else 0
 
 
 # On a CPU ResNet-50 trains at a few img/s: batches of 4 (about 1 s a step on 2 cores) keep the
@@ -177,12 +182,19 @@ CUDA_RUN_LENGTH = RunLength(
     max_seconds=30.0,
     min_seconds=MIN_WINDOW_S,
     burst_per_worker=PREFETCH_FACTOR,
+    drain_warmup=False,
 )
 # Simulated compute: a step is a wait, with nothing of its own to warm up, so the warm-up is the
-# workers' start-up burst alone (rounded to whole turns); millisecond steps make the window's
+# workers' start-up burst alone (rounded to whole turns, stepped); millisecond steps make the window's
 # minimum seconds, not its minimum steps, what holds a cell to a few of the machine's moods.
 CPU_SIM_RUN_LENGTH = RunLength(
-    batch_size=8, warmup_steps=0, min_steps=5, max_steps=5000, max_seconds=15.0, min_seconds=MIN_WINDOW_S
+    batch_size=8,
+    warmup_steps=0,
+    min_steps=5,
+    max_steps=5000,
+    max_seconds=15.0,
+    min_seconds=MIN_WINDOW_S,
+    drain_warmup=False,
 )
 
 
@@ -280,6 +292,7 @@ def run_length_for(
         fixed=steps is not None,
         min_seconds=min(base.min_seconds, cap) if cap is not None else base.min_seconds,
         burst_per_worker=base.burst_per_worker,
+        drain_warmup=base.drain_warmup,
     )
 
 

@@ -83,6 +83,8 @@ def test_the_warm_up_leaves_out_the_start_up_burst_every_batch_a_gpu_step_takes_
     # rounded up to whole turns of the workers (16), all but the base's one step drained
     assert (CPU_RUN_LENGTH.warmup_for(serial), CPU_RUN_LENGTH.warmup_for(eight)) == (1, 16)
     assert (CPU_RUN_LENGTH.drained_for(serial), CPU_RUN_LENGTH.drained_for(eight)) == (0, 15)
+    # a millisecond step (a GPU's, a simulated one) takes every warm-up batch: none drained
+    assert CUDA_RUN_LENGTH.drained_for(eight) == 0 == CPU_SIM_RUN_LENGTH.drained_for(eight)
     # a GPU step takes both prefetched rounds as fast as the first: 2 a worker (3 + 16 → 24)
     assert (CUDA_RUN_LENGTH.warmup_for(serial), CUDA_RUN_LENGTH.warmup_for(eight)) == (3, 24)
     assert CUDA_RUN_LENGTH.warmup_for(LoaderSetting.multiprocess(3)) == 9  # 3 + 6, whole turns already
