@@ -49,7 +49,6 @@ class CellRates:
     wait_share: Interval
     method: Method
     turns: float  # measured steps ÷ workers (steps, for a loader without workers)
-    cycles: int  # the workers' cycles the window held (0: none recorded)
 
 
 def workers_rate(produced: Sequence[Produced], workers: int, looks: int = 1) -> Interval | None:
@@ -93,11 +92,9 @@ def loader_rate(
     worker's cycles then hold the idle time the warm-up left it (no steady state to read)."""
     concurrency = max(1, workers)
     capacity = workers_capacity(produced, workers, looks)
-    known = alone is not None and alone.known
-    paced = known and capacity is not None and alone is not None and capacity.low > alone.high
-    top = min(
-        alone.high if known and alone is not None else math.inf, capacity.high if capacity else math.inf
-    )
+    step_high = alone.high if alone is not None and alone.known else math.inf
+    paced = capacity is not None and capacity.low > step_high
+    top = min(step_high, capacity.high if capacity else math.inf)
     turns = len(durations) / concurrency
     theirs = workers_rate(produced, workers, looks) if turns < MIN_BATCHES and not paced else None
     if theirs is not None and _agrees(img_per_s, theirs, sum(durations), produced):
@@ -140,8 +137,7 @@ def cell_rates(
     else:
         group = 1 if method == "steps" else max(1, workers)
         share = wait_share_interval(list(wait_s), list(step_s), group, looks)
-    cycles = sum(1 for c, _, n in produced if c > 0 and n > 0)
-    return CellRates(rate, share, method, len(durations) / max(1, workers), cycles)
+    return CellRates(rate, share, method, len(durations) / max(1, workers))
 
 
 def _agrees(img_per_s: float, theirs: Interval, elapsed_s: float, produced: Sequence[Produced]) -> bool:
