@@ -15,7 +15,7 @@ from torchvision import models
 from ioprof.core.config import AUTO, PRECISIONS, TARGET_REL_HALF_WIDTH, ComputeSpec, PlaceConfig, SweepConfig
 from ioprof.core.errors import IoprofError
 from ioprof.core.results import ComputeCeiling, TransferCeiling
-from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, ratio_interval
+from ioprof.core.stats import MIN_BATCHES, Looks, ratio_interval
 from ioprof.measure.steptiming import StepEvents, resolve
 
 IMAGENET_CLASSES = 1000
@@ -270,7 +270,7 @@ def probe_compute(
     labels = torch.randint(0, IMAGENET_CLASSES, (batch_size,), generator=gen).to(device)
     times: list[float] = []
     events: list[StepEvents] = []
-    looks = Looks(min_steps, COMPUTE_MIN_S)
+    looks = Looks(min_steps, COMPUTE_MIN_S, cap_s=max_seconds)
     start = None
     try:
         for _ in range(warmup_steps):
@@ -306,7 +306,7 @@ def probe_compute(
         step_s=tuple(times),
         label=step.label,
         source=spec.source or "",
-        looks=1 if step.simulated or events else LOOKS,
+        looks=1 if step.simulated or events else looks.count,
     )
 
 
@@ -322,7 +322,7 @@ def _compute_done(
         return True
     if not looks.due(n, spent_s):
         return False
-    interval = ratio_interval([float(batch_size)] * n, times, 1, LOOKS)
+    interval = ratio_interval([float(batch_size)] * n, times, 1, looks.count)
     return interval.batches >= MIN_BATCHES and interval.rel_half_width <= TARGET_REL_HALF_WIDTH
 
 
