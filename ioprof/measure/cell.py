@@ -353,7 +353,7 @@ def _run_cell(
     if not plan.inside:
         return result
     if setting.workers:
-        result = replace(result, produced=_produced(folder, window_start, io_after.at_s))
+        result = replace(result, produced=stages.produced(folder, window_start, io_after.at_s))
     main = [(stages.PIN, pins.between(None, window_start, io_after.at_s)), (stages.WAIT, window.waits)]
     return replace(result, inside=inside.result(window_start, io_after.at_s, main))
 
@@ -366,12 +366,8 @@ def _train(step: TrainStep, batch: Batch) -> StepEvents | None:
 
 
 def _produced_now(folder: str, start_s: float, clock: Callable[[], float]) -> tuple[Produced, ...]:
-    return _produced(folder, start_s, clock())
-
-
-def _produced(folder: str, start_s: float, end_s: float) -> tuple[Produced, ...]:
-    """The batches the workers completed between two readings of the clock, each with its cycle."""
-    return stages.produced(stages.read_rows(folder, 0), start_s, end_s)
+    """The batches the workers completed from ``start_s`` until now, each with its cycle."""
+    return stages.produced(folder, start_s, clock())
 
 
 def _iterate(

@@ -243,4 +243,4 @@ def _look(
 
 def _made(folder: str, setting: LoaderSetting, start_s: float, end_s: float) -> tuple[Produced, ...]:
     """The batches the workers completed in the window, with their cycles (none without workers)."""
-    return stages.produced(stages.read_rows(folder, 0), start_s, end_s) if setting.workers else ()
+    return stages.produced(folder, start_s, end_s) if setting.workers else ()

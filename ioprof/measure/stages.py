@@ -499,13 +499,13 @@ def read_rows(folder: str | Path, tag: int | None = None) -> list[dict[str, Any]
     return rows
 
 
-def produced(rows: Sequence[dict[str, Any]], start_s: float, end_s: float) -> tuple[Produced, ...]:
-    """Each batch a process completed between ``start_s`` and ``end_s`` (rows ordered by time):
-    its cycle — since the same process completed its previous batch, 0 for its first —, the
-    seconds its fetch took, and its images (``rates.Produced``)."""
+def produced(folder: str | Path, start_s: float, end_s: float, tag: int = 0) -> tuple[Produced, ...]:
+    """Each batch a process of the loader whose rows are in ``folder`` completed between ``start_s``
+    and ``end_s``: its cycle — since the same process completed its previous batch, 0 for its
+    first —, the seconds its fetch took, and its images (``rates.Produced``)."""
     last: dict[int, float] = {}
     out: list[Produced] = []
-    for r in rows:
+    for r in read_rows(folder, tag):
         pid, t = r["pid"], float(r["t"])
         if start_s <= t <= end_s and r["n"] > 0:
             out.append((t - last[pid] if pid in last else 0.0, float(r["fetch_s"]), int(r["n"])))
