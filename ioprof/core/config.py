@@ -172,7 +172,7 @@ class RunLength:
 # workers prefetch (a GPU step takes the second round as fast as the first) and 3 steps past it
 # (cuDNN chose its kernels at the compute ceiling, in the same process; see reports/examples/h200-*).
 # A cell stops once its answer is decided: the cap binds only the slowest settings, where 30 s
-# holds 8 or more batches of 256 (a serial cell at 1024x768 took up to 3.6 s a batch on an H200).
+# holds 8 or more batches of 256 (the serial cells of reports/examples/h200-sweep-resumed).
 CPU_RUN_LENGTH = RunLength(batch_size=4, warmup_steps=1, min_steps=5, max_steps=100, max_seconds=10.0)
 CUDA_RUN_LENGTH = RunLength(
     batch_size=256,
