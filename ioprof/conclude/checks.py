@@ -66,12 +66,13 @@ def fetch_contradictions(result: SweepResult) -> list[Finding]:
         fetched = c.fetched.bytes
         if not (c.cache.regime == "cold" and c.cache.verified) or fetched is None:
             continue
-        if c.requested_bytes >= CONTRADICTION_MIN_BYTES and fetched < CONTRADICTION_SHARE * c.requested_bytes:
+        read = c.read_bytes_in_window
+        if read >= CONTRADICTION_MIN_BYTES and fetched < CONTRADICTION_SHARE * read:
             out.append(
                 FetchContradiction(
                     c.dataset,
                     c.setting.label,
-                    c.requested_bytes,
+                    read,
                     fetched,
                     c.fetched.method,
                     fs.get(c.dataset, ""),

@@ -10,7 +10,7 @@ The file format (``results.json``) is ``resultfile``'s.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ioprof.core.config import LoaderSetting
 from ioprof.core.rates import CellRates, Method, cell_rates, loader_rate
@@ -685,6 +685,9 @@ class CellResult:
     fetched_segments: tuple[tuple[float, int], ...] = ()
     # each batch a worker completed in the window: (cycle s, making s, images) (``rates.Produced``)
     produced: tuple[tuple[float, float, int], ...] = ()
+    # what ``read_bytes_in_window`` counts: the delivered batches' bytes, or (workers reading files)
+    # the workers' own reads over the fetch counters' readings (``fetched.bytes_read``)
+    reads_counted: Literal["batches", "workers"] = "batches"
 
     @property
     def setting(self) -> LoaderSetting:
@@ -724,12 +727,19 @@ class CellResult:
     def wait_share(self) -> Interval:
         return self.rates().wait_share
 
+    @property
+    def read_bytes_in_window(self) -> int:
+        """Bytes the loader read from the dataset's files between the readings ``fetched`` was
+        counted over: what is set beside it (``fetched.bytes_read``)."""
+        return self.io.read_chars if self.reads_counted == "workers" else self.requested_bytes
+
     def miss_ratio(self) -> float | None:
         """Share of the bytes the loader read that were fetched from storage (None: unknown)."""
-        if not self.fetched.known or self.requested_bytes <= 0:
+        read = self.read_bytes_in_window
+        if not self.fetched.known or read <= 0:
             return None
         assert self.fetched.bytes is not None
-        return min(1.0, self.fetched.bytes / self.requested_bytes)
+        return min(1.0, self.fetched.bytes / read)
 
     @property
     def byte_window_s(self) -> float:
@@ -757,7 +767,7 @@ class CellResult:
         ).centered_on(value)
 
     def requested_mb_per_s(self) -> float:
-        return self.requested_bytes / 1e6 / self.byte_window_s if self.byte_window_s > 0 else 0.0
+        return self.read_bytes_in_window / 1e6 / self.byte_window_s if self.byte_window_s > 0 else 0.0
 
     def derived(self) -> dict[str, Any]:
         if self.status != "ok":
@@ -1189,7 +1199,7 @@ class RankCountResult:
 
     def requested_mb_per_s(self) -> float:
         w = self.window_s()
-        return sum(r.cell.requested_bytes for r in self.per_rank) / 1e6 / w if w > 0 else 0.0
+        return sum(r.cell.read_bytes_in_window for r in self.per_rank) / 1e6 / w if w > 0 else 0.0
 
     def cores_used(self, host: str | None = None) -> float:
         """CPU cores the ranks (and their workers) kept busy, on one host or on all."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from ioprof.core.results import CacheInfo, CrossCheck, Fetched
+from ioprof.core.results import CacheInfo, CrossCheck, Fetched, IoCounts
 from ioprof.host import iocounters
 from ioprof.host.pagecache import FilesystemInfo
 
@@ -178,9 +178,24 @@ def decide(
 # 2.7 ms step on a batch of 8.
 FETCH_SEGMENT_S = 0.25
 
-# Counts the bytes fetched over a piece of a window: (read_bytes of the loader's processes, the
-# steps it covers [first, end), the mount's counters at its ends) → as ``decide`` counts them.
-PieceCounter = Callable[[int, tuple[int, int], tuple[FetchSnapshot, FetchSnapshot]], Fetched]
+# Counts the bytes fetched over a piece of a window: (the loader's processes' I/O counters over it,
+# the steps it covers [first, end), the mount's counters at its ends) → as ``decide`` counts them.
+PieceCounter = Callable[[IoCounts, tuple[int, int], tuple[FetchSnapshot, FetchSnapshot]], Fetched]
+
+
+def bytes_read(delivered: int, counts: IoCounts, by_workers: bool) -> int:
+    """The bytes a loader read from the dataset's files between two readings of the fetch
+    counters: the figure set beside what those readings say was fetched.
+
+    A loader that reads in this process reads a batch's files inside the loop's wait for it: the
+    batches delivered between the readings are what it read (``delivered``). Workers read ahead of
+    the loop by up to prefetch_factor batches each, so the batches delivered between two readings
+    were read partly before the first, and the reads between them were partly for batches delivered
+    after the second: over a short window, or one begun while their queue filled, the two differ by
+    up to a queue's worth of batches. Where they read files (``by_workers``), what their own
+    reads returned over the same readings (``rchar``) is the figure.
+    """
+    return counts.read_chars if by_workers else delivered
 
 
 @dataclass
@@ -219,7 +234,7 @@ class FetchReadings:
         return adding_up(
             whole,
             (
-                (io1.at_s - io0.at_s, count(iocounters.delta(io0, io1).read_bytes, (n0, n1), (m0, m1)))
+                (io1.at_s - io0.at_s, count(iocounters.delta(io0, io1), (n0, n1), (m0, m1)))
                 for (n0, io0, m0), (n1, io1, m1) in itertools.pairwise(self.marks)
             ),
         )

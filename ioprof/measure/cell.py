@@ -38,7 +38,7 @@ from ioprof.core.results import (
 from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, data_wait_share
 from ioprof.datasets.dataset import Dataset
 from ioprof.host import iocounters
-from ioprof.host.fetched import FetchReadings, FetchSnapshot, MountCounters, decide
+from ioprof.host.fetched import FetchReadings, FetchSnapshot, MountCounters, bytes_read, decide
 from ioprof.host.pagecache import keep_warm, prepare, verify_after, verify_warm_after
 from ioprof.host.telemetry import GpuSampler
 from ioprof.measure import stages, steptiming
@@ -429,14 +429,20 @@ def _cell_result(
     read = [p for p in window.paths if p not in plan.keep_warm]  # the warm share is meant to stay resident
     # an object store has no pages on this host to check
     cache = verify_after(cache, read) if plan.sample is None and not plan.dataset.fs.object_store else cache
+    by_workers = _workers_read_files(plan)
+    read_in_window = bytes_read(sum(window.nbytes), counts, by_workers)
     fetched = (
-        _fetched(plan, cache, counts.read_bytes, sum(window.nbytes), mount) if window.waits else UNKNOWN_FETCH
+        _fetched(plan, cache, counts.read_bytes, read_in_window, mount) if window.waits else UNKNOWN_FETCH
     )
-    cache = verify_warm_after(cache, fetched, sum(window.nbytes), plan.dataset.fs)
+    cache = verify_warm_after(cache, fetched, read_in_window, plan.dataset.fs)
     segments = (
         window.readings.segments(
-            lambda read_bytes, steps, ends: _fetched(
-                plan, cache, read_bytes, sum(per_step_bytes[slice(*steps)]), ends
+            lambda piece, steps, ends: _fetched(
+                plan,
+                cache,
+                piece.read_bytes,
+                bytes_read(sum(per_step_bytes[slice(*steps)]), piece, by_workers),
+                ends,
             ),
             fetched,
         )
@@ -471,7 +477,14 @@ def _cell_result(
         retries=window.retries,
         window_wall_s=(io[0].wall_s, io[1].wall_s),
         fetched_segments=segments,
+        reads_counted="workers" if by_workers else "batches",
     )
+
+
+def _workers_read_files(plan: CellPlan) -> bool:
+    """Whether the cell's reads are its worker processes' reads of files (``fetched.bytes_read``):
+    not an in-memory sample's, nor an object store's GETs (a socket's bytes, no file's)."""
+    return plan.setting.processes > 0 and plan.sample is None and not plan.dataset.fs.object_store
 
 
 def _fetched(

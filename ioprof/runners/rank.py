@@ -35,11 +35,11 @@ from torch.utils.data.distributed import DistributedSampler
 
 from ioprof.core.config import ComputeSpec, LoaderSetting
 from ioprof.core.resultfile import from_jsonable, to_jsonable
-from ioprof.core.results import CacheInfo, CellResult, Fetched
+from ioprof.core.results import CacheInfo, CellResult, Fetched, IoCounts
 from ioprof.core.stats import data_wait_share
 from ioprof.datasets.discover import find_images
 from ioprof.host import iocounters
-from ioprof.host.fetched import FetchReadings, MountCounters, decide
+from ioprof.host.fetched import FetchReadings, MountCounters, bytes_read, decide
 from ioprof.host.machine import usable_cores
 from ioprof.host.pagecache import filesystem_of, prepare, verify_after, verify_warm_after
 from ioprof.host.processes import quick_exit
@@ -189,8 +189,10 @@ def _measure(
     io_before, mount_before, cpu_before, t_start = None, None, 0.0, time.perf_counter()
     for i in range(warmup + cfg["steps"]):
         if i == warmup:
-            pids = [os.getpid(), *worker_pids(getattr(loader, "_iterator", None))]
-            w.readings = FetchReadings(pids, mount)
+            workers = worker_pids(getattr(loader, "_iterator", None))
+            pids = [os.getpid(), *workers]
+            # the processes that read the files, as a sweep cell counts them: the workers, or this one
+            w.readings = FetchReadings(workers or [os.getpid()], mount)
             io_before, mount_before = w.readings.open(time.perf_counter())
             cpu_before, t_start = _tree_cpu_s(pids), time.perf_counter()
             gpu.start()
@@ -232,14 +234,16 @@ def _rank_cell(
 ) -> CellResult:
     cache = verify_after(cache, w.paths)
 
-    def count(read_bytes: int, steps: tuple[int, int], ends: tuple[Any, Any]) -> Fetched:
-        requested = sum(w.nbytes[slice(*steps)])
+    by_workers = setting.processes > 0 and not fs.object_store
+
+    def count(io: IoCounts, steps: tuple[int, int], ends: tuple[Any, Any]) -> Fetched:
+        requested = bytes_read(sum(w.nbytes[slice(*steps)]), io, by_workers)
         return decide(
-            fs, cache, read_bytes=read_bytes, requested_bytes=requested, before=ends[0], after=ends[1]
+            fs, cache, read_bytes=io.read_bytes, requested_bytes=requested, before=ends[0], after=ends[1]
         )
 
-    fetched = count(w.io.read_bytes, (0, len(w.nbytes)), w.mounts)
-    cache = verify_warm_after(cache, fetched, sum(w.nbytes), fs)
+    fetched = count(w.io, (0, len(w.nbytes)), w.mounts)
+    cache = verify_warm_after(cache, fetched, bytes_read(sum(w.nbytes), w.io, by_workers), fs)
     elapsed = sum(w.waits) + sum(w.steps)
     method = (cfg.get("start_method") or multiprocessing.get_start_method()) if setting.workers else ""
     return CellResult(
@@ -265,6 +269,7 @@ def _rank_cell(
         fetched=fetched,
         start_method=method,
         fetched_segments=w.readings.segments(count, fetched) if w.readings is not None else (),
+        reads_counted="workers" if by_workers else "batches",
     )
 
 

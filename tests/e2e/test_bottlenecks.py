@@ -141,19 +141,25 @@ def test_cells_count_bytes_from_storage_per_regime(large_set: Path, tmp_path: Pa
         regime,
         *"--batch-size 4 --steps 3 --warmup-steps 0 --no-probe --out".split(),  # cells only: no ceilings read
         str(tmp_path / "o"),
-        # a process of its own, as a user's, for its block I/O counters (one CI run saw 68 % fetched
-        # of a cold serial cell's reads, not reproduced in 5 runs since, fresh or forked)
-        fresh=True,
+        fresh=True,  # a process of its own, as a user's, for its block I/O counters
     )
+    largest = max(p.stat().st_size for p in large_set.rglob("*.jpg"))
     for c in data["cells"]:
-        cache, fetched, read = c["cache"], c["fetched"]["bytes"], c["requested_bytes"]
+        cache, fetched, delivered = c["cache"], c["fetched"]["bytes"], c["requested_bytes"]
         assert cache["regime"] == regime, cache
-        assert read >= 12 * 300_000  # 3 steps x 4 images of ~370 kB were read
+        assert delivered >= 12 * 300_000  # 3 steps x 4 images of ~370 kB were read
         assert c["fetched"]["method"] == "block-io"
+        # set beside the block counters over the same readings: the loop's own reads, or what the
+        # workers read (they read ahead of the loop by a queue of batches: over 3 steps from a cold
+        # start, the batches delivered were 0.76-1.26 of what they fetched)
+        assert c["reads_counted"] == ("workers" if c["workers"] else "batches")
+        read = c["io"]["read_chars"] if c["workers"] else delivered
         if regime == "cold":
             assert cache["verified"] and cache["resident_fraction"] <= 0.02, cache
-            assert fetched >= 0.8 * read  # fetched from storage, every pass
-            assert c["cache_hit_ratio"] <= 0.2
+            # every file fetched whole as it is read: short only by the files each worker had begun
+            # before the first reading and finished after it
+            assert fetched >= read - c["workers"] * largest, (fetched, read)
+            assert c["cache_hit_ratio"] == pytest.approx(1 - min(1.0, fetched / read))
             continue
         assert cache["resident_fraction"] >= 0.98, cache  # warmed as asked before the window
         print(f"warm {c['loader']}: fetched {fetched / read:.0%} of its reads; {cache['note'] or 'verified'}")

@@ -108,6 +108,24 @@ def test_storage_counts_only_for_bytes_fetched_from_storage() -> None:
     assert math.isinf(stage_rates(all_hits, compute(1000.0), ceilings, [], False)["storage"])
 
 
+def test_workers_fetches_are_set_beside_their_own_reads_over_the_same_readings() -> None:
+    # a window begun with the workers' queue full: the batches delivered in it (4 MB) were read
+    # before it; the workers read 3 MB in it, all of it fetched — a cold cell, no page-cache hits
+    ahead = replace(cell(read_chars=3_000_000, fetched=3_000_000), bytes_per_step=(400_000,) * 10)
+    assert ahead.requested_bytes == 4_000_000
+    assert ahead.miss_ratio() == pytest.approx(0.75)  # the delivered batches' bytes: 25 % "hits"
+    counted = replace(ahead, reads_counted="workers")
+    assert counted.read_bytes_in_window == 3_000_000 and counted.miss_ratio() == pytest.approx(1.0)
+    assert counted.requested_mb_per_s() == pytest.approx(3.0 / counted.elapsed_s)
+    # and what no counter saw is said beside the same reads
+    blind = replace(counted, fetched=replace(counted.fetched, bytes=0))
+    ceilings = DatasetCeilings("500x375", (decode("multiprocess", 4, 900.0),), (storage(4, 100.0),))
+    result = conclude(replace(sweep_result(cells=(blind,)), ceilings=(ceilings,)))
+    assert result.analysis is not None
+    (finding,) = [x for x in result.analysis.findings if isinstance(x, f.FetchContradiction)]
+    assert finding.requested_bytes == 3_000_000
+
+
 def test_rows_of_a_memory_mapped_file_count_the_bytes_they_hold_not_those_read_by_read_calls() -> None:
     # an Arrow table's rows come by page faults: its loader's read() calls read almost nothing
     ceilings = DatasetCeilings("500x375", (decode("multiprocess", 4, 900.0),), (storage(4, 100.0),))
