@@ -34,12 +34,18 @@ def _growth_per_sample(m: WorkerMemory) -> float:
     return (m.growth_bytes_per_1000_samples or 0.0) / 1000 if m.grows else 0.0
 
 
-def ram_need_bytes(m: WorkerMemory, workers: int) -> int:
-    """RAM ``workers`` workers take over an epoch, with their batches in /dev/shm."""
+def worker_peak_bytes(m: WorkerMemory, workers: int) -> float:
+    """What one of ``workers`` workers holds at the end of an epoch: its own memory now, and its
+    growth over the samples it loads in one (all of them, where persistent workers each touch the
+    whole dataset; its share, where workers are forked again each epoch and exit at its end)."""
     samples = m.samples_per_epoch or 0
     touched = samples if m.persistent_workers else samples / max(1, workers)
-    per_worker = (m.worker_uss_bytes or 0) + _growth_per_sample(m) * touched
-    return round(workers * per_worker + m.batch_bytes * m.prefetch_factor * workers)
+    return (m.worker_uss_bytes or 0) + _growth_per_sample(m) * touched
+
+
+def ram_need_bytes(m: WorkerMemory, workers: int) -> int:
+    """RAM ``workers`` workers take over an epoch, with their batches in /dev/shm."""
+    return round(workers * worker_peak_bytes(m, workers) + m.batch_bytes * m.prefetch_factor * workers)
 
 
 def max_workers_ram(m: WorkerMemory) -> int | None:
@@ -118,7 +124,11 @@ def _memory(cell: CellResult, m: WorkerMemory, advised: int | None) -> list[Find
     workers = max(cell.workers, advised or 0)
     out: list[Finding] = []
     per_sample = _growth_per_sample(m)
-    if per_sample and m.samples_per_epoch and m.growth_low is not None and m.growth_high is not None:
+    # a worker forked again each epoch exits at its end: what it grew by inside that life is in
+    # its peak (``worker_peak_bytes``, said where the workers would not fit), never a leak; only
+    # copy-on-read, named by the dataset's own objects, is a growth its reader can act on
+    said = m.persistent_workers or m.growth_cause == "copy-on-read"
+    if said and per_sample and m.samples_per_epoch and m.growth_low is not None and m.growth_high is not None:
         epoch = per_sample * m.samples_per_epoch * (workers if m.persistent_workers else 1)
         out.append(
             WorkerMemoryGrows(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ioprof.conclude.inside import MAX_WORKERS_CHECKED, max_workers_ram, max_workers_shm
+from ioprof.conclude.inside import MAX_WORKERS_CHECKED, max_workers_ram, max_workers_shm, worker_peak_bytes
 from ioprof.core.config import worker_count
 from ioprof.core.results import CellResult, CoreUse, LoaderStages, SweepResult, WorkerMemory
 from ioprof.core.thresholds import GROWTH_RULE
@@ -150,6 +150,12 @@ def memory_line(m: WorkerMemory) -> str:
             if m.worker_uss_bytes
             else "each worker: not read (no reading of a worker fell in the window)"
         )
+        if m.grows and m.samples_per_epoch and not m.persistent_workers:
+            share = m.samples_per_epoch // max(1, m.workers)
+            growth += (
+                f"; forked again each epoch, each worker reaches about {size(round(worker_peak_bytes(m, m.workers)))} "
+                f"at its epoch's end ({share:,} samples), then exits"
+            )
         line += (
             f", {each}, {growth}. Batches in "
             f"flight: {size(m.batch_bytes)} a batch × prefetch_factor {m.prefetch_factor} × "

@@ -85,6 +85,7 @@ def test_findings_name_what_would_fail_before_it_does() -> None:
         growth_low=15 * MB,
         growth_high=25 * MB,
         samples_per_epoch=50_000,
+        growth_cause="copy-on-read",
     )
     cell = replace(cell, inside=LoaderInside(stages(), grows, cores(busy=6, cpu=0.97)))
     r = conclude(builders.sweep_result((cell,)))
@@ -181,3 +182,41 @@ def test_a_serial_loaders_stages_are_said_to_run_in_the_training_process() -> No
     assert "worker" not in serial.replace("wait for the batch", "")
     pooled = "\n".join(stages_table(stages("RandomResizedCrop")))
     assert "| stage (in the workers) |" in pooled and "measured in each worker" in pooled
+
+
+def test_workers_forked_each_epoch_have_a_peak_not_a_growth_finding() -> None:
+    """The PyTorch examples' ImageNet script and a zip dataset on sshfs fork their workers again
+    every epoch: a worker that lives one epoch cannot carry anything into the next. What it grows
+    by inside its life is its peak, said in the memory line and weighed against the RAM there is."""
+    from ioprof.render.inside import memory_line
+
+    grows = dict(
+        growth_bytes_per_1000_samples=80 * MB,
+        growth_low=47 * MB,
+        growth_high=115 * MB,
+        shm_free_bytes=2**30,
+        shm_total_bytes=2**31,
+    )
+    once = memory(workers=2, samples_per_epoch=400, **grows)  # 200 samples a worker: 16 MB more each
+    cell = replace(builders.cell(workers=2), inside=LoaderInside(stages(), once, cores(2, 1.5, mask=2)))
+    r = conclude(builders.sweep_result((cell,)))
+    assert not {"worker-memory-grows", "workers-do-not-fit"} & {f.kind for f in r.analysis.findings}
+    assert inside.worker_peak_bytes(once, 2) == pytest.approx(100 * MB + 200 * 80_000)
+    assert "each worker reaches about 116.0 MB at its epoch's end (200 samples), then exits" in memory_line(
+        once
+    )
+    # the same growth in workers that live on through the epochs is said
+    kept = replace(once, persistent_workers=True)
+    r = conclude(
+        builders.sweep_result((replace(cell, inside=LoaderInside(stages(), kept, cores(2, 1.5, mask=2))),))
+    )
+    assert "worker-memory-grows" in {f.kind for f in r.analysis.findings}
+    assert "reaches about" not in memory_line(kept)
+    # and a peak that would not fit in RAM is said, forked each epoch or not
+    big = memory(workers=2, samples_per_epoch=100_000, **grows)  # 50,000 samples a worker: 4 GB each
+    r = conclude(
+        builders.sweep_result((replace(cell, inside=LoaderInside(stages(), big, cores(2, 1.5, mask=2))),))
+    )
+    assert {f.kind for f in r.analysis.findings} & {"worker-memory-grows", "workers-do-not-fit"} == {
+        "workers-do-not-fit"
+    }
