@@ -169,7 +169,9 @@ def decide(
         return Fetched(requested_bytes, "cold-reads", fs.mountpoint, tuple(checks))
     if daemon is not None:
         return Fetched(daemon, "fuse-daemon", checks[0].source)
-    return Fetched(None, "unknown", f"{fs.fs_type} at {fs.mountpoint}")
+    return Fetched(
+        None, "unknown", f"no counter sees {fs.fs_type} at {fs.mountpoint}, and it was not verified cold"
+    )
 
 
 # A window's fetch counters are read again at the first step boundary this long after their last

@@ -45,6 +45,12 @@ def _key(obs: dict[str, Any], loader: dict[str, Any]) -> str:
     return f"rank {obs['rank']} · {base}" if obs.get("world_size", 1) > 1 else base
 
 
+NO_FILES_FOUND = (
+    "the files the dataset reads were not found — it names none, and its workers held none open to read during "
+    "the warm-up — so no filesystem's counter could be chosen"
+)
+
+
 def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
     """Bytes fetched over the spans the counters covered, by the source's method: the mount's
     (block I/O, NFS client statistics, the FUSE daemon), or, for a source read through pipes and
@@ -77,7 +83,10 @@ def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
         if own is not None:
             return Fetched(own.bytes, own.method, own.source)
     root = loader["settings"]["dataset_root"]
-    if not root or not mount.get("spans"):
+    if not root:
+        # no filesystem to count on: never a counter of another one (block I/O would read 0.00)
+        return Fetched(None, "unknown", NO_FILES_FOUND)
+    if not mount.get("spans"):
         return None
     pid, name = mount.get("daemon_pid"), mount.get("daemon_name", "")
     nfs, daemon = mount.get("nfs_bytes"), mount.get("daemon_bytes")

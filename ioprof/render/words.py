@@ -698,6 +698,8 @@ def phases(phases_s: dict[str, float]) -> str:
 def fetched(x: Fetched) -> str:
     """How a window's bytes from storage were counted, with cross-checks."""
     text = FETCH_METHODS.get(x.method, x.method)
+    if x.method == "unknown" and x.source:  # why, in its own words
+        text = f"unknown: {x.source}"
     if x.method in ("fuse-daemon", "interface-rx", "object-gets") and x.source:
         text += f" ({x.source})"
     for c in x.cross_checks:

@@ -3,7 +3,7 @@ of the other sources knows — one that reads members of an archive it keeps ope
 file — the files it really reads, and so the filesystem whose counters count its bytes.
 
 Left out: what every Python process opens (the interpreter's and its packages' files), torch's
-shared-memory batches, pipes, sockets and anonymous memory. A dataset that opens and closes a
+shared-memory batches, pipes, sockets, anonymous memory and files open only to be written. A dataset that opens and closes a
 file per sample is seen only where a reading falls inside a read.
 """
 
@@ -44,12 +44,22 @@ def held_open(pids: Iterable[int]) -> list[str]:
             if target.endswith((".py", ".pyc", ".so", " (deleted)")) or _ioprof_own(target):
                 continue
             try:
-                if not os.path.isfile(target):
+                if not os.path.isfile(target) or not _open_for_reading(pid, fd):
                     continue
             except OSError:
                 continue
             seen[target] = None
     return list(seen)
+
+
+def _open_for_reading(pid: int, fd: str) -> bool:
+    """Whether the descriptor was opened to read: a log the script's output goes to (its stdout
+    redirected, inherited by every worker) is open write-only, and nothing is read from it."""
+    with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+        for line in f:
+            if line.startswith("flags:"):
+                return int(line.split()[1], 8) & os.O_ACCMODE != os.O_WRONLY
+    return True
 
 
 def _ioprof_own(path: str) -> bool:

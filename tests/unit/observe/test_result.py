@@ -42,3 +42,14 @@ def test_pieces_counted_as_the_whole_are_its_segments_only_where_they_add_up() -
     assert _fetched_segments(short, IoCounts(0, 1_620_000, 1, 1.6, 1_620_000), whole) == ()
     # the seconds must add up too
     assert _fetched_segments(loader, IoCounts(0, 1_620_000, 1, 2.0, 1_620_000), whole) == ()
+
+
+def test_a_dataset_whose_files_were_not_found_has_its_bytes_unknown_and_says_why() -> None:
+    """A dataset that opens a zip on sshfs lazily in each worker names no file: no filesystem's
+    counter can be chosen, and block I/O (which cannot see a FUSE mount) must not read 0.00."""
+    from ioprof.render import words
+
+    loader = {"source": None, "mount": {"spans": 2}, "settings": {"dataset_root": ""}, "pieces": []}
+    f = _fetched(loader, IoCounts(0, 1_280_000, 2, 1.0))
+    assert f is not None and f.bytes is None and not f.known
+    assert words.fetched(f).startswith("unknown: the files the dataset reads were not found")

@@ -213,17 +213,20 @@ def test_a_dataset_names_its_own_source_or_is_said_to_name_none(small_set: Path)
     assert why.startswith("Silent does not say what it reads") and "ioprof_source()" in why
 
 
-def test_files_a_worker_holds_open_are_found_and_libraries_are_not(small_set: Path) -> None:
+def test_files_a_worker_holds_open_are_found_and_libraries_are_not(small_set: Path, tmp_path: Path) -> None:
     archive = next(small_set.rglob("*.jpg"))
+    # its output goes to a log, as `python train.py > run.log 2>&1` sends it: open, never read
+    log = (tmp_path / "run.log").open("w")
     code = f"import sys, time, torch; f = open({str(archive)!r}, 'rb'); print('ready', flush=True); time.sleep(30)"
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=log, text=True)
     try:
         assert p.stdout is not None and p.stdout.readline().strip() == "ready"
         found = opened.held_open([p.pid])
-        assert found == [str(archive)], found  # torch's own libraries are left out
+        assert found == [str(archive)], found  # torch's own libraries and the log are left out
     finally:
         p.kill()
         p.wait()
+        log.close()
         if p.stdout is not None:
             p.stdout.close()
 
