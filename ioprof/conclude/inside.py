@@ -124,11 +124,18 @@ def _memory(cell: CellResult, m: WorkerMemory, advised: int | None) -> list[Find
     workers = max(cell.workers, advised or 0)
     out: list[Finding] = []
     per_sample = _growth_per_sample(m)
+    if m.persistent_workers:
+        out.extend(_kept_across_epochs(cell, m, workers))
     # a worker forked again each epoch exits at its end: what it grew by inside that life is in
     # its peak (``worker_peak_bytes``, said where the workers would not fit), never a leak; only
     # copy-on-read, named by the dataset's own objects, is a growth its reader can act on
-    said = m.persistent_workers or m.growth_cause == "copy-on-read"
-    if said and per_sample and m.samples_per_epoch and m.growth_low is not None and m.growth_high is not None:
+    elif (
+        m.growth_cause == "copy-on-read"
+        and per_sample
+        and m.samples_per_epoch
+        and m.growth_low is not None
+        and m.growth_high is not None
+    ):
         epoch = per_sample * m.samples_per_epoch * (workers if m.persistent_workers else 1)
         out.append(
             WorkerMemoryGrows(
@@ -162,3 +169,35 @@ def _memory(cell: CellResult, m: WorkerMemory, advised: int | None) -> list[Find
             )
         )
     return out
+
+
+def _kept_across_epochs(cell: CellResult, m: WorkerMemory, workers: int) -> list[Finding]:
+    """Persistent workers that hold more at the same point of each epoch than of the last: what
+    they keep from one epoch to the next, and how many epochs the RAM there is lasts at that rate.
+    Judged across epochs only: a slope inside one window mixes what a worker takes on and gives
+    back within every epoch with what it keeps."""
+    if not m.grows_per_epoch or m.epoch_growth_bytes is None:
+        return []
+    assert m.epoch_growth_low is not None and m.epoch_growth_high is not None
+    per_sample = m.epoch_growth_bytes / max(1.0, (m.samples_per_epoch or 0) / max(1, m.workers))
+    return [
+        WorkerMemoryGrows(
+            cell.dataset,
+            cell.setting.label,
+            per_sample * 1000,
+            m.growth_low if m.growth_low is not None else per_sample * 1000,
+            m.growth_high if m.growth_high is not None else per_sample * 1000,
+            workers,
+            round(m.epoch_growth_bytes * workers),
+            m.samples_per_epoch or 0,
+            True,
+            cause="copy-on-read" if m.growth_cause == "copy-on-read" else "leak",
+            dataset_objects=m.dataset_objects,
+            samples=m.growth_samples,
+            per_epoch_bytes=m.epoch_growth_bytes,
+            per_epoch_low=m.epoch_growth_low,
+            per_epoch_high=m.epoch_growth_high,
+            epochs=m.epochs_seen,
+            ram_available_bytes=m.ram_available_bytes,
+        )
+    ]

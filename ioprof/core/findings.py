@@ -434,6 +434,20 @@ class WorkerMemoryGrows(Finding):
     cause: str = "copy-on-read"  # copy-on-read | leak | unknown
     dataset_objects: int | None = None
     samples: int = 0  # samples per process the fit rests on
+    # persistent workers: what one holds more at the same point of each epoch than of the last
+    # (``WorkerMemory.epoch_growth_bytes``), over how many epochs, and the RAM it eats into
+    per_epoch_bytes: float | None = None
+    per_epoch_low: float | None = None
+    per_epoch_high: float | None = None
+    epochs: int = 0
+    ram_available_bytes: int = 0
+
+    @property
+    def epochs_until_full(self) -> float | None:
+        """Epochs until the workers' growth fills the RAM available now (None: not per epoch)."""
+        if self.per_epoch_bytes is None or self.per_epoch_bytes <= 0:
+            return None
+        return self.ram_available_bytes / (self.per_epoch_bytes * self.workers)
 
 
 @dataclass(frozen=True)

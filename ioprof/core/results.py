@@ -564,10 +564,22 @@ class WorkerMemory:
     revisited: bool = False  # a process went on growing over samples it had already produced
     dataset_objects: int | None = None  # Python objects the dataset holds (counted where it grows)
     dataset_object_bytes: int | None = None
+    # persistent workers: what one holds more from an epoch to the next at the same point of both
+    # (None: not judged — fewer than two epochs of the same workers), and the epochs read
+    epoch_growth_bytes: float | None = None
+    epoch_growth_low: float | None = None
+    epoch_growth_high: float | None = None
+    epochs_seen: int = 0
 
     @property
     def shm_in_flight_bytes(self) -> int:
         return self.batch_bytes * self.prefetch_factor * self.workers
+
+    @property
+    def grows_per_epoch(self) -> bool:
+        """Persistent workers that hold more at the same point of each epoch than of the last,
+        by more than the allocator's noise even at the interval's low end."""
+        return self.epoch_growth_low is not None and self.epoch_growth_low >= GROWTH_NOISE_BYTES
 
     @property
     def grows(self) -> bool:

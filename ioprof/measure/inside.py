@@ -13,7 +13,7 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +87,10 @@ class InsideRecorder:
         # process, whose dataset the workers copied): a callable giving ``python_objects``
         self.count_objects: Callable[[], tuple[int, int, bool]] | None = None
         self.objects: tuple[int, int, bool] | None = None
+        self.pass_starts_s: list[float] = []  # when each pass (epoch) of the loader began
+
+    def pass_started(self, at_s: float) -> None:
+        self.pass_starts_s.append(at_s)
 
     def first_batch(self, batch: Any) -> int:
         if not self.batch_bytes:
@@ -193,6 +197,14 @@ class InsideRecorder:
         ]
         kept = [f for f in fits if f is not None]
         growth = pooled_slope([f.points for f in kept]) if kept else None
+        epochs = (
+            across_epochs(
+                {pid: f.points for pid, f in zip(producers, fits, strict=True) if f is not None},
+                epoch_starts(rows, self.pass_starts_s),
+            )
+            if self.persistent and workers
+            else None
+        )
         last = [rs[-1] for rs in workers.values()]
         available, source = memory_for_cache()
         shm = self.shm_at_start
@@ -224,6 +236,7 @@ class InsideRecorder:
             revisited=any(f.revisited for f in kept),
             dataset_objects=self.objects[0] if self.objects else None,
             dataset_object_bytes=self.objects[1] if self.objects else None,
+            **_epoch_fields(epochs),
         )
 
     def _growth_words(
@@ -324,6 +337,74 @@ def _after_warmup(
         and again[-1][1] - again[0][1] > GROWTH_NOISE_BYTES * (again[-1][0] - again[0][0]) / 1000
     )
     return GrowthFit(points, spanned, grew)
+
+
+# Readings of a persistent worker are compared at the same point of consecutive epochs: its epoch
+# cut in at most this many parts, each part its own level (what a worker holds mid-epoch is not what
+# it holds at the start), so that only the epoch-to-epoch change is fitted.
+EPOCH_PARTS_MAX = 4
+
+
+@dataclass(frozen=True)
+class EpochGrowth:
+    """What one persistent worker holds more from one epoch to the next, at the same point of both
+    (bytes, with its 95 % interval), and the most epochs one worker's readings spanned."""
+
+    per_epoch: Interval
+    epochs: int
+
+
+def _epoch_fields(g: EpochGrowth | None) -> dict[str, Any]:
+    if g is None:
+        return {}
+    known = g.per_epoch.known and g.epochs >= 2
+    return {
+        "epoch_growth_bytes": g.per_epoch.value if known else None,
+        "epoch_growth_low": g.per_epoch.low if known else None,
+        "epoch_growth_high": g.per_epoch.high if known else None,
+        "epochs_seen": g.epochs,
+    }
+
+
+def epoch_starts(rows: Sequence[dict[str, Any]], pass_starts_s: Sequence[float]) -> dict[int, list[float]]:
+    """Each process's samples produced when each pass began: where its epochs begin, in its own
+    count (a persistent worker idles between epochs, so the count is the last epoch's end)."""
+    out: dict[int, list[float]] = {}
+    for pid in {r["pid"] for r in rows}:
+        mine = [r for r in rows if r["pid"] == pid]
+        out[pid] = [float(sum(r["n"] for r in mine if r["t"] <= s)) for s in pass_starts_s]
+    return out
+
+
+def across_epochs(
+    series: Mapping[int, Sequence[tuple[float, float]]], starts: Mapping[int, Sequence[float]]
+) -> EpochGrowth:
+    """Growth per epoch of persistent workers from (samples produced, USS) readings: each reading
+    placed at its epoch and its point in it (by the samples its worker had produced when each pass
+    began), the levels of each worker at each part of an epoch fitted apart, one slope per epoch
+    shared by all (``pooled_slope``). A worker that lives on grows only if it holds more at the
+    same point of a later epoch: what it takes on inside every epoch and gives back is no growth."""
+    groups: dict[tuple[int, int], list[tuple[float, float]]] = {}
+    most = 0
+    for pid, points in series.items():
+        bounds = sorted(set(starts.get(pid, ())))
+        lengths = sorted(b - a for a, b in itertools.pairwise(bounds) if b > a)
+        if not lengths:
+            most = max(most, 1 if points else 0)
+            continue
+        length = lengths[len(lengths) // 2]
+        placed = []
+        for x, y in points:
+            at = max((i for i, b in enumerate(bounds) if b <= x), default=None)
+            if at is not None:
+                placed.append((at, min((x - bounds[at]) / length, 0.999), y))
+        epochs = len({e for e, _, _ in placed})
+        most = max(most, epochs)
+        parts = max(1, min(EPOCH_PARTS_MAX, len(placed) // max(1, 2 * epochs)))
+        for e, k, y in placed:
+            groups.setdefault((pid, int(k * parts)), []).append((e + k, y))
+    fitted = [g for g in groups.values() if len({int(x) for x, _ in g}) >= 2]
+    return EpochGrowth(pooled_slope(fitted) if fitted else Interval.unknown(0.0), most)
 
 
 @dataclass

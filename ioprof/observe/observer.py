@@ -141,6 +141,8 @@ class _Loader:
         workers = [p.pid for p in getattr(it, "_workers", []) or [] if getattr(p, "pid", None)]
         self.producers.forget(set(self.window._pids) - set(workers))
         self.window.pass_started(workers or [os.getpid()])
+        if self.inside is not None:
+            self.inside.pass_started(time.perf_counter())
         if not self.done:
             self.window_pids.update(workers or [os.getpid()])
         pin = getattr(it, "_pin_memory_thread", None)

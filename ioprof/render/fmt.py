@@ -58,9 +58,9 @@ def mb(x_bytes: float) -> str:
 
 def size(x_bytes: float) -> str:
     """Bytes in the unit that reads best: kB, MB or GB."""
-    if x_bytes >= 1e9:
+    if abs(x_bytes) >= 1e9:
         return gb(x_bytes)
-    if x_bytes >= 1e6:
+    if abs(x_bytes) >= 1e6:
         return mb(x_bytes)
     return f"{x_bytes / 1e3:,.0f} kB"
 

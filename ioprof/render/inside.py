@@ -150,7 +150,9 @@ def memory_line(m: WorkerMemory) -> str:
             if m.worker_uss_bytes
             else "each worker: not read (no reading of a worker fell in the window)"
         )
-        if m.grows and m.samples_per_epoch and not m.persistent_workers:
+        if m.persistent_workers:  # judged across epochs only: a slope in one window mixes in each epoch's own
+            growth = _across_epochs(m)
+        elif m.grows and m.samples_per_epoch:
             share = m.samples_per_epoch // max(1, m.workers)
             growth += (
                 f"; forked again each epoch, each worker reaches about {size(round(worker_peak_bytes(m, m.workers)))} "
@@ -167,6 +169,21 @@ def memory_line(m: WorkerMemory) -> str:
     else:
         line += f", {growth}"
     return line + "."
+
+
+def _across_epochs(m: WorkerMemory) -> str:
+    """What persistent workers keep from one epoch to the next, or why it was not judged."""
+    if m.epochs_seen < 2:
+        return (
+            f"from epoch to epoch: needs two epochs of the same workers (the window held {m.epochs_seen or 'no'} "
+            f"epoch{'s' * (m.epochs_seen != 1)} after their warm-up)"
+        )
+    if m.epoch_growth_bytes is None or m.epoch_growth_low is None or m.epoch_growth_high is None:
+        return f"from epoch to epoch: not judged ({m.epochs_seen} epochs, too few readings in each)"
+    figure = f"{size(m.epoch_growth_bytes)} [{size(m.epoch_growth_low)}–{size(m.epoch_growth_high)}]"
+    if not m.grows_per_epoch:
+        return f"from epoch to epoch at the same point: no growth beyond the noise ({figure} over {m.epochs_seen} epochs)"
+    return f"from epoch to epoch at the same point: {figure} more each ({m.epochs_seen} epochs)"
 
 
 def _fit(m: WorkerMemory) -> str:

@@ -146,11 +146,26 @@ def _grows(x: f.WorkerMemoryGrows) -> str:
         "torch tensors (no per-object reference counts), not Python lists or dicts.",
         "leak": "it kept growing over samples it had already produced: a leak — something keeps what it returns "
         "(a cache without a bound, a list of samples, tensors kept for later).",
+        "kept": "memory kept from one epoch to the next: a leak, or a cache without a bound — something keeps what "
+        "it returns (a list of samples, tensors kept for later).",
     }.get(
-        x.cause,
+        "kept" if x.cause == "leak" and x.per_epoch_bytes is not None else x.cause,
         f"the cause is not known: the dataset holds too few Python objects for copy-on-read{held}, and no "
         "sample was seen twice to tell a leak.",
     )
+    if x.per_epoch_bytes is not None and x.per_epoch_low is not None and x.per_epoch_high is not None:
+        lasts = x.epochs_until_full
+        return (
+            f"{x.dataset} {x.setting}: each worker holds {size(x.per_epoch_bytes)} [{size(x.per_epoch_low)}–"
+            f"{size(x.per_epoch_high)}] more at the same point of each epoch than of the last ({x.epochs} epochs "
+            f"read): {worker_count(x.workers)} keep {size(x.epoch_cost_bytes)} more each epoch"
+            + (
+                f", and the {size(x.ram_available_bytes)} of RAM available now last about {lasts:,.0f} epochs at that rate"
+                if lasts is not None
+                else ""
+            )
+            + f" — {cause}"
+        )
     return (
         f"{x.dataset} {x.setting}: each worker's own memory grows by {size(x.growth_bytes_per_1000_samples)} "
         f"[{size(x.growth_low)}–{size(x.growth_high)}] per 1,000 samples it loads, after its warm-up "

@@ -77,3 +77,35 @@ def test_a_leak_a_little_slower_in_its_later_half_still_goes_on() -> None:
     later = pooled_slope([f.points[4:] for f in fits])
     assert later.high < growth.low  # a difference the intervals call real
     assert goes_on(fits, growth)
+
+
+def _epochs(uss, epochs: int, per_epoch: int = 100, every: int = 10):  # type: ignore[no-untyped-def]
+    """Two persistent workers read every ``every`` samples over ``epochs`` epochs of
+    ``per_epoch`` samples each: (samples produced, uss(epoch, point in it)), and where each epoch
+    began in their own count."""
+    series = {
+        pid: [
+            (float(e * per_epoch + k), uss(e, k / per_epoch) + pid * 1e6 + ((-1) ** (k // every)) * 3e5)
+            for e in range(epochs)
+            for k in range(every, per_epoch, every)
+        ]
+        for pid in (1, 2)
+    }
+    starts = {pid: [float(e * per_epoch) for e in range(epochs)] for pid in (1, 2)}
+    return series, starts
+
+
+def test_growth_across_epochs_is_what_a_worker_keeps_not_what_it_gives_back() -> None:
+    from ioprof.measure.inside import across_epochs
+
+    # keeps 64 kB of every sample: 6.4 MB more at each point of each epoch than of the last
+    kept = across_epochs(*_epochs(lambda e, k: 300e6 + 64_000 * 100 * (e + k), epochs=3))
+    assert kept.epochs == 3 and kept.per_epoch.value == pytest.approx(6.4e6, rel=0.05)
+    assert kept.per_epoch.low > 1e6
+    # takes 40 MB on through each epoch and gives it back at its end: a slope inside a window sees
+    # 40 MB an epoch, the same point of consecutive epochs sees nothing
+    breathes = across_epochs(*_epochs(lambda e, k: 300e6 + 40e6 * k, epochs=3))
+    assert abs(breathes.per_epoch.value) < 1e6 and breathes.per_epoch.low < 0 < breathes.per_epoch.high
+    # one epoch: nothing to compare
+    once = across_epochs(*_epochs(lambda e, k: 300e6 + 40e6 * k, epochs=1))
+    assert once.epochs == 1 and not once.per_epoch.known

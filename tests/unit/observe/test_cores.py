@@ -109,8 +109,13 @@ def test_a_dataset_that_keeps_what_it_returns_is_found_with_its_rate_as_a_leak(
     assert m.growth_low is not None and m.growth_high is not None
     assert 0.9 * KEPT_BYTES * 1000 <= m.growth_bytes_per_1000_samples <= 1.3 * KEPT_BYTES * 1000, m
     assert m.growth_cause == "leak" and m.revisited, m  # persistent workers went round again, still growing
-    grows = [f for f in r.analysis.findings if f.kind == "worker-memory-grows"]
-    assert grows and "a leak" in Path(w.write_report(str(tmp_path / "r"))).read_text()
+    # at the same point of each epoch, each worker holds what it kept of its 100 samples more
+    assert m.epochs_seen >= 3 and m.epoch_growth_bytes is not None, m
+    assert m.epoch_growth_bytes == pytest.approx(100 * KEPT_BYTES, rel=0.25), m
+    (grows,) = [f for f in r.analysis.findings if f.kind == "worker-memory-grows"]
+    assert grows.epochs_until_full is not None and grows.epochs_until_full > 0
+    report = Path(w.write_report(str(tmp_path / "r"))).read_text()
+    assert "more at the same point of each epoch than of the last" in report and "a leak" in report
 
 
 @pytest.fixture(autouse=True)
