@@ -205,12 +205,25 @@ def test_workers_forked_each_epoch_have_a_peak_not_a_growth_finding() -> None:
     assert "each worker reaches about 116.0 MB at its epoch's end (200 samples), then exits" in memory_line(
         once
     )
-    # the same growth in workers that live on through the epochs is said
-    kept = replace(once, persistent_workers=True)
+    # workers that live on are judged from epoch to epoch: a slope inside one window is not enough
+    one_epoch = replace(once, persistent_workers=True, epochs_seen=1)
+    r = conclude(
+        builders.sweep_result(
+            (replace(cell, inside=LoaderInside(stages(), one_epoch, cores(2, 1.5, mask=2))),)
+        )
+    )
+    assert "worker-memory-grows" not in {f.kind for f in r.analysis.findings}
+    assert "needs two epochs of the same workers (the window held 1 epoch" in memory_line(one_epoch)
+    # and what they hold more at the same point of each epoch is said, with the epochs RAM lasts
+    kept = replace(
+        one_epoch, epochs_seen=3, epoch_growth_bytes=16e6, epoch_growth_low=12e6, epoch_growth_high=20e6
+    )
     r = conclude(
         builders.sweep_result((replace(cell, inside=LoaderInside(stages(), kept, cores(2, 1.5, mask=2))),))
     )
-    assert "worker-memory-grows" in {f.kind for f in r.analysis.findings}
+    (said,) = [f for f in r.analysis.findings if isinstance(f, WorkerMemoryGrows)]
+    assert said.epochs_until_full == pytest.approx(2_000 * MB / (16e6 * 2))
+    assert "16.0 MB [12.0 MB–20.0 MB] more at the same point of each epoch" in words.finding(said)
     assert "reaches about" not in memory_line(kept)
     # and a peak that would not fit in RAM is said, forked each epoch or not
     big = memory(workers=2, samples_per_epoch=100_000, **grows)  # 50,000 samples a worker: 4 GB each
