@@ -15,6 +15,7 @@ from typing import Any
 
 from ioprof.conclude import inside
 from ioprof.conclude.checks import findings
+from ioprof.conclude.firstpass import first_pass
 from ioprof.core.config import LoaderSetting
 from ioprof.core.findings import (
     Advice,
@@ -36,27 +37,17 @@ from ioprof.core.results import (
 )
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import (
-    HIGHLY_INPUT_BOUND_SHARE,
     KERNEL_SPLIT_MIN_UNITS,
-    MODERATELY_INPUT_BOUND_SHARE,
     PUBLISHED_SHARE_TUNED,
     READ_CALLS_MIN_SHARE,
     RESIDUAL_TOLERANCE,
     STORAGE_HEADROOM,
     STORAGE_SCALING,
+    classify_input_bound,
 )
 
 INPUT_STAGES = ("storage", "decode", "transfer")
 CLASS_ORDER = {"not": 0, "borderline": 1, "moderately": 2, "highly": 3}
-
-
-def classify_input_bound(share: float) -> str:
-    """``highly`` (≥ 20 %), ``moderately`` (≥ 5 %) or ``not`` input-bound."""
-    if share >= HIGHLY_INPUT_BOUND_SHARE:
-        return "highly"
-    if share >= MODERATELY_INPUT_BOUND_SHARE:
-        return "moderately"
-    return "not"
 
 
 def classify_interval(share: Interval) -> tuple[str, tuple[str, str]]:
@@ -600,6 +591,7 @@ def conclude(result: SweepResult) -> SweepResult:
             compute_reference=reference,
             overall_peers=peers,
             overall_peers_median_share=median,
+            first_pass=first_pass(analyzed),
         ),
     )
 

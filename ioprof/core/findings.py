@@ -460,6 +460,32 @@ class ShmTooSmall(Finding):
 
 
 @dataclass(frozen=True)
+class FirstPassWaits(Finding):
+    """A training loader that waited for data mostly before its window: over its first pass (the
+    time before the window and the rest of the pass at the window's pace) it is more input-bound
+    than its window says — a streaming dataset downloading before it yields, a cache filled on the
+    first pass. ``by``: storage where its processes were mostly off the CPU meanwhile (waiting on
+    I/O), loader where they were busy, "" where their CPU was not read."""
+
+    kind: ClassVar[str] = "first-pass-waits"
+    dataset: str
+    before_s: float
+    first_batch_s: float | None
+    batches_before: int
+    wait_before_s: float
+    pass_batches: int
+    pass_s: float
+    pass_share: float
+    pass_class: str  # highly | moderately
+    window_share: float
+    window_class: str
+    busy_share: float | None
+    by: str  # storage | loader | ""
+    fetched_bytes: int | None = None
+    fetched_method: str = ""
+
+
+@dataclass(frozen=True)
 class Analysis:
     """The run's conclusions: the overall verdict (from the worst input-bound dataset), one
     verdict per dataset, advice, findings, and the compute ceiling against its published figure."""
@@ -473,6 +499,7 @@ class Analysis:
     compute_reference: ComputeReference | None = None
     overall_peers: int = 0  # under torch.distributed: ranks the headline's (worst) loader was one of
     overall_peers_median_share: float | None = None  # their median data-wait share
+    first_pass: FirstPassWaits | None = None  # ``run``: a first pass more input-bound than its window
 
 
 # -- ioprof place ------------------------------------------------------------------------------

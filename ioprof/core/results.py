@@ -839,6 +839,33 @@ class Undecodable:
 
 
 @dataclass(frozen=True)
+class BeforeWindow:
+    """A loader's first pass up to its window (``ioprof run``): from ``iter()`` to the window's
+    first batch — its workers' start, the time to its first batch, the warm-up's batches. A
+    streaming dataset's downloads, or a cache its first pass fills, happen here.
+
+    ``cpu_s`` over ``cpu_window_s``: the training process's and the loader's processes' CPU
+    (None where they could not be read at both ends); ``fetched``: the bytes fetched over it,
+    counted as the window's are."""
+
+    seconds: float
+    first_batch_s: float | None
+    batches: int
+    wait_s: float
+    processes: int = 1  # the training process and the loader's workers
+    cpu_s: float | None = None
+    cpu_window_s: float = 0.0
+    fetched: Fetched = UNKNOWN_FETCH
+
+    @property
+    def busy_share(self) -> float | None:
+        """The share of its processes' time they were on a CPU (None: not read)."""
+        if self.cpu_s is None or self.cpu_window_s <= 0 or self.processes <= 0:
+            return None
+        return min(1.0, self.cpu_s / (self.processes * self.cpu_window_s))
+
+
+@dataclass(frozen=True)
 class ObservedLoader:
     """One DataLoader of a user's script, as ``ioprof run`` / ``ioprof.watch`` saw it.
 
@@ -873,6 +900,8 @@ class ObservedLoader:
     host: str = ""  # the machine its process ran on
     measured_batches_needed: int = 0  # batches before a window can open (warm-up and start-up)
     own_s_per_batch: float = 0.0  # ioprof's own code around each next(): what observing cost
+    before: BeforeWindow | None = None  # its first pass up to the window
+    batches_per_pass: int | None = None  # len(loader), where it has one
 
 
 @dataclass(frozen=True)

@@ -104,3 +104,12 @@ GROWTH_RULE = (
     f"least {GROWTH_MIN_WINDOW_BYTES / 1e6:.0f} MB over them, goes on in their later half at no less than "
     f"{GROWTH_LATER_SHARE:.0%} of its rate, and never above what the process holds"
 )
+
+
+def classify_input_bound(share: float) -> str:
+    """``highly`` (≥ 20 %), ``moderately`` (≥ 5 %) or ``not`` input-bound."""
+    if share >= HIGHLY_INPUT_BOUND_SHARE:
+        return "highly"
+    if share >= MODERATELY_INPUT_BOUND_SHARE:
+        return "moderately"
+    return "not"

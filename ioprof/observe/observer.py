@@ -390,6 +390,37 @@ class _Loader:
             "gpu": self.telemetry,
             "inside": self.look_inside(),
             "shm_warning": self.shm_warning,
+            "before": self._before(),
+        }
+
+    def _before(self) -> dict[str, Any] | None:
+        """The first pass up to the window, as plain data (None: the window never began)."""
+        b = self.window.before
+        if b is None or b.seconds is None:
+            return None
+        t = b.totals
+        return {
+            "seconds": b.seconds,
+            "first_batch_s": b.first_batch_s,
+            "batches": b.batches,
+            "wait_s": b.wait_s,
+            "io": {
+                "read_bytes": t.read_bytes if t else 0,
+                "read_chars": t.read_chars if t else 0,
+                "processes": t.processes if t else 0,
+                "window_s": t.seconds if t else 0.0,
+                "own_read_chars": t.own_chars if t else None,
+            },
+            "cpu": {"cpu_s": t.cpu_s if t else 0.0, "window_s": t.cpu_window_s if t else 0.0},
+            "mount": {
+                "nfs_bytes": t.nfs_bytes if t else None,
+                "daemon_bytes": t.daemon_bytes if t else None,
+                "daemon_pid": t.daemon[0] if t and t.daemon else None,
+                "daemon_name": t.daemon[1] if t and t.daemon else "",
+                "spans": t.spans if t else 0,
+                "net_bytes": t.net_bytes if t else None,
+                "iface": self.iface,
+            },
         }
 
 

@@ -17,6 +17,8 @@ from ioprof.core.config import LoaderSetting
 from ioprof.core.results import (
     MACHINE_WIDE_FETCH_METHODS,
     SCHEMA_VERSION,
+    UNKNOWN_FETCH,
+    BeforeWindow,
     CacheInfo,
     CellResult,
     ComputeCeiling,
@@ -211,6 +213,34 @@ def _observed(key: str, obs: dict[str, Any], loader: dict[str, Any], config: Any
         host=obs.get("host", ""),
         measured_batches_needed=config.warmup_steps + s["num_workers"] + 2,
         own_s_per_batch=loader.get("own_s_per_batch", 0.0),
+        before=_before(loader),
+        batches_per_pass=s.get("batches_per_pass"),
+    )
+
+
+def _before(loader: dict[str, Any]) -> BeforeWindow | None:
+    """The first pass up to the window, its bytes fetched counted as the window's are."""
+    b = loader.get("before")
+    if not b:
+        return None
+    io = IoCounts(
+        b["io"]["read_bytes"],
+        b["io"]["read_chars"],
+        b["io"]["processes"],
+        b["io"]["window_s"],
+        b["io"]["own_read_chars"],
+    )
+    fetched = _fetched({**loader, "mount": b["mount"]}, io) if b["mount"]["spans"] else None
+    cpu_window = b["cpu"]["window_s"]
+    return BeforeWindow(
+        seconds=b["seconds"],
+        first_batch_s=b["first_batch_s"],
+        batches=b["batches"],
+        wait_s=b["wait_s"],
+        processes=1 + loader["settings"]["num_workers"],
+        cpu_s=b["cpu"]["cpu_s"] if cpu_window > 0 else None,
+        cpu_window_s=cpu_window,
+        fetched=fetched or UNKNOWN_FETCH,
     )
 
 

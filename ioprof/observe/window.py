@@ -26,6 +26,7 @@ test it exactly.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -217,6 +218,21 @@ class Piece:
 
 
 @dataclass
+class BeforeWindow:
+    """The loader's first pass up to its window: from ``iter()`` to the window's first batch — its
+    workers' start, the time to its first batch, and the batches the warm-up left out (a streaming
+    dataset's downloads, a cache filled on the first pass, all happen here)."""
+
+    started_s: float  # iter() of the first pass
+    reading: Reading | None = None  # the counters then
+    first_batch_s: float | None = None  # from iter() to its first batch
+    batches: int = 0  # batches delivered before the window
+    wait_s: float = 0.0  # seconds of it in next(), waiting for them
+    seconds: float | None = None  # from iter() to the window's first call (None: the window never began)
+    totals: Totals | None = None  # the counters' deltas over it
+
+
+@dataclass
 class LoaderWindow:
     """The recorder of one loader. ``read`` reads the counters of the given pids at a time."""
 
@@ -257,6 +273,7 @@ class LoaderWindow:
     # made of): the spread that gives the fetched MB/s its interval
     pieces: list[Piece] = field(default_factory=list)
     _seg_first_piece: int = 0  # the open segment's first piece
+    before: BeforeWindow | None = None
 
     # -- events from the patched iterator ------------------------------------------------------
 
@@ -265,6 +282,9 @@ class LoaderWindow:
         self.close_segment()
         self.passes += 1
         self._pids = list(pids)
+        if self.passes == 1:
+            now = time.perf_counter()
+            self.before = BeforeWindow(now, self.read(self._pids, now))
         self._skip = (self.warmup if self.passes == 1 else 0) + self.workers
         self._last_return = None
         self._pending = None
@@ -316,6 +336,12 @@ class LoaderWindow:
         self._last_return = t_return
         if self.done:
             return
+        b = self.before
+        if b is not None and not self.started:
+            b.batches += 1
+            b.wait_s += t_return - t_call
+            if b.first_batch_s is None:
+                b.first_batch_s = t_return - b.started_s
         if self._skip > 0:
             self._skip -= 1
             self._open = False
@@ -360,6 +386,12 @@ class LoaderWindow:
             self._seg_start = self._seg_last = self.read(self._pids, t_call)
             self._seg_first_piece = len(self.pieces)
             self.segments += 1
+            b = self.before
+            if not self.started and b is not None:
+                b.seconds = t_call - b.started_s
+                if b.reading is not None:
+                    b.totals = Totals()
+                    b.totals.add(b.reading, self._seg_start)
             self.started = True
         self._open = True
         self._call_mark = mark

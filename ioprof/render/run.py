@@ -89,6 +89,7 @@ _LOADER_HEAD = [
     "batches",
     "passes",
     "window",
+    "before its window",
     "pauses left out",
     "clock",
 ]
@@ -121,9 +122,19 @@ def _loader_row(lo: ObservedLoader) -> list[str]:
         str(lo.batches),
         str(lo.passes),
         window,
+        _before(lo),
         str(lo.gaps_left_out),
         lo.clock,
     ]
+
+
+def _before(lo: ObservedLoader) -> str:
+    """Its first pass up to the window: how long, the first batch, the wait."""
+    b = lo.before
+    if b is None:
+        return "—"
+    first = f"first batch after {duration(b.first_batch_s)}, " if b.first_batch_s is not None else ""
+    return f"{duration(b.seconds)}: {first}{b.batches} batches, {duration(b.wait_s)} of it waiting"
 
 
 def _alone(dc: DatasetCeilings) -> list[str]:

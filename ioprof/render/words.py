@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ioprof.core import findings as f
@@ -33,6 +34,14 @@ PLACE_HINT = "`ioprof place --data PATH --candidates /local/nvme,/dev/shm`"
 
 def verdict_line(a: f.Analysis | None) -> str:
     """The report's first sentence."""
+    if a is not None and a.first_pass is not None:
+        fp = a.first_pass
+        steady = verdict_line(replace(a, first_pass=None)).replace("**Verdict: ", "", 1).replace("**", "", 1)
+        by = {"storage": " — the bottleneck is storage", "loader": " — the bottleneck is its loader's start"}
+        return (
+            f"**Verdict: {fp.pass_class} input-bound over its first pass{by.get(fp.by, '')}**: {first_pass(fp)} "
+            f"In its window after them, the steady state: {steady}"
+        )
     if a is not None and a.overall_bottleneck == "unknown" and a.datasets:
         return "**Verdict: none** — no training loader's window was measured (see the warnings)."
     if a is None or a.overall_bottleneck == "unknown":
@@ -70,6 +79,26 @@ def verdict_line(a: f.Analysis | None) -> str:
         f"**Verdict: {a.overall_input_bound} input-bound — the bottleneck is {a.overall_bottleneck}**: {where}."
         + (leading(worst) if a.overall_bottleneck == "decode" else "")
     )
+
+
+def first_pass(x: f.FirstPassWaits) -> str:
+    """A first pass that waited mostly before its window, in words."""
+    text = (
+        f"{x.dataset} waited {pct(x.pass_share, 0)} of its first pass ({duration(x.pass_s)} for its {x.pass_batches:,} "
+        f"batches, those after the window reckoned at its pace): {duration(x.wait_before_s)} of it before its "
+        f"window, for its first {x.batches_before} batches"
+        + (f" (the first after {duration(x.first_batch_s)})" if x.first_batch_s is not None else "")
+    )
+    if x.busy_share is not None:
+        doing = (
+            "waiting on I/O — the storage, or a download"
+            if x.by == "storage"
+            else "busy making them — a cache built, or costly first samples"
+        )
+        text += f"; its processes were on a CPU {pct(x.busy_share, 0)} of that time: {doing}"
+    if x.fetched_bytes:
+        text += f", {mb(x.fetched_bytes)} fetched ({x.fetched_method})"
+    return text + "."
 
 
 def leading(v: f.DatasetVerdict) -> str:
@@ -648,6 +677,7 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     f.CoresOversubscribed: _oversubscribed,
     f.WorkersDoNotFit: _do_not_fit,
     f.WorkerMemoryGrows: _grows,
+    f.FirstPassWaits: first_pass,
     f.ShmTooSmall: lambda x: (
         f"Your script failed because {x.line}." if x.failed else f"/dev/shm is too small: {x.line}."
     ),

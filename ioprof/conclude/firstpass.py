@@ -1,0 +1,67 @@
+"""The time before a window (``ioprof run``): a training loader's first pass, its start and
+warm-up included, against the steady state its window measured.
+
+A streaming dataset that downloads its shards before it yields, or a first pass that fills a
+local cache, spends its wait before the window opens; the window, after it, sees the steady
+state. The pass is judged whole — the time before the window as measured, the rest of the pass at
+the window's own pace — and where the time before the window holds most of the pass's wait and
+makes it more input-bound than its window, the pass's class is the verdict, the window's beside it.
+"""
+
+from __future__ import annotations
+
+from ioprof.core.findings import FirstPassWaits
+from ioprof.core.results import CellResult, ObservedLoader, SweepResult
+from ioprof.core.thresholds import classify_input_bound
+
+_RANK = {"not": 0, "moderately": 1, "highly": 2}
+
+
+def first_pass(result: SweepResult) -> FirstPassWaits | None:
+    """The training loader whose first pass is most input-bound beyond its window, or None."""
+    if result.kind != "run":
+        return None
+    cells = {c.dataset: c for c in result.cells if c.status == "ok" and c.steps}
+    found = [
+        f
+        for lo in result.loaders
+        if lo.role == "training" and lo.key in cells and (f := _judged(lo, cells[lo.key])) is not None
+    ]
+    return max(found, key=lambda f: f.pass_share, default=None)
+
+
+def _judged(lo: ObservedLoader, cell: CellResult) -> FirstPassWaits | None:
+    b = lo.before
+    if b is None:
+        return None
+    unit_s = (sum(cell.wait_s) + sum(cell.step_s)) / cell.steps  # a batch of the window
+    wait_s = sum(cell.wait_s) / cell.steps
+    batches = lo.batches_per_pass or max(b.batches + cell.steps, lo.batches // max(1, lo.passes))
+    rest = max(0, batches - b.batches)
+    pass_s = b.seconds + rest * unit_s
+    pass_wait = b.wait_s + rest * wait_s
+    if pass_s <= 0 or b.wait_s < rest * wait_s:  # most of the pass's wait is the window's own
+        return None
+    share = pass_wait / pass_s
+    klass, steady = classify_input_bound(share), classify_input_bound(cell.data_wait_share)
+    if _RANK[klass] <= _RANK[steady]:
+        return None
+    busy = b.busy_share
+    by = "" if busy is None else ("storage" if busy < 0.5 else "loader")
+    return FirstPassWaits(
+        lo.key,
+        b.seconds,
+        b.first_batch_s,
+        b.batches,
+        b.wait_s,
+        batches,
+        pass_s,
+        share,
+        klass,
+        cell.data_wait_share,
+        steady,
+        busy,
+        by,
+        b.fetched.bytes,
+        b.fetched.method,
+    )
