@@ -173,6 +173,11 @@ class InsideRecorder:
             cores=self._cores(cpu if cpu is not None else self._cpu(start_s, end_s)),
         )
 
+    def memory(self, start_s: float, end_s: float, pids: set[int] | None = None) -> WorkerMemory | None:
+        """The memory of the loader's processes (``pids`` only, where given) over [start_s, end_s]."""
+        rows = [r for r in stages.read_rows(self.folder, self.tag) if pids is None or r["pid"] in pids]
+        return self._memory(rows, start_s, end_s)
+
     def _spanned(self, start_s: float, end_s: float) -> dict[int, list[ProcessReading]]:
         with self._lock:
             readings = {pid: list(rs) for pid, rs in self.readings.items()}

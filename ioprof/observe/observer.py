@@ -255,11 +255,25 @@ class _Loader:
             self.gpu = None
         self.window_end_s = time.perf_counter()
         self.window_ended_at = time.time()
-        if self.inside is not None:
+        if self.inside is not None and not self._memory_goes_on():
             self.inside.stop(list(self.window._pids))
         self._restore_in_process()
         self._inside_seen = self.look_inside()
         self.watcher.window_finished(self)
+
+    def _memory_goes_on(self) -> bool:
+        """Persistent workers' memory is read on past the window, until the script ends: what they
+        keep is judged from one epoch to the next, and a window rarely holds two epochs."""
+        return bool(self.settings["persistent_workers"] and self.settings["num_workers"])
+
+    def _inside_now(self) -> Any:
+        """The look inside over the window, its memory over every reading since the window began
+        where the readings go on past it (persistent workers: read until the script ends)."""
+        seen = self.look_inside()
+        if seen is None or self.inside is None or not self._memory_goes_on() or self.window_start_s is None:
+            return seen
+        memory = self.inside.memory(self.window_start_s, time.perf_counter(), self.window_pids)
+        return dataclasses.replace(seen, memory=memory) if memory is not None else seen
 
     def look_inside(self) -> Any:
         """Stages, memory and threads over the window (so far, while it is open), or None."""
@@ -388,7 +402,7 @@ class _Loader:
                 "iface": self.iface,
             },
             "gpu": self.telemetry,
-            "inside": self.look_inside(),
+            "inside": self._inside_now(),
             "shm_warning": self.shm_warning,
             "before": self._before(),
         }
@@ -622,7 +636,7 @@ class Watcher:
         """End every loader's memory and thread readings, with a last one now (the block or the
         script ends with windows still open)."""
         for rec in list(self.loaders.values()):
-            if rec.inside is not None and not rec.done:
+            if rec.inside is not None:  # an open window's, or persistent workers' read past theirs
                 rec.inside.stop(list(rec.window._pids))
 
     def failed(self, error: BaseException) -> None:
@@ -834,6 +848,7 @@ class Watcher:
     def at_exit(self) -> None:
         """The script ends: a training loader never probed (its window and passes too short, or
         never ended) is probed now, if it still exists."""
+        self.stop_readings()  # the readings read on past a window end with the script, not in a probe
         if self._warming is not None and self._probe_warmed("after its window"):
             return
         for rec in sorted(self.loaders.values(), key=lambda r: r.index):

@@ -174,10 +174,12 @@ def memory_line(m: WorkerMemory) -> str:
 def _across_epochs(m: WorkerMemory) -> str:
     """What persistent workers keep from one epoch to the next, or why it was not judged."""
     if m.epochs_seen < 2:
-        return (
-            f"from epoch to epoch: needs two epochs of the same workers (the window held {m.epochs_seen or 'no'} "
-            f"epoch{'s' * (m.epochs_seen != 1)} after their warm-up)"
+        held = (
+            f"their readings after their warm-up covered {m.epochs_seen} epoch"
+            if m.epochs_seen
+            else "too few readings of them after their warm-up"
         )
+        return f"from epoch to epoch: needs two epochs of the same workers ({held})"
     if m.epoch_growth_bytes is None or m.epoch_growth_low is None or m.epoch_growth_high is None:
         return f"from epoch to epoch: not judged ({m.epochs_seen} epochs, too few readings in each)"
     figure = f"{size(m.epoch_growth_bytes)} [{size(m.epoch_growth_low)}–{size(m.epoch_growth_high)}]"

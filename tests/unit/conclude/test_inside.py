@@ -213,7 +213,10 @@ def test_workers_forked_each_epoch_have_a_peak_not_a_growth_finding() -> None:
         )
     )
     assert "worker-memory-grows" not in {f.kind for f in r.analysis.findings}
-    assert "needs two epochs of the same workers (the window held 1 epoch" in memory_line(one_epoch)
+    assert (
+        "needs two epochs of the same workers (their readings after their warm-up covered 1 epoch)"
+        in memory_line(one_epoch)
+    )
     # and what they hold more at the same point of each epoch is said, with the epochs RAM lasts
     kept = replace(
         one_epoch, epochs_seen=3, epoch_growth_bytes=16e6, epoch_growth_low=12e6, epoch_growth_high=20e6

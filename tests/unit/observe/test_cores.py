@@ -99,10 +99,13 @@ def test_a_dataset_that_keeps_what_it_returns_is_found_with_its_rate_as_a_leak(
     # the warm-up: 20 % keeps the cadence, and this test times nothing but memory per sample
     monkeypatch.setattr(inside, "EVERY_S", 0.5)
     monkeypatch.setattr(inside, "READING_BUDGET", 0.2)
-    with ioprof.watch(steps=100_000, seconds=8.0, probe=False) as w:
-        _train(loader, seconds=10.0)
+    # a window of 10 batches, under half an epoch: persistent workers' memory is read on past it,
+    # until the training ends, and judged from one epoch to the next over all of it
+    with ioprof.watch(steps=10, seconds=None, probe=False) as w:
+        _train(loader, seconds=8.0)
     r = w.result()
     (cell,) = r.cells
+    assert cell.steps == 10
     m = cell.inside.memory if cell.inside else None
     assert m is not None and m.growth_bytes_per_1000_samples is not None, m
     # what it keeps: 64 kB a sample (and a small Python object): 66 MB per 1,000 samples

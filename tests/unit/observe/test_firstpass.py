@@ -46,7 +46,9 @@ def _watched(download_s: float):  # type: ignore[no-untyped-def]
             loss.backward()
             opt.step()
             time.sleep(STEP_S)
-            if n == 30:  # the window (20 steps after 7 of warm-up) is over: the rest of the pass is not needed
+            if (
+                n == 30
+            ):  # the window (20 steps after 7 of warm-up) is over: the rest of the pass is not needed
                 break
     return w.result()
 
