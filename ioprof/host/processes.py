@@ -47,7 +47,7 @@ def read_process(pid: int, at_s: float, *, memory: bool = True) -> ProcessReadin
     if got is None:
         return None
     try:
-        uss, pss = (_rollup(pid) or _full_info(psutil.Process(pid))) if memory else (0, 0)
+        uss, pss = (rollup(pid) or _full_info(psutil.Process(pid))) if memory else (0, 0)
     except (psutil.Error, OSError):
         return None
     return ProcessReading(
@@ -61,7 +61,7 @@ def read_process(pid: int, at_s: float, *, memory: bool = True) -> ProcessReadin
     )
 
 
-def _rollup(pid: int) -> tuple[int, int] | None:
+def rollup(pid: int) -> tuple[int, int] | None:
     """(USS, PSS) from smaps_rollup: USS is the private pages, clean, dirty and huge."""
     try:
         with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as f:

@@ -193,7 +193,17 @@ class InsideRecorder:
         main = spans.get(os.getpid()) or []
         if not main:
             return None
+        lo, hi = start_s - EVERY_S, end_s + EVERY_S
+        # every row counts its samples; a worker's own readings only within the span
+        rows = [
+            r
+            if "uss" not in r or lo <= r["t"] <= hi
+            else {k: v for k, v in r.items() if k not in ("uss", "pss")}
+            for r in rows
+        ]
         workers = {pid: rs for pid, rs in spans.items() if pid != os.getpid() and rs}
+        for pid in {r["pid"] for r in rows if "uss" in r} - {os.getpid()}:  # workers that read themselves
+            workers.setdefault(pid, [])
         producers = workers or {os.getpid(): main}  # no workers: the training process produces the samples
         batch = max((int(r["n"]) for r in rows), default=1)
         fits = [
@@ -210,22 +220,23 @@ class InsideRecorder:
             if self.persistent and workers
             else None
         )
-        last = [rs[-1] for rs in workers.values()]
+        latest = [_last(rs, [r for r in rows if r["pid"] == pid]) for pid, rs in workers.items()]
+        last = [m for m in latest if m is not None]
         available, source = memory_for_cache()
         shm = self.shm_at_start
-        held = min((rs[-1].uss_bytes for rs in producers.values()), default=0)
+        held = min((m[1] for m in last), default=0) if workers else main[-1].uss_bytes
         spanned = max((f.samples for f in kept), default=0)
         note, cause = self._growth_words(fits, growth, held, spanned)
         known = growth is not None and growth.batches and not note
         return WorkerMemory(
             main_uss_bytes=main[-1].uss_bytes,
             main_pss_bytes=main[-1].pss_bytes,
-            worker_uss_bytes=round(sum(r.uss_bytes for r in last) / len(last)) if last else None,
-            worker_pss_bytes=round(sum(r.pss_bytes for r in last) / len(last)) if last else None,
+            worker_uss_bytes=round(sum(u for _, u, _ in last) / len(last)) if last else None,
+            worker_pss_bytes=round(sum(p for _, _, p in last) / len(last)) if last else None,
             growth_bytes_per_1000_samples=growth.value * 1000 if known and growth is not None else None,
             growth_low=growth.low * 1000 if known and growth is not None and growth.known else None,
             growth_high=growth.high * 1000 if known and growth is not None and growth.known else None,
-            readings=sum(len(rs) for rs in spans.values()),
+            readings=sum(len(rs) for rs in spans.values()) + sum(1 for r in rows if "uss" in r),
             batch_bytes=self.batch_bytes,
             prefetch_factor=self.prefetch_factor,
             workers=self.workers,
@@ -478,15 +489,30 @@ def core_use(
     )
 
 
+def _last(
+    readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]]
+) -> tuple[float, int, int] | None:
+    """A process's latest memory (at, USS, PSS): this recorder's reading or its own, the later."""
+    mine = [(float(r["t"]), int(r["uss"]), int(r["pss"])) for r in rows if "uss" in r]
+    theirs = [(r.at_s, r.uss_bytes, r.pss_bytes) for r in readings]
+    return max([*mine[-1:], *theirs[-1:]], default=None)
+
+
 def _samples_vs_uss(
     readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]]
 ) -> list[tuple[float, float]]:
-    """(samples this process had produced, its USS) at each reading."""
-    out = []
+    """(samples this process had produced, its USS) at each reading: its own, taken at the end of
+    a batch (``stages.StageClock``: the count exact), and this recorder's (the count of the batches
+    done by then), in order of the samples."""
+    out, produced = [], 0
+    for row in rows:
+        produced += row["n"]
+        if "uss" in row:
+            out.append((float(produced), float(row["uss"])))
     for r in readings:
-        produced = sum(row["n"] for row in rows if row["t"] <= r.at_s)
-        out.append((float(produced), float(r.uss_bytes)))
-    return out
+        done = sum(row["n"] for row in rows if row["t"] <= r.at_s)
+        out.append((float(done), float(r.uss_bytes)))
+    return sorted(out)
 
 
 def python_objects(root: Any, limit: int = 2_000_000) -> tuple[int, int, bool]:

@@ -60,10 +60,19 @@ def current() -> StageClock | None:
     return _CLOCK
 
 
-class StageClock:
-    """One process's stage times, a row per batch, appended to its file."""
+# A worker of a user's loader (``ioprof run``) reads its own memory at the end of a batch, at most
+# this share of its own time (smaps_rollup walks its page tables: about 20 ms in a process that
+# imported torch) and at most every MEMORY_EVERY_MIN_S: each reading falls at a known count of its
+# samples, and workers read themselves side by side, however many there are.
+MEMORY_BUDGET = 0.01
+MEMORY_EVERY_MIN_S = 0.5
 
-    def __init__(self, folder: str, tag: int, seen: str) -> None:
+
+class StageClock:
+    """One process's stage times, a row per batch, appended to its file (with its own memory now
+    and then, where ``memory``)."""
+
+    def __init__(self, folder: str, tag: int, seen: str, memory: bool = False) -> None:
         self.path = os.path.join(folder, f"stages-{os.getpid()}-{tag}.jsonl")
         self.tag = tag
         self.seen = seen
@@ -71,6 +80,8 @@ class StageClock:
         self.calls = 0
         self.cost_s_per_call = 0.0
         self._file: Any = None
+        self.memory = memory
+        self._memory_next_s = 0.0
 
     def add(self, name: str, seconds: float) -> None:
         self.current[name] = self.current.get(name, 0.0) + seconds
@@ -90,6 +101,8 @@ class StageClock:
             "seen": self.seen,
         }
         self.current, self.calls = {}, 0
+        if self.memory and time.perf_counter() >= self._memory_next_s:
+            self._read_memory(row)
         try:  # one short append per batch, readable at once (a few µs; batches take milliseconds)
             if self._file is None:
                 self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115  (kept open for the worker's life)
@@ -97,6 +110,20 @@ class StageClock:
             self._file.flush()
         except OSError:  # the folder went away: the rows are lost, never the batch
             pass
+
+    def _read_memory(self, row: dict[str, Any]) -> None:
+        """This process's USS and PSS, into the batch's row; the next reading held to the budget."""
+        from ioprof.host.processes import rollup
+
+        t0 = time.perf_counter()
+        try:
+            got = rollup(os.getpid())
+        except OSError:
+            got = None
+        took = time.perf_counter() - t0
+        self._memory_next_s = t0 + max(MEMORY_EVERY_MIN_S, took / MEMORY_BUDGET)
+        if got is not None:
+            row["uss"], row["pss"] = got
 
     def flush(self) -> None:
         if self._file is not None:
@@ -368,15 +395,16 @@ def calibrate(clock: StageClock, calls: int = 2000) -> float:
     return max(0.0, (timed - untimed) / calls)
 
 
-def start(folder: str, tag: int, dataset: Any) -> Callable[[], None]:
-    """Time this process's stages (in a worker: its copy of the dataset). Returns the undo."""
+def start(folder: str, tag: int, dataset: Any, memory: bool = False) -> Callable[[], None]:
+    """Time this process's stages (in a worker: its copy of the dataset), reading its own memory
+    now and then where ``memory``. Returns the undo."""
     global _CLOCK
     from torch.utils.data import IterableDataset
 
     seen, undo = instrument(dataset)
     if isinstance(dataset, IterableDataset) and seen != "stages":
         seen = "iterator"
-    clock = StageClock(folder, tag, seen)
+    clock = StageClock(folder, tag, seen, memory)
     clock.cost_s_per_call = calibrate(clock)
     _CLOCK = clock
 
@@ -394,10 +422,13 @@ class WorkerStages:
     """A loader's ``worker_init_fn``: runs the loader's own, then times this worker's stages.
     Picklable, so that spawn and forkserver workers get it too."""
 
-    def __init__(self, folder: str, tag: int, own: Callable[[int], None] | None) -> None:
+    def __init__(
+        self, folder: str, tag: int, own: Callable[[int], None] | None, memory: bool = False
+    ) -> None:
         self.folder = folder
         self.tag = tag
         self.own = own
+        self.memory = memory  # each worker reads its own memory (``StageClock``)
 
     def __call__(self, worker_id: int) -> None:
         if self.own is not None:
@@ -410,7 +441,7 @@ class WorkerStages:
             from torch.utils.data import get_worker_info
 
             info = get_worker_info()
-            stop = start(self.folder, self.tag, info.dataset if info is not None else None)
+            stop = start(self.folder, self.tag, info.dataset if info is not None else None, self.memory)
             _patch_fetcher_classes()
             Finalize(None, stop, exitpriority=10)  # the last rows, when the worker exits
         except Exception:  # timing is a nicety: a worker must never fail for it

@@ -685,7 +685,7 @@ class Watcher:
             return
         assert rec.inside is not None
         own = loader.worker_init_fn
-        loader.worker_init_fn = WorkerStages(rec.inside.folder, rec.index, own)
+        loader.worker_init_fn = WorkerStages(rec.inside.folder, rec.index, own, memory=True)
         rec.untime = lambda: setattr(loader, "worker_init_fn", own)
 
     def rows_folder(self) -> str:

@@ -109,3 +109,31 @@ def test_growth_across_epochs_is_what_a_worker_keeps_not_what_it_gives_back() ->
     # one epoch: nothing to compare
     once = across_epochs(*_epochs(lambda e, k: 300e6 + 40e6 * k, epochs=1))
     assert once.epochs == 1 and not once.per_epoch.known
+
+
+def test_a_worker_reads_its_own_memory_at_a_batchs_end_within_its_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Each worker of a user's loader reads its own smaps_rollup at the end of a batch — the count
+    of its samples then exact — at most every MEMORY_EVERY_MIN_S and within its budget; the
+    readings join the recorder's, in order of the samples."""
+    import os
+
+    from ioprof.host.processes import rollup
+    from ioprof.measure import stages
+    from ioprof.measure.inside import _samples_vs_uss
+
+    clock = stages.StageClock(str(tmp_path), 0, "stages", memory=True)
+    for i in range(3):  # three batches at once: one reading, the next held back
+        clock.batch(4, 0.01, 0.001, float(i))
+    clock.flush()
+    rows = stages.read_rows(tmp_path)
+    own = [r for r in rows if "uss" in r]
+    assert len(rows) == 3 and len(own) == 1 and own[0] is rows[0]
+    uss, _ = rollup(os.getpid()) or (0, 0)
+    assert own[0]["uss"] == pytest.approx(uss, rel=0.2) and own[0]["pss"] > 0
+    assert _samples_vs_uss([], rows) == [(4.0, float(own[0]["uss"]))]
+    # without ``memory`` (a sweep's own workers) no reading is taken
+    quiet = stages.StageClock(str(tmp_path / "q"), 0, "stages")
+    os.makedirs(tmp_path / "q")
+    quiet.batch(4, 0.01, 0.001, 0.0)
+    quiet.flush()
+    assert all("uss" not in r for r in stages.read_rows(tmp_path / "q"))
