@@ -29,8 +29,11 @@ def compare_cells(a: CellResult, b: CellResult, min_effect: float = COMPARE_MIN_
     ratio = b.img_per_s / a.img_per_s if a.img_per_s > 0 else 0.0
     low = high = None
     change = "within-noise"
-    if ia and ib and ia[0] > 0 and ia[1] > 0:
-        low, high = ib[0] / ia[1], ib[1] / ia[0]
+    if ia and ib:
+        if ia[0] > 0 and ia[1] > 0:
+            low, high = ib[0] / ia[1], ib[1] / ia[0]
+        # one interval wholly beyond the other's end is decided, even where a slow cell's reaches
+        # down to 0 (too few batches for its lower end): its upper end is the bound
         apart = ib[0] > ia[1] or ib[1] < ia[0]
         if apart and abs(ratio - 1) > min_effect:
             change = "faster" if ratio > 1 else "slower"

@@ -93,3 +93,19 @@ def test_slower_beyond_the_noise_and_inconclusive_are_outcomes() -> None:
     assert compare([("a", ref), ("b", ref)]).outcome == "same"
     nothing = replace(ref, cells=(cell(wait=0.0, step=0.05, jitter=0.002, steps=1),))  # no interval
     assert compare([("a", ref), ("b", nothing)]).outcome == "inconclusive"
+
+
+def test_a_cell_wholly_above_a_slow_one_whose_interval_reaches_zero_is_faster() -> None:
+    """A slow cell of few batches may have an interval down to 0 (no lower end to speak of): a
+    cell wholly above its upper end is still decided faster — not 'within the noise'."""
+    from unittest import mock
+
+    from ioprof.core.stats import Interval
+
+    slow, fast = cell(step=0.1, steps=6), cell(step=0.01, steps=30)
+    with mock.patch.object(type(slow), "throughput", autospec=True) as tp:
+        tp.side_effect = lambda c: (
+            Interval(37.0, 0.0, 41.0, 3) if c is slow else Interval(312.0, 279.0, 345.0, 30)
+        )
+        got = compare_cells(slow, fast)
+    assert got.change == "faster" and got.ratio_low is None
