@@ -166,7 +166,7 @@ class InsideRecorder:
         loader's own processes, not those of a probe run in between). ``cpu``: the window's CPU
         totals where its counters were read over its own spans (``ioprof run``); otherwise from
         this recorder's readings."""
-        rows = [r for r in stages.read_rows(self.folder, self.tag) if pids is None or r["pid"] in pids]
+        rows = self._rows(pids)
         return LoaderInside(
             stages=stages.summarize(rows, start_s=start_s, end_s=end_s, workers=self.workers, main=main),
             memory=self._memory(rows, start_s, end_s),
@@ -175,8 +175,11 @@ class InsideRecorder:
 
     def memory(self, start_s: float, end_s: float, pids: set[int] | None = None) -> WorkerMemory | None:
         """The memory of the loader's processes (``pids`` only, where given) over [start_s, end_s]."""
-        rows = [r for r in stages.read_rows(self.folder, self.tag) if pids is None or r["pid"] in pids]
-        return self._memory(rows, start_s, end_s)
+        return self._memory(self._rows(pids), start_s, end_s)
+
+    def _rows(self, pids: set[int] | None) -> list[dict[str, Any]]:
+        """The loader's stage rows, of ``pids`` only where given."""
+        return [r for r in stages.read_rows(self.folder, self.tag) if pids is None or r["pid"] in pids]
 
     def _spanned(self, start_s: float, end_s: float) -> dict[int, list[ProcessReading]]:
         with self._lock:
