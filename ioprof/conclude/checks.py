@@ -30,16 +30,17 @@ from ioprof.core.findings import (
     ProbeFailed,
     SplitsDisagree,
     StageUndetermined,
+    StorageLeftIdle,
     TrainingNotMeasured,
     UndecodableSamples,
     WorkersExceedCores,
 )
-from ioprof.core.results import CellResult, SweepResult, WaitSplit
+from ioprof.core.results import CellResult, StorageCeiling, SweepResult, WaitSplit
 from ioprof.core.thresholds import (
     CONTRADICTION_MIN_BYTES,
     CONTRADICTION_SHARE,
     DATASET_TO_RAM_FOR_COLD_EPOCHS,
-    FETCHED_ABOVE_STORAGE_TOLERANCE,
+    FETCHED_VS_STORAGE_TOLERANCE,
     PUBLISHED_SHARE_TUNED,
 )
 
@@ -134,7 +135,7 @@ def storage_high_mb_per_s(result: SweepResult, dataset: str) -> float | None:
 
 def fetched_impossible(result: SweepResult) -> list[Finding]:
     """Bytes fetched faster than the storage delivers read alone (beyond the counters' edges,
-    ``FETCHED_ABOVE_STORAGE_TOLERANCE``): the counter saw more than this loader's reads in its
+    ``FETCHED_VS_STORAGE_TOLERANCE``): the counter saw more than this loader's reads in its
     window (another reader, a machine-wide counter). Said, never printed as a measurement, never
     clipped to the ceiling. Where the fetched figure has an interval, its lower end must lie
     beyond: a short window's few segments that merely may be above are no finding."""
@@ -149,7 +150,7 @@ def fetched_impossible(result: SweepResult) -> list[Finding]:
         high = storage_high_mb_per_s(result, c.dataset)
         if high is None and c.dataset not in _evaluation(result):
             unchecked.append(f"{c.dataset} {c.setting.label}")
-        elif high is not None and low > high * (1 + FETCHED_ABOVE_STORAGE_TOLERANCE):
+        elif high is not None and low > high * (1 + FETCHED_VS_STORAGE_TOLERANCE):
             out.append(
                 FetchedAboveStorage(
                     c.dataset, c.setting.label, mb, high, c.fetched.method, c.fetched.source, c.byte_window_s
@@ -158,6 +159,65 @@ def fetched_impossible(result: SweepResult) -> list[Finding]:
     if unchecked and result.kind == "run":
         out.append(FetchedUnchecked(tuple(unchecked), "; ".join(probe_reasons(result))))
     return out
+
+
+def _read_alone(result: SweepResult, c: CellResult) -> StorageCeiling | None:
+    """The storage read alone by as many readers as the cell's loader had (its workers, one for
+    a serial loader), from the real storage and not from the page cache; None where not measured."""
+    readers = max(c.workers, 1)
+    alone = [
+        s
+        for dc in result.ceilings
+        if dc.dataset == c.dataset
+        for s in dc.storage
+        if s.files
+        and not s.emulated
+        and s.concurrency == readers
+        and s.cache.regime not in ("warm", "memory")
+    ]
+    return alone[0] if alone else None
+
+
+def _reads_in_flight(c: CellResult) -> float | None:
+    """The workers' time in their read stage, added up: how many reads were in flight on average
+    (each worker reads one sample at a time). None where reads were not timed apart."""
+    stages = c.inside.stages if c.inside is not None else None
+    read = [s for s in (stages.worker if stages else ()) if s.name == "read" and s.share is not None]
+    return c.workers * read[0].share if read and c.workers and read[0].share is not None else None
+
+
+def storage_left_idle(result: SweepResult) -> list[Finding]:
+    """Storage-bound cells that drew less than their readers draw from the storage reading alone,
+    beyond both intervals and the counters' edges (a figure whose interval reaches the storage's
+    says nothing)."""
+    evaluation = _evaluation(result)
+    rows: dict[str, list[tuple[str, float, float, float, float, int, float | None]]] = {}
+    for c in _ok(result):
+        bandwidth = c.fetched_bandwidth()
+        alone = _read_alone(result, c)
+        if (
+            c.verdict is None
+            or c.verdict.bottleneck != "storage"
+            or c.dataset in evaluation
+            or bandwidth is None
+            or not bandwidth.known
+            or alone is None
+        ):
+            continue
+        storage = alone.bandwidth().centered_on(alone.read_mb_per_s)
+        if storage.known and bandwidth.high < storage.low * (1 - FETCHED_VS_STORAGE_TOLERANCE):
+            rows.setdefault(c.dataset, []).append(
+                (
+                    c.setting.label,
+                    bandwidth.value,
+                    bandwidth.high,
+                    alone.read_mb_per_s,
+                    storage.low,
+                    alone.concurrency,
+                    _reads_in_flight(c),
+                )
+            )
+    return [StorageLeftIdle(dataset, tuple(cells)) for dataset, cells in rows.items()]
 
 
 def probe_reasons(result: SweepResult) -> tuple[str, ...]:
@@ -352,6 +412,7 @@ CHECKS: Sequence[Callable[[SweepResult], list[Finding]]] = (
     script_roles,
     cpu_is_the_device,
     fetched_impossible,
+    storage_left_idle,
     fetch_contradictions,
     regimes_not_verified,
     fetched_unknown,

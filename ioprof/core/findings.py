@@ -306,6 +306,22 @@ class FetchedAboveStorage(Finding):
 
 
 @dataclass(frozen=True)
+class StorageLeftIdle(Finding):
+    """Storage-bound cells that drew less from the storage than as many readers draw from it
+    reading alone, beyond both intervals: the storage waited between the loader's reads.
+
+    ``cells``: (setting, fetched MB/s, its interval's upper end, the storage alone's MB/s, its
+    interval's lower end, readers, reads in flight) — the readers the storage was read alone with
+    (the cell's workers, one for a serial loader); reads in flight: the workers' time in their
+    read stage, added up (each reads one sample at a time), or None where reads were not timed
+    apart from the rest of a worker's work."""
+
+    kind: ClassVar[str] = "storage-left-idle"
+    dataset: str
+    cells: tuple[tuple[str, float, float, float, float, int, float | None], ...]
+
+
+@dataclass(frozen=True)
 class FetchedUnchecked(Finding):
     """Fetched MB/s with no storage ceiling to check them against (``--no-probe``, a failed probe)."""
 

@@ -611,6 +611,31 @@ def _disagree(x: f.SplitsDisagree) -> str:
     )
 
 
+def _storage_left_idle(x: f.StorageLeftIdle) -> str:
+    parts = []
+    for setting, mb_s, high, alone, low, readers, in_flight in x.cells:
+        part = (
+            f"{setting} drew {rate(mb_s)} MB/s (at most {rate(high)}), {pct(mb_s / alone, 0)} of the "
+            f"{rate(alone)} MB/s (at least {rate(low)}) {readers} reader{'s' if readers > 1 else ''} draw reading alone"
+        )
+        if in_flight is not None:
+            part += f"; its workers' time in read adds up to {in_flight:.1f} reads in flight of {readers}"
+        parts.append(part)
+    timed = any(row[6] is not None for row in x.cells)
+    return (
+        f"{x.dataset}: storage-bound, yet the storage waited between the loader's reads — "
+        + "; ".join(parts)
+        + ". "
+        + (
+            "A worker reads one sample, then decodes it: more workers, each one more read in flight, "
+            "or reads started ahead of the decode would draw the rest."
+            if timed
+            else "Its reads were not timed apart from the rest of the loader's work, so how many were "
+            "in flight is not known; more workers, each one more reader, would draw more."
+        )
+    )
+
+
 FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     f.SplitsDisagree: _disagree,
     f.CpuIsTheDevice: _cpu,
@@ -653,6 +678,7 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
         "than this loader's (another loader, "
         "another process on the same mount), so it is not shown as this loader's figure."
     ),
+    f.StorageLeftIdle: _storage_left_idle,
     f.FetchedUnchecked: lambda x: (
         f"MB/s fetched for {', '.join(x.cells)} could not be checked against what the storage delivers: the "
         f"storage was not read alone ({x.why or 'no reason was recorded'})."

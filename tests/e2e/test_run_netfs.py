@@ -40,6 +40,8 @@ import pytest
 from cli import ioprof
 from groundtruth import ProcStat, stock_truths
 
+from ioprof.core.thresholds import FETCHED_VS_STORAGE_TOLERANCE
+
 REPO = paths.REPO
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
 SCRIPTS = paths.SCRIPTS
@@ -290,6 +292,20 @@ def _storage_verdict(run: dict[str, Any], plain_mb_per_s: float, method: str) ->
     # members of one zip (a request per member, two in flight) drew 82-99 % of (92 % here)
     assert link > 0.6 * plain_mb_per_s
     assert not any(f["kind"] == "fetched-above-storage" for f in r["analysis"]["findings"])
+    # the storage said to wait between the loader's reads only where the link, by its own count,
+    # carried less than a plain reader drew from it
+    idle = [
+        f
+        for f in r["analysis"]["findings"]
+        if f["kind"] == "storage-left-idle" and f["dataset"] == cell["dataset"]
+    ]
+    run["figure"](
+        f"run {run['name']}: the link carried {link / plain_mb_per_s:.0%} of a plain reader's rate; "
+        + (f"said to wait: {idle[0]['cells']}" if idle else "the storage not said to wait")
+    )
+    if idle:
+        assert link < plain_mb_per_s * (1 - FETCHED_VS_STORAGE_TOLERANCE), idle
+        assert idle[0]["cells"][0][1] == pytest.approx(cell["fetched_mb_per_s"])
     return cell
 
 

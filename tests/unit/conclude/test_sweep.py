@@ -531,9 +531,9 @@ def test_a_setting_tied_with_the_fastest_that_waits_less_is_the_best_one() -> No
 def test_fetched_just_above_a_tight_storage_interval_is_not_called_another_readers() -> None:
     """A token-bucket link read alone gives an interval of ±0.3 %; the loader's counter, over
     another window, saw 0.5 % more — the same reads. Only a figure beyond the counters' edges
-    (``FETCHED_ABOVE_STORAGE_TOLERANCE``) is another reader's."""
+    (``FETCHED_VS_STORAGE_TOLERANCE``) is another reader's."""
     from ioprof.conclude.sweep import conclude
-    from ioprof.core.thresholds import FETCHED_ABOVE_STORAGE_TOLERANCE
+    from ioprof.core.thresholds import FETCHED_VS_STORAGE_TOLERANCE
 
     def with_fetched(share_above: float, segment_spread: float | None = None) -> list[f.Finding]:
         base = cell(workers=4, wait=0.05, step=0.01, steps=20)
@@ -548,7 +548,7 @@ def test_fetched_just_above_a_tight_storage_interval_is_not_called_another_reade
         assert analysis is not None
         return [x for x in analysis.findings if isinstance(x, f.FetchedAboveStorage)]
 
-    assert with_fetched(0.005) == [] and with_fetched(FETCHED_ABOVE_STORAGE_TOLERANCE * 0.9) == []
+    assert with_fetched(0.005) == [] and with_fetched(FETCHED_VS_STORAGE_TOLERANCE * 0.9) == []
     (found,) = with_fetched(0.3)  # a third more: a counter that saw another reader
     assert isinstance(found, f.FetchedAboveStorage) and found.fetched_mb_per_s == pytest.approx(650.0)
     # the same figure from a window whose segments say it may be the storage's: no finding; from
@@ -608,3 +608,48 @@ def test_a_setting_that_may_not_be_input_bound_is_not_called_input_bound_in_the_
     assert dataset_line(a.datasets[0]).startswith(
         "500x375: input-bound: 2 workers (borderline moderately/highly,"
     )
+
+
+def test_a_storage_bound_cell_that_drew_less_than_its_readers_alone_says_the_storage_waited() -> None:
+    """4 workers reading over a link that gives 4 readers 50 MB/s: a loader that draws 30 MB/s
+    left the link idle 40 % of the time it could have read — said, with the reads its workers had
+    in flight (their time in read, added up). One that draws what the link gives, or whose
+    interval reaches the storage's, is not told so."""
+    from ioprof.conclude.sweep import conclude
+    from ioprof.core.results import LoaderInside, LoaderStages, StageTime
+
+    def drawn(mb_per_s: float, spread: float = 0.02, read_share: float | None = 0.5) -> list[f.Finding]:
+        base = cell(workers=4, wait=0.05, step=0.01, steps=20)
+        window = base.byte_window_s
+        fetched = int(mb_per_s * 1e6 * window)
+        seconds = window / 8
+        rates = [1 + spread * (-1) ** i for i in range(8)]
+        got = replace(
+            base,
+            fetched=replace(base.fetched, bytes=fetched),
+            fetched_segments=tuple((seconds, int(fetched / 8 * r)) for r in rates),
+        )
+        if read_share is not None:
+            read = StageTime(
+                "read", "worker", 0.02, 0.019, 0.021, read_share, read_share - 0.01, read_share + 0.01
+            )
+            stages = LoaderStages((read,), (), 0.04, 0.039, 0.041, 160, 20, 4, "stages", 0.0)
+            got = replace(got, inside=LoaderInside(stages=stages))
+        result = sweep_result((got,))
+        ceilings = DatasetCeilings(
+            "500x375", decode=(decode("multiprocess", 4, 9000.0),), storage=(storage(4, 500.0),)
+        )
+        analysis = conclude(replace(result, ceilings=(ceilings,))).analysis
+        assert analysis is not None
+        return [x for x in analysis.findings if isinstance(x, f.StorageLeftIdle)]
+
+    (found,) = drawn(30.0)
+    ((setting, mb_s, high, alone, low, readers, in_flight),) = found.cells
+    assert (setting, readers) == ("4 workers", 4) and mb_s == pytest.approx(30.0, rel=0.01)
+    assert high < low and alone == pytest.approx(50.0) and in_flight == pytest.approx(2.0)
+    text = words.finding(found)
+    assert "60 % of the 50.0 MB/s" in text and "2.0 reads in flight of 4" in text, text
+    (untimed,) = drawn(30.0, read_share=None)
+    assert untimed.cells[0][6] is None and "not timed apart" in words.finding(untimed)
+    # drawing what the storage gives, or a window too uneven to tell: nothing to say
+    assert drawn(49.0) == [] and drawn(30.0, spread=0.9) == []
