@@ -1,0 +1,181 @@
+"""Recorded runs: real runs of the CLI, their ``results.json`` kept under ``tests/data/recorded/``,
+so that the tests of a conclusion, a finding's rule or a report's words replay them through
+``conclude/`` and ``render/`` in milliseconds instead of measuring again (as pyinstrument's
+``--load`` and asv's stored results do).
+
+Regenerate every recorded run (when the result format changes, or to record on another host)::
+
+    python tests/support/record.py            # all of them
+    python tests/support/record.py compare    # the named ones
+
+Each recording runs the very commands its live test ran, with the margins set from this host's own
+measured pace where the live test set them so, and writes a ``recorded.json`` beside the runs:
+what was run, on which host, and the figures the margins were set from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+RECORDED = REPO / "tests" / "data" / "recorded"
+
+sys.path.insert(0, str(REPO))
+
+from ioprof.datasets.synth import DatasetSpec, generate  # noqa: E402
+
+# the files a run keeps: its measurements (the report, plots and CSV are re-rendered from them)
+KEPT = ("results.json",)
+
+
+def _ioprof(*args: str, cpus: set[int] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    p = subprocess.run(
+        [sys.executable, "-m", "ioprof", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=900,
+        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+    )
+    if p.returncode != 0:
+        raise SystemExit(f"record: ioprof {' '.join(args)} failed ({p.returncode}): {p.stderr[-2000:]}")
+    return p
+
+
+def _keep(run: Path, into: Path) -> None:
+    into.mkdir(parents=True, exist_ok=True)
+    for name in KEPT:
+        shutil.copyfile(run / name, into / name)
+
+
+def _sets(work: Path) -> dict[str, Path]:
+    """The test suite's own datasets (``tests/conftest.py``): small photos, and large ones whose
+    decode is the expensive part."""
+    small, large = work / "data" / "96x72", work / "data" / "1024x768"
+    generate(DatasetSpec(96, 72, 48), small)
+    generate(DatasetSpec(1024, 768, 24), large)
+    return {"small": small, "large": large}
+
+
+COMPARE_SIM = "--no-probe --loaders multiprocess --seconds 3 --batch-size 4".split()
+
+
+def _compare(work: Path, sets: dict[str, Path], into: Path) -> dict[str, object]:
+    """The same sweep (2 workers) again, on core 0 alone, and with one worker; the step set at 1.5×
+    what one core decodes in this very sweep (D1), so that two cores keep up with it and one cannot
+    (a fixed rate held on a slower host and not on a faster one); and a probe's run, another command."""
+
+    def sweep(name: str, workers: str, sim: str, one_core: bool = False) -> Path:
+        out = work / name
+        _ioprof(
+            *("sweep", "--data", str(sets["large"]), "--workers", workers, *COMPARE_SIM),
+            *("--compute", sim, "--out", str(out)),
+            cpus={0} if one_core else None,
+        )
+        return out
+
+    (cell,) = json.loads((sweep("d1", "2", "sim:100000", one_core=True) / "results.json").read_text())[
+        "cells"
+    ]
+    d1 = float(cell["img_per_s"])
+    sim = f"sim:{1.5 * d1:.0f}"
+    for name, workers, one_core in (
+        ("two", "2", False),
+        ("again", "2", False),
+        ("onecore", "2", True),
+        ("one", "1", False),
+    ):
+        _keep(sweep(name, workers, sim, one_core), into / name)
+    _ioprof("probe", "compute", "--compute", "sim:100", "--out", str(work / "probe"))
+    _keep(work / "probe", into / "probe")
+    return {"one_core_decode_img_per_s": d1, "compute": sim}
+
+
+def _whatif(work: Path, sets: dict[str, Path], into: Path) -> dict[str, object]:
+    """A compute-bound baseline (a step at 40 img/s, far below what 2 workers decode) and large
+    images on one decode-bound worker (a step at 5,000 img/s), each with its copies made in scratch."""
+    runs = {
+        "compute-bound": ("small", "--workers 2 --compute sim:40 --seconds 2"),
+        "large-images": ("large", "--workers 1 --compute sim:5000 --seconds 1"),
+    }
+    for name, (data, options) in runs.items():
+        scratch = work / f"scratch-{name}"
+        scratch.mkdir()
+        out = work / name
+        _ioprof(
+            "whatif",
+            "--data",
+            str(sets[data]),
+            *options.split(),
+            "--scratch",
+            str(scratch),
+            "--out",
+            str(out),
+        )
+        _keep(out, into / name)
+    return {"runs": {name: options for name, (_, options) in runs.items()}}
+
+
+RECORDINGS: dict[str, Callable[[Path, dict[str, Path], Path], dict[str, object]]] = {
+    "compare": _compare,
+    "whatif": _whatif,
+}
+
+
+def _host() -> dict[str, object]:
+    return {
+        "cores": len(os.sched_getaffinity(0)),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", help=f"which recordings: {', '.join(RECORDINGS)} (default: all)")
+    names = parser.parse_args().names or list(RECORDINGS)
+    unknown = [n for n in names if n not in RECORDINGS]
+    if unknown:
+        parser.error(f"no recording named {', '.join(unknown)}: choose from {', '.join(RECORDINGS)}")
+    with tempfile.TemporaryDirectory(prefix="ioprof-record-") as tmp:
+        work = Path(tmp)
+        os.environ["IOPROF_CACHE_DIR"] = str(work / "cache")
+        sets = _sets(work)
+        for name in names:
+            into = RECORDED / name
+            shutil.rmtree(into, ignore_errors=True)
+            started = datetime.now(timezone.utc)
+            (work / name).mkdir()
+            margins = RECORDINGS[name](work / name, sets, into)
+            (into / "recorded.json").write_text(
+                json.dumps(
+                    {
+                        "recorded": started.isoformat(timespec="seconds"),
+                        "host": _host(),
+                        "margins": margins,
+                        "how": f"python tests/support/record.py {name}",
+                    },
+                    indent=1,
+                )
+                + "\n"
+            )
+            print(
+                f"record: {name} in {(datetime.now(timezone.utc) - started).total_seconds():.0f} s -> {into}"
+            )
+
+
+if __name__ == "__main__":
+    main()
