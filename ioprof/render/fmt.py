@@ -27,15 +27,15 @@ def pct(x: float | None, digits: int = 1) -> str:
 
 
 def plus_minus(i: Interval) -> str:
-    """`` ± 3 %``, or `` (no interval)`` where the samples were too few (empty for an exact figure);
-    an interval cut off at 0 (wider than the figure: a rate cannot be negative) as its range,
-    `` [0–12.6]``."""
+    """`` ± 3 %``, or `` (± ?)`` where the samples were too few for any interval (empty for an exact
+    figure); an interval wider than the figure (cut off at 0: a rate cannot be negative) in words,
+    with its range: `` (too few to tell: 0–12.6)``."""
     if i.batches == 0 and i.low == i.high:
         return ""
     if not i.known:
         return " (± ?)"
     if i.low <= 0 < i.value and i.high - i.value > i.value:
-        return f" [0–{rate(i.high)}]"
+        return f" (too few to tell: 0–{rate(i.high)})"
     half = i.rel_half_width * 100
     return f" ± {half:.0f} %" if half >= 1 else f" ± {half:.1f} %"
 

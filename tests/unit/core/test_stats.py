@@ -96,7 +96,7 @@ def test_ratio_interval_from_batch_means_on_hand_built_numbers() -> None:
         ratio_interval([1.0], [1.0, 2.0])
 
 
-def test_a_rate_whose_interval_is_wider_than_itself_ends_at_zero_and_reads_as_a_range() -> None:
+def test_a_rate_whose_interval_is_wider_than_itself_ends_at_zero_and_is_said_in_words() -> None:
     from ioprof.core.stats import ratio_interval
     from ioprof.render.fmt import rate_ci
 
@@ -105,7 +105,7 @@ def test_a_rate_whose_interval_is_wider_than_itself_ends_at_zero_and_reads_as_a_
     half = 3.182 * statistics_sd([80, 2, 2, 2]) / 2
     assert half > i.value and i.high == pytest.approx(i.value + half)
     assert i.low == 0.0  # images per second cannot be negative
-    assert rate_ci(i) == f"{i.value:.2f} [0–{i.high:.1f}]"  # not "± 140 %"
+    assert rate_ci(i) == f"{i.value:.2f} (too few to tell: 0–{i.high:.1f})"  # not "± 140 %"
     # a narrow one reads as before, and a ratio of signed amounts is not cut
     assert rate_ci(ratio_interval([8.0] * 4, [0.1, 0.1, 0.11, 0.1])).endswith(" %")
     signed = ratio_interval([-8.0, 8.0, -8.0, 8.0], [1.0] * 4)

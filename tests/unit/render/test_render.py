@@ -390,7 +390,7 @@ def test_a_cell_of_few_turns_says_it_cannot_decide_instead_of_printing_0_to_100(
     report = render_markdown(_in_turns(3, produced=False))
     (row,) = [line for line in report.splitlines() if "| 8 workers |" in line and "(steps)" in line]
     assert "too few batches to decide: 3.0 turns of 8 workers; a window of about" in row
-    assert "[0–" not in report and "100.0]" not in report
+    assert "to tell: 0–" not in report and "[0–" not in report and "100.0]" not in report
     told = render_markdown(_in_turns(3, produced=True))
     (row,) = [line for line in told.splitlines() if "| 8 workers |" in line and "(steps)" in line]
     assert "(W)" in row and "too few" not in row and "[0–" not in row
