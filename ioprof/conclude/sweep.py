@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from ioprof.conclude import inside
 from ioprof.conclude.checks import findings
@@ -45,12 +45,21 @@ from ioprof.core.thresholds import (
     STORAGE_SCALING,
     classify_input_bound,
 )
+from ioprof.core.vocab import (
+    Bottleneck,
+    DecidedBy,
+    InputBound,
+    InputClass,
+    KernelCall,
+    OverallBottleneck,
+    OverallInputBound,
+)
 
 INPUT_STAGES = ("storage", "decode", "transfer")
 CLASS_ORDER = {"not": 0, "borderline": 1, "moderately": 2, "highly": 3}
 
 
-def classify_interval(share: Interval) -> tuple[str, tuple[str, str]]:
+def classify_interval(share: Interval) -> tuple[InputBound, tuple[InputClass, InputClass]]:
     """The class of a data-wait share, or ``borderline`` when its interval straddles a threshold."""
     point = classify_input_bound(share.value)
     if not share.known:
@@ -210,7 +219,7 @@ def residual(measured: Interval, prediction: Prediction, ceiling_spread: float =
     return r, abs(r) > max(RESIDUAL_TOLERANCE, spread)
 
 
-def kernel_call(split: WaitSplit | None, input_bound: bool = True) -> str:
+def kernel_call(split: WaitSplit | None, input_bound: bool = True) -> KernelCall:
     """What mostly happened while the loop waited: the producer off-CPU (source), on a CPU (cpu),
     runnable but waiting for one (cores), or the training process receiving the batch (receive);
     "mixed" when no part's interval lies above the others'; "" when there is nothing to judge: too
@@ -226,7 +235,7 @@ def kernel_call(split: WaitSplit | None, input_bound: bool = True) -> str:
     top = max(shares, key=lambda k: shares[k].value)
     rest = [v for k, v in shares.items() if k != top]
     if shares[top].known and all(v.known and shares[top].low > v.high for v in rest):
-        return top
+        return cast(KernelCall, top)  # a state of ``WaitSplit.parts``
     return "mixed"
 
 
@@ -244,11 +253,12 @@ def cell_verdict(
     klass, between = classify_interval(share)
     inputs = {k: v for k, v in rates.items() if k in INPUT_STAGES and math.isfinite(v)}
     call = kernel_call(cell.wait_split, between[0] != "not")
-    decided_by = ""
+    decided_by: DecidedBy = ""
+    bottleneck: Bottleneck
     if between[1] == "not":
         bottleneck = "compute"
     elif inputs:
-        bottleneck, decided_by = min(inputs, key=lambda k: inputs[k]), "ceilings"
+        bottleneck, decided_by = cast(Bottleneck, min(inputs, key=lambda k: inputs[k])), "ceilings"
     elif call in WaitSplit.STAGE:
         bottleneck, decided_by = WaitSplit.STAGE[call], "kernel"
     else:
@@ -399,7 +409,7 @@ def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict |
     )
 
 
-def overall(verdicts: Sequence[DatasetVerdict]) -> tuple[str, str, str]:
+def overall(verdicts: Sequence[DatasetVerdict]) -> tuple[OverallBottleneck, OverallInputBound, str]:
     """(bottleneck, class, dataset) of the run: the worst input-bound dataset's, at its best
     setting — one input-bound dataset is not outvoted by compute-bound ones."""
     if not verdicts:
@@ -425,6 +435,7 @@ def advise(
     serial = next((c for c in cells if c.loader == "serial" and c.verdict is not None), None)
     verdict = dataset_verdict(info.label, cells)
     top = max((c for c in cells if c.verdict is not None), key=lambda c: c.img_per_s, default=None)
+    fix: str
     if verdict is not None:
         fix = (
             verdict.bottleneck

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ioprof.core.presets import GPU_PRESETS, StorageProfile
+from ioprof.core.vocab import LoaderKind
 
 LOADERS = ("serial", "multiprocess")
 # Loader kinds a result may hold: the two above, and a thread pool (``ioprof whatif``'s alternative).
@@ -23,7 +24,7 @@ class LoaderSetting:
     every output). ``workers`` is ``num_workers``: 0 for the serial loader.
     """
 
-    kind: str  # "serial" | "multiprocess"
+    kind: LoaderKind
     workers: int
 
     def __post_init__(self) -> None:

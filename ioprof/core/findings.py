@@ -11,6 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from ioprof.core.vocab import (
+    Bottleneck,
+    CacheRegime,
+    DecidedBy,
+    InputBound,
+    InputClass,
+    KernelCall,
+    OverallBottleneck,
+    OverallInputBound,
+)
+
 if TYPE_CHECKING:
     from ioprof.core.stats import Interval
 
@@ -31,9 +42,9 @@ class CellVerdict:
     steps, and every stage in turn.
     """
 
-    bottleneck: str
-    input_bound: str
-    input_bound_range: tuple[str, str]
+    bottleneck: Bottleneck
+    input_bound: InputBound
+    input_bound_range: tuple[InputClass, InputClass]
     data_wait_share: float
     wait_share_low: float | None
     wait_share_high: float | None
@@ -47,8 +58,8 @@ class CellVerdict:
     # which method decided the bottleneck: "ceilings" (each stage measured alone), "kernel" (what
     # the awaited producer did while the loop waited), "" (no input stage to blame); and the
     # kernel's own call — source | cpu | cores, "mixed" when no part stands out, "" unread
-    decided_by: str = ""
-    kernel_call: str = ""
+    decided_by: DecidedBy = ""
+    kernel_call: KernelCall = ""
 
 
 # -- advice for one dataset --------------------------------------------------------------------
@@ -108,9 +119,9 @@ class DatasetVerdict:
     dataset: str
     best_setting: str  # LoaderSetting label of the fastest cell
     best_img_per_s: float
-    bottleneck: str
-    input_bound: str
-    input_bound_range: tuple[str, str]
+    bottleneck: Bottleneck
+    input_bound: InputBound
+    input_bound_range: tuple[InputClass, InputClass]
     data_wait_share: float
     input_bound_settings: tuple[tuple[str, str, str, float], ...]  # (label, class, stage, wait share)
     serial_img_per_s: float | None
@@ -249,7 +260,7 @@ class NotAsAsked(Finding):
     kind: ClassVar[str] = "regime-not-verified"
     dataset: str
     setting: str
-    regime: str
+    regime: CacheRegime
     note: str
 
 
@@ -506,8 +517,8 @@ class Analysis:
     """The run's conclusions: the overall verdict (from the worst input-bound dataset), one
     verdict per dataset, advice, findings, and the compute ceiling against its published figure."""
 
-    overall_bottleneck: str  # storage | decode | transfer | compute | undetermined | unknown
-    overall_input_bound: str  # highly | moderately | not | borderline | unknown
+    overall_bottleneck: OverallBottleneck
+    overall_input_bound: OverallInputBound
     overall_dataset: str  # the dataset the overall verdict comes from ("" when none)
     datasets: tuple[DatasetVerdict, ...]
     advice: tuple[Advice, ...]
@@ -610,7 +621,7 @@ class Ranking:
 
     ranked: tuple[RankedAlternative, ...]  # fastest first, the baseline among them
     best: str  # the fix with the largest gain beyond the noise of its control, or ""
-    baseline_input_bound: str
+    baseline_input_bound: OverallInputBound
     compute_bound: bool  # the baseline is not input-bound: nothing upstream can speed training up
     storage_move: str = ""  # the control, when moving the loose files to the scratch storage alone helps
 

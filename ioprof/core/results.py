@@ -16,6 +16,7 @@ from ioprof.core.config import LoaderSetting
 from ioprof.core.rates import CellRates, Method, cell_rates, loader_rate
 from ioprof.core.stats import Interval, gaps, ratio_interval
 from ioprof.core.thresholds import GROWTH_NOISE_BYTES
+from ioprof.core.vocab import Bottleneck, CacheRegime, LoaderKind
 
 if TYPE_CHECKING:
     from ioprof.core.findings import Analysis, CellVerdict, PlaceDecision, Ranking, Recommendation
@@ -112,7 +113,7 @@ class CacheInfo:
     file is evicted after it is read, so this stays near 0; None where not checked).
     """
 
-    regime: str  # cold | warm | as-is | memory
+    regime: CacheRegime
     resident_fraction: float
     verified: bool
     method: str
@@ -194,7 +195,7 @@ class WaitSplit:
 
     # the stage each part of the producer's time blames: off-CPU is the source; on a CPU, or
     # waiting for one, the pipeline's own CPU work (decode and augment)
-    STAGE: ClassVar[dict[str, str]] = {"source": "storage", "cpu": "decode", "cores": "decode"}
+    STAGE: ClassVar[dict[str, Bottleneck]] = {"source": "storage", "cpu": "decode", "cores": "decode"}
 
     wait_s: tuple[float, ...]
     cpu_s: tuple[float, ...]  # the producing thread's
@@ -303,7 +304,7 @@ class DecodeCeiling:
     previous batch arrived (the raw samples of the rate and its interval).
     """
 
-    loader: str
+    loader: LoaderKind
     workers: int
     img_per_s: float
     images: int
@@ -659,7 +660,7 @@ class CellResult:
     """
 
     dataset: str
-    loader: str  # serial | multiprocess
+    loader: LoaderKind
     workers: int  # 0 for serial
     batch_size: int
     warmup_steps: int

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ioprof.core.vocab import InputClass
+
 # ioprof place: a candidate must hold the whole dataset with this much to spare.
 SPACE_HEADROOM = 1.05
 
@@ -107,7 +109,7 @@ GROWTH_RULE = (
 )
 
 
-def classify_input_bound(share: float) -> str:
+def classify_input_bound(share: float) -> InputClass:
     """``highly`` (≥ 20 %), ``moderately`` (≥ 5 %) or ``not`` input-bound."""
     if share >= HIGHLY_INPUT_BOUND_SHARE:
         return "highly"

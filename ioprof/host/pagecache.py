@@ -22,6 +22,7 @@ import psutil
 
 from ioprof.core.results import REQUEST_FS_TYPES, CacheInfo, Fetched
 from ioprof.core.thresholds import CONTRADICTION_MIN_BYTES, WARM_MAX_FETCHED_SHARE
+from ioprof.core.vocab import cache_regime
 
 # Filesystems where POSIX_FADV_DONTNEED cannot drop the data: the page cache *is* the storage.
 RAM_BACKED_FS_TYPES = frozenset({"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"})
@@ -319,7 +320,7 @@ def prepare(paths: Sequence[str], regime: str, fs: FilesystemInfo) -> CacheInfo:
         note = f"an object store ({fs.source}): no page cache on this host holds its objects — every read is a GET"
         if regime == "warm":
             return CacheInfo("warm", 0.0, False, "object store", f"not warm: {note}")
-        return CacheInfo(regime, 0.0, True, "object store", note)
+        return CacheInfo(cache_regime(regime), 0.0, True, "object store", note)
     if regime == "cold":
         evict(paths)
         res = residency(paths)

@@ -36,6 +36,7 @@ from ioprof.core.results import (
     Undecodable,
 )
 from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, data_wait_share
+from ioprof.core.vocab import cache_regime
 from ioprof.datasets.dataset import Dataset
 from ioprof.host import iocounters
 from ioprof.host.fetched import FetchReadings, FetchSnapshot, MountCounters, bytes_read, decide
@@ -118,7 +119,9 @@ def failed_cell(plan: CellPlan, error: str) -> CellResult:
         data_wait_share=0.0,
         startup_s=0.0,
         io=IoCounts(0, 0, 0, 0.0),
-        cache=CacheInfo(plan.regime, 0.0, False, "", "cell failed before the cache was prepared"),
+        cache=CacheInfo(
+            cache_regime(plan.regime), 0.0, False, "", "cell failed before the cache was prepared"
+        ),
         gpu=GpuTelemetry(available=False, reason="cell failed"),
         stopped_by="error",
         status="failed",

@@ -313,7 +313,7 @@ def _empty_cell() -> CellResult:
         0.0,
         0.0,
         IoCounts(0, 0, 0, 0.0),
-        CacheInfo("", 0.0, False, "", ""),
+        CacheInfo("as-is", 0.0, False, "", ""),
         GpuTelemetry(False, ""),
         "",
         status="none",

@@ -143,7 +143,7 @@ def _cell_row(c: CellResult, sim: bool, impossible: bool = False) -> list[str]:
             else f"{rate(low)}–{rate(v.predicted_img_per_s)}"
         )
         predicted = f"{span} ({v.predicted_by})"
-    klass = v.input_bound if v else "—"
+    klass: str = v.input_bound if v else "—"
     if v and v.input_bound == "borderline":
         klass = f"borderline ({v.input_bound_range[0]}/{v.input_bound_range[1]})"
     gpu = f"; GPU {_gpu_mean(c)}" if c.gpu.available else ""
