@@ -12,7 +12,7 @@ from torch import nn
 
 from ioprof.conclude.profile import predict
 from ioprof.core.config import LoaderSetting
-from ioprof.core.results import PhaseTimes
+from ioprof.core.results_profile import PhaseTimes
 from ioprof.datasets.dataset import load_datasets
 from ioprof.runners.profile import measure
 
@@ -57,7 +57,10 @@ def test_a_planted_slow_layer_is_named_first_and_the_layers_add_up(small_set: Pa
     ranked = sorted(m.layers, key=lambda layer: layer.mean_s(), reverse=True)
     assert ranked[0].name == "2" and ranked[0].kind == "PlantedSlowBackward"
     n = len(m.hooked.backward_s)
-    assert sum(ranked[0].backward_s) / n == pytest.approx(0.03, rel=0.3)
+    # a sleep is never shorter than asked; how much longer depends on the host's load at that
+    # moment, so its upper bound is the backward phase it sits in, timed around the whole pass
+    planted = sum(ranked[0].backward_s) / n
+    assert 0.03 * 0.98 <= planted <= sum(m.hooked.backward_s) / n
     # every layer's forward and backward add up to the measured phases (the rest: loss, engine)
     layers = sum(layer.mean_s() for layer in m.layers)
     phases = (sum(m.hooked.forward_s) + sum(m.hooked.backward_s)) / n
