@@ -116,6 +116,6 @@ def run(config: RunConfig, command_line: str, progress: Progress) -> int:
 
 def _say(result: SweepResult, out: Path, code: int, ended: str) -> None:
     """One line on stderr: what was observed, and where the report is (the script's stdout is its own)."""
-    from ioprof.render import words
+    from ioprof.render.run import run_summary
 
-    print(f"ioprof: {words.run_summary(result, code, ended)} Report: {out / 'report.md'}", file=sys.stderr)
+    print(f"ioprof: {run_summary(result, code, ended)} Report: {out / 'report.md'}", file=sys.stderr)

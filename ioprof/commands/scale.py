@@ -20,7 +20,7 @@ from ioprof.core.config import ScaleConfig, run_length_for
 from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:
-    from ioprof.core.results import ScaleResult
+    from ioprof.core.results_scale import ScaleResult
     from ioprof.measure.session import Progress
 
 NAME = "scale"

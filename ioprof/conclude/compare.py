@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ioprof.core.findings import CellComparison, Comparison, RunComparison
+from ioprof.core.comparison import CellComparison, Comparison, RunComparison
 from ioprof.core.results import CellResult, SweepResult
 from ioprof.core.thresholds import COMPARE_MIN_EFFECT
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ioprof.core.results import DeviceCell, DevicesResult
+from ioprof.core.results_devices import DeviceCell, DevicesResult
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import MULTI_DEVICE_PAYS_EFFICIENCY
 

@@ -19,7 +19,8 @@ from ioprof.core.findings import (
     WorkerMemoryGrows,
     WorkersDoNotFit,
 )
-from ioprof.core.results import CellResult, StageTime, SweepResult, WorkerMemory
+from ioprof.core.inside import StageTime, WorkerMemory
+from ioprof.core.results import CellResult, SweepResult
 
 MAX_WORKERS_CHECKED = 256
 

@@ -23,7 +23,7 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
-from ioprof.core.results import RankCountResult, ScaleResult
+from ioprof.core.results_scale import RankCountResult, ScaleResult
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import MIN_BUSY_SHARE, SATURATED_SHARE, STRAGGLER_GAP
 

@@ -22,15 +22,12 @@ from typing import Any, TypeVar
 
 from ioprof.core import findings
 from ioprof.core.errors import IoprofError
-from ioprof.core.results import (
-    SCHEMA_VERSION,
-    DevicesResult,
-    PlaceResult,
-    ProfileResult,
-    ScaleResult,
-    SweepResult,
-    WhatifResult,
-)
+from ioprof.core.results import SCHEMA_VERSION, SweepResult
+from ioprof.core.results_devices import DevicesResult
+from ioprof.core.results_place import PlaceResult
+from ioprof.core.results_profile import ProfileResult
+from ioprof.core.results_scale import ScaleResult
+from ioprof.core.results_whatif import WhatifResult
 
 AnyResult = SweepResult | PlaceResult | WhatifResult | ProfileResult | ScaleResult | DevicesResult
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-from ioprof.core.results import CacheInfo, CrossCheck, Fetched, IoCounts
+from ioprof.core.counts import CacheInfo, CrossCheck, Fetched, IoCounts
 from ioprof.host import iocounters
 from ioprof.host.pagecache import FilesystemInfo
 

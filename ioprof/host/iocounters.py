@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from ioprof.core.results import IoCounts
+from ioprof.core.counts import IoCounts
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,8 @@ from dataclasses import dataclass, replace
 
 import psutil
 
-from ioprof.core.results import REQUEST_FS_TYPES, CacheInfo, Fetched
+from ioprof.core.counts import CacheInfo, Fetched
+from ioprof.core.results import REQUEST_FS_TYPES
 from ioprof.core.thresholds import CONTRADICTION_MIN_BYTES, WARM_MAX_FETCHED_SHARE
 from ioprof.core.vocab import cache_regime
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ioprof.core.results import GpuTelemetry
+from ioprof.core.gpu import GpuTelemetry
 
 if TYPE_CHECKING:
     import torch

@@ -25,16 +25,10 @@ from functools import partial
 from typing import Any
 
 from ioprof.core.config import PREFETCH_FACTOR, LoaderSetting, RunLength
+from ioprof.core.counts import UNKNOWN_FETCH, CacheInfo, Fetched, IoCounts
+from ioprof.core.gpu import GpuTelemetry
 from ioprof.core.rates import CellRates, Produced, cell_rates, class_decided
-from ioprof.core.results import (
-    UNKNOWN_FETCH,
-    CacheInfo,
-    CellResult,
-    Fetched,
-    GpuTelemetry,
-    IoCounts,
-    Undecodable,
-)
+from ioprof.core.results import CellResult, Undecodable
 from ioprof.core.stats import LOOKS, MIN_BATCHES, Looks, data_wait_share
 from ioprof.core.vocab import cache_regime
 from ioprof.datasets.dataset import Dataset

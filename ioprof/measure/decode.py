@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from ioprof.core.config import DECIDED_REL_HALF_WIDTH, TARGET_REL_HALF_WIDTH, LoaderSetting
+from ioprof.core.counts import CacheInfo
 from ioprof.core.rates import Produced, loader_rate
-from ioprof.core.results import CacheInfo, ComputeCeiling, DecodeCeiling, StorageCeiling
+from ioprof.core.results import ComputeCeiling, DecodeCeiling, StorageCeiling
 from ioprof.core.stats import MIN_BATCHES, Interval, Looks
 from ioprof.core.thresholds import DECODE_ABOVE_COMPUTE
 from ioprof.measure import stages

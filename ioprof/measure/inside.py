@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ioprof.core.config import worker_count
-from ioprof.core.results import CoreUse, LoaderInside, WorkerMemory
+from ioprof.core.inside import CoreUse, LoaderInside, WorkerMemory
 from ioprof.core.stats import Interval, pooled_slope
 from ioprof.core.thresholds import (
     COPY_ON_READ_MIN_OBJECTS,

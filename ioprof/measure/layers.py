@@ -28,7 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ioprof.core.results import LayerTimes, OperatorTime, PhaseTimes
+from ioprof.core.results_profile import LayerTimes, OperatorTime, PhaseTimes
 
 PHASES = ("data_wait", "copy", "forward", "backward", "update", "loss_read")
 

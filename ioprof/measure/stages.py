@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ioprof.core.inside import REST_OF_GETITEM, LoaderStages, StageTime
 from ioprof.core.rates import Produced
-from ioprof.core.results import REST_OF_GETITEM, LoaderStages, StageTime
 from ioprof.core.stats import ratio_interval
 
 ROWS_GLOB = "stages-*.jsonl"

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ioprof.core.results import CudaStepTimes
+from ioprof.core.gpu import CudaStepTimes
 
 
 class TimingEvent(Protocol):

@@ -32,9 +32,10 @@ from pathlib import Path
 import psutil
 
 from ioprof.core.config import TARGET_REL_HALF_WIDTH
+from ioprof.core.counts import CacheInfo, Fetched
 from ioprof.core.errors import IoprofError
 from ioprof.core.presets import StorageProfile
-from ioprof.core.results import CacheInfo, Fetched, StorageCeiling
+from ioprof.core.results import StorageCeiling
 from ioprof.core.stats import LOOKS, gaps, is_look, percentile, ratio_interval, steady_start
 from ioprof.datasets import objects, shards
 from ioprof.host.fetched import MountCounters, decide

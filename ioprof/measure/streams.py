@@ -17,7 +17,8 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import IO
 
-from ioprof.core.results import CacheInfo, Fetched, StorageCeiling
+from ioprof.core.counts import CacheInfo, Fetched
+from ioprof.core.results import StorageCeiling
 from ioprof.core.stats import LOOKS, is_look, percentile
 from ioprof.measure.storage import Readers, narrow, steady
 

@@ -30,11 +30,8 @@ from dataclasses import replace
 from typing import Any
 
 from ioprof.core.config import TARGET_REL_HALF_WIDTH, LoaderSetting
-from ioprof.core.results import (
-    CacheInfo,
-    DecodeCeiling,
-    StorageCeiling,
-)
+from ioprof.core.counts import CacheInfo
+from ioprof.core.results import DecodeCeiling, StorageCeiling
 from ioprof.core.stats import LOOKS
 
 # ``probe_seconds`` is the pause's length: the storage read alone gets this share of it, each

@@ -14,22 +14,24 @@ from typing import Any
 
 from ioprof import __version__
 from ioprof.core.config import LoaderSetting
-from ioprof.core.results import (
+from ioprof.core.counts import (
     MACHINE_WIDE_FETCH_METHODS,
-    SCHEMA_VERSION,
     UNKNOWN_FETCH,
-    BeforeWindow,
     CacheInfo,
+    CrossCheck,
+    Fetched,
+    IoCounts,
+)
+from ioprof.core.gpu import GpuTelemetry
+from ioprof.core.inside import LoaderInside
+from ioprof.core.results import (
+    SCHEMA_VERSION,
+    BeforeWindow,
     CellResult,
     ComputeCeiling,
-    CrossCheck,
     DatasetCeilings,
     DatasetInfo,
     DecodeCeiling,
-    Fetched,
-    GpuTelemetry,
-    IoCounts,
-    LoaderInside,
     ObservedLoader,
     RunInfo,
     ScriptInfo,

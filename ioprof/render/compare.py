@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ioprof.core.findings import CellComparison, Comparison, RunComparison
+from ioprof.core.comparison import CellComparison, Comparison, RunComparison
 from ioprof.render.fmt import pct, rate
 from ioprof.render.mdtable import table
 

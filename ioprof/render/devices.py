@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ioprof.conclude.devices import payoffs
 from ioprof.core.resultfile import atomic_write_text
-from ioprof.core.results import DeviceCell, DevicesResult
+from ioprof.core.results_devices import DeviceCell, DevicesResult
 from ioprof.core.thresholds import MULTI_DEVICE_PAYS_EFFICIENCY
 from ioprof.render.fmt import pct, rate_ci, size
 from ioprof.render.mdtable import table

@@ -10,15 +10,12 @@ from typing import Any
 
 import pandas as pd
 
-from ioprof.core.results import (
-    CellResult,
-    DevicesResult,
-    PlaceResult,
-    ProfileResult,
-    ScaleResult,
-    SweepResult,
-    WhatifResult,
-)
+from ioprof.core.results import CellResult, SweepResult
+from ioprof.core.results_devices import DevicesResult
+from ioprof.core.results_place import PlaceResult
+from ioprof.core.results_profile import ProfileResult
+from ioprof.core.results_scale import ScaleResult
+from ioprof.core.results_whatif import WhatifResult
 from ioprof.core.stats import Interval
 
 
@@ -296,7 +293,8 @@ def layers_frame(result: ProfileResult) -> pd.DataFrame:
 
 
 def _empty_cell() -> CellResult:
-    from ioprof.core.results import CacheInfo, GpuTelemetry, IoCounts
+    from ioprof.core.counts import CacheInfo, IoCounts
+    from ioprof.core.gpu import GpuTelemetry
 
     return CellResult(
         "",

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 
 from ioprof.conclude.inside import MAX_WORKERS_CHECKED, max_workers_ram, max_workers_shm, worker_peak_bytes
 from ioprof.core.config import worker_count
-from ioprof.core.results import CellResult, CoreUse, LoaderStages, SweepResult, WorkerMemory
+from ioprof.core.inside import CoreUse, LoaderStages, WorkerMemory
+from ioprof.core.results import CellResult, SweepResult
 from ioprof.core.thresholds import GROWTH_RULE
 from ioprof.render import words
 from ioprof.render.fmt import pct, rate, size

@@ -15,14 +15,12 @@ from ioprof.conclude import scale as scale_conclusion
 from ioprof.conclude import sweep as sweep_conclusion
 from ioprof.conclude import whatif as whatif_conclusion
 from ioprof.core.resultfile import AnyResult
-from ioprof.core.results import (
-    DevicesResult,
-    PlaceResult,
-    ProfileResult,
-    ScaleResult,
-    SweepResult,
-    WhatifResult,
-)
+from ioprof.core.results import SweepResult
+from ioprof.core.results_devices import DevicesResult
+from ioprof.core.results_place import PlaceResult
+from ioprof.core.results_profile import ProfileResult
+from ioprof.core.results_scale import ScaleResult
+from ioprof.core.results_whatif import WhatifResult
 from ioprof.render import devices, frames, place, profile, run, scale, sweep, whatif
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ioprof.core import findings as f
+from ioprof.core.config import worker_count
 from ioprof.core.findings import PlaceDecision
 from ioprof.core.resultfile import atomic_write_text
-from ioprof.core.results import PlaceResult
+from ioprof.core.results_place import PlaceResult
 from ioprof.core.thresholds import MIN_BUSY_SHARE
 from ioprof.render import words
+from ioprof.render.findings import reclaimed
 from ioprof.render.fmt import duration, gb, ms, rate, rate_ci
 from ioprof.render.mdtable import table
 from ioprof.render.plots import PLACE_PNG, plot_placement
@@ -121,7 +124,7 @@ def render_place_markdown(result: PlaceResult) -> str:
     out = [
         f"# ioprof place — {result.run.started_at[:10]}",
         "",
-        f"**{words.recommendation(result.recommendation)}**",
+        f"**{recommendation(result.recommendation)}**",
         "",
     ]
     out += ["## Decision", "", *_decisions(result), ""]
@@ -135,7 +138,7 @@ def render_place_markdown(result: PlaceResult) -> str:
         f"at their residency), all {result.epochs} epochs read it. A copy pays off when the time it saves over "
         "all the epochs exceeds the copy; a candidate is recommended only when it keeps the accelerator busy, "
         "holds the whole dataset (with 5 % to spare) and its copy pays off."
-        + (words.reclaimed(result.machine.reclaim, result.machine.reclaim_idle_s) if fits else ""),
+        + (reclaimed(result.machine.reclaim, result.machine.reclaim_idle_s) if fits else ""),
         "",
         f"![Predicted training rate per location]({PLACE_PNG})",
         "",
@@ -193,4 +196,58 @@ def write(result: PlaceResult, out_dir: Path) -> Path:
 
 
 def headline(result: PlaceResult) -> str:
-    return words.recommendation(result.recommendation)
+    return recommendation(result.recommendation)
+
+
+def _epochs_read(r: f.Recommendation) -> str:
+    """Which epochs read the current location's storage, and why."""
+    if r.reading_epochs == 1:
+        return (
+            f"only the first of the {r.epochs} epochs reads the storage there: the dataset fits in the RAM the "
+            "page cache can use and the filesystem keeps read pages"
+        )
+    if r.current_object_store:
+        return (
+            f"every one of the {r.epochs} epochs reads the object store: nothing on this host keeps an object "
+            "between GETs"
+        )
+    if r.fits_in_ram and r.current_keeps_pages is False:
+        return (
+            f"every one of the {r.epochs} epochs reads the storage there: the dataset would fit in RAM, but the "
+            "filesystem drops read pages at every open (checked)"
+        )
+    return f"every one of the {r.epochs} epochs reads the storage there: the dataset does not fit in the RAM the page cache can use"
+
+
+def recommendation(r: f.Recommendation | None) -> str:
+    """``ioprof place``'s one decision, in one sentence consistent with its figures."""
+    if r is None or r.action == "nothing-measured":
+        return "No location could be measured; see the table for why."
+    kind = "simulated " if r.simulated_demand else ""
+    need = f"{r.threshold:.0%} of the {kind}{rate(r.demand_img_per_s)} img/s the accelerator consumes"
+    feeds = f"it feeds {rate(r.predicted_img_per_s)} img/s with {worker_count(r.best_workers)}"
+    if r.action == "keep":
+        return f"Keep the dataset where it is: {feeds}, at least {need} (storage headroom {r.storage_headroom:.1f}×)."
+    if r.action == "move":
+        copy = ""
+        if r.copy_s is not None and r.saved_s is not None:
+            copy = (
+                f"; copying the dataset there takes about {duration(r.copy_s)} and saves {duration(r.saved_s)} "
+                f"over the {r.epochs} epochs ({_epochs_read(r)})"
+            )
+        return f"Move the dataset to {r.location}: {feeds}, at least {need}{copy}."
+    if r.action == "keep-copy-does-not-pay" and r.alternative is not None:
+        where, img_s, copy_s, saved_s = r.alternative
+        warm = (
+            " — read the files once before training to warm the page cache" if r.reading_epochs == 1 else ""
+        )
+        return (
+            f"Keep the dataset where it is: {where} would feed {rate(img_s)} img/s, but copying it there takes "
+            f"about {duration(copy_s)} and saves only {duration(max(0.0, saved_s))} over the {r.epochs} epochs, "
+            f"because {_epochs_read(r)}{warm}."
+        )
+    tail = " — a faster disk will not fix that." if r.limited_by != "storage" else "."
+    return (
+        f"No location measured keeps the accelerator {r.threshold:.0%} busy; the best, {r.location}, feeds "
+        f"{rate(r.predicted_img_per_s)} img/s ({r.busy_share:.0%}), limited by {r.limited_by}{tail}"
+    )

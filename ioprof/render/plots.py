@@ -10,7 +10,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from ioprof.core.results import CellResult, PlaceResult, SweepResult
+from ioprof.core.results import CellResult, SweepResult
+from ioprof.core.results_place import PlaceResult
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import MIN_BUSY_SHARE
 
@@ -158,7 +159,7 @@ def plot_placement(result: PlaceResult, path: Path) -> None:
 
 def plot_comparison(comparison: object, path: Path) -> None:
     """img/s of each matched cell in each run, with 95 % intervals (grouped bars)."""
-    from ioprof.core.findings import Comparison
+    from ioprof.core.comparison import Comparison
 
     assert isinstance(comparison, Comparison)
     labels: list[str] = []
@@ -193,7 +194,7 @@ def plot_comparison(comparison: object, path: Path) -> None:
 
 def plot_layers(result: object, path: Path, top: int = 15) -> None:
     """The slowest layers: forward and backward ms per minibatch, stacked."""
-    from ioprof.core.results import ProfileResult
+    from ioprof.core.results_profile import ProfileResult
 
     assert isinstance(result, ProfileResult)
     layers = sorted(result.layers, key=lambda layer: layer.mean_s(), reverse=True)[:top][::-1]
@@ -229,7 +230,7 @@ def _err(intervals: Sequence[Interval]) -> list[list[float]]:
 def plot_scale(result: object, path: Path) -> None:
     """Left: img/s of all ranks against the rank count, per regime, with perfect scaling dotted.
     Right: the least busy rank's busy share, with the 90 % line."""
-    from ioprof.core.results import ScaleResult
+    from ioprof.core.results_scale import ScaleResult
 
     assert isinstance(result, ScaleResult)
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4.2), dpi=110)
@@ -306,7 +307,7 @@ def plot_scale(result: object, path: Path) -> None:
 
 def plot_devices(result: object, path: Path) -> None:
     """samples/s per model and batch size on each device setup (log axis: models differ by orders)."""
-    from ioprof.core.results import DevicesResult
+    from ioprof.core.results_devices import DevicesResult
 
     assert isinstance(result, DevicesResult)
     keys = list(dict.fromkeys((c.model, c.batch_size) for c in result.cells))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ioprof.core.findings import EpochPrediction, ProfileConclusions
 from ioprof.core.resultfile import atomic_write_text
-from ioprof.core.results import PhaseTimes, ProfileResult
+from ioprof.core.results_profile import PhaseTimes, ProfileResult
 from ioprof.render.fmt import duration, ms, pct, size
 from ioprof.render.mdtable import table
 from ioprof.render.plots import plot_layers

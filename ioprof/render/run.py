@@ -6,7 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ioprof.core.resultfile import atomic_write_text
-from ioprof.core.results import DatasetCeilings, ObservedLoader, StorageCeiling, SweepResult
+from ioprof.core.results import (
+    DatasetCeilings,
+    ObservedLoader,
+    StorageCeiling,
+    SweepResult,
+)
 from ioprof.render import inside, words
 from ioprof.render import sweep as markdown
 from ioprof.render.fmt import duration, mb, pct, rate, rate_ci
@@ -24,7 +29,7 @@ def render_run_markdown(result: SweepResult) -> str:
             "",
         ]
     if not result.loaders:
-        ended = words.ENDED.get(s.ended, s.ended) if s else "ended"
+        ended = ENDED.get(s.ended, s.ended) if s else "ended"
         out += [
             f"**No DataLoader was iterated** — your script {ended} before any batch was loaded: nothing to measure.",
             "",
@@ -53,7 +58,7 @@ def _script(result: SweepResult) -> list[str]:
     out = [
         "## Your script",
         "",
-        f"- `{s.command}` {words.ENDED.get(s.ended, s.ended)}{code}; {s.ranks} process(es) observed; "
+        f"- `{s.command}` {ENDED.get(s.ended, s.ended)}{code}; {s.ranks} process(es) observed; "
         f"{s.optimizer_steps} optimizer steps (rank 0).",
         f"- Each loader's window: after {s.warmup_steps} batches of warm-up (plus one per worker: their first batches "
         f"arrive together), {s.window_steps} batches"
@@ -244,3 +249,26 @@ def write(result: SweepResult, out_dir: Path) -> Path:
 
 def headline(result: SweepResult) -> str:
     return words.verdict_line(result.analysis).replace("**", "")
+
+
+ENDED = {
+    "finished": "finished",
+    "failed": "failed",
+    "interrupted": "was interrupted",
+    "stopped-by-ioprof": "was stopped by ioprof after the window (--stop-after)",
+    "running": "is still running",
+}
+
+
+def run_summary(result: object, code: int | None, ended: str) -> str:
+    """``ioprof run``'s one line: how the script ended and what was observed."""
+    from ioprof.core.results import SweepResult
+
+    assert isinstance(result, SweepResult)
+    how = ENDED.get(ended, ended) + (f" (exit code {code})" if code not in (None, 0) else "")
+    if result.script is not None and result.script.shm_failure:
+        how += f" because {result.script.shm_failure}"
+    if not result.loaders:
+        return f"your script {how} before iterating any DataLoader: nothing to measure"
+    seen = ", ".join(f"{lo.key} ({lo.role}, {lo.batches} batches)" for lo in result.loaders)
+    return f"your script {how}; observed {seen}. " + words.verdict_line(result.analysis).replace("**", "")

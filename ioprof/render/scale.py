@@ -8,7 +8,7 @@ from pathlib import Path
 from ioprof.conclude.scale import CountVerdict, Limit, RegimeConclusion
 from ioprof.core.config import worker_count
 from ioprof.core.resultfile import atomic_write_text
-from ioprof.core.results import RankCountResult, ScaleResult
+from ioprof.core.results_scale import RankCountResult, ScaleResult
 from ioprof.core.thresholds import MIN_BUSY_SHARE, SATURATED_SHARE
 from ioprof.render import words
 from ioprof.render.fmt import duration, pct, rate, rate_ci, share_ci

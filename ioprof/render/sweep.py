@@ -20,6 +20,7 @@ from ioprof.core.thresholds import (
     READ_CALLS_MIN_SHARE,
 )
 from ioprof.render import inside, words
+from ioprof.render.findings import DECIDED_BY, KERNEL_SPLIT_NOTE, compute_reference, finding, wait_split
 from ioprof.render.fmt import mb, ms, pct, rate, rate_ci
 from ioprof.render.mdtable import table
 from ioprof.render.plots import (
@@ -94,7 +95,7 @@ def _answer(result: SweepResult, sweep: bool) -> list[str]:
         text = words.advice(adv)
         if text:
             out += [f"**{adv.dataset}** — " + " ".join(text), ""]
-    warnings = [words.finding(x) for x in a.findings if not isinstance(x, CpuIsTheDevice)]
+    warnings = [finding(x) for x in a.findings if not isinstance(x, CpuIsTheDevice)]
     if warnings:
         out += ["### Warnings", ""] + [f"- {w}" for w in warnings] + [""]
     return out
@@ -229,8 +230,8 @@ def _evidence(result: SweepResult) -> list[str]:
         row = [c.dataset, c.setting.label, v.bottleneck, ceilings or "—", miss, words.fetched(c.fetched)]
         if kernel:
             row[3:3] = [
-                words.DECIDED_BY.get(v.decided_by, "—"),
-                words.wait_split(c.wait_split, v.kernel_call),
+                DECIDED_BY.get(v.decided_by, "—"),
+                wait_split(c.wait_split, v.kernel_call),
             ]
         rows.append(row)
     if not rows:
@@ -255,7 +256,7 @@ def _evidence(result: SweepResult) -> list[str]:
         "assumed to serve every read. A loader whose read() calls read under "
         f"{pct(READ_CALLS_MIN_SHARE, 0)} of what its samples hold got them by page faults (rows of a "
         "memory-mapped file): its share is of its samples' bytes (images × the bytes a sample takes).",
-        *([] if not kernel else ["", words.KERNEL_SPLIT_NOTE]),
+        *([] if not kernel else ["", KERNEL_SPLIT_NOTE]),
         "",
     ]
 
@@ -315,7 +316,7 @@ def _compute_lines(result: SweepResult) -> list[str]:
             f"synthetic batches already on the device, {len(comp.step_s)} steps.{src}"
         )
         if result.analysis is not None and result.analysis.compute_reference is not None:
-            out.append(f"  {words.compute_reference(result.analysis.compute_reference)}")
+            out.append(f"  {compute_reference(result.analysis.compute_reference)}")
     for t in result.transfer:
         out.append(
             f"- **Transfer** (host→device, {'pinned' if t.pinned else 'pageable'} memory): "

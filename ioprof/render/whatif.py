@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ioprof.conclude.whatif import CONTROL
+from ioprof.core import findings as f
 from ioprof.core.findings import RankedAlternative
 from ioprof.core.resultfile import atomic_write_text
-from ioprof.core.results import AlternativeResult, WhatifResult
+from ioprof.core.results_whatif import AlternativeResult, WhatifResult
 from ioprof.core.thresholds import COMPARE_MIN_EFFECT
 from ioprof.render import words
 from ioprof.render.fmt import duration, mb, pct, rate, share_ci, size
@@ -73,7 +74,7 @@ def _rows(result: WhatifResult) -> list[list[str]]:
 
 
 def _label(a: AlternativeResult) -> str:
-    text = words.ALTERNATIVES.get(a.name, a.name)
+    text = ALTERNATIVES.get(a.name, a.name)
     if a.name == "cache" and "warm_share" in a.figures:
         text += f" ({pct(a.figures['warm_share'], 0)} of it)"
     return text
@@ -96,7 +97,7 @@ _HEAD = [
 
 def render_whatif_markdown(result: WhatifResult) -> str:
     r = result.ranking
-    out = [f"# ioprof whatif — {result.run.started_at[:10]}", "", words.whatif_answer(r, result.setting), ""]
+    out = [f"# ioprof whatif — {result.run.started_at[:10]}", "", whatif_answer(r, result.setting), ""]
     out += ["## Ranked, each run end to end", "", *table(_HEAD, _rows(result)), ""]
     storage = result.data_storage
     estimate = (
@@ -124,19 +125,17 @@ def render_whatif_markdown(result: WhatifResult) -> str:
 def _changes(result: WhatifResult) -> list[str]:
     r = result.ranking
     better = [
-        x
-        for x in (r.ranked if r else ())
-        if x.beyond_noise and (x.fix_gain or 0) > 1 and x.name in words.CODE
+        x for x in (r.ranked if r else ()) if x.beyond_noise and (x.fix_gain or 0) > 1 and x.name in CODE
     ]
     if not better:
         return []
     out = ["## What to change", ""]
     for x in better:
         out += [
-            f"**{words.ALTERNATIVES[x.name]}** ({x.fix_gain or 0:.2f}× over its control):",
+            f"**{ALTERNATIVES[x.name]}** ({x.fix_gain or 0:.2f}× over its control):",
             "",
             "```python",
-            words.CODE[x.name],
+            CODE[x.name],
             "```",
             "",
         ]
@@ -149,7 +148,7 @@ def _knobs(result: WhatifResult) -> list[str]:
         return []
     fresh, kept = p.figures.get("startup_fresh_s", 0.0), p.figures.get("startup_persistent_s", 0.0)
     saved = (
-        f"{duration(fresh - kept)} saved per epoch (`{words.CODE['persistent_workers']}`)"
+        f"{duration(fresh - kept)} saved per epoch (`{CODE['persistent_workers']}`)"
         if fresh > kept
         else "nothing saved here"
     )
@@ -168,7 +167,7 @@ def _not_measured(result: WhatifResult) -> list[str]:
         return []
     return (
         ["## Not measured here", ""]
-        + [f"- {words.ALTERNATIVES.get(a.name, a.name)}: {words.why_not(a.why_not)}." for a in missing]
+        + [f"- {ALTERNATIVES.get(a.name, a.name)}: {why_not(a.why_not)}." for a in missing]
         + [""]
     )
 
@@ -218,4 +217,137 @@ def write(result: WhatifResult, out_dir: Path) -> Path:
 
 
 def headline(result: WhatifResult) -> str:
-    return words.whatif_answer(result.ranking, result.setting).replace("**", "")
+    return whatif_answer(result.ranking, result.setting).replace("**", "")
+
+
+ALTERNATIVES = {
+    "baseline": "your pipeline as it is",
+    "threads": "a thread pool instead of worker processes (torchdata)",
+    "decode_jpeg": "torchvision.io.decode_jpeg on the CPU instead of PIL",
+    "gpu_decode": "batched nvJPEG decode on the GPU",
+    "resized-256": "a copy pre-resized to a 256 px short side",
+    "resized-320": "a copy pre-resized to a 320 px short side",
+    "shards": "packed shards (tar, read sequentially)",
+    "loose-on-scratch": "the same files (or shards), copied to the scratch storage (the copies' control)",
+    "more-workers": "twice the loader's workers (twice the requests in flight)",
+    "threads-per-worker-4": "4 threads reading each worker's batch (4× the requests in flight, no more processes)",
+    "prefetch-1": "prefetch_factor=1",
+    "prefetch-4": "prefetch_factor=4",
+    "prefetch-8": "prefetch_factor=8",
+    "persistent_workers": "persistent_workers=True",
+    "pin_memory": "pin_memory=True",
+    "cache": "the share of the dataset RAM can hold, warm",
+}
+
+
+WHY_NOT = {
+    "needs-cuda": "needs a CUDA device; this machine has none",
+    "not-built": "not built yet: it has never been run on a GPU with ioprof",
+    "needs-workers": "applies to worker processes, and the current setting has none",
+    "already-small": "the images are already that small",
+    "emulated": "storage is emulated here: there is no page cache to warm",
+    "object-store": "no page cache holds an object from a store: the local copy (loose files on the scratch "
+    "folder) is the cache to compare",
+    "sharded": "applies to loose image files; your data is already tar shards",
+    "sharded-not-built": "not measured on tar shards in this version",
+    "not-requests": "applies to data read by requests (an object store, shards over HTTP); more workers on a "
+    "filesystem are the sweep's question (`ioprof sweep --workers`)",
+}
+
+
+# The change each alternative needs in a training script, in a few lines.
+CODE = {
+    "threads": """from torchdata.nodes import Batcher, Loader, Mapper, ParallelMapper, SamplerWrapper
+node = ParallelMapper(SamplerWrapper(sampler), map_fn=dataset.__getitem__, num_workers=N, method="thread")
+loader = Loader(Mapper(Batcher(node, batch_size=B, drop_last=True), collate_fn))""",
+    "decode_jpeg": """from torchvision.io import ImageReadMode, decode_jpeg, read_file
+from torchvision.transforms import v2
+dataset = ImageFolder(root, loader=lambda p: decode_jpeg(read_file(p), mode=ImageReadMode.RGB),
+    transform=v2.Compose([v2.RandomResizedCrop(224, antialias=True), v2.RandomHorizontalFlip(),
+                          v2.ToDtype(torch.float32, scale=True), v2.Normalize(mean, std)]))""",
+    "resized-256": """# once, offline: every image with its short side at 256 px (e.g. PIL's Image.thumbnail, or
+# `mogrify -resize "256x256^" *.jpg`), then point ImageFolder at the copy""",
+    "resized-320": """# once, offline: every image with its short side at 320 px, then point ImageFolder at the copy""",
+    "shards": """import webdataset as wds  # pack once: tar files of a few hundred MB, key.jpg + key.cls
+dataset = (wds.WebDataset("shards/shard-{00000..00999}.tar", shardshuffle=True)
+           .shuffle(1000).decode("pil").to_tuple("jpg", "cls").map_tuple(transform, int))
+loader = DataLoader(dataset, batch_size=B, num_workers=N)""",
+    "prefetch-1": "DataLoader(..., prefetch_factor=1)",
+    "prefetch-4": "DataLoader(..., prefetch_factor=4)",
+    "prefetch-8": "DataLoader(..., prefetch_factor=8)",
+    "persistent_workers": "DataLoader(..., persistent_workers=True)",
+    "more-workers": "DataLoader(..., num_workers=2 * N)  # each worker makes its own client after the fork",
+    "threads-per-worker-4": """class Threaded(Dataset):  # DataLoader hands each worker its batch's indices here
+    def __getitems__(self, indices):  # a pool made in the worker, after the fork
+        self.pool = getattr(self, "pool", None) or ThreadPoolExecutor(4)
+        return [self.decode(b, i) for i, b in zip(indices, self.pool.map(self.get_object, indices))]""",
+    "pin_memory": "DataLoader(..., pin_memory=True); batch.to(device, non_blocking=True)",
+    "cache": "# more RAM for the page cache (or a smaller dataset): the warm share is served from memory",
+}
+
+
+def why_not(code: str) -> str:
+    if code.startswith("missing:"):
+        package = code.split(":", 1)[1]
+        return f"{package} is not installed (pip install {package})"
+    if code.startswith("pages-not-kept:"):
+        fs = code.split(":", 1)[1]
+        return (
+            f"it cannot be warm here: {fs} drops read pages at every open (checked: files read and closed were no "
+            "longer resident), so every epoch reads the storage whatever RAM there is"
+        )
+    return WHY_NOT.get(code, code)
+
+
+def _on_its_data(x: f.RankedAlternative) -> str:
+    if x.data_gain is None or x.control == "baseline":
+        return ""
+    how = (
+        "estimated from the bytes per image it reads against the bandwidth your storage delivered read alone"
+        if x.data_gain_estimated
+        else "measured"
+    )
+    return f" On your data's own storage it would give about {x.data_gain:.2f}× ({how})."
+
+
+def whatif_answer(r: f.Ranking | None, setting: str) -> str:
+    """``ioprof whatif``'s first sentence: each fix credited with its gain over its control only,
+    the storage move named as what it is."""
+    if r is None or not r.ranked:
+        return "**No answer** — your current pipeline could not be measured."
+    base = next(x for x in r.ranked if x.name == "baseline")
+    now = f"your current setting ({setting}, {rate(base.img_per_s)} img/s)"
+    move = next((x for x in r.ranked if x.name == r.storage_move), None)
+    move_text = (
+        f" The same loose files on the scratch storage run {move.gain:.2f}× faster than where they live: that "
+        f"part of any gain is moving the data, not changing how it is read — `ioprof place` measures where it "
+        "should live and whether the copy pays."
+        if move is not None
+        else ""
+    )
+    if r.best:
+        best = next(x for x in r.ranked if x.name == r.best)
+        against = (
+            "its control, the same loose files on the same scratch storage"
+            if best.control != "baseline"
+            else now
+        )
+        return (
+            f"**{words.first_up(ALTERNATIVES.get(best.name, best.name))} is the best fix: {rate(best.img_per_s)} img/s, "
+            f"{best.fix_gain or 0:.2f}× {against}** — beyond the noise of both.{_on_its_data(best)}{move_text}"
+        )
+    if move is not None:
+        return (
+            f"**No fix beats its control beyond the noise; moving the data does**: the same loose files on the "
+            f"scratch storage run {move.gain:.2f}× {now} — that is where the data lives, not how it is read: "
+            "`ioprof place` measures where it should live and whether the copy pays."
+        )
+    if r.compute_bound:
+        return (
+            f"**Nothing beats {now} beyond the noise: training is compute-bound here, so a faster input pipeline "
+            "cannot speed it up.**"
+        )
+    return (
+        f"**Nothing measured beats {now} beyond the noise**, though it is {r.baseline_input_bound} input-bound: "
+        "see what was not measured here."
+    )

@@ -18,7 +18,8 @@ import torch
 
 from ioprof.core.config import TARGET_REL_HALF_WIDTH, DevicesConfig
 from ioprof.core.resultfile import to_jsonable
-from ioprof.core.results import SCHEMA_VERSION, DeviceCell, DevicesResult
+from ioprof.core.results import SCHEMA_VERSION
+from ioprof.core.results_devices import DeviceCell, DevicesResult
 from ioprof.core.stats import LOOKS, Looks, ratio_interval
 from ioprof.measure.models import Trainer, device_model, gradient_bytes, parameter_count
 from ioprof.measure.session import Progress, Session

@@ -28,7 +28,7 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset, RandomSampler
 
-from ioprof.core.results import CacheInfo
+from ioprof.core.counts import CacheInfo
 from ioprof.measure.cell import CellPlan
 from ioprof.measure.loader import (
     IMAGENET_MEAN,

@@ -24,7 +24,8 @@ from pathlib import Path
 from ioprof.core.config import LoaderSetting, PlaceConfig
 from ioprof.core.presets import StorageProfile
 from ioprof.core.resultfile import to_jsonable
-from ioprof.core.results import SCHEMA_VERSION, CandidateResult, PlaceResult
+from ioprof.core.results import SCHEMA_VERSION
+from ioprof.core.results_place import CandidateResult, PlaceResult
 from ioprof.core.thresholds import SPACE_HEADROOM
 from ioprof.datasets import objects
 from ioprof.datasets.dataset import Dataset

@@ -17,7 +17,8 @@ from torch import nn
 
 from ioprof.core.config import LoaderSetting, ProfileConfig
 from ioprof.core.resultfile import to_jsonable
-from ioprof.core.results import SCHEMA_VERSION, MeasuredEpoch, ProfileResult
+from ioprof.core.results import SCHEMA_VERSION
+from ioprof.core.results_profile import MeasuredEpoch, ProfileResult
 from ioprof.datasets.dataset import Dataset
 from ioprof.host.machine import memory_for_cache
 from ioprof.host.pagecache import prepare

@@ -34,8 +34,9 @@ from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 from ioprof.core.config import ComputeSpec, LoaderSetting
+from ioprof.core.counts import CacheInfo, Fetched, IoCounts
 from ioprof.core.resultfile import from_jsonable, to_jsonable
-from ioprof.core.results import CacheInfo, CellResult, Fetched, IoCounts
+from ioprof.core.results import CellResult
 from ioprof.core.stats import data_wait_share
 from ioprof.datasets.discover import find_images
 from ioprof.host import iocounters

@@ -15,14 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from ioprof.core.config import ScaleConfig, run_length_for
 from ioprof.core.resultfile import from_jsonable, to_jsonable
-from ioprof.core.results import (
-    SCHEMA_VERSION,
-    CellResult,
-    RankCountResult,
-    RankResult,
-    ScaleResult,
-    StorageCeiling,
-)
+from ioprof.core.results import SCHEMA_VERSION, CellResult, StorageCeiling
+from ioprof.core.results_scale import RankCountResult, RankResult, ScaleResult
 from ioprof.datasets.dataset import Dataset
 from ioprof.measure.ceilings import STORAGE_PROBE_MAX_FILES, first_line
 from ioprof.measure.session import Progress, Session

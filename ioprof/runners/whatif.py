@@ -24,7 +24,8 @@ import torch
 
 from ioprof.core.config import LoaderSetting, WhatifConfig, whatif_wants
 from ioprof.core.resultfile import to_jsonable
-from ioprof.core.results import SCHEMA_VERSION, AlternativeResult, CellResult, StorageCeiling, WhatifResult
+from ioprof.core.results import SCHEMA_VERSION, CellResult, StorageCeiling
+from ioprof.core.results_whatif import AlternativeResult, WhatifResult
 from ioprof.datasets import objects
 from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.discover import ImageList, describe

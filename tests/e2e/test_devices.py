@@ -12,7 +12,7 @@ import torch
 from cli import ioprof
 
 from ioprof.core import resultfile
-from ioprof.core.results import DevicesResult
+from ioprof.core.results_devices import DevicesResult
 
 REPO = paths.REPO
 

@@ -19,7 +19,7 @@ from cli import ioprof, ioprof_start
 
 from ioprof.conclude.scale import conclude
 from ioprof.core import resultfile
-from ioprof.core.results import ScaleResult
+from ioprof.core.results_scale import ScaleResult
 from ioprof.render.scale import render_scale_markdown
 
 REPO = paths.REPO

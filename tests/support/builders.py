@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ioprof.core.counts import CacheInfo, Fetched, IoCounts
+from ioprof.core.gpu import CudaStepTimes, GpuTelemetry
 from ioprof.core.results import (
     SCHEMA_VERSION,
-    CacheInfo,
     CellResult,
     ComputeCeiling,
-    CudaStepTimes,
     DatasetCeilings,
     DatasetInfo,
     DecodeCeiling,
-    Fetched,
-    GpuTelemetry,
-    IoCounts,
     MachineInfo,
     RunInfo,
     StorageCeiling,

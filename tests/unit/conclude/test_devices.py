@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from ioprof.conclude.devices import payoff
-from ioprof.core.results import SCHEMA_VERSION, DeviceCell, DevicesResult
+from ioprof.core.results import SCHEMA_VERSION
+from ioprof.core.results_devices import DeviceCell, DevicesResult
 from ioprof.measure.models import device_model
 from ioprof.render.devices import render_devices_markdown
 from ioprof.runners.devices import measure_ddp, measure_one

@@ -11,9 +11,11 @@ import pytest
 from ioprof.conclude import inside
 from ioprof.conclude.sweep import conclude
 from ioprof.core.findings import CoresOversubscribed, ShmTooSmall, WorkerMemoryGrows, WorkersDoNotFit
-from ioprof.core.results import CoreUse, LoaderInside, LoaderStages, ScriptInfo, StageTime, WorkerMemory
+from ioprof.core.inside import CoreUse, LoaderInside, LoaderStages, StageTime, WorkerMemory
+from ioprof.core.results import ScriptInfo
 from ioprof.render import sweep as report
 from ioprof.render import words
+from ioprof.render.findings import finding
 
 MB = 1_000_000
 
@@ -96,7 +98,7 @@ def test_findings_name_what_would_fail_before_it_does() -> None:
     assert isinstance(grow, WorkerMemoryGrows) and grow.epoch_cost_bytes == pytest.approx(20 * 50 * MB)
     fit = found[WorkersDoNotFit]
     assert isinstance(fit, WorkersDoNotFit) and fit.max_workers_shm == 1 and fit.workers == 8
-    text = " ".join(words.finding(f) for f in r.analysis.findings)
+    text = " ".join(finding(f) for f in r.analysis.findings)
     assert "oversubscribed — 6 threads ran" in text and "This is what limits it" in text
     assert "at most 1 worker fit" in text and "--shm-size" in text and "copy-on-read" in text
 
@@ -152,7 +154,7 @@ def test_a_run_that_ran_out_of_dev_shm_says_so_in_one_line() -> None:
     )
     found = inside.findings(replace(r, script=script), ())
     assert found == (ShmTooSmall("a DataLoader worker ran out of shared memory: x", failed=True),)
-    assert words.finding(found[0]).startswith(
+    assert finding(found[0]).startswith(
         "Your script failed because a DataLoader worker ran out of shared memory"
     )
 
@@ -226,7 +228,7 @@ def test_workers_forked_each_epoch_have_a_peak_not_a_growth_finding() -> None:
     )
     (said,) = [f for f in r.analysis.findings if isinstance(f, WorkerMemoryGrows)]
     assert said.epochs_until_full == pytest.approx(2_000 * MB / (16e6 * 2))
-    assert "16.0 MB [12.0 MB–20.0 MB] more at the same point of each epoch" in words.finding(said)
+    assert "16.0 MB [12.0 MB–20.0 MB] more at the same point of each epoch" in finding(said)
     assert "reaches about" not in memory_line(kept)
     # and a peak that would not fit in RAM is said, forked each epoch or not
     big = memory(workers=2, samples_per_epoch=100_000, **grows)  # 50,000 samples a worker: 4 GB each

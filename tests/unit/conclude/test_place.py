@@ -9,8 +9,9 @@ import pytest
 from builders import compute, dataset_info, storage
 
 from ioprof.conclude.place import conclude
-from ioprof.core.results import SCHEMA_VERSION, CandidateResult, PlaceResult
-from ioprof.render import words
+from ioprof.core.results import SCHEMA_VERSION
+from ioprof.core.results_place import CandidateResult, PlaceResult
+from ioprof.render import place as place_words
 from ioprof.runners.place import TEMP_PREFIX, measure_candidate, pick_sample
 
 
@@ -70,7 +71,7 @@ def test_decision_logic_on_hand_built_measurements() -> None:
         "move",
         "/fast",
     )
-    assert words.recommendation(r.recommendation).startswith(
+    assert place_words.recommendation(r.recommendation).startswith(
         "Move the dataset to /fast: it feeds 1,000 img/s with 4 workers"
     )
 
@@ -106,7 +107,7 @@ def test_one_decision_from_which_epochs_read_the_storage() -> None:
     )
     assert fast.copy_pays_off is False
     assert r.recommendation is not None and r.recommendation.action == "keep-copy-does-not-pay"
-    text = words.recommendation(r.recommendation)
+    text = place_words.recommendation(r.recommendation)
     assert text.startswith("Keep the dataset where it is: /fast would feed 1,000 img/s, but copying it there")
     assert "only the first of the 10 epochs reads the storage" in text and "warm the page cache" in text
     # does not fit: every epoch reads it, the copy pays
@@ -117,7 +118,7 @@ def test_one_decision_from_which_epochs_read_the_storage() -> None:
     r = conclude(_two_places(ram=10**12, current_keeps_pages=False))
     assert r.decisions[0].reading_epochs == 10 and r.recommendation is not None
     assert r.recommendation.action == "move"
-    assert "drops read pages at every open" in words.recommendation(r.recommendation)
+    assert "drops read pages at every open" in place_words.recommendation(r.recommendation)
 
 
 def test_a_candidate_that_cannot_hold_the_whole_dataset_is_never_recommended() -> None:

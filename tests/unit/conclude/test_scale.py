@@ -6,7 +6,8 @@ import builders
 import pytest
 
 from ioprof.conclude.scale import conclude
-from ioprof.core.results import SCHEMA_VERSION, RankCountResult, RankResult, ScaleResult
+from ioprof.core.results import SCHEMA_VERSION
+from ioprof.core.results_scale import RankCountResult, RankResult, ScaleResult
 from ioprof.render.scale import headlines as headline
 from ioprof.render.scale import render_scale_markdown
 from ioprof.runners.torchrun import failure_reason
@@ -126,7 +127,7 @@ def test_ranks_that_wait_for_each_other_are_not_busy() -> None:
 def test_a_host_wide_counter_is_taken_once_per_host_not_once_per_rank() -> None:
     from dataclasses import replace
 
-    from ioprof.core.results import Fetched
+    from ioprof.core.counts import Fetched
 
     count = _count(2, 0.0)
     host_wide = tuple(

@@ -25,7 +25,8 @@ from ioprof.core.config import LoaderSetting
 from ioprof.core.results import CellResult, DatasetCeilings
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
-from ioprof.render import fmt, words
+from ioprof.render import fmt
+from ioprof.render.findings import compute_reference, finding
 from ioprof.render.words import dataset_line
 
 MP4 = LoaderSetting.multiprocess(4)
@@ -154,7 +155,7 @@ def test_unknown_fetched_bytes_never_count_as_cache_hits() -> None:
 
 
 def f_unknown():  # type: ignore[no-untyped-def]
-    from ioprof.core.results import UNKNOWN_FETCH
+    from ioprof.core.counts import UNKNOWN_FETCH
 
     return UNKNOWN_FETCH
 
@@ -457,9 +458,9 @@ def test_compute_ceiling_is_held_against_the_published_figure() -> None:
     assert above.compute_reference.share == pytest.approx(
         3972 / 2800
     )  # the published figure, not the preset's
-    said = words.compute_reference(above.compute_reference)
+    said = compute_reference(above.compute_reference)
     assert "more than 20 % above it" in said and "synthetic batches" in said
-    assert "above it" not in words.compute_reference(tuned.compute_reference)
+    assert "above it" not in compute_reference(tuned.compute_reference)
 
     other = conclude(cuda_result(cells, 900.0, "NVIDIA GeForce RTX 4090")).analysis
     assert other is not None and other.compute_reference is not None
@@ -616,7 +617,7 @@ def test_a_storage_bound_cell_that_drew_less_than_its_readers_alone_says_the_sto
     in flight (their time in read, added up). One that draws what the link gives, or whose
     interval reaches the storage's, is not told so."""
     from ioprof.conclude.sweep import conclude
-    from ioprof.core.results import LoaderInside, LoaderStages, StageTime
+    from ioprof.core.inside import LoaderInside, LoaderStages, StageTime
 
     def drawn(mb_per_s: float, spread: float = 0.02, read_share: float | None = 0.5) -> list[f.Finding]:
         base = cell(workers=4, wait=0.05, step=0.01, steps=20)
@@ -647,9 +648,9 @@ def test_a_storage_bound_cell_that_drew_less_than_its_readers_alone_says_the_sto
     ((setting, mb_s, high, alone, low, readers, in_flight),) = found.cells
     assert (setting, readers) == ("4 workers", 4) and mb_s == pytest.approx(30.0, rel=0.01)
     assert high < low and alone == pytest.approx(50.0) and in_flight == pytest.approx(2.0)
-    text = words.finding(found)
+    text = finding(found)
     assert "60 % of the 50.0 MB/s" in text and "2.0 reads in flight of 4" in text, text
     (untimed,) = drawn(30.0, read_share=None)
-    assert untimed.cells[0][6] is None and "not timed apart" in words.finding(untimed)
+    assert untimed.cells[0][6] is None and "not timed apart" in finding(untimed)
     # drawing what the storage gives, or a window too uneven to tell: nothing to say
     assert drawn(49.0) == [] and drawn(30.0, spread=0.9) == []

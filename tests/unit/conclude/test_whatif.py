@@ -6,7 +6,8 @@ import pytest
 from builders import MACHINE, RUN, cell, compute, dataset_info
 
 from ioprof.conclude.whatif import conclude
-from ioprof.core.results import SCHEMA_VERSION, AlternativeResult, WhatifResult
+from ioprof.core.results import SCHEMA_VERSION
+from ioprof.core.results_whatif import AlternativeResult, WhatifResult
 
 
 def ranked(data: dict) -> list[tuple[str, float, bool]]:  # type: ignore[type-arg]
@@ -78,7 +79,7 @@ def test_a_copy_is_credited_only_with_its_gain_over_the_same_files_on_the_same_s
 
     from builders import storage
 
-    from ioprof.render import words
+    from ioprof.render.whatif import whatif_answer
 
     def alt(name: str, step: float, where: str, **kw: object) -> AlternativeResult:
         c = replace(cell(wait=0.0, step=step, jitter=0.001, steps=40), bytes_per_step=(40_000 * 8,) * 40)
@@ -103,6 +104,6 @@ def test_a_copy_is_credited_only_with_its_gain_over_the_same_files_on_the_same_s
     assert by["shards"].data_gain_estimated and by["shards"].data_gain == pytest.approx(
         25 / (8 / 0.30), rel=0.05
     )
-    text = words.whatif_answer(r, "2 workers")
+    text = whatif_answer(r, "2 workers")
     assert "is the best fix" in text and "1.58× its control" in text and "`ioprof place`" in text
     assert "30.00×" not in text

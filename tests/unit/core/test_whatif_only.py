@@ -36,6 +36,6 @@ def test_a_name_that_picks_nothing_is_refused_with_the_names() -> None:
 
 
 def test_every_alternative_has_words_in_the_report() -> None:
-    from ioprof.render import words
+    from ioprof.render.whatif import ALTERNATIVES
 
-    assert set(WHATIF_ALTERNATIVES) <= set(words.ALTERNATIVES)
+    assert set(WHATIF_ALTERNATIVES) <= set(ALTERNATIVES)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ioprof.core.results import CacheInfo
+from ioprof.core.counts import CacheInfo
 from ioprof.host.fetched import FetchSnapshot, MountCounters, decide, fuse_daemon, nfs_server_read_bytes
 from ioprof.host.pagecache import FilesystemInfo
 

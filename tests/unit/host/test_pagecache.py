@@ -46,7 +46,7 @@ def test_a_warm_window_whose_pages_were_evicted_loses_its_verification(blob_file
     pressure does after the warming): the block-I/O counter shows them fetched again, and the
     window is said not to have been warm throughout, with the share. Read again warm, it keeps it;
     an emulated device's charge (every read) is not storage's and says nothing of the cache."""
-    from ioprof.core.results import Fetched
+    from ioprof.core.counts import Fetched
 
     fs = pagecache.filesystem_of(blob_files[0])
     if fs.ram_backed:
@@ -80,7 +80,7 @@ def test_a_warm_window_whose_pages_were_evicted_loses_its_verification(blob_file
 def test_a_warm_window_on_fuse_that_fetched_again_names_the_mounts_page_dropping() -> None:
     """On sshfs at its defaults a warm window's files are fetched again because FUSE drops their
     pages at each open, not because the host evicted them: the note says which."""
-    from ioprof.core.results import CacheInfo, Fetched
+    from ioprof.core.counts import CacheInfo, Fetched
 
     warm = CacheInfo("warm", 1.0, True, "cachestat", "")
     sshfs = pagecache.FilesystemInfo("fuse.sshfs", "/mnt/data", "user@host:/data")

@@ -200,7 +200,8 @@ def test_a_decode_ceiling_stops_above_the_lower_of_compute_and_the_storage_the_c
     readers and only where it read something."""
     from dataclasses import replace
 
-    from ioprof.core.results import CacheInfo, ComputeCeiling, StorageCeiling
+    from ioprof.core.counts import CacheInfo
+    from ioprof.core.results import ComputeCeiling, StorageCeiling
     from ioprof.measure.decode import Above, above_for
 
     def compute(img_per_s: float) -> ComputeCeiling:

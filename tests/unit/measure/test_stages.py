@@ -12,7 +12,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from torchvision import datasets, transforms
 
-from ioprof.core.results import REST_OF_GETITEM
+from ioprof.core.inside import REST_OF_GETITEM
 from ioprof.measure import stages
 
 

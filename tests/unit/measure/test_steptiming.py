@@ -150,7 +150,7 @@ class _WindowSampler:
         self.calls.append(("start", self.step.steps))
 
     def stop(self):  # type: ignore[no-untyped-def]
-        from ioprof.core.results import GpuTelemetry
+        from ioprof.core.gpu import GpuTelemetry
 
         self.calls.append(("stop", self.step.steps))
         return GpuTelemetry(available=False, reason="test")

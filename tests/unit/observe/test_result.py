@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ioprof.core.results import IoCounts
+from ioprof.core.counts import IoCounts
 from ioprof.observe.result import _fetched, _fetched_segments
 
 

@@ -146,7 +146,7 @@ def test_fetched_mb_per_s_carries_its_interval_from_the_windows_segments(analyze
     (a file from before, ``run``'s cells) shows the figure alone, as before."""
     import statistics
 
-    from ioprof.core.results import Fetched
+    from ioprof.core.counts import Fetched
     from ioprof.core.stats import LOOKS, looks_level, t_quantile
 
     base = analyzed.cells[0]
@@ -308,7 +308,7 @@ def test_an_unknown_interval_saved_as_null_loads_back_unknown_and_renders(tmp_pa
     the renderers fail (as a DDP run's rank files did) but say the interval is unknown."""
     import math
 
-    from ioprof.core.results import StageTime
+    from ioprof.core.inside import StageTime
     from ioprof.core.stats import Interval
     from ioprof.render.inside import _ms_range
 
