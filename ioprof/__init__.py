@@ -7,7 +7,7 @@ __version__ = "0.1.0"
 
 def watch(loader=None, *, steps: int = 100, seconds: float | None = 60.0, probe: bool = True):  # type: ignore[no-untyped-def]
     """Watch your own training from code: ``with ioprof.watch() as w: train()``; see ``ioprof.watch``'s module."""
-    from ioprof.observe.observer import watch as _watch
+    from ioprof.observe.watch import watch as _watch
 
     return _watch(loader, steps=steps, seconds=seconds, probe=probe)
 

@@ -39,7 +39,7 @@ _parent = {parent!r}
 try:
     _sys.path.insert(0, _parent)
     try:
-        import ioprof.observe.observer as _ioprof_watch
+        import ioprof.observe.attach as _ioprof_watch
     finally:
         _sys.path.remove(_parent)
     _ioprof_watch.attach_from_env()
@@ -59,7 +59,7 @@ if _spec is not None and _spec.loader is not None:
 
 def child_env(attach_dir: str, observed: Path, config: RunConfig) -> dict[str, str]:
     """The child's environment: ours, plus the attaching sitecustomize and what to watch."""
-    from ioprof.observe.observer import ENV, WatchConfig
+    from ioprof.observe.watching import ENV, WatchConfig
 
     watch = WatchConfig(
         out_dir=str(observed),

@@ -15,7 +15,8 @@ from torch.utils.data import DataLoader
 
 import ioprof
 from ioprof.observe import probe
-from ioprof.observe.observer import Watch, WatchConfig
+from ioprof.observe.watch import Watch
+from ioprof.observe.watching import WatchConfig
 
 
 def _folder(root: Path):  # type: ignore[no-untyped-def]
@@ -134,14 +135,14 @@ def test_a_probe_that_hangs_is_abandoned_at_its_deadline(
 def test_persistent_forked_workers_get_probe_workers_from_a_fork_server(small_set: Path) -> None:
     ds = _folder(small_set)
     loader = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True)
-    settings = ioprof.observe.observer._settings(loader)
+    settings = ioprof.observe.recorder.loader_settings(loader)
     context, note = probe.start_method(loader, settings, ds)
     assert context.get_start_method() == "forkserver" and "fork server" in note
     plain = DataLoader(ds, batch_size=4, num_workers=2)  # forks every pass, as the probe would
-    context, note = probe.start_method(plain, ioprof.observe.observer._settings(plain), ds)
+    context, note = probe.start_method(plain, ioprof.observe.recorder.loader_settings(plain), ds)
     assert context is None and note == ""
     lam = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True, collate_fn=lambda b: b)
-    context, note = probe.start_method(lam, ioprof.observe.observer._settings(lam), ds)
+    context, note = probe.start_method(lam, ioprof.observe.recorder.loader_settings(lam), ds)
     assert context is None and "cannot be sent to another process" in note
 
 
@@ -163,12 +164,12 @@ _PROBE_START = """
 import os, sys
 from torch.utils.data import DataLoader
 import counted
-from ioprof.observe import observer, probe
+from ioprof.observe import probe, recorder
 
 if __name__ == "__main__":
     ds = counted.Pids()
     loader = DataLoader(ds, batch_size=4, num_workers=2, persistent_workers=True)
-    context, note = probe.start_method(loader, observer._settings(loader), ds)
+    context, note = probe.start_method(loader, recorder.loader_settings(loader), ds)
     it = iter(DataLoader(ds, batch_size=4, num_workers=2, multiprocessing_context=context))
     workers = {int(p) for _ in range(6) for p in next(it)}
     print(context.get_start_method(), os.getpid(), *sorted(workers))

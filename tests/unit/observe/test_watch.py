@@ -179,7 +179,8 @@ def test_on_a_queued_gpu_the_wait_is_the_gpus_whether_or_not_the_loop_synchroniz
 ) -> None:
     import torch
 
-    from ioprof.observe.observer import Watch, WatchConfig
+    from ioprof.observe.watch import Watch
+    from ioprof.observe.watching import WatchConfig
 
     figures = {}
     for sync in (False, True):
@@ -450,7 +451,8 @@ def test_describing_the_dataset_at_a_pass_end_is_inside_the_stated_pause(
     import time
 
     from ioprof import sources
-    from ioprof.observe.observer import WatchConfig, Watcher
+    from ioprof.observe.observer import Watcher
+    from ioprof.observe.watching import WatchConfig
 
     describe = sources.describe
 

@@ -1,0 +1,474 @@
+"""One DataLoader as the watcher records it: its iterators timed, its window, its pass ends, its
+settings and what its dataset reads — and the look inside its workers."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ioprof.measure.stages import batch_images
+from ioprof.observe.producers import Producers
+from ioprof.observe.watching import Watching
+
+
+class LoaderRecorder:
+    """The recorder of one DataLoader: its window (``window``), and what it needs from the
+    process around it (the loader's processes, the mount's counters, the GPU's stream)."""
+
+    def __init__(self, watcher: Watching, loader: Any, index: int) -> None:
+        from ioprof.observe.window import LoaderWindow
+
+        self.watcher = watcher
+        self.index = index
+        self.loader = weakref.ref(loader)
+        self.settings = loader_settings(loader)
+        cfg = watcher.config
+        workers = self.settings["num_workers"]
+        self.window = LoaderWindow(
+            steps=cfg.steps,
+            seconds=cfg.seconds,
+            warmup=cfg.warmup_steps,
+            workers=workers,
+            prefetch_depth=(self.settings["prefetch_factor"] or 0) * workers,
+            read=lambda pids, at: watcher.read_counters(self, pids, at),
+            marks=watcher.gpu_marks(),
+        )
+        self.counters = watcher.mount_counters(self.settings["dataset_root"])
+        self.iface = _interface(self.settings["source"])  # a URL source: the interface its bytes arrive on
+        self.opened: list[str] = []  # files its workers held open (a dataset that names none)
+        self.producers = Producers()
+        self._mark: Any = None  # the awaited producer's scheduler totals at the last call
+        self.pass_batches = 0  # batches returned in the current pass
+        self._pass_open = False  # a pass began and has not ended (by its length, StopIteration, iter())
+        import psutil  # noqa: F401  (imported here, not in the first timed batch)
+
+        self.inside = watcher.inside_recorder(self) if cfg.inside else None
+        if self.inside is not None:
+            self.inside.count_objects = self._dataset_objects
+        self.window_start_s: float | None = None
+        self.window_end_s: float | None = None
+        self.window_started_at: float | None = None  # wall-clock (epoch) seconds, for ground truth outside
+        self.window_ended_at: float | None = None
+        self.pin_thread: int | None = None  # the pin-memory thread of its current iterator
+        self.window_pids: set[int] = set()  # its processes while the window was open
+        self.shm_warning = ""  # said as soon as the first batch showed its size
+        self._inside_seen: Any = None  # the look inside, once the window ended
+        self._undo_in_process: Callable[[], None] | None = None
+
+        self.gpu: Any = None  # the NVML sampler of the window (CUDA), or None
+        self.telemetry: Any = None  # its GpuTelemetry once the window ended
+        self.thread_names: dict[int, str] = {}  # the threads that called next(), by ident
+        self.own_s = 0.0  # time spent in ioprof's own code around next(), all batches
+        self.own_calls = 0
+        self._iterator: Any = None
+        self.untime: Callable[[], None] | None = None  # gives the loader its own worker_init_fn back
+
+    @property
+    def done(self) -> bool:
+        return self.window.done
+
+    def _dataset_objects(self) -> tuple[int, int, bool]:
+        """The Python objects the dataset holds, in this process (what its workers copied)."""
+        from ioprof.measure.inside import python_objects
+
+        loader = self.loader()
+        return python_objects(loader.dataset) if loader is not None else (0, 0, False)
+
+    # -- called from the patched iterator ------------------------------------------------------
+
+    def before_new_pass(self) -> None:
+        """``iter()`` on a loader whose last pass has not ended: trainers that count batches
+        themselves (Lightning) never exhaust the iterator — and may have let it go already — so
+        its pass ends here."""
+        if self._pass_open:
+            self._end_pass()
+
+    def new_iterator(self, it: Any) -> None:
+        self._iterator = weakref.ref(it)
+        self._pass_open = True  # a new pass (persistent workers: the same iterator object, reset)
+        self.pass_batches = 0
+        workers = [p.pid for p in getattr(it, "_workers", []) or [] if getattr(p, "pid", None)]
+        self.producers.forget(set(self.window._pids) - set(workers))
+        self.window.pass_started(workers or [os.getpid()])
+        if self.inside is not None:
+            self.inside.pass_started(time.perf_counter())
+        if not self.done:
+            self.window_pids.update(workers or [os.getpid()])
+        pin = getattr(it, "_pin_memory_thread", None)
+        self.pin_thread = (
+            pin.ident if pin is not None else (threading.get_ident() if self.settings["pin_memory"] else None)
+        )
+        loader = self.loader()
+        if (
+            self.inside is not None
+            and not self.settings["num_workers"]
+            and loader is not None
+            and not self.done
+        ):
+            self._restore_in_process()
+            from ioprof.measure.stages import time_in_process
+
+            self._undo_in_process = time_in_process(it, self.inside.folder, self.index, loader.dataset)
+
+    def untime_workers(self) -> None:
+        self._restore_in_process()
+        if self.untime is not None:
+            untime, self.untime = self.untime, None
+            untime()
+
+    def _restore_in_process(self) -> None:
+        """A loader without workers: its dataset and fetcher as they were."""
+        if self._undo_in_process is not None:
+            undo, self._undo_in_process = self._undo_in_process, None
+            undo()
+
+    def before_next(self, it: Any, t_call: float) -> None:
+        if self._current() is not it:
+            return
+        w = self.window
+        started = w.started
+        ident = threading.get_ident()
+        if ident not in self.thread_names:
+            self.thread_names[ident] = threading.current_thread().name
+        finished = w.call(t_call, self.watcher.optimizer_steps, ident)
+        self._mark = self.producers.mark(it) if w.started and not w.done else None
+        if w.started and not started:
+            self.window_start_s = t_call
+            self.window_started_at = time.time()
+            if self.inside is not None:
+                self.inside.start(lambda: list(self.window._pids))
+            self.gpu = self.watcher.gpu_sampler()
+            if self.gpu is not None:
+                self.gpu.start()
+        if finished:
+            self._finished()
+
+    def after_next(self, it: Any, t_call: float, t_return: float, batch: Any) -> None:
+        if self._current() is not it:
+            self.window.batches += 1
+            return
+        images = batch_images(batch, self.settings["batch_size"] or 1)
+        split = self.producers.split(self._mark) if self._mark is not None else None
+        self._mark = None
+        self.window.returned(t_call, t_return, images, split)
+        if self.inside is not None and not self.inside.batch_bytes:
+            self._first_batch(batch)
+        if not self.window.started and not self.opened and self.settings["source"] is None:
+            self._discover()
+        self.pass_batches += 1
+        if self.pass_batches == self.settings["batches_per_pass"]:
+            self.iterator_ended(it)  # its last batch: the pass is over, whether or not it is exhausted
+
+    def _first_batch(self, batch: Any) -> None:
+        """The first batch shows its size: warn now if the batches in flight cannot fit in /dev/shm."""
+        from ioprof.measure.inside import shm_fits
+
+        assert self.inside is not None
+        size = self.inside.first_batch(batch)
+        workers = self.settings["num_workers"]
+        fits, line = shm_fits(size, self.settings["prefetch_factor"] or 0, workers)
+        if not fits:
+            self.shm_warning = line
+            sys.stderr.write(f"ioprof: warning: loader {self.index}: {line}\n")
+
+    def _discover(self) -> None:
+        """During warm-up, for a dataset that does not say what it reads: the files its workers
+        hold open, and so the mount whose counters count its bytes (made now, not in the window)."""
+        if not self.settings["num_workers"]:
+            return
+        from ioprof.sources import files, opened
+
+        found = opened.held_open(self.window._pids)
+        if found:
+            self.opened = found
+            root = files.common_root(found)
+            self.settings["dataset_root"] = root
+            self.counters = self.watcher.mount_counters(root)
+
+    def iterator_ended(self, it: Any) -> None:
+        if self._current() is it and self._pass_open:
+            self._end_pass()
+
+    def _end_pass(self) -> None:
+        self._pass_open = False
+        self._restore_in_process()
+        self.window.pass_ended(time.perf_counter())
+        self.watcher.pass_ended(self)
+
+    def _current(self) -> Any:
+        return self._iterator() if self._iterator is not None else None
+
+    def _finished(self) -> None:
+        if self.gpu is not None:
+            self.telemetry = self.gpu.stop()
+            self.gpu = None
+        self.window_end_s = time.perf_counter()
+        self.window_ended_at = time.time()
+        if self.inside is not None and not self._memory_goes_on():
+            self.inside.stop(list(self.window._pids))
+        self._restore_in_process()
+        self._inside_seen = self.look_inside()
+        self.watcher.window_finished(self)
+
+    def _memory_goes_on(self) -> bool:
+        """Persistent workers' memory is read on past the window, until the script ends: what they
+        keep is judged from one epoch to the next, and a window rarely holds two epochs."""
+        return bool(self.settings["persistent_workers"] and self.settings["num_workers"])
+
+    def _inside_now(self) -> Any:
+        """The look inside over the window, its memory over every reading since the window began
+        where the readings go on past it (persistent workers: read until the script ends)."""
+        seen = self.look_inside()
+        if seen is None or self.inside is None or not self._memory_goes_on() or self.window_start_s is None:
+            return seen
+        memory = self.inside.memory(self.window_start_s, time.perf_counter(), self.window_pids)
+        return dataclasses.replace(seen, memory=memory) if memory is not None else seen
+
+    def look_inside(self) -> Any:
+        """Stages, memory and threads over the window (so far, while it is open), or None."""
+        if self._inside_seen is not None:
+            return self._inside_seen
+        if self.inside is None or self.window_start_s is None:
+            return None
+        from ioprof.measure.stages import PIN, WAIT
+
+        end = self.window_end_s or time.perf_counter()
+        pins = (
+            self.watcher.pins.between(self.pin_thread, self.window_start_s, end) if self.watcher.pins else []
+        )
+        main = [(PIN, pins), (WAIT, list(self.window.waits))]
+        return self.inside.result(
+            self.window_start_s, end, main, pids=self.window_pids, cpu=self.cpu_totals()
+        )
+
+    def cpu_totals(self) -> Any:
+        """The window's CPU, read with its byte counters over the same spans (pauses left out)."""
+        from ioprof.measure.inside import CpuTotals
+
+        t = self.window.totals if self.window.done else self.window.totals_now()
+        return CpuTotals(
+            cpu_s=t.cpu_s,
+            window_s=t.cpu_window_s,
+            thread_cpu_s=dict(t.thread_cpu_s),
+            thread_runq_s=dict(t.thread_runq_s),
+            main_pid=os.getpid(),
+        )
+
+    # -- what it saw ---------------------------------------------------------------------------
+
+    @property
+    def role(self) -> str:
+        """training: optimizer steps ran between its batches within a pass; evaluation: none did,
+        though the script steps an optimizer; no-optimizer: the script never stepped one."""
+        w = self.window
+        if w.intervals == 0:
+            return "unknown"
+        if w.optimizer_between > 0:
+            return "training"
+        return "evaluation" if self.watcher.optimizer_steps > 0 else "no-optimizer"
+
+    def off_thread(self) -> str:
+        """The name of a thread other than the optimizer's that iterated this loader, or ""."""
+        steppers = self.watcher.step_threads
+        others = self.window.threads - steppers if steppers else set()
+        if not others:
+            return ""
+        return self.thread_names.get(min(others), "another thread")
+
+    def dataset_info(self) -> Any:
+        """The dataset's description (sizes from a sample of what it reads), where its source is
+        known or its workers were seen holding files open; None where nothing is known."""
+        from ioprof import sources
+
+        source = self.settings["source"]
+        if source is None and self.opened:
+            source = sources.from_opened(self.opened)
+        return sources.describe(source, self.settings["dataset_root"]) if source is not None else None
+
+    def observed(self) -> dict[str, Any]:
+        """This loader's window as plain data (``result.build_result`` reads it). A window the run
+        left partial keeps the GPU's readings up to now: its sampler is stopped here."""
+        if self.gpu is not None:
+            self.telemetry = self.gpu.stop()
+            self.gpu = None
+        w = self.window
+        waits, steps, clock = list(w.waits), list(w.step_times), "host"
+        if w.marks is not None and w.units and len(w.units) == len(w.waits):
+            from ioprof.observe.window import gpu_units
+
+            waits, steps = gpu_units(w.marks, w.units)
+            clock = "gpu-events"
+        t = w.totals if w.done else w.totals_now()
+        return {
+            "index": self.index,
+            "role": self.role,
+            "settings": {k: v for k, v in self.settings.items() if k not in ("files", "source")},
+            "files_known": len(self.settings["files"]),
+            "source": _source_fields(self.settings["source"]),
+            "opened": self.opened[:20],
+            "producer": "worker" if self.settings["num_workers"] else "main",
+            "splits": list(w.splits),
+            "batches": w.batches,
+            "passes": w.passes,
+            "gaps_left_out": w.gaps,
+            "segments": w.segments,
+            "window": "complete" if w.done else ("partial" if w.step_times else "none"),
+            "waits": waits,
+            "steps": steps,
+            "images": list(w.images),
+            "clock": clock,
+            "host_waits": list(w.waits),
+            "host_steps": list(w.step_times),
+            "optimizer_steps_between_batches": w.optimizer_between,
+            "own_s_per_batch": self.own_s / self.own_calls if self.own_calls else 0.0,
+            "off_thread": self.off_thread(),
+            "io": {
+                "read_bytes": t.read_bytes,
+                "read_chars": t.read_chars,
+                "processes": t.processes,
+                "window_s": t.seconds,
+                "own_read_chars": t.own_chars,
+            },
+            "pieces": [dataclasses.asdict(piece) for piece in w.pieces],
+            "window_wall": [
+                self.window_started_at,
+                self.window_ended_at or (time.time() if self.window_started_at else None),
+            ],
+            "cpu": {
+                "cpu_s": t.cpu_s,
+                "window_s": t.cpu_window_s,
+                "thread_cpu_s": t.thread_cpu_s,
+                "thread_runq_s": t.thread_runq_s,
+                "spans_wall": t.cpu_spans_wall,
+            },
+            "mount": {
+                "nfs_bytes": t.nfs_bytes,
+                "daemon_bytes": t.daemon_bytes,
+                "daemon_pid": t.daemon[0] if t.daemon else None,
+                "daemon_name": t.daemon[1] if t.daemon else "",
+                "spans": t.spans,
+                "net_bytes": t.net_bytes,
+                "iface": self.iface,
+            },
+            "gpu": self.telemetry,
+            "inside": self._inside_now(),
+            "shm_warning": self.shm_warning,
+            "before": self._before(),
+        }
+
+    def _before(self) -> dict[str, Any] | None:
+        """The first pass up to the window, as plain data (None: the window never began)."""
+        b = self.window.before
+        if b is None or b.seconds is None:
+            return None
+        t = b.totals
+        return {
+            "seconds": b.seconds,
+            "first_batch_s": b.first_batch_s,
+            "batches": b.batches,
+            "wait_s": b.wait_s,
+            "io": {
+                "read_bytes": t.read_bytes if t else 0,
+                "read_chars": t.read_chars if t else 0,
+                "processes": t.processes if t else 0,
+                "window_s": t.seconds if t else 0.0,
+                "own_read_chars": t.own_chars if t else None,
+            },
+            "cpu": {"cpu_s": t.cpu_s if t else 0.0, "window_s": t.cpu_window_s if t else 0.0},
+            "mount": {
+                "nfs_bytes": t.nfs_bytes if t else None,
+                "daemon_bytes": t.daemon_bytes if t else None,
+                "daemon_pid": t.daemon[0] if t and t.daemon else None,
+                "daemon_name": t.daemon[1] if t and t.daemon else "",
+                "spans": t.spans if t else 0,
+                "net_bytes": t.net_bytes if t else None,
+                "iface": self.iface,
+            },
+        }
+
+
+def _interface(source: Any) -> str | None:
+    """The interface an http(s) source's bytes arrive on (its host's route), or None."""
+    if source is None or not source.urls or not source.items:
+        return None
+    import urllib.parse
+
+    from ioprof.host.netdev import interface_for
+
+    host = urllib.parse.urlparse(source.items[0]).hostname
+    return interface_for(host) if host else None
+
+
+def _source_fields(source: Any) -> dict[str, Any] | None:
+    """A source as plain data: what it is and where, not its list of items."""
+    if source is None:
+        return None
+    return {
+        "kind": source.kind,
+        "label": source.label,
+        "root": source.root,
+        "where": source.where,
+        "counted_by": source.counted_by,
+        "items": source.count if source.count is not None else len(source.items),
+    }
+
+
+def loader_settings(loader: Any) -> dict[str, Any]:
+    from torch.utils.data import IterableDataset
+
+    from ioprof import sources
+
+    ctx = getattr(loader, "multiprocessing_context", None)
+    ds = loader.dataset
+    try:
+        length: int | None = len(ds)
+    except TypeError:
+        length = None
+    iterable = isinstance(ds, IterableDataset)
+    try:
+        per_pass = None if iterable else len(loader)
+    except TypeError:
+        per_pass = None
+    try:
+        source = sources.find(ds)
+        unknown = "" if source is not None else sources.unknown(ds)
+    except Exception as e:  # a dataset's own properties may raise: then nothing is known of its source
+        source, unknown = (
+            None,
+            f"what {type(ds).__name__} reads could not be read off it ({type(e).__name__}: {e})",
+        )
+    return {
+        "num_workers": int(loader.num_workers),
+        "batch_size": loader.batch_size,
+        "pin_memory": bool(loader.pin_memory),
+        "prefetch_factor": loader.prefetch_factor if loader.num_workers else None,
+        "persistent_workers": bool(getattr(loader, "persistent_workers", False)),
+        "drop_last": bool(loader.drop_last),
+        "sampler": type(loader.sampler).__name__,
+        "start_method": _start_method(ctx, int(loader.num_workers)),
+        "dataset_class": type(ds).__name__,
+        "dataset_len": length,
+        "dataset_root": source.root if source is not None else "",
+        "files": list(source.items) if source is not None and source.root else [],
+        "iterable": iterable,
+        "batches_per_pass": per_pass,
+        "source": source,
+        "source_unknown": unknown,
+    }
+
+
+def _start_method(ctx: Any, workers: int) -> str:
+    """How the loader's workers start: its multiprocessing context, or the platform's default."""
+    if not workers:
+        return ""
+    if ctx is None:
+        import multiprocessing
+
+        return f"{multiprocessing.get_start_method()} (default)"
+    return ctx.get_start_method() if hasattr(ctx, "get_start_method") else str(ctx)
