@@ -12,8 +12,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ioprof.core.errors import IoprofError
+
+if TYPE_CHECKING:
+    import torch
+
+    from ioprof.core.config import RunLength
+    from ioprof.core.resultfile import AnyResult
+    from ioprof.measure.session import Progress, Session
 
 
 def prepare_out_dir(out: str | None, command: str) -> Path:
@@ -51,3 +59,37 @@ def writing_into(out: Path) -> Iterator[None]:
         raise IoprofError(
             f"cannot write into {out} ({e.strerror}); free space there or choose another --out"
         ) from None
+
+
+def start_measuring(
+    name: str,
+    out_dir: str | None,
+    command_line: str,
+    device: torch.device,
+    reason: str,
+    run: RunLength,
+    start_method: str | None,
+    progress: Progress,
+) -> tuple[Path, Session]:
+    """The start every measuring command shares: its output folder made (before anything is
+    measured), its session opened, and where it measures and writes said."""
+    from ioprof.measure.session import open_session
+
+    out = prepare_out_dir(out_dir, name)
+    session = open_session(command_line, device, reason, run, start_method)
+    progress(f"compute device: {device} ({reason}); writing results to {out}/")
+    return out, session
+
+
+def save_and_say(result: AnyResult, out: Path) -> int:
+    """The end every measuring command shares: ``results.json`` and the report written into
+    ``out``, then the answer in one line and where the report is."""
+    from ioprof.core import resultfile
+    from ioprof.render import kinds
+
+    with writing_into(out):
+        resultfile.save(result, out / "results.json")
+        report = kinds.write(result, out)
+    print(kinds.headline(result))
+    print(f"report: {report}")
+    return 0

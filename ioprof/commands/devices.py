@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ioprof.commands import args, prepare_out_dir, writing_into
+from ioprof.commands import args, prepare_out_dir, save_and_say
 from ioprof.commands.values import (
     non_negative_int,
     parse_device_models,
@@ -14,7 +14,6 @@ from ioprof.commands.values import (
     positive_float,
     positive_int,
 )
-from ioprof.core import resultfile
 from ioprof.core.config import DevicesConfig
 from ioprof.core.errors import IoprofError
 
@@ -69,7 +68,6 @@ def devices(config: DevicesConfig, command_line: str, progress: Progress) -> int
 
     from ioprof.core.config import RunLength
     from ioprof.measure.session import open_session
-    from ioprof.render import kinds
     from ioprof.runners.devices import MAX_STEPS, MIN_STEPS, WARMUP_STEPS, run_devices
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -90,10 +88,4 @@ def devices(config: DevicesConfig, command_line: str, progress: Progress) -> int
     progress(
         f"{len(config.models)} model(s) × {len(config.batch_sizes)} batch size(s); {reason}; writing to {out}/"
     )
-    result = run_devices(config, session, out, progress)
-    with writing_into(out):
-        resultfile.save(result, out / "results.json")
-        report = kinds.write(result, out)
-    print(kinds.headline(result))
-    print(f"report: {report}")
-    return 0
+    return save_and_say(run_devices(config, session, out, progress), out)

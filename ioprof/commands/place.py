@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ioprof.commands import args, prepare_out_dir, writing_into
+from ioprof.commands import args, save_and_say, start_measuring
 from ioprof.commands.values import (
     gigabytes,
     parse_compute,
@@ -14,7 +14,6 @@ from ioprof.commands.values import (
     positive_float,
     positive_int,
 )
-from ioprof.core import resultfile
 from ioprof.core.config import PlaceConfig, run_length_for
 from ioprof.core.errors import IoprofError
 from ioprof.core.presets import STORAGE_PROFILES
@@ -84,7 +83,6 @@ def place(config: PlaceConfig, command_line: str, progress: Progress) -> int:
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
     from ioprof.datasets.dataset import load_datasets
     from ioprof.measure.compute import check_precision, resolve_device, tune
-    from ioprof.measure.session import open_session
     from ioprof.render import kinds
     from ioprof.runners.place import run_place
 
@@ -103,14 +101,8 @@ def place(config: PlaceConfig, command_line: str, progress: Progress) -> int:
         progress=progress,
         stores=True,
     )
-    out = prepare_out_dir(config.out_dir, NAME)
-    progress(f"compute device: {device} ({device_reason}); writing results to {out}/")
     run = run_length_for(device.type, config.compute, batch_size=config.batch_size)
-    session = open_session(command_line, device, device_reason, run, config.start_method)
-    result = kinds.conclude(run_place(config, session, dataset, progress))
-    with writing_into(out):
-        resultfile.save(result, out / "results.json")
-        report = kinds.write(result, out)
-    print(kinds.headline(result))
-    print(f"report: {report}")
-    return 0
+    out, session = start_measuring(
+        NAME, config.out_dir, command_line, device, device_reason, run, config.start_method, progress
+    )
+    return save_and_say(kinds.conclude(run_place(config, session, dataset, progress)), out)

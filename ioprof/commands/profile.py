@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ioprof.commands import args, prepare_out_dir, writing_into
+from ioprof.commands import args, save_and_say, start_measuring
 from ioprof.commands.values import non_negative_int, positive_int
-from ioprof.core import resultfile
 from ioprof.core.config import MODELS, ProfileConfig, run_length_for
 
 if TYPE_CHECKING:
@@ -63,7 +62,6 @@ def profile(config: ProfileConfig, command_line: str, progress: Progress) -> int
     from ioprof.core.config import ComputeSpec
     from ioprof.datasets.dataset import load_datasets
     from ioprof.measure.compute import resolve_device
-    from ioprof.measure.session import open_session
     from ioprof.render import kinds
     from ioprof.runners.profile import run_profile
 
@@ -76,14 +74,8 @@ def profile(config: ProfileConfig, command_line: str, progress: Progress) -> int
         cache_dir=config.cache_dir,
         progress=progress,
     )
-    out = prepare_out_dir(config.out_dir, NAME)
     run = run_length_for(device.type, ComputeSpec("real"), batch_size=config.batch_size)
-    session = open_session(command_line, device, reason, run, config.start_method)
-    progress(f"compute device: {device} ({reason}); writing results to {out}/")
-    result = kinds.conclude(run_profile(config, session, dataset, out, progress))
-    with writing_into(out):
-        resultfile.save(result, out / "results.json")
-        report = kinds.write(result, out)
-    print(kinds.headline(result))
-    print(f"report: {report}")
-    return 0
+    out, session = start_measuring(
+        NAME, config.out_dir, command_line, device, reason, run, config.start_method, progress
+    )
+    return save_and_say(kinds.conclude(run_profile(config, session, dataset, out, progress)), out)

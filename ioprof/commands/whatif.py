@@ -7,9 +7,8 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ioprof.commands import args, prepare_out_dir, writing_into
+from ioprof.commands import args, save_and_say, start_measuring
 from ioprof.commands.values import non_negative_int, parse_storage_profile, positive_float, positive_int
-from ioprof.core import resultfile
 from ioprof.core.config import CACHE_REGIMES, WHATIF_ALTERNATIVES, WhatifConfig, run_length_for, whatif_wants
 from ioprof.core.errors import IoprofError
 from ioprof.datasets import objects
@@ -99,7 +98,6 @@ def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
     from ioprof.datasets.dataset import load_datasets
     from ioprof.measure.compute import check_precision, resolve_device, resolve_tuning
-    from ioprof.measure.session import open_session
     from ioprof.render import kinds
     from ioprof.runners.whatif import run_whatif
 
@@ -123,17 +121,11 @@ def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
         progress=progress,
         stores=True,
     )
-    out = prepare_out_dir(config.out_dir, NAME)
     run = run_length_for(device.type, config.compute, batch_size=config.batch_size, seconds=config.seconds)
-    session = open_session(command_line, device, reason, run, config.start_method)
-    progress(f"compute device: {device} ({reason}); writing results to {out}/")
-    result = kinds.conclude(run_whatif(config, session, dataset, progress))
-    with writing_into(out):
-        resultfile.save(result, out / "results.json")
-        report = kinds.write(result, out)
-    print(kinds.headline(result))
-    print(f"report: {report}")
-    return 0
+    out, session = start_measuring(
+        NAME, config.out_dir, command_line, device, reason, run, config.start_method, progress
+    )
+    return save_and_say(kinds.conclude(run_whatif(config, session, dataset, progress)), out)
 
 
 def check_store_scratch(scratch: str, data: str | None) -> None:
