@@ -81,6 +81,14 @@ def figure() -> Callable[[str], None]:
     return _FIGURES.append
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every end-to-end test runs a live rig: marked ``rig``, so that the inner loop
+    (``pytest -m "not rig"``) leaves them out, as it leaves out the unit tests marked so."""
+    for item in items:
+        if "tests/e2e/" in item.nodeid or item.nodeid.startswith("e2e/"):
+            item.add_marker(pytest.mark.rig)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _FIGURES:
         terminalreporter.section("figures checked against ground truth")

@@ -42,6 +42,7 @@ def folder(small_set: Path):  # type: ignore[no-untyped-def]
     )
 
 
+@pytest.mark.rig  # /proc/stat counts the whole machine: nothing else may run
 def test_cores_busy_agrees_with_proc_stat_and_a_stock_folder_does_not_grow(folder, figure) -> None:  # type: ignore[no-untyped-def]
     loader = DataLoader(folder, batch_size=8, shuffle=True, num_workers=2, persistent_workers=True)
     with ProcStat() as stat, ioprof.watch(steps=100_000, seconds=8.0, probe=False) as w:

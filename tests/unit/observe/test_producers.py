@@ -82,6 +82,7 @@ def _train(loader: DataLoader, steps: int) -> None:  # type: ignore[type-arg]
             break
 
 
+@pytest.mark.rig  # a spinning worker is told from one waiting for a core only on a machine to itself
 @pytest.mark.parametrize("kind", ["sleeps-in-recv", "spins"])
 def test_what_the_awaited_worker_did_decides_the_stage(kind: str, slow_server: int, tmp_path: Path) -> None:
     ds = SleepsInRecv(slow_server) if kind == "sleeps-in-recv" else Spins()
