@@ -275,3 +275,19 @@ def config_from(cls: type[T], ns: argparse.Namespace, **fixed: Any) -> T:
     names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     given = {k: v for k, v in vars(ns).items() if k in names}
     return cls(**{**given, **fixed})
+
+
+def add_worker_count(p: argparse.ArgumentParser, help: str) -> None:
+    """``--workers N``: one worker count (a sweep's is a list: ``add_loader``), in the words of the
+    command that takes it."""
+    p.add_argument("--workers", type=typed(non_negative_int, "workers"), default=S, help=help)
+
+
+def add_step_count(p: argparse.ArgumentParser, help: str) -> None:
+    """``--steps N``: how many measured steps (or batches), in the words of the command."""
+    p.add_argument("--steps", type=typed(positive_int, "steps"), default=S, help=help)
+
+
+def add_seconds(p: argparse.ArgumentParser, help: str) -> None:
+    """``--seconds S``: the most a measurement runs, in the words of the command."""
+    p.add_argument("--seconds", type=typed(positive_float, "seconds"), default=S, help=help)

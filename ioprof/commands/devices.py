@@ -11,7 +11,6 @@ from ioprof.commands.values import (
     non_negative_int,
     parse_device_models,
     parse_positive_int_list,
-    positive_float,
     positive_int,
 )
 from ioprof.core.config import DevicesConfig
@@ -44,11 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help="GPUs for the DDP row (default: every visible GPU, when there are 2 or more)",
     )
-    p.add_argument(
-        "--seconds",
-        type=args.typed(positive_float, "seconds"),
-        default=argparse.SUPPRESS,
-        help=f"the most one cell measures; a cell whose steps would take longer is skipped (default {d.seconds:g})",
+    args.add_seconds(
+        p,
+        f"the most one cell measures; a cell whose steps would take longer is skipped (default {d.seconds:g})",
     )
     p.add_argument(
         "--seed",

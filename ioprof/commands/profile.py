@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from ioprof.commands import args, save_and_say, start_measuring
-from ioprof.commands.values import non_negative_int, positive_int
+from ioprof.commands.values import positive_int
 from ioprof.core.config import MODELS, ProfileConfig, run_length_for
 
 if TYPE_CHECKING:
@@ -24,18 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model", choices=MODELS, default=argparse.SUPPRESS, help=f"model trained (default {d.model})"
     )
-    p.add_argument(
-        "--workers",
-        type=args.typed(non_negative_int, "workers"),
-        default=argparse.SUPPRESS,
-        help=f"loader worker processes (default {d.workers})",
-    )
-    p.add_argument(
-        "--steps",
-        type=args.typed(positive_int, "steps"),
-        default=argparse.SUPPRESS,
-        help=f"measured steps per regime and with the layer hooks (default {d.steps})",
-    )
+    args.add_worker_count(p, f"loader worker processes (default {d.workers})")
+    args.add_step_count(p, f"measured steps per regime and with the layer hooks (default {d.steps})")
     p.add_argument(
         "--epoch-images",
         type=args.typed(positive_int, "epoch-images"),

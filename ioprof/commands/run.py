@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ioprof.commands import args, prepare_out_dir, writing_into
-from ioprof.commands.values import non_negative_int, positive_float, positive_int
+from ioprof.commands.values import non_negative_int, positive_float
 from ioprof.core.config import RunConfig
 from ioprof.core.errors import IoprofError
 
@@ -29,18 +29,8 @@ _POLL_S = 0.25
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     d = RunConfig()
-    p.add_argument(
-        "--steps",
-        type=args.typed(positive_int, "steps"),
-        default=argparse.SUPPRESS,
-        help=f"batches measured per loader after warm-up (default {d.steps})",
-    )
-    p.add_argument(
-        "--seconds",
-        type=args.typed(positive_float, "seconds"),
-        default=argparse.SUPPRESS,
-        help=f"at most this long per loader's window (default {d.seconds:g})",
-    )
+    args.add_step_count(p, f"batches measured per loader after warm-up (default {d.steps})")
+    args.add_seconds(p, f"at most this long per loader's window (default {d.seconds:g})")
     p.add_argument(
         "--warmup-steps",
         type=args.typed(non_negative_int, "warmup-steps"),

@@ -9,11 +9,9 @@ from typing import TYPE_CHECKING
 
 from ioprof.commands import args, prepare_out_dir, writing_into
 from ioprof.commands.values import (
-    non_negative_int,
     parse_positive_int_list,
     parse_regimes,
     positive_float,
-    positive_int,
 )
 from ioprof.core import resultfile
 from ioprof.core.config import ScaleConfig, run_length_for
@@ -38,11 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help=f"rank counts to run, e.g. 1,2,4,8 (default {','.join(map(str, d.ranks))})",
     )
-    p.add_argument(
-        "--workers",
-        type=args.typed(non_negative_int, "workers"),
-        default=argparse.SUPPRESS,
-        help=f"loader workers per rank (default {d.workers}; 0: each rank loads in its own process)",
+    args.add_worker_count(
+        p, f"loader workers per rank (default {d.workers}; 0: each rank loads in its own process)"
     )
     p.add_argument(
         "--cache",
@@ -50,11 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help="page-cache regimes: cold (evicted before and after each read), warm, or both (default cold,warm)",
     )
-    p.add_argument(
-        "--steps",
-        type=args.typed(positive_int, "steps"),
-        default=argparse.SUPPRESS,
-        help=f"measured steps per rank, the same on every rank as DDP needs (default {d.steps})",
+    args.add_step_count(
+        p, f"measured steps per rank, the same on every rank as DDP needs (default {d.steps})"
     )
     p.add_argument(
         "--rank-timeout",

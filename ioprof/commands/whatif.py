@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ioprof.commands import args, save_and_say, start_measuring
-from ioprof.commands.values import non_negative_int, parse_storage_profile, positive_float, positive_int
+from ioprof.commands.values import parse_storage_profile, positive_int
 from ioprof.core.config import CACHE_REGIMES, WHATIF_ALTERNATIVES, WhatifConfig, run_length_for, whatif_wants
 from ioprof.core.errors import IoprofError
 from ioprof.datasets import objects
@@ -26,12 +26,7 @@ DEFAULT_IMAGES = 400
 def add_arguments(p: argparse.ArgumentParser) -> None:
     d = WhatifConfig()
     args.add_data(p, generated=False)
-    p.add_argument(
-        "--workers",
-        type=args.typed(non_negative_int, "workers"),
-        default=argparse.SUPPRESS,
-        help="your loader's num_workers, the current setting (default: the usable cores)",
-    )
+    args.add_worker_count(p, "your loader's num_workers, the current setting (default: the usable cores)")
     p.add_argument(
         "--storage-profile",
         type=args.typed(parse_storage_profile, "storage-profile"),
@@ -50,12 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=argparse.SUPPRESS,
         help=f"files in the sample every alternative runs on (default {d.sample_images})",
     )
-    p.add_argument(
-        "--seconds",
-        type=args.typed(positive_float, "seconds"),
-        default=argparse.SUPPRESS,
-        help=f"the most each alternative runs (default {d.seconds:g})",
-    )
+    args.add_seconds(p, f"the most each alternative runs (default {d.seconds:g})")
     p.add_argument(
         "--scratch",
         dest="scratch_dir",
