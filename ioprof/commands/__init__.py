@@ -21,7 +21,32 @@ if TYPE_CHECKING:
 
     from ioprof.core.config import RunLength
     from ioprof.core.resultfile import AnyResult
+    from ioprof.datasets.dataset import Dataset
     from ioprof.measure.session import Progress, Session
+
+
+# Without --data, an ImageNet-like generated set stands in for the user's dataset (whatif, place,
+# profile, scale).
+STAND_IN_RESOLUTION = (500, 375)
+STAND_IN_IMAGES = 400
+
+
+def one_dataset(
+    data_path: str | None, seed: int, cache_dir: str | None, progress: Progress, *, stores: bool = False
+) -> Dataset:
+    """The user's dataset (``stores``: an object store's too), or the generated set that stands in."""
+    from ioprof.datasets.dataset import load_datasets
+
+    (dataset,) = load_datasets(
+        data_path,
+        [STAND_IN_RESOLUTION],
+        STAND_IN_IMAGES,
+        seed=seed,
+        cache_dir=cache_dir,
+        progress=progress,
+        stores=stores,
+    )
+    return dataset
 
 
 def prepare_out_dir(out: str | None, command: str) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ioprof.commands import args, save_and_say, start_measuring
+from ioprof.commands import args, one_dataset, save_and_say, start_measuring
 from ioprof.commands.values import (
     gigabytes,
     parse_compute,
@@ -23,9 +23,6 @@ if TYPE_CHECKING:
 
 NAME = "place"
 HELP = "which storage location keeps training fed, and does copying the dataset there pay"
-# Without --data, the ImageNet-like generated set stands in for the user's dataset.
-DEFAULT_PLACE_RESOLUTION = (500, 375)
-DEFAULT_PLACE_IMAGES = 400
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -81,7 +78,6 @@ def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress)
 
 def place(config: PlaceConfig, command_line: str, progress: Progress) -> int:
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
-    from ioprof.datasets.dataset import load_datasets
     from ioprof.measure.compute import check_precision, resolve_device, tune
     from ioprof.render import kinds
     from ioprof.runners.place import run_place
@@ -92,15 +88,7 @@ def place(config: PlaceConfig, command_line: str, progress: Progress) -> int:
     config = tune(config, device)
     if config.compute.kind == "real":
         check_precision(config.precision, device)
-    (dataset,) = load_datasets(
-        config.data_path,
-        [DEFAULT_PLACE_RESOLUTION],
-        DEFAULT_PLACE_IMAGES,
-        seed=config.seed,
-        cache_dir=config.cache_dir,
-        progress=progress,
-        stores=True,
-    )
+    dataset = one_dataset(config.data_path, config.seed, config.cache_dir, progress, stores=True)
     run = run_length_for(device.type, config.compute, batch_size=config.batch_size)
     out, session = start_measuring(
         NAME, config.out_dir, command_line, device, device_reason, run, config.start_method, progress

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from ioprof.commands import args, save_and_say, start_measuring
+from ioprof.commands import args, one_dataset, save_and_say, start_measuring
 from ioprof.commands.values import positive_int
 from ioprof.core.config import MODELS, ProfileConfig, run_length_for
 
@@ -14,8 +14,6 @@ if TYPE_CHECKING:
 
 NAME = "profile"
 HELP = "per phase and per layer: where a training step's time goes, and the epoch time it predicts"
-DEFAULT_RESOLUTION = (500, 375)
-DEFAULT_IMAGES = 400
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -50,20 +48,12 @@ def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress)
 def profile(config: ProfileConfig, command_line: str, progress: Progress) -> int:
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
     from ioprof.core.config import ComputeSpec
-    from ioprof.datasets.dataset import load_datasets
     from ioprof.measure.compute import resolve_device
     from ioprof.render import kinds
     from ioprof.runners.profile import run_profile
 
     device, reason = resolve_device(config.device)
-    (dataset,) = load_datasets(
-        config.data_path,
-        [DEFAULT_RESOLUTION],
-        DEFAULT_IMAGES,
-        seed=config.seed,
-        cache_dir=config.cache_dir,
-        progress=progress,
-    )
+    dataset = one_dataset(config.data_path, config.seed, config.cache_dir, progress)
     run = run_length_for(device.type, ComputeSpec("real"), batch_size=config.batch_size)
     out, session = start_measuring(
         NAME, config.out_dir, command_line, device, reason, run, config.start_method, progress

@@ -7,7 +7,7 @@ import argparse
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ioprof.commands import args, prepare_out_dir, writing_into
+from ioprof.commands import args, one_dataset, prepare_out_dir, writing_into
 from ioprof.commands.values import (
     parse_positive_int_list,
     parse_regimes,
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
 NAME = "scale"
 HELP = "how many accelerators can this host and storage feed: N torchrun ranks on one storage, cold and warm"
-DEFAULT_RESOLUTION = (500, 375)
-DEFAULT_IMAGES = 400
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -75,7 +73,6 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
     import torch
 
-    from ioprof.datasets.dataset import load_datasets
     from ioprof.measure.compute import resolve_device
     from ioprof.measure.session import open_session
     from ioprof.render import kinds
@@ -103,14 +100,7 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
         config = replace(config, ranks=(world[1],))
         if world[0] != 0:
             progress = Silent()
-    (dataset,) = load_datasets(
-        config.data_path,
-        [DEFAULT_RESOLUTION],
-        DEFAULT_IMAGES,
-        seed=config.seed,
-        cache_dir=config.cache_dir,
-        progress=progress,
-    )
+    dataset = one_dataset(config.data_path, config.seed, config.cache_dir, progress)
     if world is not None and world[0] != 0:
         return follow(config, dataset, backend, device, reason, command_line)
     out = prepare_out_dir(config.out_dir, NAME)

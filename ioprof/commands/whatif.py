@@ -7,7 +7,7 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ioprof.commands import args, save_and_say, start_measuring
+from ioprof.commands import args, one_dataset, save_and_say, start_measuring
 from ioprof.commands.values import parse_storage_profile, positive_int
 from ioprof.core.config import CACHE_REGIMES, WHATIF_ALTERNATIVES, WhatifConfig, run_length_for, whatif_wants
 from ioprof.core.errors import IoprofError
@@ -18,9 +18,6 @@ if TYPE_CHECKING:
 
 NAME = "whatif"
 HELP = "what would make it faster: threads, decode_jpeg, pre-resized copies, shards, loader knobs — measured"
-# Without --data, the ImageNet-like generated set stands in for the user's dataset.
-DEFAULT_RESOLUTION = (500, 375)
-DEFAULT_IMAGES = 400
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -86,7 +83,6 @@ def run_from_args(ns: argparse.Namespace, command_line: str, progress: Progress)
 
 def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
     # torch and the measuring rooms load only when something is measured: usage errors stay instant
-    from ioprof.datasets.dataset import load_datasets
     from ioprof.measure.compute import check_precision, resolve_device, resolve_tuning
     from ioprof.render import kinds
     from ioprof.runners.whatif import run_whatif
@@ -102,15 +98,7 @@ def whatif(config: WhatifConfig, command_line: str, progress: Progress) -> int:
         raise IoprofError(
             f"--scratch {config.scratch_dir}: no such folder; give an existing folder for the copies"
         )
-    (dataset,) = load_datasets(
-        config.data_path,
-        [DEFAULT_RESOLUTION],
-        DEFAULT_IMAGES,
-        seed=config.seed,
-        cache_dir=config.cache_dir,
-        progress=progress,
-        stores=True,
-    )
+    dataset = one_dataset(config.data_path, config.seed, config.cache_dir, progress, stores=True)
     run = run_length_for(device.type, config.compute, batch_size=config.batch_size, seconds=config.seconds)
     out, session = start_measuring(
         NAME, config.out_dir, command_line, device, reason, run, config.start_method, progress
