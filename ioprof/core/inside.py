@@ -28,6 +28,21 @@ class StageTime:
 
 
 @dataclass(frozen=True)
+class SampleTimes:
+    """Each sample's whole ``__getitem__`` in the workers over the window: its distribution, the
+    share of the workers' sample time its slowest 1 % took, and the slowest samples by name
+    (each the slowest of its batch: (index, seconds, file or ""))."""
+
+    samples: int
+    p50_s: float
+    p95_s: float
+    p99_s: float
+    max_s: float
+    slowest_share: float  # of all samples' time, the slowest 1 % (at least one sample)
+    slowest: tuple[tuple[int | str, float, str], ...]
+
+
+@dataclass(frozen=True)
 class LoaderStages:
     """Where a worker's time per sample goes: each stage timed inside the workers as they ran.
 
@@ -50,6 +65,7 @@ class LoaderStages:
     seen: str  # stages | getitem
     timing_cost_s_per_sample: float  # what the timers themselves cost, measured in each worker
     note: str = ""
+    per_sample: SampleTimes | None = None  # each sample's whole __getitem__, where it was timed
 
     def leading(self) -> StageTime | None:
         """The costliest stage one can act on (not ``rest of __getitem__`` unless it is all)."""

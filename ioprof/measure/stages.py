@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import threading
 import time
@@ -35,7 +36,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ioprof.core.inside import REST_OF_GETITEM, LoaderStages, StageTime
+from ioprof.core.inside import REST_OF_GETITEM, LoaderStages, SampleTimes, StageTime
 from ioprof.core.rates import Produced
 from ioprof.core.stats import ratio_interval
 
@@ -82,9 +83,20 @@ class StageClock:
         self._file: Any = None
         self.memory = memory
         self._memory_next_s = 0.0
+        self.sample_s: list[float] = []  # each sample's __getitem__ in the batch being made
+        self.slowest: tuple[Any, float, str] | None = None  # its slowest: (index, seconds, name)
+        self.name_of: Callable[[Any], str] = lambda index: ""
 
     def add(self, name: str, seconds: float) -> None:
         self.current[name] = self.current.get(name, 0.0) + seconds
+        self.calls += 1
+
+    def sample(self, index: Any, seconds: float) -> None:
+        """One sample's whole ``__getitem__``: its time kept, and its index where it is the batch's
+        slowest so far (its name is looked up once per batch, for that one only)."""
+        self.sample_s.append(seconds)
+        if self.slowest is None or seconds > self.slowest[1]:
+            self.slowest = (index, seconds, "")
         self.calls += 1
 
     def batch(self, samples: int, fetch_s: float, collate_s: float, end_s: float) -> None:
@@ -100,7 +112,17 @@ class StageClock:
             "cost_s_per_call": self.cost_s_per_call,
             "seen": self.seen,
         }
-        self.current, self.calls = {}, 0
+        if self.sample_s:
+            row["sample_s"] = self.sample_s
+        if self.slowest is not None:
+            index, seconds, _ = self.slowest
+            with contextlib.suppress(Exception):  # a name is a nicety
+                row["slowest"] = [
+                    index if isinstance(index, int) else repr(index),
+                    seconds,
+                    self.name_of(index),
+                ]
+        self.current, self.calls, self.sample_s, self.slowest = {}, 0, [], None
         if self.memory and time.perf_counter() >= self._memory_next_s:
             self._read_memory(row)
         try:  # one short append per batch, readable at once (a few µs; batches take milliseconds)
@@ -220,6 +242,51 @@ def _time_reader(reader: Any) -> Callable[[], None] | None:
     except TypeError:  # a class whose instances cannot change class (slots, a C type)
         return None
     return lambda: setattr(reader, "__class__", cls)
+
+
+def _time_samples(dataset: Any) -> Callable[[], None] | None:
+    """Time each sample's whole ``__getitem__`` on the dataset the loader indexes (this process's
+    copy only), by its index. None where the fetcher never calls it one sample at a time (a
+    dataset with ``__getitems__``) or its class cannot be changed."""
+    cls = type(dataset)
+    if getattr(cls, "_ioprof_samples", False) or getattr(dataset, "__getitems__", None):
+        return None
+
+    def __getitem__(self: Any, index: Any) -> Any:
+        t0 = time.perf_counter()
+        item = cls.__getitem__(self, index)
+        c = _CLOCK
+        if c is not None:
+            c.sample(index, time.perf_counter() - t0)
+        return item
+
+    timed = type(cls.__name__, (cls,), {"__getitem__": __getitem__, "_ioprof_samples": True})
+    try:
+        dataset.__class__ = timed
+    except TypeError:
+        return None
+    return lambda: setattr(dataset, "__class__", cls)
+
+
+def sample_name(dataset: Any, index: Any) -> str:
+    """The file a sample comes from, where the dataset says (ImageFolder's ``samples``, ioprof's
+    own ``paths``, timm's ``filename``), through ``Subset``; "" where it does not."""
+    for _ in range(8):
+        indices = getattr(dataset, "indices", None)
+        inner = getattr(dataset, "dataset", None)
+        if indices is None or inner is None:
+            break
+        dataset, index = inner, indices[index]
+    samples = (
+        getattr(dataset, "samples", None) or getattr(dataset, "imgs", None) or getattr(dataset, "paths", None)
+    )
+    if isinstance(samples, list) and isinstance(index, int) and 0 <= index < len(samples):
+        entry = samples[index]
+        return str(entry[0] if isinstance(entry, tuple) else entry)
+    filename = getattr(dataset, "filename", None)
+    if callable(filename):
+        return str(filename(index))
+    return ""
 
 
 def timed_pil_loader(path: str) -> Any:
@@ -395,16 +462,23 @@ def calibrate(clock: StageClock, calls: int = 2000) -> float:
     return max(0.0, (timed - untimed) / calls)
 
 
-def start(folder: str, tag: int, dataset: Any, memory: bool = False) -> Callable[[], None]:
+def start(
+    folder: str, tag: int, dataset: Any, memory: bool = False, samples: bool = True
+) -> Callable[[], None]:
     """Time this process's stages (in a worker: its copy of the dataset), reading its own memory
-    now and then where ``memory``. Returns the undo."""
+    now and then where ``memory``, and each sample where ``samples`` (never in the training
+    process: the dataset there may still be pickled for a probe's workers). Returns the undo."""
     global _CLOCK
     from torch.utils.data import IterableDataset
 
     seen, undo = instrument(dataset)
-    if isinstance(dataset, IterableDataset) and seen != "stages":
-        seen = "iterator"
+    untime = None
+    if isinstance(dataset, IterableDataset):
+        seen = "iterator" if seen != "stages" else seen
+    elif dataset is not None and samples:
+        untime = _time_samples(dataset)
     clock = StageClock(folder, tag, seen, memory)
+    clock.name_of = lambda index: sample_name(dataset, index)
     clock.cost_s_per_call = calibrate(clock)
     _CLOCK = clock
 
@@ -413,6 +487,8 @@ def start(folder: str, tag: int, dataset: Any, memory: bool = False) -> Callable
         clock.flush()
         if _CLOCK is clock:
             _CLOCK = None
+        if untime is not None:
+            untime()
         undo()
 
     return stop
@@ -453,7 +529,7 @@ def time_in_process(iterator: Any, folder: str, tag: int, dataset: Any) -> Calla
     fetcher = getattr(iterator, "_dataset_fetcher", None)
     if fetcher is None:
         return lambda: None
-    stop = start(folder, tag, dataset)
+    stop = start(folder, tag, dataset, samples=False)
     original = type(fetcher).fetch
     timed = _timed_fetch(original, lambda: _CLOCK)
     fetcher.fetch = lambda index: timed(fetcher, index)
@@ -544,6 +620,32 @@ def produced(folder: str | Path, start_s: float, end_s: float, tag: int = 0) -> 
     return tuple(out)
 
 
+SLOWEST_LISTED = 3
+
+
+def sample_times(rows: Sequence[dict[str, Any]]) -> SampleTimes | None:
+    """Each sample's ``__getitem__`` over the rows (those that timed them): nearest-rank
+    percentiles, the slowest 1 %'s share of the time, the slowest batches' slowest samples."""
+    times = sorted(float(t) for r in rows for t in r.get("sample_s", ()))
+    if len(times) < 2 or sum(times) <= 0:
+        return None
+
+    def rank(q: float) -> float:
+        return times[min(len(times) - 1, max(0, math.ceil(q * len(times)) - 1))]
+
+    top = max(1, len(times) // 100)
+    named = sorted((r["slowest"] for r in rows if r.get("slowest")), key=lambda x: -float(x[1]))
+    return SampleTimes(
+        samples=len(times),
+        p50_s=rank(0.50),
+        p95_s=rank(0.95),
+        p99_s=rank(0.99),
+        max_s=times[-1],
+        slowest_share=sum(times[-top:]) / sum(times),
+        slowest=tuple((i, float(s), str(n)) for i, s, n in named[:SLOWEST_LISTED]),
+    )
+
+
 def summarize(
     rows: Sequence[dict[str, Any]],
     *,
@@ -585,6 +687,7 @@ def summarize(
         seen=seen,
         timing_cost_s_per_sample=cost,
         note=STAGE_NOTES.get(seen, ""),
+        per_sample=sample_times(rows),
     )
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ioprof.conclude.inside import MAX_WORKERS_CHECKED, max_workers_ram, max_workers_shm, worker_peak_bytes
 from ioprof.core.config import worker_count
-from ioprof.core.inside import CoreUse, LoaderStages, WorkerMemory
+from ioprof.core.inside import CoreUse, LoaderStages, SampleTimes, WorkerMemory
 from ioprof.core.results import CellResult, SweepResult
 from ioprof.core.thresholds import GROWTH_RULE
 from ioprof.render import words
@@ -92,6 +92,18 @@ def _ms_range(low: float, high: float) -> str:
     return f"[{_ms(max(0.0, low))}–{_ms(high)}]" if known else "[± ?]"
 
 
+def per_sample_line(t: SampleTimes) -> str:
+    """Each sample's time in the workers: its spread, and the samples that took longest."""
+    named = "; ".join(
+        f"#{index} {_ms(seconds)} ms" + (f" (`{name}`)" if name else "") for index, seconds, name in t.slowest
+    )
+    return (
+        f"Each sample's `__getitem__` ({t.samples:,} timed): median {_ms(t.p50_s)} ms, p95 {_ms(t.p95_s)}, "
+        f"p99 {_ms(t.p99_s)}, max {_ms(t.max_s)} ms; its slowest 1 % took {pct(t.slowest_share, 0)} of the "
+        f"workers' time on samples." + (f" Slowest: {named}." if named else "")
+    )
+
+
 def stages_table(s: LoaderStages, *, in_workers: bool = True) -> list[str]:
     """The stages' table and what it adds up to; ``in_workers``: timed in the loader's workers,
     else in the training process (a serial loader: ``num_workers=0``)."""
@@ -113,6 +125,8 @@ def stages_table(s: LoaderStages, *, in_workers: bool = True) -> list[str]:
         f"({pct(cost, 2)}), measured {'in each worker' if in_workers else 'there'}."
         + (f" Note: {s.note}." if s.note else "")
     )
+    if s.per_sample is not None:
+        out.append(per_sample_line(s.per_sample))
     if s.main:
         main = "; ".join(
             f"{st.name} {_ms(st.s_per_batch)} ms {_ms_range(st.low_s, st.high_s)}" for st in s.main

@@ -253,3 +253,36 @@ def test_a_transforms_v2_compose_is_timed_by_name_too(small_set: Path, tmp_path:
     s = _timed(loader, str(tmp_path))
     assert s is not None and s.worker[0].name == "GaussianBlur"
     assert {"PILToTensor", "RandomResizedCrop", "ToDtype", "read", "decode"} <= {st.name for st in s.worker}
+
+
+class _OneSlowSample(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """24 samples of 4 ms, and one of 120 ms: a huge image, a retry."""
+
+    samples = [(f"/data/train/img{i}.jpg", 0) for i in range(24)]
+
+    def __len__(self) -> int:
+        return 24
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        time.sleep(0.12 if index == 17 else 0.004)
+        return torch.zeros(3)
+
+
+def test_each_samples_time_is_kept_and_the_slowest_is_named(tmp_path: Path) -> None:
+    """Inside the workers each sample's whole ``__getitem__`` is timed by its index: the planted
+    slow one is named first, with its file, and its time is at least the sleep planted in it; the
+    median is one of the fast ones'."""
+    folder = str(tmp_path)
+    loader = DataLoader(
+        _OneSlowSample(), batch_size=4, num_workers=2, worker_init_fn=stages.WorkerStages(folder, 1, None)
+    )
+    s = _timed(loader, folder)
+    assert s is not None and s.per_sample is not None
+    t = s.per_sample
+    assert t.samples == 24
+    (index, seconds, name), *_ = t.slowest
+    assert (index, name) == (17, "/data/train/img17.jpg") and seconds >= 0.12 and t.max_s == seconds
+    assert 0.004 <= t.p50_s < 0.12 / 3
+    # one sample of 24 is the slowest 1 %: its share is its time over all of theirs
+    assert t.slowest_share == pytest.approx(seconds / (seconds + 23 * t.p50_s), rel=0.5)
+    assert t.slowest_share > 0.3
