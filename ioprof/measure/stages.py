@@ -94,7 +94,8 @@ class StageClock:
     def sample(self, index: Any, seconds: float) -> None:
         """One sample's whole ``__getitem__``: its time kept, and its index where it is the batch's
         slowest so far (its name is looked up once per batch, for that one only)."""
-        self.sample_s.append(round(seconds, 6))  # µs: a GPU batch of 256 makes one row
+        seconds = round(seconds, 6)  # µs: a GPU batch of 256 makes one row
+        self.sample_s.append(seconds)
         if self.slowest is None or seconds > self.slowest[1]:
             self.slowest = (index, seconds, "")
         self.calls += 1

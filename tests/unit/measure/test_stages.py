@@ -258,7 +258,8 @@ def test_a_transforms_v2_compose_is_timed_by_name_too(small_set: Path, tmp_path:
 class _OneSlowSample(torch.utils.data.Dataset):  # type: ignore[type-arg]
     """24 samples of 4 ms, and one of 120 ms: a huge image, a retry."""
 
-    samples = [(f"/data/train/img{i}.jpg", 0) for i in range(24)]
+    def __init__(self) -> None:
+        self.samples = [(f"/data/train/img{i}.jpg", 0) for i in range(24)]
 
     def __len__(self) -> int:
         return 24
