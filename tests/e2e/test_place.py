@@ -1,5 +1,6 @@
-"""``ioprof place`` on real locations: fast and slow candidates, real slow storage, Ctrl-C, full and
-read-only folders."""
+"""``ioprof place`` on real locations: real slow storage, Ctrl-C, full and read-only folders. Its
+decision and words on a fast, a missing and an emulated slow candidate are checked on a recorded
+run (``tests/unit/recorded/test_place.py``)."""
 
 from __future__ import annotations
 
@@ -25,36 +26,6 @@ def place(*args: str, cgroup_procs: Path | None = None) -> subprocess.CompletedP
 
 def leftovers(*folders: Path) -> list[Path]:
     return [p for f in folders if f.exists() for p in f.iterdir() if p.name.startswith(TEMP_PREFIX)]
-
-
-@pytest.mark.slow
-def test_fast_and_slow_candidates(small_set: Path, tmp_path: Path) -> None:
-    fast = tmp_path / "fast"
-    fast.mkdir()
-    p = place(
-        "--data",
-        str(small_set),
-        "--candidates",
-        f"{fast},{tmp_path / 'missing'}",
-        *"--storage-profile custom:0.05 --compute sim:200".split(),
-        *SMALL,
-        "--out",
-        str(tmp_path / "o"),
-    )
-    assert p.returncode == 0, p.stderr
-    data = json.loads((tmp_path / "o" / "results.json").read_text())
-    by = {d["label"]: d for d in data["decisions"]}
-    assert by[str(fast)]["keeps_busy"] is True
-    slow = by["custom:0.05:0 (emulated)"]
-    assert slow["keeps_busy"] is False and slow["limited_by"] == "storage"
-    statuses = {c["label"]: c["status"] for c in data["candidates"]}
-    assert statuses[str(tmp_path / "missing")] == "missing"
-    assert data["recommendation"]["action"] == "keep"
-    report = (tmp_path / "o" / "report.md").read_text()
-    assert report.splitlines()[2].startswith("**Keep the dataset where it is: it feeds ")
-    assert p.stdout.startswith("Keep the dataset where it is")
-    assert "missing: does not exist" in report and (tmp_path / "o" / "placement.png").exists()
-    assert not leftovers(fast)
 
 
 needs_root = pytest.mark.skipif(bool(slowdisk.unavailable()), reason=slowdisk.unavailable() or "ok")

@@ -129,9 +129,34 @@ def _whatif(work: Path, sets: dict[str, Path], into: Path) -> dict[str, object]:
     return {"runs": {name: options for name, (_, options) in runs.items()}}
 
 
+PLACE_SMALL = "--workers 1,2 --batch-size 4 --model tiny --crop-px 32 --epochs 10".split()
+
+
+def _place(work: Path, sets: dict[str, Path], into: Path) -> dict[str, object]:
+    """A fast candidate folder, a missing one and an emulated slow location (0.05 MB/s) against a
+    step of 200 img/s: the data stays where it is, the slow location is limited by its storage."""
+    fast = work / "fast"
+    fast.mkdir()
+    out = work / "place"
+    _ioprof(
+        *("place", "--data", str(sets["small"]), "--candidates", f"{fast},{work / 'missing'}"),
+        *"--storage-profile custom:0.05 --compute sim:200".split(),
+        *PLACE_SMALL,
+        *("--out", str(out)),
+    )
+    _keep(out, into / "fast-and-slow")
+    return {
+        "compute": "sim:200",
+        "emulated": "custom:0.05",
+        "fast": str(fast),
+        "missing": str(work / "missing"),
+    }
+
+
 RECORDINGS: dict[str, Callable[[Path, dict[str, Path], Path], dict[str, object]]] = {
     "compare": _compare,
     "whatif": _whatif,
+    "place": _place,
 }
 
 
