@@ -224,49 +224,53 @@ class _ClockedReads(_TimedReads):
         return out
 
 
-def _time_reader(reader: Any) -> Callable[[], None] | None:
-    """Time the reads of the files a dataset's reader hands out (timm's ``reader[index]`` gives
-    ``(open file, target)``), in this process's copy only. Returns the undo, or None."""
-    cls = type(reader)
-    if getattr(cls, "_ioprof_timed", False) or not hasattr(cls, "__getitem__"):
+def _with_getitem(obj: Any, marker: str, wrap: Callable[[Any, Any, Any], Any]) -> Callable[[], None] | None:
+    """Give this one object (this process's copy) a ``__getitem__`` that calls ``wrap(original,
+    self, index)``, through a subclass of its own class marked ``marker``. Returns the undo, or
+    None where it already has one or its class cannot be changed (slots, a C type)."""
+    cls = type(obj)
+    if getattr(cls, marker, False) or not hasattr(cls, "__getitem__"):
         return None
 
     def __getitem__(self: Any, index: Any) -> Any:
-        item = cls.__getitem__(self, index)
-        if isinstance(item, tuple) and item and hasattr(item[0], "read") and hasattr(item[0], "seek"):
-            return (_ClockedReads(item[0]), *item[1:])
-        return item
+        return wrap(cls.__getitem__, self, index)
 
-    timed = type(cls.__name__, (cls,), {"__getitem__": __getitem__, "_ioprof_timed": True})
     try:
-        reader.__class__ = timed
-    except TypeError:  # a class whose instances cannot change class (slots, a C type)
+        obj.__class__ = type(cls.__name__, (cls,), {"__getitem__": __getitem__, marker: True})
+    except TypeError:
         return None
-    return lambda: setattr(reader, "__class__", cls)
+    return lambda: setattr(obj, "__class__", cls)
+
+
+def _clocked_file(getitem: Any, self: Any, index: Any) -> Any:
+    item = getitem(self, index)
+    if isinstance(item, tuple) and item and hasattr(item[0], "read") and hasattr(item[0], "seek"):
+        return (_ClockedReads(item[0]), *item[1:])
+    return item
+
+
+def _time_reader(reader: Any) -> Callable[[], None] | None:
+    """Time the reads of the files a dataset's reader hands out (timm's ``reader[index]`` gives
+    ``(open file, target)``), in this process's copy only. Returns the undo, or None."""
+    return _with_getitem(reader, "_ioprof_timed", _clocked_file)
 
 
 def _time_samples(dataset: Any) -> Callable[[], None] | None:
     """Time each sample's whole ``__getitem__`` on the dataset the loader indexes (this process's
     copy only), by its index. None where the fetcher never calls it one sample at a time (a
     dataset with ``__getitems__``) or its class cannot be changed."""
-    cls = type(dataset)
-    if getattr(cls, "_ioprof_samples", False) or getattr(dataset, "__getitems__", None):
+    if getattr(dataset, "__getitems__", None):
         return None
+    return _with_getitem(dataset, "_ioprof_samples", _timed_sample)
 
-    def __getitem__(self: Any, index: Any) -> Any:
-        t0 = time.perf_counter()
-        item = cls.__getitem__(self, index)
-        c = _CLOCK
-        if c is not None:
-            c.sample(index, time.perf_counter() - t0)
-        return item
 
-    timed = type(cls.__name__, (cls,), {"__getitem__": __getitem__, "_ioprof_samples": True})
-    try:
-        dataset.__class__ = timed
-    except TypeError:
-        return None
-    return lambda: setattr(dataset, "__class__", cls)
+def _timed_sample(getitem: Any, self: Any, index: Any) -> Any:
+    t0 = time.perf_counter()
+    item = getitem(self, index)
+    c = _CLOCK
+    if c is not None:
+        c.sample(index, time.perf_counter() - t0)
+    return item
 
 
 def sample_name(dataset: Any, index: Any) -> str:
