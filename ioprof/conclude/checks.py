@@ -182,8 +182,8 @@ def _reads_in_flight(c: CellResult) -> float | None:
     """The workers' time in their read stage, added up: how many reads were in flight on average
     (each worker reads one sample at a time). None where reads were not timed apart."""
     stages = c.inside.stages if c.inside is not None else None
-    read = [s for s in (stages.worker if stages else ()) if s.name == "read" and s.share is not None]
-    return c.workers * read[0].share if read and c.workers and read[0].share is not None else None
+    shares = [s.share for s in (stages.worker if stages else ()) if s.name == "read" and s.share is not None]
+    return c.workers * shares[0] if shares and c.workers else None
 
 
 def storage_left_idle(result: SweepResult) -> list[Finding]:
@@ -193,16 +193,11 @@ def storage_left_idle(result: SweepResult) -> list[Finding]:
     evaluation = _evaluation(result)
     rows: dict[str, list[tuple[str, float, float, float, float, int, float | None]]] = {}
     for c in _ok(result):
+        if c.verdict is None or c.verdict.bottleneck != "storage" or c.dataset in evaluation:
+            continue
         bandwidth = c.fetched_bandwidth()
         alone = _read_alone(result, c)
-        if (
-            c.verdict is None
-            or c.verdict.bottleneck != "storage"
-            or c.dataset in evaluation
-            or bandwidth is None
-            or not bandwidth.known
-            or alone is None
-        ):
+        if bandwidth is None or not bandwidth.known or alone is None:
             continue
         storage = alone.bandwidth().centered_on(alone.read_mb_per_s)
         if storage.known and bandwidth.high < storage.low * (1 - FETCHED_VS_STORAGE_TOLERANCE):
