@@ -20,7 +20,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -31,7 +30,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 RECORDED = REPO / "tests" / "data" / "recorded"
 
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(HERE)]
+
+import cli  # noqa: E402  (tests/support: the CLI as the live tests run it)
 
 from ioprof.datasets.synth import DatasetSpec, generate  # noqa: E402
 
@@ -39,20 +40,11 @@ from ioprof.datasets.synth import DatasetSpec, generate  # noqa: E402
 KEPT = ("results.json",)
 
 
-def _ioprof(*args: str, cpus: set[int] | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    p = subprocess.run(
-        [sys.executable, "-m", "ioprof", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=900,
-        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
-    )
+def _ioprof(*args: str, cpus: set[int] | None = None) -> None:
+    """``python -m ioprof ARGS`` as the live tests run it (``cli.ioprof``), stopping on a failure."""
+    p = cli.ioprof(*args, timeout=900, cpus=cpus)
     if p.returncode != 0:
         raise SystemExit(f"record: ioprof {' '.join(args)} failed ({p.returncode}): {p.stderr[-2000:]}")
-    return p
 
 
 def _keep(run: Path, into: Path) -> None:
