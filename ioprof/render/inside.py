@@ -97,9 +97,11 @@ def per_sample_line(t: SampleTimes) -> str:
     named = "; ".join(
         f"#{index} {_ms(seconds)} ms" + (f" (`{name}`)" if name else "") for index, seconds, name in t.slowest
     )
+    # the slowest 1 % is at least one sample: under 100 timed, that one is more than 1 %
+    slowest = "its slowest 1 %" if t.samples >= 100 else f"its slowest sample (1 of {t.samples})"
     return (
         f"Each sample's `__getitem__` ({t.samples:,} timed): median {_ms(t.p50_s)} ms, p95 {_ms(t.p95_s)}, "
-        f"p99 {_ms(t.p99_s)}, max {_ms(t.max_s)} ms; its slowest 1 % took {pct(t.slowest_share, 0)} of the "
+        f"p99 {_ms(t.p99_s)}, max {_ms(t.max_s)} ms; {slowest} took {pct(t.slowest_share, 0)} of the "
         f"workers' time on samples." + (f" Slowest: {named}." if named else "")
     )
 

@@ -287,3 +287,8 @@ def test_each_samples_time_is_kept_and_the_slowest_is_named(tmp_path: Path) -> N
     # one sample of 24 is the slowest 1 %: its share is its time over all of theirs
     assert t.slowest_share == pytest.approx(seconds / (seconds + 23 * t.p50_s), rel=0.5)
     assert t.slowest_share > 0.3
+    # one of 24 is more than 1 %: said as the one sample it is
+    from ioprof.render.inside import per_sample_line
+
+    line = per_sample_line(t)
+    assert "its slowest sample (1 of 24) took" in line and "#17" in line and "img17.jpg" in line
