@@ -89,6 +89,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.rig)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Under pytest-xdist a test runs in a worker process, whose summary nobody sees: the figures
+    it said travel to the controller on its report, which carries ``user_properties``."""
+    outcome = yield
+    if os.environ.get("PYTEST_XDIST_WORKER") and _FIGURES:
+        outcome.get_result().user_properties.extend(("figure", line) for line in _FIGURES)
+        _FIGURES.clear()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        _FIGURES.extend(str(value) for name, value in report.user_properties if name == "figure")
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _FIGURES:
         terminalreporter.section("figures checked against ground truth")
