@@ -21,6 +21,7 @@ from ioprof.core.findings import (
 )
 from ioprof.core.inside import StageTime, WorkerMemory
 from ioprof.core.results import CellResult, SweepResult
+from ioprof.core.thresholds import TRAINING_EPOCHS_AT_MOST
 
 MAX_WORKERS_CHECKED = 256
 
@@ -176,10 +177,14 @@ def _kept_across_epochs(cell: CellResult, m: WorkerMemory, workers: int) -> list
     """Persistent workers that hold more at the same point of each epoch than of the last: what
     they keep from one epoch to the next, and how many epochs the RAM there is lasts at that rate.
     Judged across epochs only: a slope inside one window mixes what a worker takes on and gives
-    back within every epoch with what it keeps."""
+    back within every epoch with what it keeps. Said only where the RAM there is would be full within
+    ``TRAINING_EPOCHS_AT_MOST`` epochs even at the growth's low end: a loader that will not run out
+    gets no warning."""
     if not m.grows_per_epoch or m.epoch_growth_bytes is None:
         return []
     assert m.epoch_growth_low is not None and m.epoch_growth_high is not None
+    if m.ram_available_bytes / (m.epoch_growth_low * workers) > TRAINING_EPOCHS_AT_MOST:
+        return []  # the RAM outlasts any training at that rate: said in the look inside, not warned of
     per_sample = m.epoch_growth_bytes / max(1.0, (m.samples_per_epoch or 0) / max(1, m.workers))
     return [
         WorkerMemoryGrows(

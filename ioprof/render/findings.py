@@ -8,6 +8,7 @@ from typing import Any
 
 from ioprof.core import findings as f
 from ioprof.core.config import worker_count
+from ioprof.core.thresholds import TRAINING_EPOCHS_AT_MOST
 from ioprof.render.fmt import duration, mb, pct, rate, size
 
 
@@ -82,6 +83,7 @@ def _grows(x: f.WorkerMemoryGrows) -> str:
             f"read): {worker_count(x.workers)} keep {size(x.epoch_cost_bytes)} more each epoch"
             + (
                 f", and the {size(x.ram_available_bytes)} of RAM available now last about {lasts:,.0f} epochs at that rate"
+                f" (the longest ImageNet recipes train {TRAINING_EPOCHS_AT_MOST})"
                 if lasts is not None
                 else ""
             )

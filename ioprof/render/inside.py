@@ -202,7 +202,11 @@ def _across_epochs(m: WorkerMemory) -> str:
     figure = f"{size(m.epoch_growth_bytes)} [{size(m.epoch_growth_low)}–{size(m.epoch_growth_high)}]"
     if not m.grows_per_epoch:
         return f"from epoch to epoch at the same point: no growth beyond the noise ({figure} over {m.epochs_seen} epochs)"
-    return f"from epoch to epoch at the same point: {figure} more each ({m.epochs_seen} epochs)"
+    lasts = m.ram_available_bytes / (m.epoch_growth_bytes * max(1, m.workers))
+    return (
+        f"from epoch to epoch at the same point: {figure} more each ({m.epochs_seen} epochs); at that rate "
+        f"the {size(m.ram_available_bytes)} of RAM available last about {lasts:,.0f} epochs"
+    )
 
 
 def _fit(m: WorkerMemory) -> str:

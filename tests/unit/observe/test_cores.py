@@ -63,33 +63,46 @@ def test_cores_busy_agrees_with_proc_stat_and_a_stock_folder_does_not_grow(folde
     assert not m.growth_cause and not [f for f in r.analysis.findings if f.kind == "worker-memory-grows"], m
 
 
-KEPT_BYTES = 64 * 1024  # below malloc's mmap threshold: in the heap, no mapping of its own to walk
+def _kept_bytes(samples_per_epoch: int) -> int:
+    """What the leaking dataset keeps of each sample: enough that the RAM available here fills
+    within a third of the longest training (``TRAINING_EPOCHS_AT_MOST``), as a leak ioprof must warn
+    of does — set from this host's own RAM, never below 64 kB."""
+    import psutil
+
+    from ioprof.core.thresholds import TRAINING_EPOCHS_AT_MOST
+
+    available = psutil.virtual_memory().available
+    per_sample = 3 * available / (TRAINING_EPOCHS_AT_MOST * samples_per_epoch)
+    return max(64 * 1024, -(-int(per_sample) // 4096) * 4096)
 
 
 class KeepsEverything(torch.utils.data.Dataset):  # type: ignore[type-arg]
     """A dataset that keeps something of every sample it returns (a cache without a bound):
-    ``KEPT_BYTES`` a sample."""
+    ``kept`` bytes a sample."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, kept: int) -> None:
         self.n = n
-        self.kept: list[torch.Tensor] = []
+        self.kept_bytes = kept
+        self.kept: list[bytes] = []
 
     def __len__(self) -> int:
         return self.n
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        time.sleep(0.004)
-        self.kept.append(os.urandom(KEPT_BYTES))  # every page written: it is the worker's own
+        time.sleep(0.02)  # epochs of 2 s: 4 of them in the 8 s trained, each a worker's 100 samples
+        self.kept.append(os.urandom(self.kept_bytes))  # every page written: it is the worker's own
         return torch.rand(3, 64, 64), i % 4
 
 
 def test_a_dataset_that_keeps_what_it_returns_is_found_with_its_rate_as_a_leak(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from ioprof.core.thresholds import TRAINING_EPOCHS_AT_MOST
     from ioprof.measure import inside
 
+    kept = _kept_bytes(200)
     loader = DataLoader(
-        KeepsEverything(200), batch_size=8, shuffle=True, num_workers=2, persistent_workers=True
+        KeepsEverything(200, kept), batch_size=8, shuffle=True, num_workers=2, persistent_workers=True
     )
     # Shipped, memory is read every 2 s or more (the readings held to 1 % of a core): in the full
     # suite 10 s left a worker too few readings after its warm-up, and 14 s left the later half
@@ -109,15 +122,15 @@ def test_a_dataset_that_keeps_what_it_returns_is_found_with_its_rate_as_a_leak(
     assert cell.steps == 10
     m = cell.inside.memory if cell.inside else None
     assert m is not None and m.growth_bytes_per_1000_samples is not None, m
-    # what it keeps: 64 kB a sample (and a small Python object): 66 MB per 1,000 samples
+    # what it keeps a sample (and a small Python object), per 1,000 samples
     assert m.growth_low is not None and m.growth_high is not None
-    assert 0.9 * KEPT_BYTES * 1000 <= m.growth_bytes_per_1000_samples <= 1.3 * KEPT_BYTES * 1000, m
+    assert 0.9 * kept * 1000 <= m.growth_bytes_per_1000_samples <= 1.3 * kept * 1000, m
     assert m.growth_cause == "leak" and m.revisited, m  # persistent workers went round again, still growing
     # at the same point of each epoch, each worker holds what it kept of its 100 samples more
     assert m.epochs_seen >= 3 and m.epoch_growth_bytes is not None, m
-    assert m.epoch_growth_bytes == pytest.approx(100 * KEPT_BYTES, rel=0.25), m
+    assert m.epoch_growth_bytes == pytest.approx(100 * kept, rel=0.25), m
     (grows,) = [f for f in r.analysis.findings if f.kind == "worker-memory-grows"]
-    assert grows.epochs_until_full is not None and grows.epochs_until_full > 0
+    assert grows.epochs_until_full is not None and 0 < grows.epochs_until_full < TRAINING_EPOCHS_AT_MOST
     report = Path(w.write_report(str(tmp_path / "r"))).read_text()
     assert "more at the same point of each epoch than of the last" in report and "a leak" in report
 
