@@ -1,23 +1,23 @@
-"""``ioprof run`` on the pipelines people train with, unchanged, where users keep data: one 8 Mbit/s
-link (about 1 MB/s) carries an sshfs mount and an HTTP server (the session's rig, ``conftest``).
-Every script here would train faster than the link delivers, so the truth is **storage**, and
-every MB/s is checked against the bytes the link carried over the same seconds (the kernel's count
-on the namespace's loopback), beside a plain reader over the same link at the rate the run had: the
-loader drew most of what that reader could. Root only.
+"""``ioprof run`` on the pipelines people train with, unchanged, where users keep data: one shaped
+link carries an sshfs mount and an HTTP server (the session's rig, ``conftest``). Before each run,
+its model is trained from a local copy of the images on this host (``pace``) and the link is set to
+carry a third of what that pace draws, never more than the rig's 8 Mbit/s: the truth is
+**storage**, by 3× whatever host the test lands on, and every MB/s is checked against the bytes the
+link carried over the same seconds (the kernel's count on the namespace's loopback), beside a plain
+reader over the same link at the rate the run had: the loader drew most of what that reader could.
+Root only.
 
-- the PyTorch examples' ImageNet script (``tests/scripts/thirdparty``; its link slowed to 5 Mbit/s: it
-  trains at 224 px, and a slow host must still leave it storage-bound): a validation loader between
-  epochs, non-persistent workers, a checkpoint each epoch; and on the same link
+- the PyTorch examples' ImageNet script (``tests/scripts/thirdparty``): a validation loader between
+  epochs, non-persistent workers, a checkpoint each epoch;
 - Lightning's ImageNet example (``tests/scripts/thirdparty``, mobilenet_v3_small): ``Trainer.fit``
   counts its batches itself and never runs an iterator out;
-- on the rig's own 8 Mbit/s (each of these waited for data over 80 % of its steps at 8, 65–74 %
-  at 16 on a host with AVX-512; on one with AVX2 alone, which trains these models at about half the
-  speed, timm waited 11 % and the WebDataset loop 8 % at 16, the loop 27 % at 10; DDP below too): timm's ``train.py`` (``tests/scripts/thirdparty``):
-  timm's ImageDataset, which keeps its files on its reader, persistent workers, its own transforms;
-  a WebDataset loop streaming tar shards over HTTP (curl's pipes), run inside the namespace;
-  a dataset reading members of one zip on the mount, which names no files: the kernel decides;
+- timm's ``train.py`` (``tests/scripts/thirdparty``): timm's ImageDataset, which keeps its files on
+  its reader, persistent workers, its own transforms;
+- a WebDataset loop streaming tar shards over HTTP (curl's pipes), run inside the namespace;
+- a dataset reading members of one zip on the mount, which names no files: the kernel decides;
 - this project's ImageNet-like script under ``torchrun`` (by name, from PATH) with two ranks (DDP
-  over gloo): each rank observed, in one report.
+  over gloo): each rank observed, in one report;
+- a Hugging Face dataset whose rows are faulted in from a memory-mapped Arrow file.
 
 Each run also proves what a stock script must not get: no memory-growth finding, no "0 kB" or
 "0.00 MB/s", no page-cache claim on a filesystem that drops pages — and its cores figure agrees
@@ -31,16 +31,22 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import netfs
+import pace
 import paths
 import pytest
 from cli import ioprof
-from groundtruth import ProcStat, stock_truths
+from groundtruth import ProcStat, Smaps, stock_truths
 
-from ioprof.core.thresholds import FETCHED_VS_STORAGE_TOLERANCE
+from ioprof.core.thresholds import (
+    FETCHED_VS_STORAGE_TOLERANCE,
+    GROWTH_NOISE_BYTES,
+    TRAINING_EPOCHS_AT_MOST,
+)
 
 REPO = paths.REPO
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
@@ -48,11 +54,7 @@ SCRIPTS = paths.SCRIPTS
 THIRDPARTY = SCRIPTS / "thirdparty"
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
-# The links, set so that a host half as fast as this project's fastest still leaves every script
-# storage-bound by a wide margin (a CI host with AVX2 alone trained them at about half the speed)
-EXAMPLE_RATE_MBIT = 4  # the ImageNet example's and Lightning's, both at 224 px (the rig's is 8)
-FAST_RATE_MBIT = 8  # timm's, the WebDataset loop's, the zip's and DDP's (the rig's own: at 10 the
-# WebDataset loop waited 27 % [borderline] in one run on a host with AVX2 alone)
+RIG_RATE_MBIT = 8  # the rig's own link: no run here is given a faster one
 
 
 def _run(
@@ -62,8 +64,11 @@ def _run(
     prefix: tuple[str, ...] = (),
     ioprof_args: tuple[str, ...] = (),
     link: Callable[[], int] | None = None,
+    smaps: str | None = None,
 ) -> dict[str, Any]:
-    with ProcStat(rig=True, link=link) as stat:
+    """``smaps``: a part of the script's command line, whose processes' memory is read from outside
+    (``Smaps``); none by default."""
+    with ProcStat(rig=True, link=link) as stat, Smaps(smaps) as memory:
         p = ioprof(
             *("run", "--probe-seconds", "2", *ioprof_args, "--out", str(out), "--", *command),
             cwd=cwd,
@@ -78,6 +83,7 @@ def _run(
         "stderr": p.stderr,
         "out": out,
         "stat": stat,
+        "memory": memory,
         "observed": observed,
     }
 
@@ -86,83 +92,155 @@ def _skip_without(module: str) -> None:
     pytest.importorskip(module, reason=f"{module} is not installed (pip install -e '.[test]')")
 
 
-def _fast_runs(mount: netfs.NetMount, served: netfs.Served, work: Path, cwd: Path) -> dict[str, Any]:
-    """timm's train.py, the WebDataset loop, the zip dataset and DDP under torchrun (None where a
-    library or torchrun is missing)."""
-    out: dict[str, Any] = {}
-    link = mount.link_bytes()
+@dataclass
+class _Rig:
+    """The shared rig, with each run's link set from this host's own pace first (``pace``)."""
+
+    mount: netfs.NetMount
+    served: netfs.Served
+    work: Path
+    cwd: Path
+    figure: Callable[[str], None]
+    paces: dict[tuple[Any, ...], pace.Pace] = field(default_factory=dict)
+    plains: dict[tuple[str, float], float] = field(default_factory=dict)
+
+    @property
+    def local(self) -> Path:
+        """The rig's training images on the server's own disk: read without the link."""
+        return self.mount.export / "data" / "train"
+
+    def paced(self, what: str, folder: Path, arch: str, batch: int, crop: int, **kw: Any) -> pace.Pace:
+        key = (folder, arch, batch, crop, tuple(sorted(kw.items())))
+        if key not in self.paces:
+            self.paces[key] = pace.training_pace(folder, what, arch, batch, crop, **kw)
+        return self.paces[key]
+
+    def plain(self, kind: str) -> float:
+        """A plain reader's MB/s over the link at its present rate, each after the link's burst
+        is drained: ``files`` (the mount's JPEGs) or ``http`` (the shards)."""
+        key = (kind, self.mount.rate_mbit)
+        if key not in self.plains:
+            read = (
+                netfs.plain_read(self.served.data / "train", 40, skip=8)
+                if kind == "files"
+                else self.mount.plain_http(self.served.shard_urls[:10], skip=2)
+            )
+            self.plains[key] = read.bytes_per_s / 1e6
+        return self.plains[key]
+
+    def run(self, name: str, paced: pace.Pace, plain: str, *command: str, **kw: Any) -> dict[str, Any]:
+        """``command`` under ``ioprof run`` with the link set to a third of ``paced``, and the plain
+        reader's rate at that link beside it."""
+        before = self.mount.rate_mbit
+        rate = paced.link_mbit(at_most=RIG_RATE_MBIT)
+        self.mount.set_rate(rate)
+        self.figure(f"run {name}: {paced.said(rate)}")
+        try:
+            truth = self.plain(plain)
+            out = _run(self.work / name, self.cwd, *command, link=self.mount.link_bytes(), **kw)
+        finally:
+            self.mount.set_rate(before)
+        out[f"plain_{'http_' if plain == 'http' else ''}mb_per_s"] = truth
+        return out
+
+
+def _timm(rig: _Rig) -> dict[str, Any] | None:
     try:
         import timm  # noqa: F401
-
-        out["timm"] = _run(
-            work / "timm", cwd, sys.executable, *netfs.script_argv("timm", served, work), link=link
-        )
     except ImportError:
-        out["timm"] = None
+        return None
+    paced = rig.paced(
+        "timm's mobilenetv3_small_050", rig.local, "mobilenetv3_small_050", 8, 96, timm_model=True
+    )
+    argv = netfs.script_argv("timm", rig.served, rig.work)
+    return rig.run("timm", paced, "files", sys.executable, *argv, smaps="timm_train/train.py")
+
+
+def _wds(rig: _Rig) -> dict[str, Any] | None:
     try:
         import webdataset  # noqa: F401
-
-        urls = served.shard_urls
-        brace = urls[0].rsplit("/", 1)[0] + f"/shard-{{00000..{len(urls) - 1:05d}}}.tar"
-        out["wds"] = _run(
-            work / "wds",
-            cwd,
-            sys.executable,
-            str(SCRIPTS / "train_webdataset.py"),
-            brace,
-            *"-a squeezenet1_1 --crop 32 -b 8 -j 2".split(),
-            prefix=tuple(mount.in_namespace()),
-            ioprof_args=("--steps", "40", "--probe-seconds", "10"),
-            link=link,
-        )
     except ImportError:
-        out["wds"] = None
-    out["zip"] = _run(
-        work / "zip",
-        cwd,
+        return None
+    urls = rig.served.shard_urls
+    brace = urls[0].rsplit("/", 1)[0] + f"/shard-{{00000..{len(urls) - 1:05d}}}.tar"
+    shards = sorted((rig.mount.export / "shards").glob("*.tar"))
+    src = rig.mount.export.parent / "shards-src"
+    per_image = sum(f.stat().st_size for f in shards) / sum(1 for _ in src.rglob("*.jpg"))
+    paced = rig.paced("squeezenet1_1 at 32 px", src, "squeezenet1_1", 8, 32, bytes_per_image=per_image)
+    return rig.run(
+        "wds",
+        paced,
+        "http",
         sys.executable,
-        *netfs.script_argv("zip", served, work),
+        str(SCRIPTS / "train_webdataset.py"),
+        brace,
+        *"-a squeezenet1_1 --crop 32 -b 8 -j 2".split(),
+        prefix=tuple(rig.mount.in_namespace()),
+        ioprof_args=("--steps", "40", "--probe-seconds", "10"),
+    )
+
+
+def _ddp(rig: _Rig) -> dict[str, Any] | None:
+    if shutil.which("torchrun") is None:
+        return None
+    # two ranks of one worker each, on the 2 cores: paced as one loop of two workers
+    paced = rig.paced("mobilenet_v3_small at 64 px", rig.local, "mobilenet_v3_small", 8, 64)
+    return rig.run(
+        "ddp",
+        paced,
+        "files",
+        "torchrun",  # by name, found on PATH, as users type it
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        str(paths.IMAGENET_LIKE),
+        str(rig.served.data),
+        *"--crop 64 -b 8 -j 1 --epochs 2".split(),
         ioprof_args=("--warmup-steps", "1"),
-        link=link,
     )
-    out["ddp"] = (
-        None
-        if shutil.which("torchrun") is None
-        else _run(
-            work / "ddp",
-            cwd,
-            "torchrun",  # by name, found on PATH, as users type it
-            "--standalone",
-            "--nproc-per-node",
-            "2",
-            str(paths.IMAGENET_LIKE),
-            str(served.data),
-            *"--crop 64 -b 8 -j 1 --epochs 2".split(),
-            ioprof_args=("--warmup-steps", "1"),
-            link=link,
-        )
-    )
-    return out
 
 
-def _lightning(served: netfs.Served, work: Path, cwd: Path) -> dict[str, Any] | None:
+def _lightning(rig: _Rig) -> dict[str, Any] | None:
     """Lightning's ImageNet example (None where lightning or jsonargparse is missing)."""
     try:
         import jsonargparse  # noqa: F401
         import lightning  # noqa: F401
     except ImportError:
         return None
-    return _run(
-        work / "lightning",
-        cwd,
+    paced = rig.paced("mobilenet_v3_small at 224 px", rig.local, "mobilenet_v3_small", 8, 224)
+    return rig.run(
+        "lightning",
+        paced,
+        "files",
         sys.executable,
         str(THIRDPARTY / "lightning_imagenet" / "imagenet.py"),
         "fit",
-        f"--model.data_path={served.data}",
+        f"--model.data_path={rig.served.data}",
         *"--model.arch mobilenet_v3_small --model.batch_size 8 --model.workers 2 --trainer.max_epochs 2 "
         "--trainer.limit_train_batches 15 --trainer.limit_val_batches 2 --trainer.accelerator cpu".split(),
         ioprof_args=("--warmup-steps", "1"),
     )
+
+
+def _hf(rig: _Rig) -> dict[str, Any] | None:
+    if rig.served.hf is None:
+        return None
+    # its rows are faulted in from a memory-mapped Arrow file of 4.8 MB, each fault reading the
+    # mount's readahead around it: at 128 kB, 26 rows not yet read were resident after the first
+    # 8 (57 after 32), so a window could find its rows in RAM (1 run in 10 came out borderline).
+    # 16 kB stands to this file as 128 kB to a dataset of 38 MB: 0-4 rows ahead in RAM
+    paced = rig.paced("squeezenet1_1 at 32 px", rig.local, "squeezenet1_1", 8, 32)
+    with rig.mount.readahead_kb(16):
+        return rig.run(
+            "hf",
+            paced,
+            "files",
+            sys.executable,
+            *netfs.script_argv("hf", rig.served, rig.work),
+            # one Arrow file, read alone in pieces of 1 MB: a pause of 2 s gives the storage 0.7 s,
+            # one piece, which the link's 256 kB burst sped 23 % past a plain reader of 2.4 MB
+            ioprof_args=("--warmup-steps", "1", "--probe-seconds", "6"),
+        )
 
 
 @pytest.fixture(scope="module")
@@ -171,70 +249,39 @@ def runs(
     tmp_path_factory: pytest.TempPathFactory,
     figure: Callable[[str], None],
 ) -> dict[str, Any]:
-    """Every script's run, once, shared by the tests that read them."""
+    """Every script's run, once, shared by the tests that read them; each on a link set to carry a
+    third of what its model trains at on this host from local data (``pace``)."""
     mount, served = netrig
     work = tmp_path_factory.mktemp("runs")
     cwd = work / "cwd"  # the scripts write checkpoints into the current folder
     cwd.mkdir()
+    rig = _Rig(mount, served, work, cwd, figure)
     out: dict[str, Any] = {"served": served}
-    # the example trains at 224 px: on a slow host its step (a loaded CI run: mobilenet_v3_small,
-    # 8 Mbit/s) came within its interval of 20 % data wait. shufflenet_v2_x0_5 steps in two thirds
-    # of the time and 6 Mbit/s read a batch in 4/3 of it: 63 % wait on a host with AVX-512, 29 % on one
-    # with AVX2 alone (half the speed); 5 Mbit/s reads it in 8/5: 47 % wait there, but 26 % [19–…]
-    # (Lightning 25 % [18–…]: borderline) in a CI run whose host was stealing time; 4 Mbit/s reads
-    # it in twice the step
-    rate_before = mount.rate_mbit
-    mount.set_rate(EXAMPLE_RATE_MBIT)
-    try:
-        # the ground truth at this rate: 8 files (320 kB) drain the link's 256 kB burst first
-        plain = netfs.plain_read(served.data / "train", 40, skip=8)
-        out["example"] = _run(
-            work / "example",
-            cwd,
-            sys.executable,
-            str(THIRDPARTY / "pytorch_examples_imagenet" / "main.py"),
-            str(served.data),
-            # a window of about 40 steps holds its wait share's interval to about ±0.06 (about 20 gave
-            # ±0.13, which a loaded machine pushed across 20 %): two epochs of 30 batches of 4 hold as
-            # many steps as four of 15 batches of 8, and read half the bytes over the link
-            *"-a shufflenet_v2_x0_5 -b 4 -j 2 --epochs 2 --no-accel".split(),
-            link=mount.link_bytes(),
-        )
-        out["example"]["plain_mb_per_s"] = plain.bytes_per_s / 1e6
-        out["lightning"] = _lightning(served, work, cwd)
-        if out["lightning"] is not None:
-            out["lightning"]["plain_mb_per_s"] = plain.bytes_per_s / 1e6
-    finally:
-        mount.set_rate(rate_before)
-    mount.set_rate(FAST_RATE_MBIT)
-    try:
-        # the ground truths at this rate, each after the link's burst is drained
-        fast = {
-            "plain_mb_per_s": netfs.plain_read(served.data / "train", 40, skip=8).bytes_per_s / 1e6,
-            "plain_http_mb_per_s": mount.plain_http(served.shard_urls[:10], skip=2).bytes_per_s / 1e6,
-        }
-        out.update(_fast_runs(mount, served, work, cwd))
-        for name in ("timm", "wds", "zip", "ddp"):
-            if out[name] is not None:
-                out[name].update(fast)
-    finally:
-        mount.set_rate(rate_before)
-    out["hf"] = None
-    if served.hf is not None:
-        # its rows are faulted in from a memory-mapped Arrow file of 4.8 MB, each fault reading the
-        # mount's readahead around it: at 128 kB, 26 rows not yet read were resident after the first
-        # 8 (57 after 32), so a window could find its rows in RAM (1 run in 10 came out borderline).
-        # 16 kB stands to this file as 128 kB to a dataset of 38 MB: 0-4 rows ahead in RAM
-        with mount.readahead_kb(16):
-            out["hf"] = _run(
-                work / "hf",
-                cwd,
-                sys.executable,
-                *netfs.script_argv("hf", served, work),
-                # one Arrow file, read alone in pieces of 1 MB: a pause of 2 s gives the storage 0.7 s,
-                # one piece, which the link's 256 kB burst sped 23 % past a plain reader of 2.4 MB
-                ioprof_args=("--warmup-steps", "1", "--probe-seconds", "6"),
-            )
+    # a window of about 40 steps holds the wait share's interval to about ±0.06: two epochs of 30
+    # batches of 4 hold as many steps as four of 15 batches of 8, and read half the bytes
+    example = rig.paced("shufflenet_v2_x0_5 at 224 px", rig.local, "shufflenet_v2_x0_5", 4, 224)
+    out["example"] = rig.run(
+        "example",
+        example,
+        "files",
+        sys.executable,
+        str(THIRDPARTY / "pytorch_examples_imagenet" / "main.py"),
+        str(served.data),
+        *"-a shufflenet_v2_x0_5 -b 4 -j 2 --epochs 2 --no-accel".split(),
+    )
+    out["lightning"] = _lightning(rig)
+    out["timm"] = _timm(rig)
+    out["wds"] = _wds(rig)
+    out["zip"] = rig.run(
+        "zip",
+        rig.paced("squeezenet1_1 at 32 px", rig.local, "squeezenet1_1", 8, 32),
+        "files",
+        sys.executable,
+        *netfs.script_argv("zip", served, work),
+        ioprof_args=("--warmup-steps", "1"),
+    )
+    out["ddp"] = _ddp(rig)
+    out["hf"] = _hf(rig)
     for name, run in out.items():
         if isinstance(run, dict):
             run["name"], run["figure"] = name, figure
@@ -355,7 +402,39 @@ def test_timms_train_script_is_storage_bound_and_its_reads_are_timed(runs: Any) 
     names = [s["name"] for s in cell["inside"]["stages"]["worker"]]
     assert names[0] == "read" and "decode + rest of __getitem__" in names, names
     assert "fuse.sshfs drops read pages at every open" in run["report"]
+    _kept_per_epoch_against_smaps(run, cell)
     _stock_truths(run)
+
+
+def _kept_per_epoch_against_smaps(run: dict[str, Any], cell: dict[str, Any]) -> None:
+    """timm's persistent workers keep a little more each epoch (a worker grew 1.5-1.9 MB from the
+    end of its first epoch to the end of its second here, read from outside): what ioprof says
+    they keep from epoch to epoch against each worker's USS at the end of each of its stretches
+    of work, read from ``smaps_rollup`` outside ioprof — within 30 %, or inside ioprof's interval.
+    No warning, though: the RAM there is outlasts any training at that rate."""
+    m = cell["inside"]["memory"]
+    assert m["epoch_growth_bytes"] is not None, m  # two epochs of the same workers: judged
+    seen = next(o for o in run["observed"] for lo in o["loaders"] if lo["role"] == "training")
+    training = next(lo for lo in seen["loaders"] if lo["role"] == "training")
+    workers = sorted({int(k.split("/")[0]) for k in training["cpu"]["thread_cpu_s"]} - {seen["pid"]})
+    per_worker = []
+    for pid in workers:
+        ends = run["memory"].epoch_ends(pid, idle_s=1.0)
+        assert len(ends) == m["epochs_seen"], (pid, ends, m["epochs_seen"])  # a stretch of work an epoch
+        per_worker.append((ends[-1][1] - ends[0][1]) / (len(ends) - 1))
+    truth = sum(per_worker) / len(per_worker)
+    low, high = m["epoch_growth_low"], m["epoch_growth_high"]
+    run["figure"](
+        f"run {run['name']}: each worker keeps {m['epoch_growth_bytes'] / 1e6:.2f} MB [{low / 1e6:.2f}–"
+        f"{high / 1e6:.2f}] more each epoch; smaps_rollup read from outside, end of epoch to end of epoch: "
+        + ", ".join(f"{g / 1e6:.2f}" for g in per_worker)
+        + " MB"
+    )
+    assert abs(m["epoch_growth_bytes"] - truth) <= 0.30 * abs(truth) or low <= truth <= high, (truth, m)
+    kept = m["epoch_growth_bytes"] * m["workers"]
+    assert m["ram_available_bytes"] / kept > TRAINING_EPOCHS_AT_MOST, m  # why no warning is right
+    if low >= GROWTH_NOISE_BYTES:  # a growth to speak of: the look inside says how long RAM lasts
+        assert f"RAM available last about {m['ram_available_bytes'] / kept:,.0f} epochs" in run["report"]
 
 
 def test_a_webdataset_loop_over_http_is_storage_bound(runs: Any) -> None:
@@ -416,7 +495,7 @@ def test_a_hugging_face_dataset_is_storage_bound_from_its_arrow_files(runs: Any)
     assert decode["cache"]["regime"] == "memory" and "rows (an Arrow table in RAM)" in decode["cache"]["note"]
     storage = ceilings["storage"][0]
     assert storage["cache"]["verified"] and storage["bytes_per_sample"] > 20_000  # a row: a 40 kB JPEG
-    assert storage["read_mb_per_s"] == pytest.approx(runs["served"].plain_mb_per_s, rel=0.15)
+    assert storage["read_mb_per_s"] == pytest.approx(run["plain_mb_per_s"], rel=0.15)
     assert min(d["img_per_s"] for d in ceilings["decode"]) > 3 * storage["img_per_s"]
     assert cell["fetched"]["method"] == "fuse-daemon" and cell["fetched"]["bytes"] > 100_000
     assert cell["io"]["read_chars"] < 0.1 * cell["fetched"]["bytes"]  # page faults: no read() calls

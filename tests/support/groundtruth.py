@@ -6,6 +6,7 @@ sshfs daemon, ssh and sshd carrying the link, the HTTP server, this test process
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -150,3 +151,61 @@ def stock_truths(
         f"(steal {steal:.2f} left out)"
     )
     assert abs(cores["cpu_busy_cores"] - truth) <= 0.10 * truth, (cores, truth)
+
+
+class Smaps:
+    """Each process whose command line holds ``match`` (a training script's path: its DataLoader
+    workers are forked from it and keep its command line), read from outside every ``every_s``:
+    its USS from ``smaps_rollup`` (psutil's reader, not ioprof's) and its CPU seconds — the ground
+    truth for what ioprof says a worker's memory does."""
+
+    def __init__(self, match: str | None, every_s: float = 0.25) -> None:
+        self.match = match.encode() if match else None
+        self.every_s = every_s
+        self.readings: dict[int, list[tuple[float, int, float]]] = {}  # pid: (wall time, USS, CPU s)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        import psutil
+
+        while not self._stop.wait(self.every_s):
+            for name in os.listdir("/proc"):
+                if not name.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{name}/cmdline", "rb") as f:
+                        if self.match is None or self.match not in f.read():
+                            continue
+                    p = psutil.Process(int(name))
+                    uss = p.memory_full_info().uss
+                    cpu = sum(p.cpu_times()[:2])
+                except (OSError, psutil.Error):
+                    continue
+                self.readings.setdefault(int(name), []).append((time.time(), uss, cpu))
+
+    def __enter__(self) -> Smaps:
+        if self.match:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def epoch_ends(self, pid: int, idle_s: float = 0.5) -> list[tuple[float, int]]:
+        """A persistent worker's (wall time, USS) at the end of each stretch of work: after its last
+        working interval (on a CPU at least 1 % of it) before it idled ``idle_s`` or more — between
+        epochs, while the evaluation loader or the checkpoint runs — and after its last."""
+        ends: list[tuple[float, int]] = []
+        last: tuple[float, int] | None = None  # the end of the stretch under way
+        idle = 0.0
+        for a, b in itertools.pairwise(self.readings.get(pid, [])):
+            if b[2] - a[2] < 0.01 * (b[0] - a[0]):
+                idle += b[0] - a[0]
+                continue
+            if last is not None and idle >= idle_s:
+                ends.append(last)
+            last, idle = (b[0], b[1]), 0.0
+        return [*ends, last] if last is not None else ends
