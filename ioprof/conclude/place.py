@@ -74,6 +74,7 @@ def _decide(c: CandidateResult, result: PlaceResult, current: PlaceDecision | No
         if current is not None:
             saved = current.total_s - total_s
             pays = saved > copy_s
+    fed, at = accelerators_fed(c, demand)
     return PlaceDecision(
         label=c.label,
         kind=c.kind,
@@ -93,7 +94,22 @@ def _decide(c: CandidateResult, result: PlaceResult, current: PlaceDecision | No
         warm_img_per_s=warm,
         total_s=total_s,
         keeps_pages=c.keeps_pages,
+        accelerators_fed=fed,
+        accelerators_at=at,
     )
+
+
+def accelerators_fed(c: CandidateResult, demand: float) -> tuple[int, int]:
+    """(The most accelerators consuming ``demand`` img/s each that this storage alone keeps at
+    least ``MIN_BUSY_SHARE`` busy, the readers it was read with): MLPerf Storage's figure, from the
+    fastest concurrency measured, at its rate's 95 % low end (its figure where it has no
+    interval). More readers might draw more; decode is each accelerator's host's own."""
+    if demand <= 0 or not c.storage:
+        return 0, 0
+    rates = [(s.file_rate(), s.concurrency) for s in c.storage]
+    best, at = max(rates, key=lambda r: r[0].value)
+    supply = best.low if best.known else best.value
+    return max(0, math.floor(supply / (MIN_BUSY_SHARE * demand))), at
 
 
 def _choose(decisions: list[PlaceDecision]) -> tuple[str, PlaceDecision | None, PlaceDecision | None]:

@@ -23,6 +23,7 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
+from ioprof.core.rates import busy_class
 from ioprof.core.results_scale import RankCountResult, ScaleResult
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import MIN_BUSY_SHARE, SATURATED_SHARE, STRAGGLER_GAP
@@ -75,15 +76,6 @@ class ScaleConclusion:
     regimes: tuple[RegimeConclusion, ...]
 
 
-def _status(least: Interval) -> str:
-    """Decided only beyond the interval; a figure without one is not decided."""
-    if not least.known:
-        return "borderline"
-    if least.low >= MIN_BUSY_SHARE:
-        return "busy"
-    return "starved" if least.high < MIN_BUSY_SHARE else "borderline"
-
-
 def stragglers(count: RankCountResult) -> tuple[int, ...]:
     """Ranks that wait for data clearly longer than the median rank."""
     if len(count.per_rank) < 2:
@@ -132,7 +124,7 @@ def judge(count: RankCountResult, base: tuple[float, float] | None) -> CountVerd
     return CountVerdict(
         ranks=count.ranks,
         regime=count.regime,
-        status=_status(least),
+        status=busy_class(least),
         least_busy=least,
         least_busy_rank=worst.rank,
         stragglers=stragglers(count),

@@ -562,6 +562,10 @@ class PlaceDecision:
     warm_img_per_s: float | None = None
     total_s: float = 0.0
     keeps_pages: bool | None = None
+    # MLPerf Storage's figure: the most accelerators of this compute that the storage alone keeps
+    # at least 90 % busy, from its fastest measured concurrency's rate at the 95 % interval's low end
+    accelerators_fed: int = 0
+    accelerators_at: int = 0  # the readers that rate was measured at
 
 
 @dataclass(frozen=True)

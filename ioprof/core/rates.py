@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ioprof.core.stats import MIN_BATCHES, Interval, ratio_interval, wait_share_interval
-from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
+from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MIN_BUSY_SHARE, MODERATELY_INPUT_BOUND_SHARE
 
 Method = Literal["loop", "steps", "workers"]  # the loop in whole turns, its steps one by one, the workers
 
@@ -49,6 +49,26 @@ class CellRates:
     wait_share: Interval
     method: Method
     turns: float  # measured steps ÷ workers (steps, for a loader without workers)
+
+    @property
+    def busy(self) -> Interval:
+        """The share of the loop's time not spent waiting for data: MLPerf Storage's accelerator
+        utilization (compute time ÷ run time), the wait share's complement with its interval."""
+        w = self.wait_share
+        return Interval(1.0 - w.value, 1.0 - w.high, 1.0 - w.low, w.batches)
+
+
+BusyClass = Literal["busy", "starved", "borderline"]
+
+
+def busy_class(share: Interval) -> BusyClass:
+    """Against MLPerf Storage's bar (``MIN_BUSY_SHARE``): busy or starved only beyond the 95 %
+    interval; a figure whose interval straddles the bar, or has none, is not decided."""
+    if not share.known:
+        return "borderline"
+    if share.low >= MIN_BUSY_SHARE:
+        return "busy"
+    return "starved" if share.high < MIN_BUSY_SHARE else "borderline"
 
 
 def workers_rate(produced: Sequence[Produced], workers: int, looks: int = 1) -> Interval | None:

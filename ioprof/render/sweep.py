@@ -10,12 +10,14 @@ from pathlib import Path
 from ioprof.conclude.sweep import is_sweep, speedup_over_serial
 from ioprof.core.config import DECIDED_REL_HALF_WIDTH
 from ioprof.core.findings import CpuIsTheDevice, FetchedAboveStorage
+from ioprof.core.rates import busy_class
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import CellResult, DatasetCeilings, RunInfo, SweepResult
 from ioprof.core.stats import INTERIM_LOOKS, LOOKS, MIN_BATCHES, looks_level, share_below, summarize
 from ioprof.core.thresholds import (
     DECODE_ABOVE_COMPUTE,
     HIGHLY_INPUT_BOUND_SHARE,
+    MIN_BUSY_SHARE,
     MODERATELY_INPUT_BOUND_SHARE,
     READ_CALLS_MIN_SHARE,
 )
@@ -91,6 +93,7 @@ def _answer(result: SweepResult, sweep: bool) -> list[str]:
     out += [f"- {line}" for line in words.headline(a, sweep, [d.label for d in result.datasets], roles)] + [
         ""
     ]
+    out += _busy(result)
     for adv in a.advice:
         text = words.advice(adv)
         if text:
@@ -99,6 +102,34 @@ def _answer(result: SweepResult, sweep: bool) -> list[str]:
     if warnings:
         out += ["### Warnings", ""] + [f"- {w}" for w in warnings] + [""]
     return out
+
+
+def _busy(result: SweepResult) -> list[str]:
+    """MLPerf Storage's accelerator utilization at each training dataset's best setting, against
+    its 90 % bar: the share of the loop's time not spent waiting for data."""
+    roles = {lo.key: lo.role for lo in result.loaders}
+    parts = []
+    for info in result.datasets:
+        cells = [
+            c
+            for c in result.cells
+            if c.dataset == info.label and c.status == "ok" and roles.get(c.dataset, "training") == "training"
+        ]
+        if not cells:
+            continue
+        best = max(cells, key=lambda c: c.rates().busy.value)
+        where = f" ({best.setting.label})" if len(cells) > 1 else ""
+        said = words.BUSY_WORDS[busy_class(best.rates().busy)]
+        parts.append(f"{info.label}{where} {words.busy_figure(best)}, {said}")
+    if not parts:
+        return []
+    return [
+        f"**Accelerator busy** (MLPerf Storage's AU: the share of the loop's time not spent waiting for data; its "
+        f"bar is {pct(MIN_BUSY_SHARE, 0)}){' at the best setting' if len(result.cells) > len(parts) else ''}: "
+        + "; ".join(parts)
+        + ".",
+        "",
+    ]
 
 
 def _speedup(result: SweepResult) -> list[str]:
@@ -132,7 +163,7 @@ def _fetched_above(result: SweepResult) -> set[tuple[str, str, int]]:
 
 def _cell_row(c: CellResult, sim: bool, impossible: bool = False) -> list[str]:
     if c.status != "ok":
-        return [c.dataset, c.setting.label, "failed", "", "", "", "", "", "", "", c.error]
+        return [c.dataset, c.setting.label, "failed", "", "", "", "", "", "", "", "", c.error]
     v = c.verdict
     shown = "see warnings" if impossible else words.fetched_rate(c)
     predicted = "—"
@@ -152,6 +183,7 @@ def _cell_row(c: CellResult, sim: bool, impossible: bool = False) -> list[str]:
         c.dataset,
         c.setting.label,
         *words.cell_figures(c),
+        words.busy_figure(c),
         klass,
         v.bottleneck if v else "—",
         predicted,
@@ -170,6 +202,7 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
         "loader",
         "img/s" + (" (sim. compute)" if sim else ""),
         "data wait",
+        "busy (AU)",
         "input-bound",
         "bottleneck",
         "predicted img/s (from)",
@@ -182,7 +215,9 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
     above = _fetched_above(result)
     out = [title, "", *table(head, [_cell_row(c, sim, c.key in above) for c in result.cells]), ""]
     out += [
-        f"Data wait is the share of step time spent blocked waiting for the next batch: "
+        f"Data wait is the share of step time spent blocked waiting for the next batch; busy (AU) is the rest, "
+        f"the loop's time not waiting (MLPerf Storage's accelerator utilization, whose bar is {pct(MIN_BUSY_SHARE, 0)}). "
+        "Data wait classes: "
         f"≥ {HIGHLY_INPUT_BOUND_SHARE:.0%} highly input-bound, ≥ {MODERATELY_INPUT_BOUND_SHARE:.0%} moderately, "
         "else not (TensorFlow's input-pipeline analyzer); a class whose interval straddles a threshold is "
         "borderline. The prediction is a range: the stages overlapping perfectly (the slowest sets the pace) "

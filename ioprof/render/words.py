@@ -436,6 +436,22 @@ def cell_figures(c: CellResult) -> tuple[str, str]:
     return rate(c.img_per_s), f"{pct(r.wait_share.value)}: {_too_few(c, r.turns)}"
 
 
+def busy_figure(c: CellResult) -> str:
+    """A cell's busy share (the loop's time not waiting for data: MLPerf Storage's AU) with its
+    interval where its figures are decided, marked (W) where the workers' batches gave it."""
+    r = c.rates()
+    if _decided(r.throughput):
+        return share_ci(r.busy) + (" (W)" if r.method == "workers" else "")
+    return pct(r.busy.value)
+
+
+BUSY_WORDS = {
+    "busy": "meets it",
+    "starved": "short of it",
+    "borderline": "not decided against it (its interval reaches both sides, or there is none)",
+}
+
+
 def _decided(i: Interval) -> bool:
     """An interval that tells its figure apart from 0 (narrower than the figure itself)."""
     return i.known and i.low > 0 and i.high - i.value <= i.value

@@ -7,7 +7,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ioprof.core.rates import cell_rates, class_decided
+import pytest
+
+from ioprof.core.rates import CellRates, busy_class, cell_rates, class_decided
 from ioprof.core.stats import Interval
 
 PREFETCH = 2
@@ -238,3 +240,15 @@ def test_a_window_whose_workers_outpace_the_step_looks_before_a_whole_turn() -> 
     fast = [(8.0, 0.02, 8)] * 5  # 20 ms a batch of 8: 3,200 img/s against a step's 8
     assert stopped_at(fast) == 5
     assert stopped_at([]) == 8  # nothing known of the workers: a whole turn
+
+
+def test_the_busy_share_is_the_waits_complement_and_is_judged_against_90_percent_beyond_its_interval() -> None:
+    """MLPerf Storage's accelerator utilization: the loop's time not waiting for data, its interval
+    the wait share's turned round; busy or starved only where the interval lies wholly on one side
+    of the 90 % bar."""
+    rates = CellRates(Interval(100.0, 90.0, 110.0, 8), Interval(0.07, 0.04, 0.12, 8), "loop", 8.0)
+    assert (rates.busy.value, rates.busy.low, rates.busy.high) == pytest.approx((0.93, 0.88, 0.96))
+    assert busy_class(rates.busy) == "borderline"  # 88-96 %: either side of the bar
+    assert busy_class(Interval(0.95, 0.91, 0.98, 8)) == "busy"
+    assert busy_class(Interval(0.80, 0.70, 0.89, 8)) == "starved"
+    assert busy_class(Interval(0.99, 0.99, 0.99, 1)) == "borderline"  # one batch mean: no interval

@@ -120,10 +120,16 @@ def test_markdown_opens_with_the_answer_and_has_the_exact_tables(analyzed: Sweep
     )
     assert md.index("## The answer") < md.index("## Every cell") < md.index("![") < md.index("## How this")
     assert (
-        "| 500x375 | serial (in-process) | 200 ± 0.0 % | 75.0 % [75.0–75.0] | highly | decode "
+        "| 500x375 | serial (in-process) | 200 ± 0.0 % | 75.0 % [75.0–75.0] | 25.0 % [25.0–25.0] | highly | decode "
         "| 207–231 (compute+decode in series) | 2.50 / 2.50 (block-io) | cold, verified | 0.25 s | 10 (steps) |"
     ) in lines
     assert "| 500x375 | 200 ± 0.0 % | 800 ± 0.0 % (4 workers) | 4.00× |" in lines
+    # MLPerf Storage's accelerator utilization at the best setting, against its bar, in the answer
+    busy = (
+        "**Accelerator busy** (MLPerf Storage's AU: the share of the loop's time not spent waiting for data; its "
+        "bar is 90 %) at the best setting: 500x375 (4 workers) 100.0 % [100.0–100.0], meets it."
+    )
+    assert busy in lines and md.index(busy) < md.index("## Every cell")
     assert "No GPU telemetry: the compute device is the CPU; there is no GPU to sample." in lines
     assert render_markdown(analyzed) == md  # pure
 
