@@ -159,8 +159,11 @@ class Smaps:
     its USS from ``smaps_rollup`` (psutil's reader, not ioprof's) and its CPU seconds — the ground
     truth for what ioprof says a worker's memory does."""
 
-    def __init__(self, match: str | None, every_s: float = 0.25) -> None:
+    def __init__(self, match: str | None, every_s: float = 0.25, parent: int | None = None) -> None:
+        """``match``: a part of the command line; ``parent``: or the children of this process (a
+        DataLoader's workers, forked from the test itself)."""
         self.match = match.encode() if match else None
+        self.parent = parent
         self.every_s = every_s
         self.readings: dict[int, list[tuple[float, int, float]]] = {}  # pid: (wall time, USS, CPU s)
         self._stop = threading.Event()
@@ -174,9 +177,8 @@ class Smaps:
                 if not name.isdigit():
                     continue
                 try:
-                    with open(f"/proc/{name}/cmdline", "rb") as f:
-                        if self.match is None or self.match not in f.read():
-                            continue
+                    if not self._ours(name):
+                        continue
                     p = psutil.Process(int(name))
                     uss = p.memory_full_info().uss
                     cpu = sum(p.cpu_times()[:2])
@@ -184,8 +186,15 @@ class Smaps:
                     continue
                 self.readings.setdefault(int(name), []).append((time.time(), uss, cpu))
 
+    def _ours(self, pid: str) -> bool:
+        if self.parent is not None:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                return int(f.read().rsplit(b")", 1)[1].split()[1]) == self.parent
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return self.match is not None and self.match in f.read()
+
     def __enter__(self) -> Smaps:
-        if self.match:
+        if self.match or self.parent:
             self._thread.start()
         return self
 

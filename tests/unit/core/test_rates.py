@@ -242,7 +242,9 @@ def test_a_window_whose_workers_outpace_the_step_looks_before_a_whole_turn() -> 
     assert stopped_at([]) == 8  # nothing known of the workers: a whole turn
 
 
-def test_the_busy_share_is_the_waits_complement_and_is_judged_against_90_percent_beyond_its_interval() -> None:
+def test_the_busy_share_is_the_waits_complement_and_is_judged_against_90_percent_beyond_its_interval() -> (
+    None
+):
     """MLPerf Storage's accelerator utilization: the loop's time not waiting for data, its interval
     the wait share's turned round; busy or starved only where the interval lies wholly on one side
     of the 90 % bar."""
