@@ -37,10 +37,15 @@ def _growth_per_sample(m: WorkerMemory) -> float:
 
 
 def worker_peak_bytes(m: WorkerMemory, workers: int) -> float:
-    """What one of ``workers`` workers holds at the end of an epoch: its own memory now, and its
-    growth over the samples it loads in one (all of them, where persistent workers each touch the
-    whole dataset; its share, where workers are forked again each epoch and exit at its end)."""
+    """What one of ``workers`` workers holds at the end of an epoch. Workers forked again each epoch:
+    the most one reached at its life's end (``life_peak_bytes``), moved to ``workers``' share of an
+    epoch at their lives' slope. Otherwise its own memory now, and its growth over the samples it
+    loads in an epoch (all of them, where persistent workers each touch the whole dataset)."""
     samples = m.samples_per_epoch or 0
+    if not m.persistent_workers and m.life_peak_bytes is not None and m.life_growth_per_sample is not None:
+        # measured at the end of each life, moved to another count's share at the lives' own slope
+        more = samples / max(1, workers) - samples / max(1, m.workers)
+        return max(0.0, m.life_peak_bytes + m.life_growth_per_sample * more)
     touched = samples if m.persistent_workers else samples / max(1, workers)
     return (m.worker_uss_bytes or 0) + _growth_per_sample(m) * touched
 

@@ -122,6 +122,11 @@ class WorkerMemory:
     epoch_growth_low: float | None = None
     epoch_growth_high: float | None = None
     epochs_seen: int = 0
+    # workers forked again each epoch: the most one reached at the end of its life (its last
+    # reading, carried on to its share of an epoch at the slope its lives share), and that slope
+    # per sample (None: not read — persistent workers, or no worker read twice)
+    life_peak_bytes: float | None = None
+    life_growth_per_sample: float | None = None
 
     @property
     def shm_in_flight_bytes(self) -> int:

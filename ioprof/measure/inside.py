@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import os
 import threading
 import time
@@ -223,6 +224,14 @@ class InsideRecorder:
             if self.persistent and workers
             else None
         )
+        lives = (
+            one_life_peak(
+                [_samples_vs_uss(rs, [r for r in rows if r["pid"] == pid]) for pid, rs in workers.items()],
+                (self.samples_per_epoch or 0) / self.workers,
+            )
+            if workers and not self.persistent and self.samples_per_epoch
+            else None
+        )
         latest = [_last(rs, [r for r in rows if r["pid"] == pid]) for pid, rs in workers.items()]
         last = [m for m in latest if m is not None]
         available, source = memory_for_cache()
@@ -256,6 +265,8 @@ class InsideRecorder:
             dataset_objects=self.objects[0] if self.objects else None,
             dataset_object_bytes=self.objects[1] if self.objects else None,
             **_epoch_fields(epochs),
+            life_peak_bytes=lives[0] if lives else None,
+            life_growth_per_sample=lives[1] if lives else None,
         )
 
     def _growth_words(
@@ -316,6 +327,21 @@ class InsideRecorder:
             pin_memory_thread=self.pin_memory and self.workers > 0,
             workers=self.workers,
         )
+
+
+def one_life_peak(lives: Sequence[Sequence[tuple[float, float]]], share: float) -> tuple[float, float] | None:
+    """Workers forked again each epoch, each making its ``share`` of an epoch's samples and then
+    exiting: the most one reaches at its life's end, and the slope per sample their lives share.
+    Each life's last reading (samples made, USS) is carried on to ``share`` at the slope pooled
+    over the lives read at least twice (each its own level; never below 0); a life cut short by the
+    training's end is carried to where its epoch would have ended. None: no worker was read."""
+    read = [sorted(points) for points in lives if points]
+    if not read:
+        return None
+    fit = pooled_slope(read)
+    slope = max(0.0, fit.value) if math.isfinite(fit.value) else 0.0
+    peak = max(points[-1][1] + slope * max(0.0, share - points[-1][0]) for points in read)
+    return peak, slope
 
 
 def goes_on(fits: Sequence[GrowthFit], growth: Interval) -> bool:

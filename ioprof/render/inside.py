@@ -169,8 +169,10 @@ def memory_line(m: WorkerMemory) -> str:
         )
         if m.persistent_workers:  # judged across epochs only: a slope in one window mixes in each epoch's own
             growth = _across_epochs(m)
-        elif m.grows and m.samples_per_epoch:
+        elif (m.grows or m.life_peak_bytes is not None) and m.samples_per_epoch:
             share = m.samples_per_epoch // max(1, m.workers)
+            if not m.grows:  # a life too short to fit a growth in: its end is what is said
+                growth = "a worker's memory is what it reaches in one life"
             growth += (
                 f"; forked again each epoch, each worker reaches about {size(round(worker_peak_bytes(m, m.workers)))} "
                 f"at its epoch's end ({share:,} samples), then exits"
