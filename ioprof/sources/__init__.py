@@ -1,14 +1,17 @@
-"""Where a dataset's bytes come from, one module per kind of source: ``files`` (loose files a
-dataset lists: ImageFolder, timm's ImageDataset, through Subset and ConcatDataset), ``shards``
-(tar shards by URL: WebDataset, local, ``http(s)://``, ``pipe:``), ``arrow`` (a Hugging Face
-``datasets.Dataset``: the Arrow files it memory-maps), ``custom`` (a dataset that
-names what it reads through ``ioprof_source()``), and ``opened`` (what a loader's workers hold
-open, read from the kernel, for a dataset none of these knows).
+"""Where a dataset's bytes come from, one module per kind of source, each implementing
+``source.SourceKind``: ``custom`` (a dataset that names what it reads through
+``ioprof_source()``), ``files`` (loose files a dataset lists: ImageFolder, timm's ImageDataset,
+through Subset and ConcatDataset), ``shards`` (tar shards by URL: WebDataset, local,
+``http(s)://``, ``pipe:``), ``arrow`` (a Hugging Face ``datasets.Dataset``: the Arrow files it
+memory-maps), and ``opened`` (what a loader's workers hold open, read from the kernel, for a
+dataset none of these knows).
 
 Each answers the same questions, so that commands never test a dataset's class: what does it
-read (``find``), read that alone and cold (``read_alone``), how are the bytes it draws counted
-(``Source.counted_by``), and a copy of the pipeline that reads a sample from memory
-(``in_memory``).
+read (``find``: the first of ``KINDS`` that knows it), a copy of the pipeline that reads a sample
+from memory (``in_memory``), and, from the ``Source`` alone, read that alone and cold
+(``read_alone``), its size and storage (``describe``) and how the bytes it draws are counted
+(``Source.counted_by``). A new kind of source is a module with ``KIND``, ``find`` and
+``in_memory``, named in ``KINDS``.
 
 May import: ``ioprof.measure``, ``ioprof.datasets``, ``ioprof.host``, ``ioprof.core``.
 """
@@ -16,16 +19,18 @@ May import: ``ioprof.measure``, ``ioprof.datasets``, ``ioprof.host``, ``ioprof.c
 from __future__ import annotations
 
 import random
-import urllib.parse
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from ioprof.core.results import DatasetInfo, StorageCeiling
-from ioprof.sources import arrow, custom, files, memory, shards
-from ioprof.sources.memory import MemoryView, read_whole
+from ioprof.sources import arrow, custom, files, memory, opened, shards
+from ioprof.sources.memory import MemoryView
+from ioprof.sources.source import Source, SourceKind
 
 __all__ = [
+    "KINDS",
     "Source",
+    "SourceKind",
     "arrow",
     "custom",
     "files",
@@ -40,79 +45,32 @@ __all__ = [
 # The storage read alone: at least this many items (more at more readers), for at most this long.
 READ_ALONE_ITEMS = 200
 READ_ALONE_ITEMS_PER_READER = 50
-ITEMS_LISTED = 100_000
 
-
-@dataclass(frozen=True)
-class Source:
-    """What one dataset reads.
-
-    ``kind``: files | shards | arrow | custom | opened. ``items``: the files or URLs it reads (at most
-    ``ITEMS_LISTED``). ``root``: the folder they lie under, on one filesystem ("" for URLs).
-    ``where``: where the bytes come from in words (a folder, ``http://host:port``, a command).
-    ``counted_by``: how the bytes its loader draws are counted — ``filesystem`` (the mount's own
-    counters, or block I/O), ``network`` (the interface its host is reached by: what arrived,
-    host-wide), or ``own-rchar`` (what the loader's processes were handed through pipes and TLS
-    sockets: a ``pipe:`` command's output).
-    """
-
-    kind: str
-    label: str
-    items: tuple[str, ...]
-    root: str
-    where: str
-    counted_by: str
-    count: int | None = None  # items in all, where more than were listed
-
-    @property
-    def urls(self) -> bool:
-        return not self.root
-
-
-def _url_where(url: str) -> str:
-    if url.startswith("pipe:"):
-        return f"the command `{url[5:].split()[0] if url[5:].split() else url[5:]}`"
-    p = urllib.parse.urlparse(url)
-    return f"{p.scheme}://{p.netloc}"
-
-
-def _from_urls(kind: str, label: str, urls: list[str]) -> Source:
-    schemes = {shards.scheme(u) for u in urls}
-    if schemes == {"file"}:
-        paths = [shards.local_path(u) for u in urls]
-        root = files.common_root(paths)
-        return Source(kind, label, tuple(paths[:ITEMS_LISTED]), root, root, "filesystem", len(paths))
-    # over HTTP: the interface its host is reached by counts what arrived (the workers' own reads —
-    # curl's pipe, TLS — beside it); a pipe: command's bytes only the workers' own reads can count
-    counted = (
-        "network" if schemes <= {"http", "https"} else ("own-rchar" if schemes == {"pipe"} else "unknown")
-    )
-    return Source(kind, label, tuple(urls[:ITEMS_LISTED]), "", _url_where(urls[0]), counted, len(urls))
+# the kinds that know a dataset by itself, asked in this order (what a dataset says of itself first)
+KINDS: tuple[SourceKind, ...] = (custom, files, shards, arrow)
+BY_KIND: dict[str, SourceKind] = {k.KIND: k for k in (*KINDS, opened)}
 
 
 def find(dataset: Any) -> Source | None:
-    """What ``dataset`` reads, from the first source that knows it; None when none does."""
-    said = custom.declared(dataset)
-    if said is not None and "files" in said:
-        paths = said["files"]
-        root = files.common_root(paths)
-        return Source(
-            "custom", "the files your dataset names", tuple(paths[:ITEMS_LISTED]), root, root, "filesystem"
-        )
-    if said is not None:
-        return _from_urls("custom", "the URLs your dataset names", said["urls"])
-    if files.listed(dataset):
-        paths = files.files_of(dataset, ITEMS_LISTED)
-        root = str(getattr(dataset, "root", "") or "") or files.common_root(paths)
-        return Source("files", "loose files", tuple(paths), root, root, "filesystem")
-    urls = shards.urls_of(dataset)
-    if urls:
-        return _from_urls("shards", "tar shards", urls)
-    mapped = arrow.files_of(dataset)
-    if mapped:
-        root = files.common_root(mapped)
-        return Source("arrow", "Arrow files (Hugging Face datasets)", tuple(mapped), root, root, "filesystem")
+    """What ``dataset`` reads, from the first kind of source that knows it; None when none does."""
+    for kind in KINDS:
+        found = kind.find(dataset)
+        if found is not None:
+            return found
     return None
+
+
+def in_memory(
+    source: Source, dataset: Any, *, workers: int, read: dict[str, bytes] | None = None
+) -> MemoryView | str:
+    """A copy of ``dataset`` that reads a sample of its source from memory, or why not.
+    ``read``: loose files already read (by ``read_alone``): the sample is drawn from them."""
+    return BY_KIND[source.kind].in_memory(source, dataset, workers=workers, read=read)
+
+
+def from_opened(paths: list[str]) -> Source:
+    """The files a loader's workers were seen holding open (``opened``), as a source."""
+    return opened.source_of(paths)
 
 
 def unknown(dataset: Any) -> str:
@@ -125,28 +83,6 @@ def unknown(dataset: Any) -> str:
         + (" held in memory: it has none" if arrow.holder(dataset) is not None else "")
         + f"), no {custom.SOURCE_METHOD}()"
     )
-
-
-def read_item(source: Source, item: str) -> bytes:
-    """One item's bytes, read as the pipeline would get them."""
-    if source.root:
-        return read_whole(item)
-    with shards.opened(item) as stream:
-        return stream.read()
-
-
-def in_memory(
-    source: Source, dataset: Any, *, workers: int, read: dict[str, bytes] | None = None
-) -> MemoryView | str:
-    """A copy of ``dataset`` that reads a sample of its source from memory, or why not.
-    ``read``: loose files already read (by ``read_alone``): the sample is drawn from them."""
-    if source.kind == "custom":
-        return custom.in_memory(dataset, lambda item: read_item(source, item))
-    if source.kind == "files":
-        return files.in_memory(dataset, read=read)
-    if source.kind == "arrow":
-        return arrow.in_memory(dataset)
-    return shards.in_memory(dataset, workers=workers)
 
 
 def read_alone(
@@ -193,12 +129,6 @@ def read_alone(
         where=source.where,
         max_seconds=max_seconds,
     )
-
-
-def from_opened(paths: list[str]) -> Source:
-    """The files a loader's workers were seen holding open (``opened``), as a source."""
-    root = files.common_root(paths)
-    return Source("opened", "the files its workers held open", tuple(paths), root, root, "filesystem")
 
 
 # A URL source's size: this many of its items are asked for theirs (HTTP HEAD), and scaled.

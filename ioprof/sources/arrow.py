@@ -16,7 +16,9 @@ import os
 import random
 from typing import Any
 
+from ioprof.sources import files
 from ioprof.sources.memory import MEMORY_SAMPLE_BYTES, MEMORY_SAMPLE_FILES, MemoryView, shallow
+from ioprof.sources.source import Source
 
 # Where a wrapper keeps its Hugging Face dataset (besides the usual holders).
 HOLDER_ATTRIBUTES = ("dataset", "ds", "data", "hf_dataset", "hf_ds", "reader", "data_source", "base")
@@ -56,7 +58,25 @@ def files_of(ds: Any) -> list[str]:
     return [os.fspath(c["filename"]) for c in cache if isinstance(c, dict) and c.get("filename")]
 
 
+KIND = "arrow"
+
+
+def find(dataset: Any) -> Source | None:
+    """The Arrow files a Hugging Face dataset memory-maps (none where its table is held in RAM)."""
+    mapped = files_of(dataset)
+    if not mapped:
+        return None
+    root = files.common_root(mapped)
+    return Source(KIND, "Arrow files (Hugging Face datasets)", tuple(mapped), root, root, "filesystem")
+
+
 def in_memory(
+    source: Source, dataset: Any, *, workers: int, read: dict[str, bytes] | None
+) -> MemoryView | str:
+    return copy_in_memory(dataset)
+
+
+def copy_in_memory(
     dataset: Any, *, max_rows: int = MEMORY_SAMPLE_FILES, max_bytes: int = MEMORY_SAMPLE_BYTES, seed: int = 0
 ) -> MemoryView | str:
     """A copy whose Hugging Face dataset holds a random sample of its rows in RAM, at positions

@@ -23,13 +23,16 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ioprof.sources import files, shards
 from ioprof.sources.memory import (
     MEMORY_SAMPLE_BYTES,
     MEMORY_SAMPLE_FILES,
     MemoryCopies,
     MemoryView,
+    read_whole,
     unavailable,
 )
+from ioprof.sources.source import ITEMS_LISTED, Source
 
 SOURCE_METHOD = "ioprof_source"
 IN_MEMORY_METHOD = "ioprof_in_memory"
@@ -50,7 +53,38 @@ def declared(dataset: Any) -> dict[str, Any] | None:
     return None
 
 
+KIND = "custom"
+
+
+def find(dataset: Any) -> Source | None:
+    """The files or URLs the dataset names through ``ioprof_source()``."""
+    said = declared(dataset)
+    if said is None:
+        return None
+    if "files" in said:
+        paths = said["files"]
+        root = files.common_root(paths)
+        return Source(
+            KIND, "the files your dataset names", tuple(paths[:ITEMS_LISTED]), root, root, "filesystem"
+        )
+    return shards.url_source(KIND, "the URLs your dataset names", said["urls"])
+
+
+def read_item(source: Source, item: str) -> bytes:
+    """One item's bytes, read as the pipeline would get them."""
+    if source.root:
+        return read_whole(item)
+    with shards.opened(item) as stream:
+        return stream.read()
+
+
 def in_memory(
+    source: Source, dataset: Any, *, workers: int, read: dict[str, bytes] | None
+) -> MemoryView | str:
+    return copy_in_memory(dataset, lambda item: read_item(source, item))
+
+
+def copy_in_memory(
     dataset: Any, read: Any, *, max_files: int = MEMORY_SAMPLE_FILES, max_bytes: int = MEMORY_SAMPLE_BYTES
 ) -> MemoryView | str:
     """The dataset's own copy reading a sample of its items from memory, or why not. ``read``

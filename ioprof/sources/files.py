@@ -25,6 +25,7 @@ from ioprof.sources.memory import (
     shallow,
     unavailable,
 )
+from ioprof.sources.source import ITEMS_LISTED, Source
 
 # Where datasets keep the list of their files: entries are paths, or (path, …) tuples.
 FILE_LIST_ATTRIBUTES = ("samples", "imgs", "files", "paths", "image_paths", "img_paths")
@@ -128,7 +129,26 @@ def _length(ds: Any) -> int:
         return 0
 
 
+KIND = "files"
+
+
+def find(dataset: Any) -> Source | None:
+    """Loose files the dataset lists (ImageFolder's ``samples``, timm's reader's, through Subset and
+    ConcatDataset), under the folder they share."""
+    if not listed(dataset):
+        return None
+    paths = files_of(dataset, ITEMS_LISTED)
+    root = str(getattr(dataset, "root", "") or "") or common_root(paths)
+    return Source(KIND, "loose files", tuple(paths), root, root, "filesystem")
+
+
 def in_memory(
+    source: Source, dataset: Any, *, workers: int, read: dict[str, bytes] | None
+) -> MemoryView | str:
+    return copy_in_memory(dataset, read=read)
+
+
+def copy_in_memory(
     dataset: Any,
     *,
     max_files: int = MEMORY_SAMPLE_FILES,

@@ -12,6 +12,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
+from typing import Any
+
+from ioprof.sources import files
+from ioprof.sources.memory import MemoryView
+from ioprof.sources.source import Source
 
 _SKIP_PREFIXES = ("/dev/", "/proc/", "/sys/", "/memfd:", "anon_inode:", "socket:", "pipe:")
 
@@ -19,6 +24,29 @@ _SKIP_PREFIXES = ("/dev/", "/proc/", "/sys/", "/memfd:", "anon_inode:", "socket:
 def _library_roots() -> tuple[str, ...]:
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if p.endswith("-packages"))}
     return tuple(sorted(os.path.realpath(r) + os.sep for r in roots if r))
+
+
+KIND = "opened"
+
+
+def find(dataset: Any) -> Source | None:
+    """Nothing, from the dataset alone: what it reads is seen in its workers (``held_open``)."""
+    return None
+
+
+def source_of(paths: list[str]) -> Source:
+    """The files a loader's workers were seen holding open, as a source."""
+    root = files.common_root(paths)
+    return Source(KIND, "the files its workers held open", tuple(paths), root, root, "filesystem")
+
+
+def in_memory(
+    source: Source, dataset: Any, *, workers: int, read: dict[str, bytes] | None
+) -> MemoryView | str:
+    return (
+        "what it reads was seen only as files its workers held open, not through the dataset: "
+        "no copy of it can be made to read them from memory"
+    )
 
 
 def held_open(pids: Iterable[int]) -> list[str]:

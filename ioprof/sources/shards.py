@@ -24,7 +24,9 @@ from typing import IO, Any
 
 from ioprof.datasets.shards import key_of
 from ioprof.datasets.shards import opened as opened_by_url
+from ioprof.sources import files
 from ioprof.sources.memory import MemoryCopies, MemoryView, shallow, unavailable
+from ioprof.sources.source import ITEMS_LISTED, Source
 
 # The copy in memory: this many samples (a key's members together), from at most this many shards.
 MEMORY_SAMPLES = 64
@@ -118,7 +120,45 @@ def first_samples(stream: IO[bytes], samples: int) -> tuple[bytes, int]:
     return out.getvalue(), len(keys)
 
 
+KIND = "shards"
+
+
+def url_where(url: str) -> str:
+    """Where a URL's bytes come from, in words: ``scheme://host``, or the command of a ``pipe:``."""
+    if url.startswith("pipe:"):
+        return f"the command `{url[5:].split()[0] if url[5:].split() else url[5:]}`"
+    p = urllib.parse.urlparse(url)
+    return f"{p.scheme}://{p.netloc}"
+
+
+def url_source(kind: str, label: str, urls: list[str]) -> Source:
+    """A source of URLs: local files where they are all ``file:``, else what the network brings."""
+    schemes = {scheme(u) for u in urls}
+    if schemes == {"file"}:
+        paths = [local_path(u) for u in urls]
+        root = files.common_root(paths)
+        return Source(kind, label, tuple(paths[:ITEMS_LISTED]), root, root, "filesystem", len(paths))
+    # over HTTP: the interface its host is reached by counts what arrived (the workers' own reads —
+    # curl's pipe, TLS — beside it); a pipe: command's bytes only the workers' own reads can count
+    counted = (
+        "network" if schemes <= {"http", "https"} else ("own-rchar" if schemes == {"pipe"} else "unknown")
+    )
+    return Source(kind, label, tuple(urls[:ITEMS_LISTED]), "", url_where(urls[0]), counted, len(urls))
+
+
+def find(dataset: Any) -> Source | None:
+    """The tar shards a WebDataset pipeline reads, by URL."""
+    urls = urls_of(dataset)
+    return url_source(KIND, "tar shards", urls) if urls else None
+
+
 def in_memory(
+    source: Source, dataset: Any, *, workers: int, read: dict[str, bytes] | None
+) -> MemoryView | str:
+    return copy_in_memory(dataset, workers=workers)
+
+
+def copy_in_memory(
     dataset: Any, *, workers: int, samples: int = MEMORY_SAMPLES, seed: int = 0
 ) -> MemoryView | str:
     """A copy of the pipeline whose shard stage names tar files in memory (the first samples of a

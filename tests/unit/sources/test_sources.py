@@ -294,3 +294,44 @@ def test_a_hugging_face_dataset_held_in_memory_names_no_files(small_set: Path, t
     hf = datasets.Dataset.from_dict({"x": [1, 2, 3]})
     assert sources.find(hf) is None
     assert "held in memory: it has none" in sources.unknown(hf)
+
+
+def test_a_kind_of_source_is_one_module_implementing_the_protocol(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every kind answers through ``SourceKind`` (``KIND``, ``find``, ``in_memory``), and a new kind
+    is found and asked for its copy in memory once it is named in ``KINDS``: no branch on a
+    dataset's class or a source's kind anywhere else."""
+    import types
+
+    from ioprof.sources.source import Source
+
+    for kind in sources.BY_KIND.values():
+        assert isinstance(kind.KIND, str) and callable(kind.find) and callable(kind.in_memory), kind
+    assert set(sources.BY_KIND) == {"custom", "files", "shards", "arrow", "opened"}
+
+    class Rows:  # a dataset no kind here knows: rows of a database file
+        path = str(tmp_path / "rows.db")
+
+    assert sources.find(Rows()) is None
+    asked: list[str] = []
+    database = types.SimpleNamespace(
+        KIND="database",
+        find=lambda ds: (
+            Source("database", "a database file", (ds.path,), str(tmp_path), str(tmp_path), "filesystem")
+            if isinstance(ds, Rows)
+            else None
+        ),
+        in_memory=lambda source, ds, *, workers, read: (
+            asked.append(source.items[0]) or "no copy: a test kind"
+        ),
+    )
+    monkeypatch.setattr(sources, "KINDS", (*sources.KINDS, database))
+    monkeypatch.setitem(sources.BY_KIND, "database", database)
+    found = sources.find(Rows())
+    assert found is not None and found.kind == "database" and found.items == (Rows.path,)
+    assert sources.in_memory(found, Rows(), workers=2) == "no copy: a test kind" and asked == [Rows.path]
+    # what a loader's workers hold open has no copy to make, and says why (no shard fallback)
+    held = sources.from_opened([str(tmp_path / "a.zip")])
+    why = sources.in_memory(held, Rows(), workers=2)
+    assert isinstance(why, str) and "held open" in why

@@ -1,0 +1,57 @@
+"""What a dataset reads (``Source``), and what every module of ``sources/`` answers about the
+datasets it knows (``SourceKind``): a kind of source is one module that implements it, named in
+``sources.KINDS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ioprof.sources.memory import MemoryView
+
+ITEMS_LISTED = 100_000  # a source lists at most this many of its files or URLs
+
+
+@dataclass(frozen=True)
+class Source:
+    """What one dataset reads.
+
+    ``kind``: the ``KIND`` of the module that found it (files | shards | arrow | custom | opened).
+    ``items``: the files or URLs it reads (at most ``ITEMS_LISTED``). ``root``: the folder they lie
+    under, on one filesystem ("" for URLs). ``where``: where the bytes come from in words (a folder,
+    ``http://host:port``, a command). ``counted_by``: how the bytes its loader draws are counted —
+    ``filesystem`` (the mount's own counters, or block I/O), ``network`` (the interface its host is
+    reached by: what arrived, host-wide), or ``own-rchar`` (what the loader's processes were
+    handed through pipes and TLS sockets: a ``pipe:`` command's output).
+    """
+
+    kind: str
+    label: str
+    items: tuple[str, ...]
+    root: str
+    where: str
+    counted_by: str
+    count: int | None = None  # items in all, where more than were listed
+
+    @property
+    def urls(self) -> bool:
+        return not self.root
+
+
+class SourceKind(Protocol):
+    """One kind of source (a module of ``sources/``): what a dataset it knows reads, and a copy of
+    that dataset reading a sample of it from memory (the decode ceiling's input), or why not."""
+
+    KIND: str
+
+    def find(self, dataset: Any) -> Source | None:
+        """What ``dataset`` reads, where this kind knows it; None otherwise."""
+        ...
+
+    def in_memory(
+        self, source: Source, dataset: Any, *, workers: int, read: dict[str, bytes] | None
+    ) -> MemoryView | str:
+        """A copy of ``dataset`` that reads a sample of ``source`` from memory, or why not.
+        ``read``: loose files already read (by the storage read alone), to draw the sample from."""
+        ...
