@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from ioprof.conclude import inside
+from ioprof.conclude import boundaries, inside
 from ioprof.conclude.checks import findings
 from ioprof.conclude.firstpass import first_pass
 from ioprof.core.config import LoaderSetting
@@ -598,7 +598,9 @@ def conclude(result: SweepResult) -> SweepResult:
             overall_dataset=dataset,
             datasets=tuple(verdicts),
             advice=advice,
-            findings=findings(analyzed, reference) + inside.findings(analyzed, advice),
+            findings=findings(analyzed, reference)
+            + inside.findings(analyzed, advice)
+            + boundaries.epoch_starts(analyzed),
             compute_reference=reference,
             overall_peers=peers,
             overall_peers_median_share=median,

@@ -514,6 +514,28 @@ class FirstPassWaits(Finding):
 
 
 @dataclass(frozen=True)
+class EpochStartCost(Finding):
+    """A loader whose workers are started again at every pass (not persistent): each pass after the
+    first waited for its first batch beyond what one worker takes to make one — the start-up that
+    ``persistent_workers=True`` keeps out of every epoch. ``share`` (with its 95 % interval over the
+    passes): that cost over the passes' own time."""
+
+    kind: ClassVar[str] = "epoch-start-cost"
+    dataset: str
+    workers: int
+    start_method: str
+    passes: int  # passes after the first, timed from iter() to their end
+    startup_s: float  # mean time inside iter() (the workers started)
+    first_batch_s: float  # mean time from iter() to the first batch
+    batch_s: float  # one worker's time to make a batch, in the window
+    cost_s: float  # mean per pass: the first batch's time beyond batch_s
+    pass_s: float  # mean pass, iter() to its end
+    share: float
+    share_low: float
+    share_high: float
+
+
+@dataclass(frozen=True)
 class Analysis:
     """The run's conclusions: the overall verdict (from the worst input-bound dataset), one
     verdict per dataset, advice, findings, and the compute ceiling against its published figure."""

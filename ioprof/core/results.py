@@ -559,6 +559,19 @@ class BeforeWindow:
 
 
 @dataclass(frozen=True)
+class PassStart:
+    """How one pass (epoch) of a loader began and how long it took: ``startup_s`` inside ``iter()``
+    (its workers started there, where they are not persistent: forked or spawned, the dataset sent
+    to each), ``first_batch_s`` from ``iter()`` to the first batch in the loop's hands, ``pass_s``
+    from ``iter()`` to the pass's end (None: it did not end), ``batches`` the loop took in it."""
+
+    startup_s: float
+    first_batch_s: float
+    pass_s: float | None
+    batches: int
+
+
+@dataclass(frozen=True)
 class ObservedLoader:
     """One DataLoader of a user's script, as ``ioprof run`` / ``ioprof.watch`` saw it.
 
@@ -595,6 +608,7 @@ class ObservedLoader:
     own_s_per_batch: float = 0.0  # ioprof's own code around each next(): what observing cost
     before: BeforeWindow | None = None  # its first pass up to the window
     batches_per_pass: int | None = None  # len(loader), where it has one
+    pass_starts: tuple[PassStart, ...] = ()  # each pass's start and length, in order
 
 
 @dataclass(frozen=True)

@@ -96,10 +96,11 @@ class Watcher:
                 watcher.guard(rec, rec.before_new_pass)
             if rec is not None and rec.inside is not None:
                 watcher.guard(rec, watcher.time_workers, loader, rec)
+            t_iter = time.perf_counter()
             it = original_iter(loader)
             if rec is not None:
                 it._ioprof_recorder = rec
-                rec.new_iterator(it)
+                rec.new_iterator(it, t_iter)
             return it
 
         def __next__(it: Any) -> Any:

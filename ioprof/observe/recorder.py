@@ -45,6 +45,7 @@ class LoaderRecorder:
         self.producers = Producers()
         self._mark: Any = None  # the awaited producer's scheduler totals at the last call
         self.pass_batches = 0  # batches returned in the current pass
+        self.pass_marks: list[dict[str, Any]] = []  # each pass: iter() called, returned, first batch, end
         self._pass_open = False  # a pass began and has not ended (by its length, StopIteration, iter())
         import psutil  # noqa: F401  (imported here, not in the first timed batch)
 
@@ -89,7 +90,12 @@ class LoaderRecorder:
         if self._pass_open:
             self._end_pass()
 
-    def new_iterator(self, it: Any) -> None:
+    def new_iterator(self, it: Any, t_iter: float | None = None) -> None:
+        """A new pass began: ``iter()`` was called at ``t_iter`` and has returned now."""
+        now = time.perf_counter()
+        self.pass_marks.append(
+            {"iter_s": now if t_iter is None else t_iter, "started_s": now, "first_s": None, "end_s": None}
+        )
         self._iterator = weakref.ref(it)
         self._pass_open = True  # a new pass (persistent workers: the same iterator object, reset)
         self.pass_batches = 0
@@ -161,7 +167,11 @@ class LoaderRecorder:
             self._first_batch(batch)
         if not self.window.started and not self.opened and self.settings["source"] is None:
             self._discover()
+        if self.pass_marks and self.pass_marks[-1]["first_s"] is None:
+            self.pass_marks[-1]["first_s"] = t_return
         self.pass_batches += 1
+        if self.pass_marks:
+            self.pass_marks[-1]["batches"] = self.pass_batches
         if self.pass_batches == self.settings["batches_per_pass"]:
             self.iterator_ended(it)  # its last batch: the pass is over, whether or not it is exhausted
 
@@ -197,6 +207,8 @@ class LoaderRecorder:
 
     def _end_pass(self) -> None:
         self._pass_open = False
+        if self.pass_marks and self.pass_marks[-1]["end_s"] is None:
+            self.pass_marks[-1]["end_s"] = time.perf_counter()
         self._restore_in_process()
         self.window.pass_ended(time.perf_counter())
         self.watcher.pass_ended(self)
@@ -360,6 +372,7 @@ class LoaderRecorder:
             "inside": self._inside_now(),
             "shm_warning": self.shm_warning,
             "before": self._before(),
+            "pass_marks": self.pass_marks,
         }
 
     def _before(self) -> dict[str, Any] | None:

@@ -33,6 +33,7 @@ from ioprof.core.results import (
     DatasetInfo,
     DecodeCeiling,
     ObservedLoader,
+    PassStart,
     RunInfo,
     ScriptInfo,
     StorageCeiling,
@@ -217,6 +218,21 @@ def _observed(key: str, obs: dict[str, Any], loader: dict[str, Any], config: Any
         own_s_per_batch=loader.get("own_s_per_batch", 0.0),
         before=_before(loader),
         batches_per_pass=s.get("batches_per_pass"),
+        pass_starts=_pass_starts(loader),
+    )
+
+
+def _pass_starts(loader: dict[str, Any]) -> tuple[PassStart, ...]:
+    """Each pass that reached its first batch: its start in ``iter()``, its first batch, its length."""
+    return tuple(
+        PassStart(
+            startup_s=m["started_s"] - m["iter_s"],
+            first_batch_s=m["first_s"] - m["iter_s"],
+            pass_s=None if m["end_s"] is None else m["end_s"] - m["iter_s"],
+            batches=int(m.get("batches", 0)),
+        )
+        for m in loader.get("pass_marks", [])
+        if m["first_s"] is not None
     )
 
 

@@ -314,6 +314,19 @@ def _storage_left_idle(x: f.StorageLeftIdle) -> str:
     )
 
 
+def _epoch_start(x: f.EpochStartCost) -> str:
+    """Workers started again at every pass, and what that costs each epoch, in words."""
+    return (
+        f"{x.dataset}: each pass after the first waited {duration(x.first_batch_s)} for its first batch "
+        f"(mean of {x.passes}), {duration(x.startup_s)} of it in iter() starting its {worker_count(x.workers)} "
+        f"again ({x.start_method}; persistent_workers=False); one worker makes a batch in {duration(x.batch_s)}, so "
+        f"the start of each pass cost {duration(x.cost_s)} beyond it — {pct(x.share, 0)} "
+        f"[{pct(x.share_low, 0)}–{pct(x.share_high, 0)}] of a pass of {duration(x.pass_s)}. "
+        "persistent_workers=True keeps the workers from one epoch to the next: a new pass then waits only for "
+        "a batch made."
+    )
+
+
 def first_pass(x: f.FirstPassWaits) -> str:
     """A first pass that waited mostly before its window, in words."""
     text = (
@@ -402,6 +415,7 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     f.WorkersDoNotFit: _do_not_fit,
     f.WorkerMemoryGrows: _grows,
     f.FirstPassWaits: first_pass,
+    f.EpochStartCost: _epoch_start,
     f.ShmTooSmall: lambda x: (
         f"Your script failed because {x.line}." if x.failed else f"/dev/shm is too small: {x.line}."
     ),

@@ -93,6 +93,7 @@ _LOADER_HEAD = [
     "start method",
     "batches",
     "passes",
+    "first batch of a pass",
     "window",
     "before its window",
     "pauses left out",
@@ -100,7 +101,9 @@ _LOADER_HEAD = [
 ]
 _ROLES = (
     "A loader is *training* when optimizer steps ran between its batches within a pass (gradient accumulation "
-    "included), *evaluation* when none did; the verdict is the training loader's. *clock*: `host` times each "
+    "included), *evaluation* when none did; the verdict is the training loader's. *first batch of a pass*: from "
+    "`iter()` to the first batch in the loop's hands (*in iter()*: the part spent starting its workers, where "
+    "they are not persistent). *clock*: `host` times each "
     "wait and step on the host; `gpu-events` on the GPU's own clock (CUDA events), where the data wait is the "
     "time the GPU sat idle for want of a batch."
 )
@@ -126,11 +129,26 @@ def _loader_row(lo: ObservedLoader) -> list[str]:
         lo.start_method or "—",
         str(lo.batches),
         str(lo.passes),
+        _pass_starts(lo),
         window,
         _before(lo),
         str(lo.gaps_left_out),
         lo.clock,
     ]
+
+
+def _pass_starts(lo: ObservedLoader) -> str:
+    """How its passes began: iter() to the first batch, the first pass and the mean of the later."""
+    if not lo.pass_starts:
+        return "—"
+    first = lo.pass_starts[0]
+    out = f"{duration(first.first_batch_s)} (in iter() {duration(first.startup_s)})"
+    later = lo.pass_starts[1:]
+    if later:
+        mean = sum(p.first_batch_s for p in later) / len(later)
+        inside = sum(p.startup_s for p in later) / len(later)
+        out += f"; later {duration(mean)} (in iter() {duration(inside)}, mean of {len(later)})"
+    return out
 
 
 def _before(lo: ObservedLoader) -> str:

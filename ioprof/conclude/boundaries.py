@@ -1,0 +1,59 @@
+"""Epoch boundaries (``ioprof run``): what a loader's workers cost at the start of every pass.
+
+A DataLoader without ``persistent_workers`` starts its workers again at every ``iter()``: forked
+or spawned, the dataset sent to each (pickled, under spawn and forkserver), each worker's imports
+and ``worker_init_fn`` run again, before the first batch can be made. Persistent workers skip all of
+it: a new pass waits only for one batch made. So each pass after the first is read from ``iter()``
+to its first batch, less one worker's time to make a batch (its batch of samples at the median
+sample's time the look inside measured in the workers), and that start is weighed against the pass's own time, with its 95 %
+interval over the passes; the first pass is left out (workers start there either way).
+"""
+
+from __future__ import annotations
+
+from ioprof.core.findings import EpochStartCost, Finding
+from ioprof.core.results import CellResult, ObservedLoader, SweepResult
+from ioprof.core.stats import ratio_interval
+from ioprof.core.thresholds import MODERATELY_INPUT_BOUND_SHARE
+
+
+def epoch_starts(result: SweepResult) -> tuple[Finding, ...]:
+    """Loaders whose restarted workers cost, at the interval's low end, at least as much of each
+    pass as makes a loop moderately input-bound (TensorFlow's 5 %)."""
+    if result.kind != "run":
+        return ()
+    cells = {c.dataset: c for c in result.cells if c.status == "ok"}
+    found = [cost_of(lo, cells[lo.key]) for lo in result.loaders if lo.key in cells]
+    return tuple(f for f in found if f is not None and f.share_low >= MODERATELY_INPUT_BOUND_SHARE)
+
+
+def cost_of(lo: ObservedLoader, cell: CellResult) -> EpochStartCost | None:
+    """What each later pass's start cost a loader with workers started again at every pass, or
+    None: persistent workers, no workers, fewer than two later passes timed whole, or no batch
+    time measured in its workers."""
+    stages = cell.inside.stages if cell.inside is not None else None
+    later = [p for p in lo.pass_starts[1:] if p.pass_s is not None and p.pass_s > 0]
+    if lo.persistent_workers or not lo.num_workers or len(later) < 2 or stages is None:
+        return None
+    # a batch as a persistent worker makes it at a pass's start: typical samples (the median; the
+    # mean would hold each life's own slow start, the very cost being measured)
+    per_sample = stages.per_sample.p50_s if stages.per_sample is not None else stages.worker_s_per_sample
+    batch_s = (lo.batch_size or cell.batch_size) * per_sample
+    costs = [max(0.0, p.first_batch_s - batch_s) for p in later]
+    lengths = [p.pass_s or 0.0 for p in later]
+    share = ratio_interval(costs, lengths)
+    n = len(later)
+    return EpochStartCost(
+        dataset=lo.key,
+        workers=lo.num_workers,
+        start_method=lo.start_method,
+        passes=n,
+        startup_s=sum(p.startup_s for p in later) / n,
+        first_batch_s=sum(p.first_batch_s for p in later) / n,
+        batch_s=batch_s,
+        cost_s=sum(costs) / n,
+        pass_s=sum(lengths) / n,
+        share=share.value,
+        share_low=share.low if share.known else 0.0,
+        share_high=share.high if share.known else 1.0,
+    )

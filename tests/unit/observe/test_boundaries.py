@@ -1,0 +1,85 @@
+"""Epoch boundaries under ``ioprof.watch``: a dataset that takes a second to start in each worker
+(an index loaded, a connection opened, on its first sample), read by workers started again at
+every pass, gets what each start costs with its share of the pass and the advice to keep the
+workers; the same dataset with persistent workers pays that second once, and is not told so."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+import ioprof
+
+START_S = 1.0  # what the dataset takes to start in a worker
+SAMPLE_S = 0.004
+
+
+class SlowToStart(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """Opens something costly on its first sample in each process (a lazy index, a connection)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.ready = False
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        if not self.ready:
+            time.sleep(START_S)
+            self.ready = True
+        time.sleep(SAMPLE_S)
+        return torch.zeros(3, 16, 16), i % 2
+
+
+def _epochs(loader: DataLoader, epochs: int) -> list[float]:  # type: ignore[type-arg]
+    """Train ``epochs`` passes; each pass's seconds, timed here, from iter() to its end."""
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 16 * 16, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    took = []
+    for _ in range(epochs):
+        t0 = time.perf_counter()
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        took.append(time.perf_counter() - t0)
+    return took
+
+
+def _watched(persistent: bool) -> tuple[object, list[float]]:
+    loader = DataLoader(
+        SlowToStart(64), batch_size=8, shuffle=True, num_workers=2, persistent_workers=persistent
+    )
+    with ioprof.watch(steps=6, seconds=None, probe=False) as w:
+        took = _epochs(loader, 4)
+    return w.result(), took
+
+
+def test_workers_started_at_every_pass_cost_each_epoch_what_persistent_workers_save() -> None:
+    """The truth is the whatif itself, run side by side: the same loader with persistent workers,
+    each later pass timed by the test; what it saves a pass is what ioprof said the start cost."""
+    from ioprof.render.findings import finding
+
+    restarted, took = _watched(False)
+    kept, took_kept = _watched(True)
+    (lo,) = restarted.loaders
+    assert len(lo.pass_starts) == 4 and all(p.pass_s for p in lo.pass_starts), lo.pass_starts
+    assert all(p.first_batch_s >= START_S for p in lo.pass_starts[1:]), lo.pass_starts  # each paid again
+    (f,) = [x for x in restarted.analysis.findings if x.kind == "epoch-start-cost"]
+    later, later_kept = sum(took[1:]) / 3, sum(took_kept[1:]) / 3
+    saved = later - later_kept
+    assert f.cost_s == pytest.approx(saved, rel=0.25), (f, took, took_kept)
+    assert f.share_low <= saved / later <= f.share_high or f.share == pytest.approx(
+        saved / later, rel=0.25
+    ), f
+    words = finding(f)
+    assert "persistent_workers=True" in words and "each pass after the first waited" in words
+    # the same dataset with persistent workers pays its start once: a later pass waits for a batch
+    (lo_kept,) = kept.loaders
+    assert all(p.first_batch_s < START_S / 2 for p in lo_kept.pass_starts[1:]), lo_kept.pass_starts
+    assert not [x for x in kept.analysis.findings if x.kind == "epoch-start-cost"]
