@@ -227,13 +227,7 @@ def _loader_alone(
         del it
     elapsed = max(sum(spans), 1e-9)
     setting = LoaderSetting.multiprocess(workers) if workers else LoaderSetting.serial()
-    cache = CacheInfo(
-        "memory",
-        1.0,
-        True,
-        "memfd",
-        f"in memory: {view.source} ({view.bytes / 1e6:,.1f} MB) copied into RAM",
-    )
+    cache = _in_memory(view)
     return DecodeCeiling(
         loader=setting.kind,
         workers=setting.workers,
@@ -247,6 +241,52 @@ def _loader_alone(
         sample_bytes=view.bytes,
         stopped_by=stopped_by,
         looks=LOOKS,
+    )
+
+
+def _threads_alone(loader: Any, view: Any, workers: int, seconds: float, batch: int) -> DecodeCeiling:
+    """The same dataset (its in-memory view), collate and batch size fetched by ``workers`` threads
+    of this one process (torchdata's ``ParallelMapper(method="thread")``), no model: beside the
+    worker processes at the same count, whether the pipeline's work releases the GIL."""
+    from torchdata.nodes import Batcher, Loader, Mapper, ParallelMapper, SamplerWrapper
+
+    size = loader.batch_size or batch or 1
+    node: Any = ParallelMapper(
+        SamplerWrapper(_Choices(view.positions)),
+        map_fn=view.dataset.__getitem__,
+        num_workers=workers,
+        method="thread",
+    )
+    node = Mapper(Batcher(node, batch_size=size, drop_last=True), loader.collate_fn)
+    it = iter(Loader(node))
+    try:
+        images, spans, stopped_by = _time_batches(it, workers, seconds, size)
+    finally:
+        node.reset()  # its threads stop: nothing of the probe lingers
+    elapsed = max(sum(spans), 1e-9)
+    setting = LoaderSetting("threads", workers)
+    return DecodeCeiling(
+        loader=setting.kind,
+        workers=setting.workers,
+        img_per_s=sum(images) / elapsed,
+        images=sum(images),
+        elapsed_s=elapsed,
+        cache=_in_memory(view),
+        batch_images=tuple(images),
+        batch_s=tuple(spans),
+        sample_files=view.files,
+        sample_bytes=view.bytes,
+        stopped_by=stopped_by,
+    )
+
+
+def _in_memory(view: Any) -> CacheInfo:
+    return CacheInfo(
+        "memory",
+        1.0,
+        True,
+        "memfd",
+        f"in memory: {view.source} ({view.bytes / 1e6:,.1f} MB) copied into RAM",
     )
 
 
@@ -375,7 +415,13 @@ def _probe_decode(
     per_sample = view.bytes / view.files if view.files else (view.bytes / rows if rows else None)
     context, note = start_method(loader, settings, view.dataset)
     decode: list[DecodeCeiling] = []
+    from ioprof.runners.pipelines import torchdata_missing
+
     counts = probe_workers(settings["num_workers"], usable_cores())
+    # the loader's own count in threads too, where its samples can be drawn by position (map-style)
+    # and torchdata's thread pool is installed: the same seconds shared among them all
+    threads = settings["num_workers"] if view.positions is not None and not torchdata_missing() else 0
+    each_s = seconds / (len(counts) + (1 if threads else 0))
     try:
         for w in counts:
             decode.append(
@@ -386,9 +432,22 @@ def _probe_decode(
                     loader,
                     view,
                     w,
-                    seconds / len(counts),
+                    each_s,
                     batch,
                     context if w else None,
+                )
+            )
+        if threads:
+            decode.append(
+                _timed(
+                    phases,
+                    f"decode in {threads} thread(s)",
+                    _threads_alone,
+                    loader,
+                    view,
+                    threads,
+                    each_s,
+                    batch,
                 )
             )
     except ProbeAbandoned as e:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ioprof.conclude.threads import threads_against_processes
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import (
     DatasetCeilings,
@@ -14,7 +15,7 @@ from ioprof.core.results import (
 )
 from ioprof.render import inside, words
 from ioprof.render import sweep as markdown
-from ioprof.render.fmt import duration, mb, pct, rate, rate_ci
+from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, size
 from ioprof.render.mdtable import table
 from ioprof.render.plots import GPU_UTIL_PNG, STAGES_PNG, plot_gpu_utilization, plot_stages
 from ioprof.render.results_csv import render_csv
@@ -43,7 +44,7 @@ def render_run_markdown(result: SweepResult) -> str:
         out += inside.section(result)
     for dc in result.ceilings:
         if dc.decode or dc.storage:
-            out += _alone(dc)
+            out += _alone(dc) + _threads(dc, result)
     if result.cells:
         out += markdown._gpu_utilization(result)
     out += _how(result)
@@ -188,6 +189,40 @@ def _alone(dc: DatasetCeilings) -> list[str]:
         )
         out += [_storage_alone(s, shared), ""]
     return out
+
+
+def _threads(dc: DatasetCeilings, result: SweepResult) -> list[str]:
+    """Threads against worker processes at the loader's count, where both were measured alone."""
+    x = threads_against_processes(dc)
+    if x is None:
+        return []
+    lead = (
+        f"**Threads against processes**: in {x.workers} threads of one process (torchdata's thread pool) your "
+        f"pipeline makes {rate_ci(x.threads)} img/s, in {x.workers} worker processes {rate_ci(x.processes)}"
+    )
+    if x.call == "holds-the-gil":
+        return [
+            lead + ": its work holds Python's GIL (a transform written in Python, not in PIL or torch), so threads "
+            "take turns. Threads will not help; keep worker processes.",
+            "",
+        ]
+    if x.call == "undecided":
+        return [lead + ": not told apart within the intervals — neither slower beyond them, nor as fast.", ""]
+    cell = next((c for c in result.cells if c.dataset == dc.dataset), None)
+    lo = next((lo for lo in result.loaders if lo.key == dc.dataset), None)
+    m = cell.inside.memory if cell is not None and cell.inside is not None else None
+    held = (
+        f" — each holds {size(m.worker_uss_bytes)} of its own here (USS), {size(m.worker_uss_bytes * x.workers)} in all"
+        if m is not None and m.worker_uss_bytes
+        else ""
+    )
+    again = "" if lo is None or lo.persistent_workers else ", and none started again at every epoch"
+    return [
+        lead + ": its work releases the GIL (decode in PIL, torch's ops), so threads keep pace. A thread-based loader "
+        f'(torchdata.nodes with method="thread") would serve at least as well without the {x.workers} worker '
+        f"processes{held}{again}.",
+        "",
+    ]
 
 
 def _storage_alone(s: StorageCeiling, shared: str) -> str:

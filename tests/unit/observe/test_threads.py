@@ -1,0 +1,74 @@
+"""Threads against processes, measured alone by ``ioprof.watch``'s probe: a pipeline whose work is
+in PIL (decode, resize: they release the GIL) keeps pace in threads of one process; one with a
+transform written in Python holds the GIL and falls behind — both told so, with both figures."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.data import DataLoader
+
+from ioprof.conclude.threads import threads_against_processes
+from ioprof.observe.watch import Watch
+from ioprof.observe.watching import WatchConfig
+from ioprof.render.run import render_run_markdown
+
+pytest.importorskip("torchdata", reason="torchdata is not installed (pip install -e '.[test]')")
+
+PYTHON_S = 0.008  # a transform's pure-Python work per sample: it holds the GIL throughout
+
+
+class InPython:
+    """A transform written in Python (a loop over values): the GIL is held while it runs."""
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        end = time.perf_counter() + PYTHON_S
+        n = 0
+        while time.perf_counter() < end:
+            n += 1
+        return x
+
+
+def _folder(root: Path, python: bool):  # type: ignore[no-untyped-def]
+    from torchvision import datasets, transforms
+
+    steps = [transforms.Resize((32, 32)), transforms.ToTensor(), *([InPython()] if python else [])]
+    ds = datasets.ImageFolder(str(root), transforms.Compose(steps))
+    ds.samples = ds.samples * 10  # 10 times the photographs: passes long enough for a window
+    ds.imgs, ds.targets = ds.samples, [t for _, t in ds.samples]
+    return ds
+
+
+@pytest.mark.rig  # two loaders' rates side by side, one after the other: nothing else may run
+@pytest.mark.parametrize("python", [False, True], ids=["pil", "python-transform"])
+def test_threads_keep_pace_only_where_the_pipeline_releases_the_gil(
+    large_set: Path, small_set: Path, python: bool
+) -> None:
+    # PIL's work: decoding and resizing 1024x768 photographs; Python's: small photographs (a
+    # fraction of a millisecond to decode) behind a transform that holds the GIL for 8 ms
+    root = small_set if python else large_set
+    loader = DataLoader(_folder(root, python), batch_size=4, shuffle=True, num_workers=2)
+    model = torch.nn.Linear(3 * 32 * 32, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with Watch(None, WatchConfig(steps=12, seconds=None, probe=True, probe_seconds=6.0)) as w:  # type: ignore[arg-type]
+        for i, (x, y) in enumerate(loader):
+            loss = torch.nn.functional.cross_entropy(model(x.flatten(1)), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if i >= 30:
+                break
+    r = w.result()
+    (dc,) = r.ceilings
+    x = threads_against_processes(dc)
+    assert x is not None and x.workers == 2, [(d.loader, d.workers) for d in dc.decode]
+    text = render_run_markdown(r)
+    if python:
+        assert x.call == "holds-the-gil", x
+        assert "Threads will not help; keep worker processes" in text
+    else:
+        assert x.call == "as-fast", x
+        assert "its work releases the GIL" in text and 'method="thread"' in text
