@@ -160,14 +160,15 @@ class Smaps:
     truth for what ioprof says a worker's memory does."""
 
     def __init__(self, match: str | None, every_s: float = 0.25, parent: int | None = None) -> None:
-        """``match``: a part of the command line; ``parent``: or the children of this process (a
-        DataLoader's workers, forked from the test itself)."""
+        """``match``: a part of the command line; ``parent``: or the children this process forked
+        (a DataLoader's workers, forked from the test itself; not a fork server it started)."""
         self.match = match.encode() if match else None
         self.parent = parent
         self.every_s = every_s
         self.readings: dict[int, list[tuple[float, int, float]]] = {}  # pid: (wall time, USS, CPU s)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._before: set[int] = set()
 
     def _loop(self) -> None:
         import psutil
@@ -177,7 +178,7 @@ class Smaps:
                 if not name.isdigit():
                     continue
                 try:
-                    if not self._ours(name):
+                    if int(name) in self._before or not self._ours(name):
                         continue
                     p = psutil.Process(int(name))
                     uss = p.memory_full_info().uss
@@ -187,13 +188,18 @@ class Smaps:
                 self.readings.setdefault(int(name), []).append((time.time(), uss, cpu))
 
     def _ours(self, pid: str) -> bool:
-        if self.parent is not None:
+        if self.parent is not None:  # its forked children: same command line (a fork server has its own)
             with open(f"/proc/{pid}/stat", "rb") as f:
-                return int(f.read().rsplit(b")", 1)[1].split()[1]) == self.parent
+                if int(f.read().rsplit(b")", 1)[1].split()[1]) != self.parent:
+                    return False
+            with open(f"/proc/{pid}/cmdline", "rb") as f, open(f"/proc/{self.parent}/cmdline", "rb") as g:
+                return f.read() == g.read()
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return self.match is not None and self.match in f.read()
 
     def __enter__(self) -> Smaps:
+        # processes already there are not this run's (a lingering worker of an earlier loader)
+        self._before = {int(n) for n in os.listdir("/proc") if n.isdigit()}
         if self.match or self.parent:
             self._thread.start()
         return self
