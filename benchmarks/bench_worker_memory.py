@@ -75,10 +75,13 @@ def _one(name: str, served: netfs.Served, work: Path, epochs: int, i: int) -> di
         "persistent": m["persistent_workers"],
     }
     if m["persistent_workers"]:
-        kept = []
+        kept, stretches = [], []
         for pid in workers:
             ends = smaps.epoch_ends(pid, idle_s=1.0)
-            if len(ends) >= 2:
+            stretches.append(len(ends))
+            if (
+                len(ends) == m["epochs_seen"] >= 2
+            ):  # a stretch of work an epoch, told apart by the idle between
                 kept.append((ends[-1][1] - ends[0][1]) / (len(ends) - 1) / 1e6)
         row |= {
             "ioprof_kept_mb_per_epoch": None
@@ -89,11 +92,14 @@ def _one(name: str, served: netfs.Served, work: Path, epochs: int, i: int) -> di
                 None if m["epoch_growth_high"] is None else round(m["epoch_growth_high"] / 1e6, 2),
             ],
             "smaps_kept_mb_per_epoch": [round(k, 2) for k in kept],
+            "smaps_stretches_of_work": stretches,
             "epochs_seen": m["epochs_seen"],
         }
     else:
         # the training loader's workers of its window (forked again each epoch: the lives ioprof read)
-        lives = [max(u for _, u, _ in smaps.readings[pid]) / 1e6 for pid in workers if smaps.readings.get(pid)]
+        lives = [
+            max(u for _, u, _ in smaps.readings[pid]) / 1e6 for pid in workers if smaps.readings.get(pid)
+        ]
         row |= {
             "ioprof_peak_mb": None
             if m.get("life_peak_bytes") is None
@@ -103,6 +109,32 @@ def _one(name: str, served: netfs.Served, work: Path, epochs: int, i: int) -> di
         }
     print(name, i, row, flush=True)
     return row
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "runs": len(rows),
+        "runs_with_a_growth_finding": sum(r["growth_finding"] for r in rows),
+    }
+    if rows and rows[0]["persistent"]:
+        out["ioprof_kept_mb_per_epoch_median"] = _median(
+            [r["ioprof_kept_mb_per_epoch"] for r in rows if r["ioprof_kept_mb_per_epoch"] is not None]
+        )
+        out["smaps_kept_mb_per_epoch_median"] = _median(
+            [k for r in rows for k in r["smaps_kept_mb_per_epoch"]]
+        )
+    else:
+        pairs = [
+            (r["ioprof_peak_mb"], r["smaps_most_any_worker_reached_mb"])
+            for r in rows
+            if r["ioprof_peak_mb"] is not None and r["smaps_most_any_worker_reached_mb"]
+        ]
+        out["ioprof_peak_over_smaps_peak"] = [round(a / b, 2) for a, b in pairs]
+    return out
 
 
 def main() -> int:
@@ -127,27 +159,10 @@ def main() -> int:
             runs[name] = [
                 _one(name, served, work, args.epochs + (name == "timm"), i) for i in range(args.repeats)
             ]
-    summary = {
-        name: {
-            "runs": len(rows),
-            "runs_with_a_growth_finding": sum(r["growth_finding"] for r in rows),
-            **(
-                {
-                    "ioprof_kept_mb_per_epoch_median": statistics.median(
-                        r["ioprof_kept_mb_per_epoch"]
-                        for r in rows
-                        if r["ioprof_kept_mb_per_epoch"] is not None
-                    ),
-                    "smaps_kept_mb_per_epoch_median": statistics.median(
-                        k for r in rows for k in r["smaps_kept_mb_per_epoch"]
-                    ),
-                }
-                if rows and rows[0]["persistent"]
-                else {}
-            ),
-        }
-        for name, rows in runs.items()
-    }
+    out = REPO / "reports" / "benchmarks" / "worker_memory.json"
+    if out.exists():  # the scripts not run this time keep their last runs
+        runs = {**json.loads(out.read_text()).get("runs", {}), **runs}
+    summary = {name: _summary(rows) for name, rows in runs.items()}
     figures.save(
         {
             "benchmark": "worker memory under `ioprof run` on an 8 Mbit/s sshfs link, each script run again and "
@@ -157,7 +172,7 @@ def main() -> int:
             "summary": summary,
             "runs": runs,
         },
-        REPO / "reports" / "benchmarks" / "worker_memory.json",
+        out,
     )
     return 0
 

@@ -24,7 +24,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 def small_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """48 photo-like JPEGs at 96x72 in 4 class folders."""
     root = tmp_path_factory.mktemp("data") / "96x72"
-    generate(DatasetSpec(96, 72, 48), root)
+    generate(DatasetSpec(*paths.SMALL_SET), root)
     return root
 
 
@@ -32,7 +32,7 @@ def small_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def large_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """24 photo-like JPEGs at 1024x768: decoding them is the expensive part."""
     root = tmp_path_factory.mktemp("data") / "1024x768"
-    generate(DatasetSpec(1024, 768, 24), root)
+    generate(DatasetSpec(*paths.LARGE_SET), root)
     return root
 
 

@@ -3,10 +3,12 @@
 The probe runs the user's dataset, transforms and collate from memory in worker processes and,
 at the loader's own count, in as many threads of one process (torchdata's thread pool). Decode
 in PIL and torchvision's tensor ops release the GIL, so threads keep pace with processes; a
-transform written in Python holds it, so threads take turns and fall behind. Decided only beyond
-both 95 % intervals: threads slower than processes — they will not help; as fast (the threads'
-interval's low end within ``DECIDED_REL_HALF_WIDTH`` of the processes' rate) — they would serve
-as well, without a process (its own memory, its start-up) for each worker.
+transform written in Python holds it, so threads take turns and fall behind. A rate within
+``DECIDED_REL_HALF_WIDTH`` of another changes no answer: threads slower than processes by more
+than that, beyond both 95 % intervals, will not help (the pipeline holds the GIL); threads within
+it would serve as well, without a process (its own memory, its start-up) for each worker. A small
+deficit beyond the intervals is not the GIL held: Python's own steps around a released decode
+cost threads a few per cent; and a deficit the intervals cannot confirm is not decided.
 """
 
 from __future__ import annotations
@@ -39,10 +41,14 @@ def threads_against_processes(dc: DatasetCeilings) -> ThreadsAgainstProcesses | 
     if procs is None:
         return None
     t, p = threads.throughput(), procs.throughput()
-    call: ThreadsCall = "undecided"
-    if t.known and p.known:
-        if t.high < p.low:
-            call = "holds-the-gil"
-        elif t.low >= (1 - DECIDED_REL_HALF_WIDTH) * p.value:  # within what changes no answer
-            call = "as-fast"
-    return ThreadsAgainstProcesses(dc.dataset, threads.workers, t, p, call)
+    return ThreadsAgainstProcesses(dc.dataset, threads.workers, t, p, call_of(t, p))
+
+
+def call_of(threads: Interval, processes: Interval) -> ThreadsCall:
+    """Threads' rate against the processes' at the same count, in one word."""
+    near = 1 - DECIDED_REL_HALF_WIDTH  # a rate within this of another changes no answer
+    if threads.known and processes.known and threads.high < near * processes.low:
+        return "holds-the-gil"  # slower than the processes by more than that, beyond both intervals
+    if threads.value >= near * processes.value:
+        return "as-fast"
+    return "undecided"

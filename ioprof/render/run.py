@@ -202,12 +202,18 @@ def _threads(dc: DatasetCeilings, result: SweepResult) -> list[str]:
     )
     if x.call == "holds-the-gil":
         return [
-            lead + ": its work holds Python's GIL (a transform written in Python, not in PIL or torch), so threads "
+            lead
+            + ": its work holds Python's GIL (a transform written in Python, not in PIL or torch), so threads "
             "take turns. Threads will not help; keep worker processes.",
             "",
         ]
     if x.call == "undecided":
-        return [lead + ": not told apart within the intervals — neither slower beyond them, nor as fast.", ""]
+        return [
+            lead
+            + ": threads slower by more than 10 %, but not beyond the intervals — not decided whether they "
+            "would serve.",
+            "",
+        ]
     cell = next((c for c in result.cells if c.dataset == dc.dataset), None)
     lo = next((lo for lo in result.loaders if lo.key == dc.dataset), None)
     m = cell.inside.memory if cell is not None and cell.inside is not None else None
@@ -218,8 +224,9 @@ def _threads(dc: DatasetCeilings, result: SweepResult) -> list[str]:
     )
     again = "" if lo is None or lo.persistent_workers else ", and none started again at every epoch"
     return [
-        lead + ": its work releases the GIL (decode in PIL, torch's ops), so threads keep pace. A thread-based loader "
-        f'(torchdata.nodes with method="thread") would serve at least as well without the {x.workers} worker '
+        lead
+        + ": its work releases the GIL (decode in PIL, torch's ops), so threads keep pace (within 10 %). A "
+        f'thread-based loader (torchdata.nodes with method="thread") would serve as well without the {x.workers} worker '
         f"processes{held}{again}.",
         "",
     ]

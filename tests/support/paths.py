@@ -12,6 +12,10 @@ AWKWARD = REPO / "datasets_fixtures" / "awkward"
 SCRIPTS = TESTS / "scripts"
 IMAGENET_LIKE = SCRIPTS / "train_imagenet_like.py"  # written here as PyTorch's ImageNet example is
 IMAGENET_EXAMPLE = SCRIPTS / "thirdparty" / "pytorch_examples_imagenet" / "main.py"  # nobody here wrote it
+# the suite's own datasets (width, height, images), made by ``conftest`` and by ``record.py`` alike:
+# small photos, and large ones whose decode is the expensive part
+SMALL_SET = (96, 72, 48)
+LARGE_SET = (1024, 768, 24)
 
 
 def tree_digest(root: Path) -> str:

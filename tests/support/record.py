@@ -33,6 +33,7 @@ RECORDED = REPO / "tests" / "data" / "recorded"
 sys.path[:0] = [str(REPO), str(HERE)]
 
 import cli  # noqa: E402  (tests/support: the CLI as the live tests run it)
+import paths  # noqa: E402  (the suite's own datasets)
 
 from ioprof.datasets.synth import DatasetSpec, generate  # noqa: E402
 
@@ -56,9 +57,10 @@ def _keep(run: Path, into: Path) -> None:
 def _sets(work: Path) -> dict[str, Path]:
     """The test suite's own datasets (``tests/conftest.py``): small photos, and large ones whose
     decode is the expensive part."""
-    small, large = work / "data" / "96x72", work / "data" / "1024x768"
-    generate(DatasetSpec(96, 72, 48), small)
-    generate(DatasetSpec(1024, 768, 24), large)
+    small = work / "data" / "x".join(map(str, paths.SMALL_SET[:2]))
+    large = work / "data" / "x".join(map(str, paths.LARGE_SET[:2]))
+    generate(DatasetSpec(*paths.SMALL_SET), small)
+    generate(DatasetSpec(*paths.LARGE_SET), large)
     return {"small": small, "large": large}
 
 

@@ -176,4 +176,3 @@ def test_a_leaking_dataset_whose_workers_live_one_epoch_gets_its_peak_and_no_lea
     assert peak == pytest.approx(max(truth), rel=0.25), (peak, truth)
     report = Path(w.write_report(str(tmp_path / "r"))).read_text()
     assert "each worker reaches about" in report and "a leak" not in report
-
