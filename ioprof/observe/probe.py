@@ -225,16 +225,28 @@ def _loader_alone(
         if shutdown is not None:
             shutdown()  # joins, then terminates what does not end: nothing of the probe lingers
         del it
-    elapsed = max(sum(spans), 1e-9)
     setting = LoaderSetting.multiprocess(workers) if workers else LoaderSetting.serial()
-    cache = _in_memory(view)
+    return _ceiling(setting, view, images, spans, stopped_by)
+
+
+def _ceiling(
+    setting: LoaderSetting, view: Any, images: list[int], spans: list[float], stopped_by: str
+) -> DecodeCeiling:
+    """The user's pipeline alone from memory, as timed at ``setting``: its batches' images and spans."""
+    elapsed = max(sum(spans), 1e-9)
     return DecodeCeiling(
         loader=setting.kind,
         workers=setting.workers,
         img_per_s=sum(images) / elapsed,
         images=sum(images),
         elapsed_s=elapsed,
-        cache=cache,
+        cache=CacheInfo(
+            "memory",
+            1.0,
+            True,
+            "memfd",
+            f"in memory: {view.source} ({view.bytes / 1e6:,.1f} MB) copied into RAM",
+        ),
         batch_images=tuple(images),
         batch_s=tuple(spans),
         sample_files=view.files,
@@ -263,31 +275,7 @@ def _threads_alone(loader: Any, view: Any, workers: int, seconds: float, batch: 
         images, spans, stopped_by = _time_batches(it, workers, seconds, size)
     finally:
         node.reset()  # its threads stop: nothing of the probe lingers
-    elapsed = max(sum(spans), 1e-9)
-    setting = LoaderSetting("threads", workers)
-    return DecodeCeiling(
-        loader=setting.kind,
-        workers=setting.workers,
-        img_per_s=sum(images) / elapsed,
-        images=sum(images),
-        elapsed_s=elapsed,
-        cache=_in_memory(view),
-        batch_images=tuple(images),
-        batch_s=tuple(spans),
-        sample_files=view.files,
-        sample_bytes=view.bytes,
-        stopped_by=stopped_by,
-    )
-
-
-def _in_memory(view: Any) -> CacheInfo:
-    return CacheInfo(
-        "memory",
-        1.0,
-        True,
-        "memfd",
-        f"in memory: {view.source} ({view.bytes / 1e6:,.1f} MB) copied into RAM",
-    )
+    return _ceiling(LoaderSetting("threads", workers), view, images, spans, stopped_by)
 
 
 def _time_batches(it: Any, workers: int, seconds: float, batch: int) -> tuple[list[int], list[float], str]:
