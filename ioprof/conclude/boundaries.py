@@ -56,4 +56,6 @@ def cost_of(lo: ObservedLoader, cell: CellResult) -> EpochStartCost | None:
         share=share.value,
         share_low=share.low if share.known else 0.0,
         share_high=share.high if share.known else 1.0,
+        sent_bytes=lo.sent_bytes,
+        sent_s=lo.sent_s,
     )

@@ -533,6 +533,8 @@ class EpochStartCost(Finding):
     share: float
     share_low: float
     share_high: float
+    sent_bytes: int | None = None  # spawn, forkserver: the dataset pickled, handed to each worker
+    sent_s: float | None = None  # pickling it took that long here (each worker unpickles as much)
 
 
 @dataclass(frozen=True)

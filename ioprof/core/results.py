@@ -609,6 +609,10 @@ class ObservedLoader:
     before: BeforeWindow | None = None  # its first pass up to the window
     batches_per_pass: int | None = None  # len(loader), where it has one
     pass_starts: tuple[PassStart, ...] = ()  # each pass's start and length, in order
+    # workers started by spawn or a fork server: the dataset pickled, handed to each at every start
+    # (bytes, and the seconds pickling took in the probe); None: forked, or not probed
+    sent_bytes: int | None = None
+    sent_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -356,12 +356,29 @@ def probe_pipeline(
         "phases_s": phases,
         "decode": decode,
         "storage": storage,
+        "sent": _timed(phases, "dataset pickled", sent_to_each_worker, loader, settings),
         "decode_note": note,
         "start_note": start,
         "storage_note": storage_note,
         "error": error,
         "bytes_per_sample": per_sample,
     }
+
+
+def sent_to_each_worker(loader: Any, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """What a worker started by spawn or a fork server is handed at every start: the dataset
+    pickled (its bytes, and the seconds pickling took here; each worker unpickles as many). None
+    where workers are forked (they share the training process's memory: nothing is sent) or there
+    are none."""
+    method = settings["start_method"]
+    if not settings["num_workers"] or not (method.startswith("spawn") or method.startswith("forkserver")):
+        return None
+    t0 = time.perf_counter()
+    try:
+        data = pickle.dumps(loader.dataset)
+    except Exception as e:  # the loader's own start would have failed the same way: say so, go on
+        return {"bytes": None, "seconds": None, "error": f"{type(e).__name__}: {e}"[:200]}
+    return {"bytes": len(data), "seconds": time.perf_counter() - t0, "error": ""}
 
 
 def _timed(phases: dict[str, float], name: str, fn: Any, *args: Any) -> Any:

@@ -219,7 +219,16 @@ def _observed(key: str, obs: dict[str, Any], loader: dict[str, Any], config: Any
         before=_before(loader),
         batches_per_pass=s.get("batches_per_pass"),
         pass_starts=_pass_starts(loader),
+        **_sent(obs, loader),
     )
+
+
+def _sent(obs: dict[str, Any], loader: dict[str, Any]) -> dict[str, Any]:
+    """The probed loader's dataset as handed to each spawned worker (its pickle), where measured."""
+    sent = (obs.get("probes") or {}).get("sent") if obs.get("probed_index") == loader["index"] else None
+    if not sent or sent.get("bytes") is None:
+        return {}
+    return {"sent_bytes": int(sent["bytes"]), "sent_s": float(sent["seconds"])}
 
 
 def _pass_starts(loader: dict[str, Any]) -> tuple[PassStart, ...]:

@@ -319,7 +319,13 @@ def _epoch_start(x: f.EpochStartCost) -> str:
     return (
         f"{x.dataset}: each pass after the first waited {duration(x.first_batch_s)} for its first batch "
         f"(mean of {x.passes}), {duration(x.startup_s)} of it in iter() starting its {worker_count(x.workers)} "
-        f"again ({x.start_method}; persistent_workers=False); one worker makes a batch in {duration(x.batch_s)}, so "
+        f"again ({x.start_method}; persistent_workers=False"
+        + (
+            f"; each is handed the dataset pickled, {size(x.sent_bytes)}, which took {duration(x.sent_s)} to pickle here"
+            if x.sent_bytes is not None and x.sent_s is not None
+            else ""
+        )
+        + f"); one worker makes a batch in {duration(x.batch_s)}, so "
         f"the start of each pass cost {duration(x.cost_s)} beyond it — {pct(x.share, 0)} "
         f"[{pct(x.share_low, 0)}–{pct(x.share_high, 0)}] of a pass of {duration(x.pass_s)}. "
         "persistent_workers=True keeps the workers from one epoch to the next: a new pass then waits only for "

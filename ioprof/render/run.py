@@ -149,6 +149,8 @@ def _pass_starts(lo: ObservedLoader) -> str:
         mean = sum(p.first_batch_s for p in later) / len(later)
         inside = sum(p.startup_s for p in later) / len(later)
         out += f"; later {duration(mean)} (in iter() {duration(inside)}, mean of {len(later)})"
+    if lo.sent_bytes is not None:
+        out += f"; each worker handed the dataset pickled, {size(lo.sent_bytes)}"
     return out
 
 

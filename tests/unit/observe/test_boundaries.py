@@ -83,3 +83,38 @@ def test_workers_started_at_every_pass_cost_each_epoch_what_persistent_workers_s
     (lo_kept,) = kept.loaders
     assert all(p.first_batch_s < START_S / 2 for p in lo_kept.pass_starts[1:]), lo_kept.pass_starts
     assert not [x for x in kept.analysis.findings if x.kind == "epoch-start-cost"]
+
+
+class Listed(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """A dataset holding its file list as Python strings (SPDL #1594: 1.2 M paths, 20 s to start)."""
+
+    def __init__(self, n: int) -> None:
+        self.paths = [f"/data/train/class_{i % 1000:04d}/image_{i:08d}.jpg" for i in range(n)]
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int) -> int:
+        return i
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+def test_what_a_spawned_worker_is_handed_at_every_start_is_the_dataset_pickled(method: str) -> None:
+    import pickle
+
+    from ioprof.core.findings import EpochStartCost
+    from ioprof.observe.probe import sent_to_each_worker
+    from ioprof.observe.recorder import loader_settings
+    from ioprof.render.findings import finding
+
+    ds = Listed(200_000)
+    loader = DataLoader(ds, batch_size=8, num_workers=2, multiprocessing_context=method)
+    sent = sent_to_each_worker(loader, loader_settings(loader))
+    if method == "fork":
+        assert sent is None  # forked workers share the training process's memory: nothing is sent
+        return
+    assert sent is not None and sent["bytes"] == len(pickle.dumps(ds)) and sent["seconds"] > 0, sent
+    cost = EpochStartCost(
+        "loader 1", 2, method, 3, 2.0, 2.5, 0.1, 2.4, 10.0, 0.24, 0.2, 0.28, sent["bytes"], sent["seconds"]
+    )
+    assert f"each is handed the dataset pickled, {sent['bytes'] / 1e6:.1f} MB" in finding(cost)
