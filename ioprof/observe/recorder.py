@@ -94,7 +94,13 @@ class LoaderRecorder:
         """A new pass began: ``iter()`` was called at ``t_iter`` and has returned now."""
         now = time.perf_counter()
         self.pass_marks.append(
-            {"iter_s": now if t_iter is None else t_iter, "started_s": now, "first_s": None, "end_s": None}
+            {
+                "iter_s": now if t_iter is None else t_iter,
+                "started_s": now,
+                "first_s": None,
+                "end_s": None,
+                "paused_s": self.watcher.probe_pause_s,  # a probe's pause inside the pass is left out
+            }
         )
         self._iterator = weakref.ref(it)
         self._pass_open = True  # a new pass (persistent workers: the same iterator object, reset)
@@ -168,7 +174,8 @@ class LoaderRecorder:
         if not self.window.started and not self.opened and self.settings["source"] is None:
             self._discover()
         if self.pass_marks and self.pass_marks[-1]["first_s"] is None:
-            self.pass_marks[-1]["first_s"] = t_return
+            mark = self.pass_marks[-1]
+            mark["first_s"] = t_return - (self.watcher.probe_pause_s - mark["paused_s"])
         self.pass_batches += 1
         if self.pass_marks:
             self.pass_marks[-1]["batches"] = self.pass_batches
@@ -208,7 +215,8 @@ class LoaderRecorder:
     def _end_pass(self) -> None:
         self._pass_open = False
         if self.pass_marks and self.pass_marks[-1]["end_s"] is None:
-            self.pass_marks[-1]["end_s"] = time.perf_counter()
+            mark = self.pass_marks[-1]
+            mark["end_s"] = time.perf_counter() - (self.watcher.probe_pause_s - mark["paused_s"])
         self._restore_in_process()
         self.window.pass_ended(time.perf_counter())
         self.watcher.pass_ended(self)
