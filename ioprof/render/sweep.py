@@ -108,7 +108,7 @@ def _busy(result: SweepResult) -> list[str]:
     """MLPerf Storage's accelerator utilization at each training dataset's best setting, against
     its 90 % bar: the share of the loop's time not spent waiting for data."""
     roles = {lo.key: lo.role for lo in result.loaders}
-    parts = []
+    parts, settings = [], 0
     for info in result.datasets:
         cells = [
             c
@@ -117,6 +117,7 @@ def _busy(result: SweepResult) -> list[str]:
         ]
         if not cells:
             continue
+        settings = max(settings, len(cells))
         best = max(cells, key=lambda c: c.rates().busy.value)
         where = f" ({best.setting.label})" if len(cells) > 1 else ""
         said = words.BUSY_WORDS[busy_class(best.rates().busy)]
@@ -125,7 +126,7 @@ def _busy(result: SweepResult) -> list[str]:
         return []
     return [
         f"**Accelerator busy** (MLPerf Storage's AU: the share of the loop's time not spent waiting for data; its "
-        f"bar is {pct(MIN_BUSY_SHARE, 0)}){' at the best setting' if len(result.cells) > len(parts) else ''}: "
+        f"bar is {pct(MIN_BUSY_SHARE, 0)}){' at the best setting' if settings > 1 else ''}: "
         + "; ".join(parts)
         + ".",
         "",
