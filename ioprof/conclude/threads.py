@@ -1,7 +1,7 @@
 """Threads against processes (``ioprof run``): whether the user's pipeline releases the GIL.
 
 The probe runs the user's dataset, transforms and collate from memory in worker processes and,
-at the loader's own count, in as many threads of one process (torchdata's thread pool). Decode
+at the loader's own count, in as many threads of one process (a thread pool). Decode
 in PIL and torchvision's tensor ops release the GIL, so threads keep pace with processes; a
 transform written in Python holds it, so threads take turns and fall behind. A rate within
 ``DECIDED_REL_HALF_WIDTH`` of another changes no answer: threads slower than processes by more

@@ -25,7 +25,7 @@ import re
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -257,24 +257,35 @@ def _ceiling(
 
 
 def _threads_alone(loader: Any, view: Any, workers: int, seconds: float, batch: int) -> DecodeCeiling:
-    """The same dataset (its in-memory view), collate and batch size fetched by ``workers`` threads
-    of this one process (torchdata's ``ParallelMapper(method="thread")``), no model: beside the
-    worker processes at the same count, whether the pipeline's work releases the GIL."""
-    from torchdata.nodes import Batcher, Loader, Mapper, ParallelMapper, SamplerWrapper
+    """The same dataset (its in-memory view), collate and batch size made by ``workers`` threads of
+    this one process (a thread pool, ``2 × workers`` samples in flight, taken in order), no model:
+    beside the worker processes at the same count, whether the pipeline's work releases the GIL.
+    The pool is shut down before this returns: nothing of the probe lingers in the training."""
+    import collections
+    from concurrent.futures import ThreadPoolExecutor
 
     size = loader.batch_size or batch or 1
-    node: Any = ParallelMapper(
-        SamplerWrapper(_Choices(view.positions)),
-        map_fn=view.dataset.__getitem__,
-        num_workers=workers,
-        method="thread",
-    )
-    node = Mapper(Batcher(node, batch_size=size, drop_last=True), loader.collate_fn)
-    it = iter(Loader(node))
-    try:
-        images, spans, stopped_by = _time_batches(it, workers, seconds, size)
-    finally:
-        node.reset()  # its threads stop: nothing of the probe lingers
+    collate = loader.collate_fn
+
+    def batches(pool: ThreadPoolExecutor) -> Generator[Any, None, None]:
+        indices = iter(_Choices(view.positions))
+        flight = collections.deque(
+            pool.submit(view.dataset.__getitem__, next(indices)) for _ in range(2 * workers)
+        )
+        while True:
+            samples = []
+            for _ in range(size):
+                samples.append(flight.popleft().result())
+                flight.append(pool.submit(view.dataset.__getitem__, next(indices)))
+            yield collate(samples)
+
+    with ThreadPoolExecutor(workers, thread_name_prefix="ioprof-probe") as pool:
+        it = batches(pool)
+        try:
+            images, spans, stopped_by = _time_batches(it, workers, seconds, size)
+        finally:
+            it.close()
+            pool.shutdown(wait=True, cancel_futures=True)
     return _ceiling(LoaderSetting("threads", workers), view, images, spans, stopped_by)
 
 
@@ -420,12 +431,10 @@ def _probe_decode(
     per_sample = view.bytes / view.files if view.files else (view.bytes / rows if rows else None)
     context, note = start_method(loader, settings, view.dataset)
     decode: list[DecodeCeiling] = []
-    from ioprof.runners.pipelines import torchdata_missing
-
     counts = probe_workers(settings["num_workers"], usable_cores())
-    # the loader's own count in threads too, where its samples can be drawn by position (map-style)
-    # and torchdata's thread pool is installed: the same seconds shared among them all
-    threads = settings["num_workers"] if view.positions is not None and not torchdata_missing() else 0
+    # the loader's own count in threads too, where its samples can be drawn by position (map-style):
+    # the same seconds shared among them all
+    threads = settings["num_workers"] if view.positions is not None else 0
     each_s = seconds / (len(counts) + (1 if threads else 0))
     try:
         for w in counts:

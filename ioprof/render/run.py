@@ -199,7 +199,7 @@ def _threads(dc: DatasetCeilings, result: SweepResult) -> list[str]:
     if x is None:
         return []
     lead = (
-        f"**Threads against processes**: in {x.workers} threads of one process (torchdata's thread pool) your "
+        f"**Threads against processes**: in {x.workers} threads of one process (a thread pool) your "
         f"pipeline makes {rate_ci(x.threads)} img/s, in {x.workers} worker processes {rate_ci(x.processes)}"
     )
     if x.call == "holds-the-gil":
