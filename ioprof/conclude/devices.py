@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ioprof.core.results_devices import DeviceCell, DevicesResult
-from ioprof.core.stats import Interval
+from ioprof.core.stats import Interval, quotient
 from ioprof.core.thresholds import MULTI_DEVICE_PAYS_EFFICIENCY
 
 
@@ -29,11 +29,7 @@ def _measured(cells: list[DeviceCell], pred: object) -> DeviceCell | None:
 
 
 def _efficiency(one: DeviceCell, multi: DeviceCell) -> Interval:
-    a, b, n = one.throughput(), multi.throughput(), multi.devices
-    value = b.value / (n * a.value)
-    if not (a.known and b.known) or a.low <= 0:
-        return Interval.unknown(value)
-    return Interval(value, b.low / (n * a.high), b.high / (n * a.low), min(a.batches, b.batches))
+    return quotient(multi.throughput(), one.throughput(), multi.devices)
 
 
 def payoff(cells: list[DeviceCell]) -> Payoff:

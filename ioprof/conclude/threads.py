@@ -1,14 +1,15 @@
 """Threads against processes (``ioprof run``): whether the user's pipeline releases the GIL.
 
-The probe runs the user's dataset, transforms and collate from memory in worker processes and,
-at the loader's own count, in as many threads of one process (a thread pool). Decode
-in PIL and torchvision's tensor ops release the GIL, so threads keep pace with processes; a
-transform written in Python holds it, so threads take turns and fall behind. A rate within
-``DECIDED_REL_HALF_WIDTH`` of another changes no answer: threads slower than processes by more
-than that, beyond both 95 % intervals, will not help (the pipeline holds the GIL); threads within
-it would serve as well, without a process (its own memory, its start-up) for each worker. A small
-deficit beyond the intervals is not the GIL held: Python's own steps around a released decode
-cost threads a few per cent; and a deficit the intervals cannot confirm is not decided.
+The probe runs the user's dataset, transforms and collate from memory in one process alone, in
+worker processes and, at the loader's own count, in as many threads of one process (a thread
+pool). Two readings are then possible. Where the pipeline's work holds the GIL (a transform
+written in Python), threads take turns: they make what one process alone makes. Where it releases
+the GIL (decode in PIL, torchvision's tensor ops), threads work at once, as processes do: they
+make what the processes make, less Python's own steps around each sample. The threads' rate is
+called by the reading it is nearer — below or above midway between one process alone and the
+processes — and only where its whole interval, and the midway's, lie on one side. Where the
+processes gain nothing over one process alone, there is nothing for threads to keep or lose, and
+no call.
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ioprof.core.config import DECIDED_REL_HALF_WIDTH
 from ioprof.core.results import DatasetCeilings
-from ioprof.core.stats import Interval
+from ioprof.core.stats import Interval, quotient
 
-ThreadsCall = Literal["holds-the-gil", "as-fast", "undecided"]
+ThreadsCall = Literal["holds-the-gil", "releases-the-gil", "no-gain", "undecided"]
 
 
 @dataclass(frozen=True)
@@ -29,26 +29,38 @@ class ThreadsAgainstProcesses:
     workers: int
     threads: Interval  # img/s in ``workers`` threads of one process
     processes: Interval  # img/s in ``workers`` worker processes
+    one: Interval  # img/s in one process alone (no workers): one sample at a time
     call: ThreadsCall
+
+    @property
+    def share(self) -> Interval:
+        """The threads' rate as a share of the processes' (its interval from both)."""
+        return quotient(self.threads, self.processes)
 
 
 def threads_against_processes(dc: DatasetCeilings) -> ThreadsAgainstProcesses | None:
-    """The threads' ceiling beside the processes' at the same count, or None where not both ran."""
+    """The threads' ceiling beside the processes' at the same count and one process's alone, or
+    None where not all three ran."""
     threads = next((d for d in dc.decode if d.loader == "threads"), None)
     if threads is None:
         return None
     procs = next((d for d in dc.decode if d.loader == "multiprocess" and d.workers == threads.workers), None)
-    if procs is None:
+    one = next((d for d in dc.decode if d.loader == "serial"), None)
+    if procs is None or one is None:
         return None
-    t, p = threads.throughput(), procs.throughput()
-    return ThreadsAgainstProcesses(dc.dataset, threads.workers, t, p, call_of(t, p))
+    t, p, o = threads.throughput(), procs.throughput(), one.throughput()
+    return ThreadsAgainstProcesses(dc.dataset, threads.workers, t, p, o, call_of(t, p, o))
 
 
-def call_of(threads: Interval, processes: Interval) -> ThreadsCall:
-    """Threads' rate against the processes' at the same count, in one word."""
-    near = 1 - DECIDED_REL_HALF_WIDTH  # a rate within this of another changes no answer
-    if threads.known and processes.known and threads.high < near * processes.low:
-        return "holds-the-gil"  # slower than the processes by more than that, beyond both intervals
-    if threads.value >= near * processes.value:
-        return "as-fast"
+def call_of(threads: Interval, processes: Interval, one: Interval) -> ThreadsCall:
+    """Threads' rate against the two readings it can be nearer: one process alone (the GIL
+    held) or the processes at the same count (released)."""
+    if not (threads.known and processes.known and one.known):
+        return "undecided"
+    if processes.low <= one.high:
+        return "no-gain"  # the processes' gain over one alone is not confirmed: nothing to tell apart
+    if threads.high < (one.low + processes.low) / 2:
+        return "holds-the-gil"
+    if threads.low > (one.high + processes.high) / 2:
+        return "releases-the-gil"
     return "undecided"

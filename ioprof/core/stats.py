@@ -254,6 +254,15 @@ class Interval:
         return cls(value, -math.inf, math.inf, 0)
 
 
+def quotient(top: Interval, bottom: Interval, times: float = 1.0) -> Interval:
+    """top ÷ (times × bottom), its bounds from both intervals' ends; unknown where either is."""
+    value = top.value / (times * bottom.value) if bottom.value > 0 else 0.0
+    if not (top.known and bottom.known) or bottom.low <= 0:
+        return Interval.unknown(value)
+    low, high = top.low / (times * bottom.high), top.high / (times * bottom.low)
+    return Interval(value, low, high, min(top.batches, bottom.batches))
+
+
 def groups(n: int, min_group: int = 1, max_groups: int = MAX_BATCHES) -> list[range]:
     """Split ``n`` consecutive samples into at most ``max_groups`` near-equal groups.
 

@@ -432,16 +432,19 @@ def _probe_decode(
     context, note = start_method(loader, settings, view.dataset)
     decode: list[DecodeCeiling] = []
     counts = probe_workers(settings["num_workers"], usable_cores())
-    # the loader's own count in threads too, where its samples can be drawn by position (map-style):
+    # the loader's own count in threads too, where its samples can be drawn by position (map-style),
+    # beside one process alone (the rate of one at a time: what threads make where the GIL is held);
     # the same seconds shared among them all
     threads = settings["num_workers"] if view.positions is not None else 0
+    if threads:
+        counts = sorted({0, *counts})
     each_s = seconds / (len(counts) + (1 if threads else 0))
     try:
         for w in counts:
             decode.append(
                 _timed(
                     phases,
-                    f"decode at {w} worker(s)",
+                    f"decode at {w} worker(s)" if w else "decode in one process",
                     _loader_alone,
                     loader,
                     view,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ioprof.conclude.threads import threads_against_processes
+from ioprof.conclude.threads import ThreadsAgainstProcesses, threads_against_processes
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import (
     DatasetCeilings,
@@ -15,7 +15,7 @@ from ioprof.core.results import (
 )
 from ioprof.render import inside, words
 from ioprof.render import sweep as markdown
-from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, size
+from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, share_ci, size
 from ioprof.render.mdtable import table
 from ioprof.render.plots import GPU_UTIL_PNG, STAGES_PNG, plot_gpu_utilization, plot_stages
 from ioprof.render.results_csv import render_csv
@@ -194,28 +194,43 @@ def _alone(dc: DatasetCeilings) -> list[str]:
 
 
 def _threads(dc: DatasetCeilings, result: SweepResult) -> list[str]:
-    """Threads against worker processes at the loader's count, where both were measured alone."""
+    """Threads against worker processes at the loader's count and one process alone, where all
+    three were measured alone."""
     x = threads_against_processes(dc)
     if x is None:
         return []
     lead = (
-        f"**Threads against processes**: in {x.workers} threads of one process (a thread pool) your "
-        f"pipeline makes {rate_ci(x.threads)} img/s, in {x.workers} worker processes {rate_ci(x.processes)}"
+        f"**Threads against processes**: your pipeline makes {rate_ci(x.one)} img/s in one process alone, "
+        f"{rate_ci(x.processes)} in {x.workers} worker processes and {rate_ci(x.threads)} in {x.workers} "
+        "threads of one process (a thread pool)"
     )
     if x.call == "holds-the-gil":
         return [
             lead
-            + ": its work holds Python's GIL (a transform written in Python, not in PIL or torch), so threads "
-            "take turns. Threads will not help; keep worker processes.",
+            + ": threads take turns, nearer one process's rate than the processes'. Its work holds Python's "
+            "GIL (a transform written in Python, not in PIL or torch), so threads will not help; keep worker "
+            "processes.",
+            "",
+        ]
+    if x.call == "no-gain":
+        return [
+            lead
+            + ": the worker processes make no more than one process alone here, beyond the intervals, so "
+            "there is no gain for threads to keep or lose — not decided whether its work holds the GIL.",
             "",
         ]
     if x.call == "undecided":
         return [
             lead
-            + ": threads slower by more than 10 %, but not beyond the intervals — not decided whether they "
-            "would serve.",
+            + ": the threads' interval reaches midway between one process's rate and the processes' — not "
+            "decided whether its work holds the GIL.",
             "",
         ]
+    return [lead + ": " + _threads_serve(x, dc, result), ""]
+
+
+def _threads_serve(x: ThreadsAgainstProcesses, dc: DatasetCeilings, result: SweepResult) -> str:
+    """What a thread-based loader would keep and save, where the pipeline releases the GIL."""
     cell = next((c for c in result.cells if c.dataset == dc.dataset), None)
     lo = next((lo for lo in result.loaders if lo.key == dc.dataset), None)
     m = cell.inside.memory if cell is not None and cell.inside is not None else None
@@ -225,13 +240,21 @@ def _threads(dc: DatasetCeilings, result: SweepResult) -> list[str]:
         else ""
     )
     again = "" if lo is None or lo.persistent_workers else ", and none started again at every epoch"
-    return [
-        lead
-        + ": its work releases the GIL (decode in PIL, torch's ops), so threads keep pace (within 10 %). A "
-        f'thread-based loader (torchdata.nodes with method="thread") would serve as well without the {x.workers} worker '
-        f"processes{held}{again}.",
-        "",
-    ]
+    took = cell.throughput() if cell is not None else None
+    pace = ""
+    if took is not None and took.known and x.threads.known:
+        if took.high < x.threads.low:
+            pace = f" Your training took {rate_ci(took)} img/s in the window: threads would keep up with it."
+        elif took.low > x.threads.high:
+            pace = (
+                f" Your training took {rate_ci(took)} img/s in the window: threads alone would not keep up."
+            )
+    return (
+        "threads work at once, nearer the processes' rate than one process's: its work releases the GIL "
+        f"(decode in PIL, torch's ops). Threads made {share_ci(x.share, 0)} of the processes' rate. A "
+        f'thread-based loader (torchdata.nodes with method="thread") would do without the {x.workers} worker '
+        f"processes{held}{again}.{pace}"
+    )
 
 
 def _storage_alone(s: StorageCeiling, shared: str) -> str:
