@@ -16,6 +16,8 @@ from ioprof.measure.stages import batch_images
 from ioprof.observe.producers import Producers
 from ioprof.observe.watching import Watching
 
+PASS_MARKS_KEPT = 1000  # each pass's start and end kept: the first pass and the latest passes
+
 
 class LoaderRecorder:
     """The recorder of one DataLoader: its window (``window``), and what it needs from the
@@ -177,8 +179,6 @@ class LoaderRecorder:
             mark = self.pass_marks[-1]
             mark["first_s"] = t_return - (self.watcher.probe_pause_s - mark["paused_s"])
         self.pass_batches += 1
-        if self.pass_marks:
-            self.pass_marks[-1]["batches"] = self.pass_batches
         if self.pass_batches == self.settings["batches_per_pass"]:
             self.iterator_ended(it)  # its last batch: the pass is over, whether or not it is exhausted
 
@@ -217,6 +217,9 @@ class LoaderRecorder:
         if self.pass_marks and self.pass_marks[-1]["end_s"] is None:
             mark = self.pass_marks[-1]
             mark["end_s"] = time.perf_counter() - (self.watcher.probe_pause_s - mark["paused_s"])
+            mark["batches"] = self.pass_batches
+            if len(self.pass_marks) > PASS_MARKS_KEPT:
+                del self.pass_marks[1]  # the first pass and the latest: a run of any length stays small
         self._restore_in_process()
         self.window.pass_ended(time.perf_counter())
         self.watcher.pass_ended(self)
@@ -380,8 +383,14 @@ class LoaderRecorder:
             "inside": self._inside_now(),
             "shm_warning": self.shm_warning,
             "before": self._before(),
-            "pass_marks": self.pass_marks,
+            "pass_marks": self._pass_marks_now(),
         }
+
+    def _pass_marks_now(self) -> list[dict[str, Any]]:
+        """Each pass's marks; the open pass's with its batches so far."""
+        if not (self._pass_open and self.pass_marks):
+            return list(self.pass_marks)
+        return [*self.pass_marks[:-1], {**self.pass_marks[-1], "batches": self.pass_batches}]
 
     def _before(self) -> dict[str, Any] | None:
         """The first pass up to the window, as plain data (None: the window never began)."""

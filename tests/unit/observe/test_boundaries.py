@@ -118,3 +118,18 @@ def test_what_a_spawned_worker_is_handed_at_every_start_is_the_dataset_pickled(m
         "loader 1", 2, method, 3, 2.0, 2.5, 0.1, 2.4, 10.0, 0.24, 0.2, 0.28, sent["bytes"], sent["seconds"]
     )
     assert f"each is handed the dataset pickled, {sent['bytes'] / 1e6:.1f} MB" in finding(cost)
+
+
+def test_a_long_run_keeps_the_first_pass_and_the_latest_with_their_batches(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from ioprof.observe import recorder
+
+    monkeypatch.setattr(recorder, "PASS_MARKS_KEPT", 3)
+    data = torch.utils.data.TensorDataset(torch.zeros(10, 3), torch.zeros(10, dtype=torch.long))
+    loader = DataLoader(data, batch_size=4)  # 3 batches a pass, the last of 2 samples
+    with ioprof.watch(steps=2, seconds=None, probe=False) as w:
+        for epoch in range(8):
+            for i, _ in enumerate(loader):
+                if epoch == 0 and i == 1:
+                    break  # the first pass left after 2 batches: told apart from the others
+    (lo,) = w.result().loaders
+    assert [p.batches for p in lo.pass_starts] == [2, 3, 3], lo.pass_starts
