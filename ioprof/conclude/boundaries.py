@@ -58,4 +58,5 @@ def cost_of(lo: ObservedLoader, cell: CellResult) -> EpochStartCost | None:
         share_high=share.high if share.known else 1.0,
         sent_bytes=lo.sent_bytes,
         sent_s=lo.sent_s,
+        sent_whole=lo.sent_whole,
     )

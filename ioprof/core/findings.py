@@ -535,6 +535,7 @@ class EpochStartCost(Finding):
     share_high: float
     sent_bytes: int | None = None  # spawn, forkserver: the dataset pickled, handed to each worker
     sent_s: float | None = None  # pickling it took that long here (each worker unpickles as much)
+    sent_whole: bool = True  # False: pickling was stopped there, sent_bytes is a lower bound
 
 
 @dataclass(frozen=True)

@@ -613,6 +613,7 @@ class ObservedLoader:
     # (bytes, and the seconds pickling took in the probe); None: forked, or not probed
     sent_bytes: int | None = None
     sent_s: float | None = None
+    sent_whole: bool = True  # False: pickling was stopped, sent_bytes is a lower bound
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,8 @@ PROBE_STORAGE_SHARE = 0.35
 PROBE_DECODE_MIN_SHARE = 0.3
 # A batch of the probe's loader that takes longer than this ends the probe: its workers are ended.
 PROBE_BATCH_TIMEOUT_S = 30.0
+# the dataset's pickle is stopped after this long: a start that costs each worker seconds is shown
+PICKLE_AT_MOST_S = 2.0
 _GUARD = re.compile(r"""if\s+__name__\s*==\s*['"]__main__['"]""")
 
 
@@ -376,20 +378,47 @@ def probe_pipeline(
     }
 
 
-def sent_to_each_worker(loader: Any, settings: dict[str, Any]) -> dict[str, Any] | None:
+class _Counted:
+    """A pickle's sink that keeps nothing: its bytes counted, and stopped once it has taken
+    ``at_most_s`` (``_TooLong``)."""
+
+    def __init__(self, at_most_s: float) -> None:
+        self.bytes = 0
+        self.until = time.perf_counter() + at_most_s
+
+    def write(self, b: Any) -> int:
+        self.bytes += len(b)
+        if time.perf_counter() > self.until:
+            raise _TooLong
+        return len(b)
+
+
+class _TooLong(Exception):
+    pass
+
+
+def sent_to_each_worker(
+    loader: Any, settings: dict[str, Any], at_most_s: float = PICKLE_AT_MOST_S
+) -> dict[str, Any] | None:
     """What a worker started by spawn or a fork server is handed at every start: the dataset
-    pickled (its bytes, and the seconds pickling took here; each worker unpickles as many). None
-    where workers are forked (they share the training process's memory: nothing is sent) or there
-    are none."""
+    pickled (its bytes, and the seconds pickling took here; each worker unpickles as many),
+    counted as written and kept nowhere; a pickle still going after ``at_most_s`` is stopped, and
+    its bytes so far are a lower bound (``whole``: False). None where workers are forked (they
+    share the training process's memory: nothing is sent) or there are none."""
+    from multiprocessing.reduction import ForkingPickler
+
     method = settings["start_method"]
     if not settings["num_workers"] or not (method.startswith("spawn") or method.startswith("forkserver")):
         return None
+    sink = _Counted(at_most_s)
     t0 = time.perf_counter()
     try:
-        data = pickle.dumps(loader.dataset)
+        ForkingPickler(sink).dump(loader.dataset)  # as a worker's start pickles it (torch's tensors: handles)
+    except _TooLong:
+        return {"bytes": sink.bytes, "seconds": time.perf_counter() - t0, "whole": False, "error": ""}
     except Exception as e:  # the loader's own start would have failed the same way: say so, go on
         return {"bytes": None, "seconds": None, "error": f"{type(e).__name__}: {e}"[:200]}
-    return {"bytes": len(data), "seconds": time.perf_counter() - t0, "error": ""}
+    return {"bytes": sink.bytes, "seconds": time.perf_counter() - t0, "whole": True, "error": ""}
 
 
 def _timed(phases: dict[str, float], name: str, fn: Any, *args: Any) -> Any:

@@ -228,7 +228,11 @@ def _sent(obs: dict[str, Any], loader: dict[str, Any]) -> dict[str, Any]:
     sent = (obs.get("probes") or {}).get("sent") if obs.get("probed_index") == loader["index"] else None
     if not sent or sent.get("bytes") is None:
         return {}
-    return {"sent_bytes": int(sent["bytes"]), "sent_s": float(sent["seconds"])}
+    return {
+        "sent_bytes": int(sent["bytes"]),
+        "sent_s": float(sent["seconds"]),
+        "sent_whole": bool(sent.get("whole", True)),
+    }
 
 
 def _pass_starts(loader: dict[str, Any]) -> tuple[PassStart, ...]:

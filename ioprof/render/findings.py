@@ -314,6 +314,14 @@ def _storage_left_idle(x: f.StorageLeftIdle) -> str:
     )
 
 
+def pickled(sent_bytes: int, sent_s: float | None, whole: bool) -> str:
+    """The dataset as each spawned worker is handed it: its pickle's size, and what pickling took."""
+    if not whole:
+        return f"the dataset pickled, more than {size(sent_bytes)} (pickling it here was stopped after {duration(sent_s)})"
+    took = f", which took {duration(sent_s)} to pickle here" if sent_s is not None else ""
+    return f"the dataset pickled, {size(sent_bytes)}{took}"
+
+
 def _epoch_start(x: f.EpochStartCost) -> str:
     """Workers started again at every pass, and what that costs each epoch, in words."""
     return (
@@ -321,7 +329,7 @@ def _epoch_start(x: f.EpochStartCost) -> str:
         f"(mean of {x.passes}), {duration(x.startup_s)} of it in iter() starting its {worker_count(x.workers)} "
         f"again ({x.start_method}; persistent_workers=False"
         + (
-            f"; each is handed the dataset pickled, {size(x.sent_bytes)}, which took {duration(x.sent_s)} to pickle here"
+            f"; each is handed {pickled(x.sent_bytes, x.sent_s, x.sent_whole)}"
             if x.sent_bytes is not None and x.sent_s is not None
             else ""
         )

@@ -15,6 +15,7 @@ from ioprof.core.results import (
 )
 from ioprof.render import inside, words
 from ioprof.render import sweep as markdown
+from ioprof.render.findings import pickled
 from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, share_ci, size
 from ioprof.render.mdtable import table
 from ioprof.render.plots import GPU_UTIL_PNG, STAGES_PNG, plot_gpu_utilization, plot_stages
@@ -150,7 +151,7 @@ def _pass_starts(lo: ObservedLoader) -> str:
         inside = sum(p.startup_s for p in later) / len(later)
         out += f"; later {duration(mean)} (in iter() {duration(inside)}, mean of {len(later)})"
     if lo.sent_bytes is not None:
-        out += f"; each worker handed the dataset pickled, {size(lo.sent_bytes)}"
+        out += f"; each worker handed {pickled(lo.sent_bytes, lo.sent_s, lo.sent_whole)}"
     return out
 
 

@@ -5,6 +5,7 @@ workers; the same dataset with persistent workers pays that second once, and is 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
@@ -118,6 +119,12 @@ def test_what_a_spawned_worker_is_handed_at_every_start_is_the_dataset_pickled(m
         "loader 1", 2, method, 3, 2.0, 2.5, 0.1, 2.4, 10.0, 0.24, 0.2, 0.28, sent["bytes"], sent["seconds"]
     )
     assert f"each is handed the dataset pickled, {sent['bytes'] / 1e6:.1f} MB" in finding(cost)
+    # a pickle that goes on too long inside the probe's pause is stopped: what it had written by
+    # then is a lower bound, and said to be one
+    cut = sent_to_each_worker(loader, loader_settings(loader), at_most_s=0.0)
+    assert cut is not None and not cut["whole"] and 0 < cut["bytes"] < sent["bytes"], cut
+    cost = dataclasses.replace(cost, sent_bytes=cut["bytes"], sent_s=cut["seconds"], sent_whole=False)
+    assert "the dataset pickled, more than" in finding(cost) and "was stopped after" in finding(cost)
 
 
 def test_a_long_run_keeps_the_first_pass_and_the_latest_with_their_batches(monkeypatch) -> None:  # type: ignore[no-untyped-def]
