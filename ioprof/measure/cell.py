@@ -36,7 +36,7 @@ from ioprof.host import iocounters
 from ioprof.host.fetched import FetchReadings, FetchSnapshot, MountCounters, bytes_read, decide
 from ioprof.host.pagecache import keep_warm, prepare, verify_after, verify_warm_after
 from ioprof.host.telemetry import GpuSampler
-from ioprof.measure import stages, steptiming
+from ioprof.measure import stage_rows, stages, steptiming
 from ioprof.measure.compute import TrainStep
 from ioprof.measure.inside import InsideRecorder, shm_died, shm_failure
 from ioprof.measure.loader import Batch, batch_bytes_of, make_loader, shard_batches, start_loader, worker_pids
@@ -350,7 +350,7 @@ def _run_cell(
     if not plan.inside:
         return result
     if setting.workers:
-        result = replace(result, produced=stages.produced(folder, window_start, io_after.at_s))
+        result = replace(result, produced=stage_rows.produced(folder, window_start, io_after.at_s))
     main = [(stages.PIN, pins.between(None, window_start, io_after.at_s)), (stages.WAIT, window.waits)]
     return replace(result, inside=inside.result(window_start, io_after.at_s, main))
 
@@ -364,7 +364,7 @@ def _train(step: TrainStep, batch: Batch) -> StepEvents | None:
 
 def _produced_now(folder: str, start_s: float, clock: Callable[[], float]) -> tuple[Produced, ...]:
     """The batches the workers completed from ``start_s`` until now, each with its cycle."""
-    return stages.produced(folder, start_s, clock())
+    return stage_rows.produced(folder, start_s, clock())
 
 
 def _iterate(

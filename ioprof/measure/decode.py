@@ -23,7 +23,7 @@ from ioprof.core.rates import Produced, loader_rate
 from ioprof.core.results import ComputeCeiling, DecodeCeiling, StorageCeiling
 from ioprof.core.stats import MIN_BATCHES, Interval, Looks
 from ioprof.core.thresholds import DECODE_ABOVE_COMPUTE
-from ioprof.measure import stages
+from ioprof.measure import stage_rows, stages
 from ioprof.measure.loader import Batch, make_loader, start_loader
 from ioprof.measure.sample import MemorySample
 
@@ -244,4 +244,4 @@ def _look(
 
 def _made(folder: str, setting: LoaderSetting, start_s: float, end_s: float) -> tuple[Produced, ...]:
     """The batches the workers completed in the window, with their cycles (none without workers)."""
-    return stages.produced(folder, start_s, end_s) if setting.workers else ()
+    return stage_rows.produced(folder, start_s, end_s) if setting.workers else ()

@@ -33,7 +33,7 @@ from ioprof.core.thresholds import (
     GROWTH_WARMUP_SHARE,
 )
 from ioprof.host.processes import BUSY_THREAD_SHARE, ProcessReading, read_process, shm_space
-from ioprof.measure import stages
+from ioprof.measure import stage_rows
 
 EVERY_S = 2.0  # memory and thread readings: often enough for a slope…
 # …but no more than this share of one core: the kernel walks each process's page tables to sum
@@ -169,7 +169,7 @@ class InsideRecorder:
         this recorder's readings."""
         rows = self._rows(pids)
         return LoaderInside(
-            stages=stages.summarize(rows, start_s=start_s, end_s=end_s, workers=self.workers, main=main),
+            stages=stage_rows.summarize(rows, start_s=start_s, end_s=end_s, workers=self.workers, main=main),
             memory=self._memory(rows, start_s, end_s),
             cores=self._cores(cpu if cpu is not None else self._cpu(start_s, end_s)),
         )
@@ -180,7 +180,7 @@ class InsideRecorder:
 
     def _rows(self, pids: set[int] | None) -> list[dict[str, Any]]:
         """The loader's stage rows, of ``pids`` only where given."""
-        return [r for r in stages.read_rows(self.folder, self.tag) if pids is None or r["pid"] in pids]
+        return [r for r in stage_rows.read_rows(self.folder, self.tag) if pids is None or r["pid"] in pids]
 
     def _spanned(self, start_s: float, end_s: float) -> dict[int, list[ProcessReading]]:
         with self._lock:

@@ -27,18 +27,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
-from ioprof.core.inside import REST_OF_GETITEM, LoaderStages, SampleTimes, StageTime
-from ioprof.core.rates import Produced
-from ioprof.core.stats import ratio_interval
+from ioprof.core.inside import REST_OF_GETITEM
 
 ROWS_GLOB = "stages-*.jsonl"
 READ, DECODE, COLLATE, GETITEM = "read", "decode", "collate", "__getitem__"
@@ -594,138 +590,6 @@ class PinTimes:
         ]
 
 
-# -- reading the rows back ----------------------------------------------------------------------
-
-
-def read_rows(folder: str | Path, tag: int | None = None) -> list[dict[str, Any]]:
-    """Every complete row in ``folder`` (of one loader's ``tag``), ordered by time."""
-    rows: list[dict[str, Any]] = []
-    for path in sorted(Path(folder).glob(ROWS_GLOB)):
-        with contextlib.suppress(OSError):
-            for line in path.read_text(encoding="utf-8").splitlines():
-                with contextlib.suppress(ValueError):
-                    row = json.loads(line)
-                    if tag is None or row.get("tag") == tag:
-                        rows.append(row)
-    rows.sort(key=lambda r: r["t"])
-    return rows
-
-
-def produced(folder: str | Path, start_s: float, end_s: float, tag: int = 0) -> tuple[Produced, ...]:
-    """Each batch a process of the loader whose rows are in ``folder`` completed between ``start_s``
-    and ``end_s``: its cycle — since the same process completed its previous batch, 0 for its
-    first —, the seconds its fetch took, and its images (``rates.Produced``)."""
-    last: dict[int, float] = {}
-    out: list[Produced] = []
-    for r in read_rows(folder, tag):
-        pid, t = r["pid"], float(r["t"])
-        if start_s <= t <= end_s and r["n"] > 0:
-            out.append((t - last[pid] if pid in last else 0.0, float(r["fetch_s"]), int(r["n"])))
-        last[pid] = t
-    return tuple(out)
-
-
-SLOWEST_LISTED = 3
-
-
-def sample_times(rows: Sequence[dict[str, Any]]) -> SampleTimes | None:
-    """Each sample's ``__getitem__`` over the rows (those that timed them): nearest-rank
-    percentiles, the slowest 1 %'s share of the time, the slowest batches' slowest samples."""
-    times = sorted(float(t) for r in rows for t in r.get("sample_s", ()))
-    if len(times) < 2 or sum(times) <= 0:
-        return None
-
-    def rank(q: float) -> float:
-        return times[min(len(times) - 1, max(0, math.ceil(q * len(times)) - 1))]
-
-    top = max(1, len(times) // 100)
-    named = sorted((r["slowest"] for r in rows if r.get("slowest")), key=lambda x: -float(x[1]))
-    return SampleTimes(
-        samples=len(times),
-        p50_s=rank(0.50),
-        p95_s=rank(0.95),
-        p99_s=rank(0.99),
-        max_s=times[-1],
-        slowest_share=sum(times[-top:]) / sum(times),
-        slowest=tuple((i, float(s), str(n)) for i, s, n in named[:SLOWEST_LISTED]),
-    )
-
-
-def summarize(
-    rows: Sequence[dict[str, Any]],
-    *,
-    start_s: float,
-    end_s: float,
-    workers: int,
-    main: Sequence[tuple[str, Sequence[float]]] = (),
-) -> LoaderStages | None:
-    """The window's rows (batches that ended within it) as stages with their intervals, costliest
-    first; ``main``: (name, seconds per batch) of the training process's stages."""
-    rows = [r for r in rows if start_s <= r["t"] <= end_s and r["n"] > 0 and r["fetch_s"] > 0]
-    if len(rows) < 2:
-        return None
-    kinds = {r["seen"] for r in rows}
-    seen = kinds.pop() if len(kinds) == 1 else "getitem"
-    per_stage = _per_stage(rows, seen)
-    n = [float(r["n"]) for r in rows]
-    fetch = [float(r["fetch_s"]) for r in rows]
-    group = max(1, workers)
-    worker = []
-    for name, secs in per_stage.items():
-        each, share = ratio_interval(secs, n, group), ratio_interval(secs, fetch, group)
-        low, high = max(0.0, share.low), min(1.0, share.high)  # a share lies in [0, 1]
-        worker.append(
-            StageTime(name, "worker", each.value, max(0.0, each.low), each.high, share.value, low, high)
-        )
-    worker.sort(key=lambda s: -s.s_per_sample)
-    total = ratio_interval(fetch, n, group)
-    cost = sum(r["calls"] * r["cost_s_per_call"] for r in rows) / sum(n)
-    return LoaderStages(
-        worker=tuple(worker),
-        main=tuple(_main_stage(name, secs) for name, secs in main if secs),
-        worker_s_per_sample=total.value,
-        worker_low_s=total.low,
-        worker_high_s=total.high,
-        samples=int(sum(n)),
-        batches=len(rows),
-        processes=len({r["pid"] for r in rows}),
-        seen=seen,
-        timing_cost_s_per_sample=cost,
-        note=STAGE_NOTES.get(seen, ""),
-        per_sample=sample_times(rows),
-    )
-
-
-def _per_stage(rows: Sequence[dict[str, Any]], seen: str) -> dict[str, list[float]]:
-    """Each stage's seconds per row (0 where a batch had none), the rest of the fetch apart."""
-    names: list[str] = []
-    for r in rows:
-        names.extend(k for k in r["stages"] if k not in names)
-    out: dict[str, list[float]] = {name: [] for name in names}
-    out[COLLATE] = []
-    rest_name = REST_NAMES.get(seen, GETITEM)
-    out[rest_name] = []
-    for r in rows:
-        for name in names:
-            out[name].append(float(r["stages"].get(name, 0.0)))
-        out[COLLATE].append(float(r["collate_s"]))
-        named = sum(r["stages"].values()) + r["collate_s"]
-        out[rest_name].append(max(0.0, r["fetch_s"] - named))
-    return out
-
-
-STAGE_NOTES = {
-    "getitem": "the dataset is not ImageFolder-like (no file loader or transform to time one by one): "
-    "only its __getitem__ as a whole and the collate are timed",
-    "reads": "the file reads of its reader (timm's) are timed; PIL decodes inside __getitem__, so the decode is "
-    "in 'decode + rest of __getitem__'",
-    "transforms": "its transforms are timed one by one; the file's read and decode happen inside its own "
-    "__getitem__ and are timed together as 'read + decode + rest of __getitem__'",
-    "iterator": "the dataset is iterable (a streaming pipeline): its iterator's next sample — reading, "
-    "decoding and transforming inside its pipeline — is timed as a whole, with the collate",
-}
-
-
 def batch_images(batch: Any, default: int) -> int:
     """Samples in a batch: the leading dimension of its first tensor (however nested)."""
     x = batch
@@ -740,11 +604,6 @@ def batch_images(batch: Any, default: int) -> int:
         else:
             break
     return default
-
-
-def _main_stage(name: str, seconds: Sequence[float]) -> StageTime:
-    each = ratio_interval(list(seconds), [1.0] * len(seconds))
-    return StageTime(name, "main", each.value, each.low, each.high)
 
 
 @contextlib.contextmanager

@@ -118,14 +118,14 @@ def test_a_worker_reads_its_own_memory_at_a_batchs_end_within_its_budget(tmp_pat
     import os
 
     from ioprof.host.processes import rollup
-    from ioprof.measure import stages
+    from ioprof.measure import stage_rows, stages
     from ioprof.measure.inside import _samples_vs_uss
 
     clock = stages.StageClock(str(tmp_path), 0, "stages", memory=True)
     for i in range(3):  # three batches at once: one reading, the next held back
         clock.batch(4, 0.01, 0.001, float(i))
     clock.flush()
-    rows = stages.read_rows(tmp_path)
+    rows = stage_rows.read_rows(tmp_path)
     own = [r for r in rows if "uss" in r]
     assert len(rows) == 3 and len(own) == 1 and own[0] is rows[0]
     uss, _ = rollup(os.getpid()) or (0, 0)
@@ -136,4 +136,4 @@ def test_a_worker_reads_its_own_memory_at_a_batchs_end_within_its_budget(tmp_pat
     os.makedirs(tmp_path / "q")
     quiet.batch(4, 0.01, 0.001, 0.0)
     quiet.flush()
-    assert all("uss" not in r for r in stages.read_rows(tmp_path / "q"))
+    assert all("uss" not in r for r in stage_rows.read_rows(tmp_path / "q"))

@@ -13,7 +13,7 @@ from torch.utils.data import DataLoader, Dataset
 from torchvision import datasets, transforms
 
 from ioprof.core.inside import REST_OF_GETITEM
-from ioprof.measure import stages
+from ioprof.measure import stage_rows, stages
 
 
 def _blurred(root: Path) -> datasets.ImageFolder:
@@ -38,8 +38,11 @@ def _timed(loader: DataLoader, folder: str, passes: int = 1) -> stages.LoaderSta
         for _batch in loader:
             pass
     del _batch
-    return stages.summarize(
-        stages.read_rows(folder, 1), start_s=t0, end_s=time.perf_counter() + 60, workers=loader.num_workers
+    return stage_rows.summarize(
+        stage_rows.read_rows(folder, 1),
+        start_s=t0,
+        end_s=time.perf_counter() + 60,
+        workers=loader.num_workers,
     )
 
 
@@ -115,7 +118,9 @@ def test_a_loader_without_workers_is_timed_in_process_and_restored(small_set: Pa
     for _ in it:
         pass
     undo()
-    s = stages.summarize(stages.read_rows(tmp_path, 1), start_s=t0, end_s=time.perf_counter(), workers=0)
+    s = stage_rows.summarize(
+        stage_rows.read_rows(tmp_path, 1), start_s=t0, end_s=time.perf_counter(), workers=0
+    )
     assert s is not None and s.worker[0].name == "GaussianBlur" and s.processes == 1
     assert ds.transform.transforms is inner and ds.loader is datasets.folder.default_loader
     assert stages.current() is None
@@ -205,7 +210,7 @@ def test_rows_outside_the_window_or_empty_are_left_out() -> None:
         + [row(1 + i, 4, 0.02 + 0.001 * (i % 3), pid=1 + i % 2) for i in range(12)]
         + [row(99, 4, 9.0)]
     )
-    s = stages.summarize(rows, start_s=1.0, end_s=20.0, workers=2, main=[(stages.WAIT, [0.01, 0.03])])
+    s = stage_rows.summarize(rows, start_s=1.0, end_s=20.0, workers=2, main=[(stages.WAIT, [0.01, 0.03])])
     assert s is not None and s.batches == 12 and s.samples == 48 and s.processes == 2
     blur = s.worker[0]
     assert blur.name == "GaussianBlur" and blur.s_per_sample == pytest.approx(0.021 / 4, rel=0.01)
@@ -214,7 +219,7 @@ def test_rows_outside_the_window_or_empty_are_left_out() -> None:
     assert s.timing_cost_s_per_sample == pytest.approx(1e-6)
     (wait,) = s.main
     assert wait.where == "main" and wait.s_per_batch == pytest.approx(0.02) and math.isfinite(wait.high_s)
-    assert stages.summarize(rows[:1], start_s=0, end_s=1, workers=2) is None
+    assert stage_rows.summarize(rows[:1], start_s=0, end_s=1, workers=2) is None
 
 
 def test_pin_memory_is_timed_once_per_batch_not_per_nested_tensor() -> None:
