@@ -116,7 +116,7 @@ def dataset_line(v: f.DatasetVerdict, role: str = "") -> str:
         parts = ["no setting is input-bound"]
     if v.speedup_over_serial is not None and v.serial_img_per_s is not None:
         parts.append(
-            f"best multiprocess ({v.best_multiprocess_setting}, {rate(v.best_multiprocess_img_per_s)} img/s) is "
+            f"the fastest multiprocess setting ({v.best_multiprocess_setting}, {rate(v.best_multiprocess_img_per_s)} img/s) is "
             f"{v.speedup_over_serial:.2f}× the serial loader ({rate(v.serial_img_per_s)} img/s)"
             + (
                 f" — of which the loader accounts for at most {v.loader_gain_max:.2f}× (all of the serial "
