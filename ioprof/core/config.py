@@ -355,6 +355,7 @@ WHATIF_ALTERNATIVES = (
     "prefetch-1",
     "prefetch-4",
     "prefetch-8",
+    "in_order",
     "persistent_workers",
     "pin_memory",
     "cache",

@@ -16,7 +16,7 @@ class AlternativeResult:
     """One alternative ``ioprof whatif`` ran end to end (or why it could not here).
 
     ``name``: baseline | threads | decode_jpeg | gpu_decode | resized-256 | resized-320 | shards |
-    loose-on-scratch | prefetch-N | persistent_workers | pin_memory | cache. ``why_not``: a code
+    loose-on-scratch | prefetch-N | in_order | persistent_workers | pin_memory | cache. ``why_not``: a code
     (``needs-cuda``, ``missing:torchdata``, ``already-small``, ``needs-workers``, ``failed: …``).
     ``where``: data (the dataset's own storage) | scratch | emulated. ``prep_s``/``prep_bytes``: the
     one-off cost of making its files from the sample (``sample_bytes`` of it).

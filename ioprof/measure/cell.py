@@ -88,6 +88,7 @@ class CellPlan:
     loader: LoaderFactory | None = None  # another input pipeline than ioprof's DataLoader (``whatif``)
     inside: bool = True  # stages timed in the workers, their memory and threads read (``inside``)
     fetch_threads: int = 0  # a batch's reads made by this many threads in each worker (``ThreadedFetch``)
+    in_order: bool = True  # False: batches handed over as they are made (DataLoader's in_order)
 
 
 # Builds an alternative input pipeline for a cell: (plan, paths, labels, blobs, cache) → batches.
@@ -242,6 +243,7 @@ def _cell_loader(plan: CellPlan, stage_folder: str) -> tuple[Iterable[Batch], Ca
         keep_warm=plan.keep_warm,
         worker_init_fn=stages.WorkerStages(stage_folder, 0, None) if plan.inside else None,
         fetch_threads=plan.fetch_threads,
+        in_order=plan.in_order,
     )
     return dl, cache
 

@@ -341,6 +341,7 @@ def make_loader(
     persistent_workers: bool = False,
     worker_init_fn: Callable[[int], None] | None = None,
     fetch_threads: int = 0,
+    in_order: bool = True,
 ) -> DataLoader:
     """A DataLoader as a training script builds it: shuffled, the standard transform, drop_last.
 
@@ -348,6 +349,7 @@ def make_loader(
     so one iterator (one set of worker processes) serves the whole measurement.
     ``start_method``: how workers start (fork, spawn, forkserver; None: Python's default).
     ``fetch_threads``: a batch's reads made by this many threads in each worker (``ThreadedFetch``).
+    ``in_order``: False hands batches over as the workers make them (a slow batch holds none back).
     """
     dataset = (ThreadedFetch if fetch_threads else ImageFiles)(
         paths,
@@ -368,6 +370,8 @@ def make_loader(
         kwargs["multiprocessing_context"] = start_method
     if setting.workers and prefetch_factor:
         kwargs["prefetch_factor"] = prefetch_factor
+    if setting.workers and not in_order:
+        kwargs["in_order"] = False
     return DataLoader(
         dataset,
         batch_size=batch_size,

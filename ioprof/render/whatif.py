@@ -234,6 +234,7 @@ ALTERNATIVES = {
     "prefetch-1": "prefetch_factor=1",
     "prefetch-4": "prefetch_factor=4",
     "prefetch-8": "prefetch_factor=8",
+    "in_order": "in_order=False (batches handed over as they are made)",
     "persistent_workers": "persistent_workers=True",
     "pin_memory": "pin_memory=True",
     "cache": "the share of the dataset RAM can hold, warm",
@@ -244,6 +245,7 @@ WHY_NOT = {
     "needs-cuda": "needs a CUDA device; this machine has none",
     "not-built": "not built yet: it has never been run on a GPU with ioprof",
     "needs-workers": "applies to worker processes, and the current setting has none",
+    "needs-two-workers": "applies to two worker processes or more: one worker makes its batches in order",
     "already-small": "the images are already that small",
     "emulated": "storage is emulated here: there is no page cache to warm",
     "object-store": "no page cache holds an object from a store: the local copy (loose files on the scratch "
@@ -276,6 +278,7 @@ loader = DataLoader(dataset, batch_size=B, num_workers=N)""",
     "prefetch-4": "DataLoader(..., prefetch_factor=4)",
     "prefetch-8": "DataLoader(..., prefetch_factor=8)",
     "persistent_workers": "DataLoader(..., persistent_workers=True)",
+    "in_order": "DataLoader(..., in_order=False)  # batches may come in another order than the sampler's",
     "more-workers": "DataLoader(..., num_workers=2 * N)  # each worker makes its own client after the fork",
     "threads-per-worker-4": """class Threaded(Dataset):  # DataLoader hands each worker its batch's indices here
     def __getitems__(self, indices):  # a pool made in the worker, after the fork

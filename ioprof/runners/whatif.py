@@ -332,6 +332,16 @@ def prefetch(trial: Trial, factor: int) -> AlternativeResult:
     return _measured(trial, f"prefetch-{factor}", trial.sample, plan)
 
 
+def in_order(trial: Trial) -> AlternativeResult:
+    """``in_order=False``: batches handed over as the workers make them, so that a batch held up by
+    a slow sample holds back none of the others (with one worker the order is the same)."""
+    if trial.workers < 2:
+        return _not("in_order", "needs-two-workers")
+    if trial.sharded:
+        return _not("in_order", "sharded-not-built")
+    return _measured(trial, "in_order", trial.sample, trial.plan(trial.sample, in_order=False))
+
+
 def pin_memory(trial: Trial) -> AlternativeResult:
     if trial.session.device.type != "cuda":
         return _not("pin_memory", "needs-cuda")
@@ -477,6 +487,7 @@ def _all(trial: Trial, dataset: Dataset) -> list[AlternativeResult]:
         "more-workers": lambda: more_workers(trial),
         f"threads-per-worker-{FETCH_THREADS}": lambda: fetch_threads(trial),
         **{f"prefetch-{p}": partial(prefetch, trial, p) for p in PREFETCH_FACTORS},
+        "in_order": lambda: in_order(trial),
         "persistent_workers": lambda: persistent_workers(trial),
         "pin_memory": lambda: pin_memory(trial),
         "cache": lambda: cache(trial, dataset.info.listed_bytes),

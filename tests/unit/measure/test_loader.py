@@ -316,3 +316,18 @@ def test_shards_holding_fewer_samples_than_the_buffer_are_read_once_before_the_f
     assert first.error == "" and sorted(set(streamed)) == sorted(made) and len(streamed) == len(made) + 1
     out = [first, *(next(it) for _ in range(3 * len(images.paths)))]
     assert all(s.error == "" for s in out) and len(streamed) <= 5 * len(made)  # about a pass each 48
+
+
+def test_in_order_false_reaches_the_dataloader_only_where_there_are_workers(small_set: Path) -> None:
+    images = find_images(small_set)
+    kw: dict[str, Any] = dict(crop_px=32, batch_size=4, num_samples=8, seed=0)
+    unordered = make_loader(
+        images.paths, images.labels, setting=LoaderSetting.multiprocess(2), in_order=False, **kw
+    )
+    assert unordered.in_order is False
+    assert sum(b.images.shape[0] for b in unordered if b.images is not None) == 8  # every batch comes
+    assert (
+        make_loader(images.paths, images.labels, setting=LoaderSetting.multiprocess(2), **kw).in_order is True
+    )
+    serial = make_loader(images.paths, images.labels, setting=LoaderSetting.serial(), in_order=False, **kw)
+    assert serial.in_order is True  # no workers: batches are made in turn, in order
