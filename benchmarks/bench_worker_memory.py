@@ -156,18 +156,20 @@ def main() -> int:
         work = Path(tmp) / "work"
         work.mkdir()
         for name in args.scripts.split(","):
-            runs[name] = [
-                _one(name, served, work, args.epochs + (name == "timm"), i) for i in range(args.repeats)
+            epochs = args.epochs + (name == "timm")
+            runs[f"{name}, {epochs} epochs"] = [
+                _one(name, served, work, epochs, i) for i in range(args.repeats)
             ]
     out = REPO / "reports" / "benchmarks" / "worker_memory.json"
-    if out.exists():  # the scripts not run this time keep their last runs
+    if out.exists():  # the scripts (and epochs) not run this time keep their last runs
         runs = {**json.loads(out.read_text()).get("runs", {}), **runs}
     summary = {name: _summary(rows) for name, rows in runs.items()}
     figures.save(
         {
             "benchmark": "worker memory under `ioprof run` on an 8 Mbit/s sshfs link, each script run again and "
             "again, against each worker's smaps_rollup read from outside",
-            "command": f"python benchmarks/bench_worker_memory.py --repeats {args.repeats} --epochs {args.epochs}",
+            "command": "python benchmarks/bench_worker_memory.py --repeats R --epochs E --scripts S: "
+            "each run is kept under its script and epochs (timm runs one epoch more than --epochs)",
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "summary": summary,
             "runs": runs,
