@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -55,13 +54,7 @@ def main() -> int:
         print(f"bench_run_pause: {why}", file=sys.stderr)
         return 2
     rows: dict[str, dict[str, object]] = {}
-    with (
-        tempfile.TemporaryDirectory(prefix="ioprof-pause-") as tmp,
-        netfs.net_mount(Path(tmp), RATE_MBIT) as m,
-    ):
-        served = netfs.serve_everything(m)
-        work = Path(tmp) / "work"
-        work.mkdir()
+    with netfs.served_rig("ioprof-pause-", RATE_MBIT) as (served, work):
         for name in _scripts():
             script = netfs.script_argv(name, served, work)
             out = work / name

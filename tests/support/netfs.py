@@ -459,6 +459,19 @@ def serve_everything(mount: NetMount) -> Served:
     )
 
 
+@contextmanager
+def served_rig(prefix: str, rate_mbit: float) -> Iterator[tuple[Served, Path]]:
+    """The rig a benchmark runs third-party scripts on: a fresh mount behind ``rate_mbit``, every
+    dataset served on it (``serve_everything``), and an empty folder to work in; all removed after."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp, net_mount(Path(tmp), rate_mbit) as m:
+        served = serve_everything(m)
+        work = Path(tmp) / "work"
+        work.mkdir()
+        yield served, work
+
+
 def save_hf(folder: Path, out: Path) -> bool:
     """``folder``'s class folders of JPEGs saved as a Hugging Face dataset (image bytes and a class
     label in an Arrow file); False where ``datasets`` is not installed."""
