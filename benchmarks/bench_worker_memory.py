@@ -22,7 +22,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -148,13 +147,7 @@ def main() -> int:
         print(f"bench_worker_memory: {why}", file=sys.stderr)
         return 2
     runs: dict[str, list[dict[str, Any]]] = {}
-    with (
-        tempfile.TemporaryDirectory(prefix="ioprof-memory-") as tmp,
-        netfs.net_mount(Path(tmp), RATE_MBIT) as m,
-    ):
-        served = netfs.serve_everything(m)
-        work = Path(tmp) / "work"
-        work.mkdir()
+    with netfs.served_rig("ioprof-memory-", RATE_MBIT) as (served, work):
         for name in args.scripts.split(","):
             epochs = args.epochs + (name == "timm")
             runs[f"{name}, {epochs} epochs"] = [

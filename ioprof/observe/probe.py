@@ -461,10 +461,11 @@ def _probe_decode(
     context, note = start_method(loader, settings, view.dataset)
     decode: list[DecodeCeiling] = []
     counts = probe_workers(settings["num_workers"], usable_cores())
-    # the loader's own count in threads too, where its samples can be drawn by position (map-style),
-    # beside one process alone (the rate of one at a time: what threads make where the GIL is held);
-    # the same seconds shared among them all
-    threads = settings["num_workers"] if view.positions is not None else 0
+    # the loader's own count in threads too, where its samples can be drawn by position (map-style)
+    # and it has two workers or more (one thread is one process alone), beside one process alone
+    # (the rate of one at a time: what threads make where the GIL is held); the same seconds shared
+    # among them all
+    threads = settings["num_workers"] if view.positions is not None and settings["num_workers"] >= 2 else 0
     if threads:
         counts = sorted({0, *counts})
     each_s = seconds / (len(counts) + (1 if threads else 0))
