@@ -148,8 +148,9 @@ def test_a_leaking_dataset_whose_workers_live_one_epoch_gets_its_peak_and_no_lea
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, figure
 ) -> None:  # type: ignore[no-untyped-def]
     """The same dataset with workers forked again each epoch: what a worker keeps goes when it exits,
-    so no leak is claimed; the peak a worker reaches at its epoch's end is said, within 25 % of the
-    most each worker's USS reached, read from outside (psutil's ``smaps_rollup`` reader)."""
+    so no leak is claimed; the peak a worker reaches at its epoch's end is said, from 10 % under to
+    25 % over the most each worker's USS reached, read from outside (psutil's ``smaps_rollup``
+    reader)."""
     from groundtruth import Smaps
 
     from ioprof.conclude.inside import worker_peak_bytes
@@ -173,6 +174,9 @@ def test_a_leaking_dataset_whose_workers_live_one_epoch_gets_its_peak_and_no_lea
         f"workers forked each epoch, keeping {kept / 1e3:,.0f} kB a sample: ioprof's peak {peak / 1e6:.1f} MB a "
         f"worker; the most each worker's USS reached, from outside: {', '.join(f'{t / 1e6:.1f}' for t in truth)} MB"
     )
-    assert peak == pytest.approx(max(truth), rel=0.25), (peak, truth)
+    # read in the worker itself and carried to its life's end, the peak cannot fall much short of
+    # what the worker reached (a slope over the window said 57 MB against 74); it may exceed it
+    # by what the outside reader missed between its readings
+    assert 0.9 * max(truth) <= peak <= 1.25 * max(truth), (peak, truth)
     report = Path(w.write_report(str(tmp_path / "r"))).read_text()
     assert "each worker reaches about" in report and "a leak" not in report
