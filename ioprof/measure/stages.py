@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import threading
 import time
@@ -79,6 +80,7 @@ class StageClock:
         self._file: Any = None
         self.memory = memory
         self._memory_next_s = 0.0
+        self._memory_last_s = -math.inf
         self.sample_s: list[float] = []  # each sample's __getitem__ in the batch being made
         self.slowest: tuple[Any, float, str] | None = None  # its slowest: (index, seconds, name)
         self.name_of: Callable[[Any], str] = lambda index: ""
@@ -96,7 +98,12 @@ class StageClock:
             self.slowest = (index, seconds, "")
         self.calls += 1
 
-    def batch(self, samples: int, fetch_s: float, collate_s: float, end_s: float) -> None:
+    def batch(
+        self, samples: int, fetch_s: float, collate_s: float, end_s: float, first: bool = False
+    ) -> None:
+        """One batch made: its row. ``first``: the first batch of a pass in this process (a new
+        fetcher): its memory is read whatever the budget says, so that a persistent worker is read
+        at the same point of every epoch it makes batches in, however costly its readings."""
         row = {
             "pid": os.getpid(),
             "tag": self.tag,
@@ -120,7 +127,10 @@ class StageClock:
                     self.name_of(index),
                 ]
         self.current, self.calls, self.sample_s, self.slowest = {}, 0, [], None
-        if self.memory and time.perf_counter() >= self._memory_next_s:
+        now = time.perf_counter()
+        if self.memory and (
+            now >= self._memory_next_s or (first and now >= self._memory_last_s + MEMORY_EVERY_MIN_S)
+        ):
             self._read_memory(row)
         try:  # one short append per batch, readable at once (a few µs; batches take milliseconds)
             if self._file is None:
@@ -141,6 +151,7 @@ class StageClock:
             got = None
         took = time.perf_counter() - t0
         self._memory_next_s = t0 + max(MEMORY_EVERY_MIN_S, took / MEMORY_BUDGET)
+        self._memory_last_s = t0
         if got is not None:
             row["uss"], row["pss"] = got
 
@@ -340,7 +351,10 @@ def _timed_fetch(original: Callable[[Any, Any], Any], clock: Callable[[], StageC
             samples = len(index)
         else:  # batch_size=None: the dataset makes whole batches itself (WebDataset's .batched())
             samples = batch_images(data, 1)
-        c.batch(samples, t1 - t0, collate.last_s, t1)
+        first = not getattr(fetcher, "_ioprof_seen", False)  # torch makes a fetcher for every pass
+        if first:
+            fetcher._ioprof_seen = True
+        c.batch(samples, t1 - t0, collate.last_s, t1, first)
         return data
 
     fetch._ioprof = True  # type: ignore[attr-defined]

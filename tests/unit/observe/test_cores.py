@@ -180,3 +180,25 @@ def test_a_leaking_dataset_whose_workers_live_one_epoch_gets_its_peak_and_no_lea
     assert 0.9 * max(truth) <= peak <= 1.25 * max(truth), (peak, truth)
     report = Path(w.write_report(str(tmp_path / "r"))).read_text()
     assert "each worker reaches about" in report and "a leak" not in report
+
+
+def test_a_persistent_worker_is_read_at_every_epoch_however_costly_its_readings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Readings held to a budget of the worker's time come as often as the host allows (a loaded
+    host: fewer); the readings that judge an epoch's growth come at each epoch's first batch
+    whatever the budget, so that a worker is compared with itself at the same point of each."""
+    from ioprof.measure import inside, stages
+
+    monkeypatch.setattr(stages, "MEMORY_BUDGET", 1e-9)  # after its first, no reading fits the budget
+    monkeypatch.setattr(inside, "READING_BUDGET", 1e-9)  # nor one taken from outside
+    kept = 256 * 1024
+    loader = DataLoader(
+        KeepsEverything(200, kept), batch_size=8, shuffle=True, num_workers=2, persistent_workers=True
+    )
+    with ioprof.watch(steps=10, seconds=None, probe=False) as w:
+        _train(loader, seconds=8.0)
+    (cell,) = w.result().cells
+    m = cell.inside.memory if cell.inside else None
+    assert m is not None and m.epochs_seen >= 3 and m.epoch_growth_bytes is not None, m
+    assert m.epoch_growth_bytes == pytest.approx(100 * kept, rel=0.25), m
