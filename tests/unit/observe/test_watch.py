@@ -193,15 +193,19 @@ def test_on_a_queued_gpu_the_wait_is_the_gpus_whether_or_not_the_loop_synchroniz
         assert w.result().loaders[0].clock == "gpu-events"
         figures[sync] = (cell.data_wait_share, cell.img_per_s, sum(cell.step_s) / cell.steps)
     (share_async, rate_async, step_async), (share_sync, rate_sync, step_sync) = figures[False], figures[True]
-    # The same answer either way: the same side of the verdict's line, the same pace.
-    assert rate_async == pytest.approx(rate_sync, rel=0.25)
+    # The same answer either way: the same side of the verdict's line; the step is the GPU's.
     assert step_async == pytest.approx(gpu_s, rel=0.3) and step_sync == pytest.approx(gpu_s, rel=0.3)
-    if bound == "compute":  # on the host clock the asynchronous loop waits in next() nearly all the time
-        # The synchronizing loop's GPU really idles while next() hands a ready batch over: 1.5 ms
-        # here with no ioprof at all (a plain loop timing next()), about 5 % of the 30 ms step, and
-        # more on a busy host (0.10 and 0.17 of the step in two CI runs): under the highly-bound line
+    if bound == "compute":
+        # no pace beyond the GPU's own; a loop that synchronizes adds its host work to each step
+        # (more of it on a loaded host: 106 img/s against 133 with both cores busy elsewhere)
+        assert rate_sync <= rate_async * 1.01 and rate_async <= 4 / gpu_s * 1.01, (rate_sync, rate_async)
+        # On the host clock the asynchronous loop waits in next() nearly all the time. The
+        # synchronizing loop's GPU really idles while next() hands a ready batch over: 1.5 ms here
+        # with no ioprof at all (a plain loop timing next()), about 5 % of the 30 ms step, and more
+        # on a busy host (0.10 and 0.17 of the step in two CI runs): under the highly-bound line
         assert share_async < 0.05 and share_sync < HIGHLY_INPUT_BOUND_SHARE
-    else:
+    else:  # the worker sets the pace, whichever the loop
+        assert rate_async == pytest.approx(rate_sync, rel=0.25)
         assert share_async > 0.7 and share_sync > 0.7 and abs(share_async - share_sync) < 0.15
 
 
