@@ -413,7 +413,10 @@ def _kept_per_epoch_against_smaps(run: dict[str, Any], cell: dict[str, Any]) -> 
     of work, read from ``smaps_rollup`` outside ioprof — within 30 %, or inside ioprof's interval.
     No warning, though: the RAM there is outlasts any training at that rate."""
     m = cell["inside"]["memory"]
-    assert m["epoch_growth_bytes"] is not None, m  # two epochs of the same workers: judged
+    said = {
+        k: m.get(k) for k in ("epochs_seen", "workers", "samples_per_epoch", "epoch_growth_low", "readings")
+    }
+    assert m["epoch_growth_bytes"] is not None, said  # two epochs of the same workers: judged
     seen = next(o for o in run["observed"] for lo in o["loaders"] if lo["role"] == "training")
     training = next(lo for lo in seen["loaders"] if lo["role"] == "training")
     workers = sorted({int(k.split("/")[0]) for k in training["cpu"]["thread_cpu_s"]} - {seen["pid"]})
