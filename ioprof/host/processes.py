@@ -125,3 +125,28 @@ def quick_exit(code: int | str | None) -> NoReturn:
         with contextlib.suppress(OSError, ValueError):  # a closed pipe (| head): nothing more to say
             stream.flush()
     os._exit(rc)
+
+
+def end_loader_workers(iterator: object) -> None:
+    """Shut a DataLoader iterator's workers down at once, whatever batch each is making.
+
+    torch's own shutdown lets each worker finish the batch in hand before it exits: after a
+    measurement that is work nobody measures, and with batches of 256 it costs a turn of the
+    workers (seconds at 8 workers) before the next measurement can start. Every batch a worker
+    finished is in its rows already (``stages`` writes one line per batch), so nothing measured is
+    lost. The workers' pids are taken off torch's watch first, which would otherwise take the
+    signal for a worker that failed; then the iterator's own shutdown joins them. An iterator
+    without workers (or not torch's) is left to its own end."""
+    workers = getattr(iterator, "_workers", None)
+    shutdown = getattr(iterator, "_shutdown_workers", None)
+    if not workers or shutdown is None or getattr(iterator, "_shutdown", True):
+        return
+    if getattr(iterator, "_worker_pids_set", False):
+        from torch.utils.data._utils import signal_handling
+
+        signal_handling._remove_worker_pids(id(iterator))
+        iterator._worker_pids_set = False  # type: ignore[attr-defined]
+    for w in workers:
+        with contextlib.suppress(Exception):  # one already gone
+            w.kill()
+    shutdown()

@@ -35,6 +35,7 @@ from ioprof.datasets.dataset import Dataset
 from ioprof.host import iocounters
 from ioprof.host.fetched import FetchReadings, FetchSnapshot, MountCounters, bytes_read, decide
 from ioprof.host.pagecache import keep_warm, prepare, verify_after, verify_warm_after
+from ioprof.host.processes import end_loader_workers
 from ioprof.host.telemetry import GpuSampler
 from ioprof.measure import stage_rows, stages, steptiming
 from ioprof.measure.compute import TrainStep
@@ -337,7 +338,8 @@ def _run_cell(
         telemetry = gpu.stop()
         if undo is not None:
             undo()
-        del it  # shuts the workers down (each writes its last stage rows as it exits)
+        end_loader_workers(it)  # the window is over: what the workers make now is not measured
+        del it
     result = _cell_result(
         plan,
         window,

@@ -23,6 +23,7 @@ from ioprof.core.rates import Produced, loader_rate
 from ioprof.core.results import ComputeCeiling, DecodeCeiling, StorageCeiling
 from ioprof.core.stats import MIN_BATCHES, Interval, Looks
 from ioprof.core.thresholds import DECODE_ABOVE_COMPUTE
+from ioprof.host.processes import end_loader_workers
 from ioprof.measure import stage_rows, stages
 from ioprof.measure.loader import Batch, make_loader, start_loader
 from ioprof.measure.sample import MemorySample
@@ -200,6 +201,7 @@ def probe_decode(
                     if stopped_by:
                         break
         finally:
+            end_loader_workers(it)
             del it
         made = _made(folder, setting, started, last)
     elapsed = max(sum(spans), 1e-9)

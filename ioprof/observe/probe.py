@@ -33,6 +33,7 @@ from ioprof.core.config import TARGET_REL_HALF_WIDTH, LoaderSetting
 from ioprof.core.counts import CacheInfo
 from ioprof.core.results import DecodeCeiling, StorageCeiling
 from ioprof.core.stats import LOOKS
+from ioprof.host.processes import end_loader_workers
 
 # ``probe_seconds`` is the pause's length: the storage read alone gets this share of it, each
 # worker count of the loader alone an equal part of the rest; each stops sooner once its interval
@@ -223,9 +224,7 @@ def _loader_alone(
             ) from e
         raise
     finally:
-        shutdown = getattr(it, "_shutdown_workers", None)
-        if shutdown is not None:
-            shutdown()  # joins, then terminates what does not end: nothing of the probe lingers
+        end_loader_workers(it)  # the training waits for the probe: its workers' batches in hand are dropped
         del it
     setting = LoaderSetting.multiprocess(workers) if workers else LoaderSetting.serial()
     return _ceiling(setting, view, images, spans, stopped_by)

@@ -1,0 +1,66 @@
+"""Ending a loader's workers once a measurement is over (``processes.end_loader_workers``)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+import pytest
+import torch
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data._utils import MP_STATUS_CHECK_INTERVAL
+
+from ioprof.host.processes import end_loader_workers
+
+# A batch in hand that takes far longer than any shutdown here. torch's own shutdown waits for it
+# up to MP_STATUS_CHECK_INTERVAL (5 s) a worker, then terminates the worker: ending them at once
+# takes milliseconds, far inside one interval on any host.
+SLOW_BATCH_S = 60.0
+
+
+class _SlowAfterFirst(Dataset):
+    """Its first batch at once, then every sample as slow as a whole batch should never be."""
+
+    def __init__(self, batch: int) -> None:
+        self.batch = batch
+
+    def __len__(self) -> int:
+        return 1000
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        if i >= self.batch:
+            time.sleep(SLOW_BATCH_S)
+        return torch.zeros(4)
+
+
+def test_workers_in_the_middle_of_a_batch_are_ended_at_once_and_torch_takes_no_fault() -> None:
+    dl = DataLoader(_SlowAfterFirst(2), batch_size=2, num_workers=2, shuffle=False)
+    it = iter(dl)
+    next(it)  # the other worker is now in its slow batch, and the first in its next one
+    pids = [w.pid for w in it._workers]
+    time.sleep(0.5)
+    t0 = time.perf_counter()
+    end_loader_workers(it)
+    took = time.perf_counter() - t0
+    assert took < MP_STATUS_CHECK_INTERVAL, took
+    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    # torch's SIGCHLD watch would raise here for a worker ended by a signal it still watched
+    time.sleep(0.2)
+    again = DataLoader(list(range(8)), batch_size=4, num_workers=1)
+    assert [b.tolist() for b in again] == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    del it
+
+
+def test_a_loader_without_workers_is_left_to_its_own_end() -> None:
+    it = iter(DataLoader(list(range(4)), batch_size=2))
+    end_loader_workers(it)
+    assert next(it).tolist() == [0, 1]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="signals")
+def test_an_iterator_already_shut_down_is_not_touched() -> None:
+    dl = DataLoader(list(range(4)), batch_size=2, num_workers=1)
+    it = iter(dl)
+    assert [b.tolist() for b in it] == [[0, 1], [2, 3]]  # run out: torch shut it down itself
+    end_loader_workers(it)
