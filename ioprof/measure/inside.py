@@ -216,9 +216,15 @@ class InsideRecorder:
         ]
         kept = [f for f in fits if f is not None]
         growth = pooled_slope([f.points for f in kept]) if kept else None
+        # from one epoch to the next, each worker's readings after its warm-up however few: the
+        # comparison is at the same point of two epochs, whose interval says what so few can tell,
+        # not a slope over the run, which needs its samples and readings (``_after_warmup``)
         epochs = (
             across_epochs(
-                {pid: f.points for pid, f in zip(producers, fits, strict=True) if f is not None},
+                {
+                    pid: _warm_points(rs, [r for r in rows if r["pid"] == pid], batch)
+                    for pid, rs in producers.items()
+                },
                 epoch_starts(rows, self.pass_starts_s),
             )
             if self.persistent and workers
@@ -361,18 +367,25 @@ class GrowthFit:
     revisited: bool  # it produced more samples than the dataset holds: indices seen again
 
 
+def _warm_points(
+    readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]], batch: int
+) -> list[tuple[float, float]]:
+    """One process's (samples produced, USS) after its warm-up (a fresh worker's first batches and
+    first share of samples, whose allocations are no growth), however few."""
+    series = _samples_vs_uss(readings, rows)
+    if not series:
+        return []
+    warm = max(GROWTH_WARMUP_BATCHES * batch, GROWTH_WARMUP_SHARE * series[-1][0])
+    return [(x, y) for x, y in series if x >= warm]
+
+
 def _after_warmup(
     readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]], batch: int, epoch: int | None
 ) -> GrowthFit | None:
-    """One process's (samples produced, USS) after its warm-up, or None when too few are left.
-    ``revisited``: it went on growing after it had produced as many samples as the dataset
-    holds (``epoch``) — over indices it had seen."""
-    series = _samples_vs_uss(readings, rows)
-    if not series:
-        return None
-    total = series[-1][0]
-    warm = max(GROWTH_WARMUP_BATCHES * batch, GROWTH_WARMUP_SHARE * total)
-    points = [(x, y) for x, y in series if x >= warm]
+    """One process's (samples produced, USS) after its warm-up, or None when too few are left for
+    a slope over the run. ``revisited``: it went on growing after it had produced as many samples
+    as the dataset holds (``epoch``) — over indices it had seen."""
+    points = _warm_points(readings, rows, batch)
     spanned = int(points[-1][0] - points[0][0]) if len(points) >= 2 else 0
     if len(points) < GROWTH_MIN_READINGS or spanned < GROWTH_MIN_SAMPLES:
         return None

@@ -182,6 +182,37 @@ def test_a_leaking_dataset_whose_workers_live_one_epoch_gets_its_peak_and_no_lea
     assert "each worker reaches about" in report and "a leak" not in report
 
 
+class _KeepsSlowly(KeepsEverything):
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        time.sleep(0.03)  # an epoch of 80 samples on 2 workers: 1.2 s, a few readings a worker
+        return super().__getitem__(i)
+
+
+def test_two_short_epochs_of_persistent_workers_are_compared_however_few_samples_they_span() -> None:
+    """Each worker makes 40 samples an epoch: two epochs span fewer after its warm-up than a slope
+    over the run needs (``GROWTH_MIN_SAMPLES``), but what each holds at the same point of both
+    epochs is still compared, with the interval so few readings give (timm's train.py on the rig:
+    60 samples a worker an epoch, two epochs)."""
+    from ioprof.core.thresholds import GROWTH_MIN_SAMPLES
+
+    kept = 256 * 1024
+    loader = DataLoader(
+        _KeepsSlowly(80, kept), batch_size=8, shuffle=True, num_workers=2, persistent_workers=True
+    )
+    samples_a_worker = 2 * 80 // 2  # two epochs of 80 on 2 workers
+    assert samples_a_worker < GROWTH_MIN_SAMPLES  # fewer than a slope over the run needs, as on the rig
+    with ioprof.watch(steps=100_000, seconds=None, probe=False) as w:
+        for _ in range(2):
+            for _x, _y in loader:
+                pass
+    (cell,) = w.result().cells
+    m = cell.inside.memory if cell.inside else None
+    assert m is not None and m.growth_bytes_per_1000_samples is None, m  # no slope over the run
+    assert m.epochs_seen == 2 and m.epoch_growth_bytes is not None, m
+    assert m.epoch_growth_low is not None and m.epoch_growth_high is not None
+    assert m.epoch_growth_low <= 40 * kept <= m.epoch_growth_high, m
+
+
 def test_a_persistent_worker_is_read_at_every_epoch_however_costly_its_readings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
