@@ -190,6 +190,20 @@ class InsideRecorder:
             for pid, rs in readings.items()
         }
 
+    def _epochs(
+        self, producers: Mapping[int, Sequence[ProcessReading]], rows: Sequence[dict[str, Any]], batch: int
+    ) -> EpochGrowth:
+        """Persistent workers from one epoch to the next: each one's readings after its warm-up,
+        however few. The comparison is at the same point of two epochs, whose interval says what so
+        few can tell; not a slope over the run, which needs its samples and readings (``_after_warmup``)."""
+        return across_epochs(
+            {
+                pid: _warm_points(rs, [r for r in rows if r["pid"] == pid], batch)
+                for pid, rs in producers.items()
+            },
+            epoch_starts(rows, self.pass_starts_s),
+        )
+
     def _memory(self, rows: Sequence[dict[str, Any]], start_s: float, end_s: float) -> WorkerMemory | None:
         from ioprof.host.machine import memory_for_cache
 
@@ -216,20 +230,7 @@ class InsideRecorder:
         ]
         kept = [f for f in fits if f is not None]
         growth = pooled_slope([f.points for f in kept]) if kept else None
-        # from one epoch to the next, each worker's readings after its warm-up however few: the
-        # comparison is at the same point of two epochs, whose interval says what so few can tell,
-        # not a slope over the run, which needs its samples and readings (``_after_warmup``)
-        epochs = (
-            across_epochs(
-                {
-                    pid: _warm_points(rs, [r for r in rows if r["pid"] == pid], batch)
-                    for pid, rs in producers.items()
-                },
-                epoch_starts(rows, self.pass_starts_s),
-            )
-            if self.persistent and workers
-            else None
-        )
+        epochs = self._epochs(producers, rows, batch) if self.persistent and workers else None
         lives = (
             one_life_peak(
                 [_samples_vs_uss(rs, [r for r in rows if r["pid"] == pid]) for pid, rs in workers.items()],
