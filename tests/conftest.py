@@ -83,9 +83,11 @@ def figure() -> Callable[[str], None]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every end-to-end test runs a live rig: marked ``rig``, so that the inner loop
-    (``pytest -m "not rig"``) leaves them out, as it leaves out the unit tests marked so."""
+    (``pytest -m "not rig"``) leaves them out, as it leaves out the unit tests marked so — except
+    those marked ``shares_cores``, which time nothing against the host and run beside another."""
     for item in items:
-        if "tests/e2e/" in item.nodeid or item.nodeid.startswith("e2e/"):
+        e2e = "tests/e2e/" in item.nodeid or item.nodeid.startswith("e2e/")
+        if e2e and item.get_closest_marker("shares_cores") is None:
             item.add_marker(pytest.mark.rig)
 
 

@@ -21,6 +21,8 @@ from paths import tree_digest
 
 REPO = paths.REPO
 
+# each run survives a failure or leaves the data as it was: nothing timed against the host
+pytestmark = pytest.mark.shares_cores
 
 FIXTURES = REPO / "datasets_fixtures" / "awkward"
 

@@ -163,6 +163,7 @@ def test_inside_the_scripts_workers_a_planted_blur_leads_on_one_oversubscribed_c
 
 
 @pytest.mark.slow
+@pytest.mark.shares_cores  # an exit code and what was kept: nothing timed against the host
 def test_a_crash_passes_its_exit_code_and_keeps_what_was_observed(small_folder: Path, tmp_path: Path) -> None:
     """A script that raises after 25 steps: its exit code and traceback pass through, and what was
     observed is kept. Its --out holds an earlier run's observation (``tests/data``: a real one, of
