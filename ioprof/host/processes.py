@@ -8,8 +8,10 @@ import atexit
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -127,16 +129,18 @@ def quick_exit(code: int | str | None) -> NoReturn:
     os._exit(rc)
 
 
-def end_loader_workers(iterator: object) -> None:
+def end_loader_workers(iterator: object, unfinished: Callable[[list[str]], None] | None = None) -> None:
     """Shut a DataLoader iterator's workers down at once, whatever batch each is making.
 
-    torch's own shutdown lets each worker finish the batch in hand before it exits: after a
-    measurement that is work nobody measures, and with batches of 256 it costs a turn of the
-    workers (seconds at 8 workers) before the next measurement can start. Every batch a worker
-    finished is in its rows already (``stages`` writes one line per batch), so nothing measured is
-    lost. The workers' pids are taken off torch's watch first, which would otherwise take the
-    signal for a worker that failed; then the iterator's own shutdown joins them. An iterator
-    without workers (or not torch's) is left to its own end."""
+    torch's own shutdown lets each worker finish the batch in hand: after a measurement that is
+    work nobody measures, and with batches of 256 it costs a turn of the workers (seconds at 8
+    workers) before the next measurement can start. Every batch a worker finished is in its rows
+    already (``stages`` writes one line per batch), so nothing measured is lost. The workers' pids
+    are taken off torch's watch first, which would otherwise take the signal for a worker that
+    failed; they are frozen (SIGSTOP: none opens another file), ended, and the iterator's own
+    shutdown joins them. ``unfinished``: given the files they had open, once they are gone, to do
+    what a worker would have done with a file it was reading (the cold regime drops its pages once
+    read). An iterator without workers (or not torch's) is left to its own end."""
     workers = getattr(iterator, "_workers", None)
     shutdown = getattr(iterator, "_shutdown_workers", None)
     if not workers or shutdown is None or getattr(iterator, "_shutdown", True):
@@ -146,7 +150,18 @@ def end_loader_workers(iterator: object) -> None:
 
         signal_handling._remove_worker_pids(id(iterator))
         iterator._worker_pids_set = False  # type: ignore[attr-defined]
-    for w in workers:
-        with contextlib.suppress(Exception):  # one already gone
-            w.kill()
+    pids = [w.pid for w in workers if w.pid and w.is_alive()]
+    for pid in pids:
+        with contextlib.suppress(OSError):  # one already gone
+            os.kill(pid, signal.SIGSTOP)
+    open_now: list[str] = []
+    if unfinished is not None:
+        for pid in pids:
+            with contextlib.suppress(psutil.Error):
+                open_now += [f.path for f in psutil.Process(pid).open_files()]
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
     shutdown()
+    if unfinished is not None and open_now:
+        unfinished(open_now)

@@ -34,7 +34,7 @@ from ioprof.core.vocab import cache_regime
 from ioprof.datasets.dataset import Dataset
 from ioprof.host import iocounters
 from ioprof.host.fetched import FetchReadings, FetchSnapshot, MountCounters, bytes_read, decide
-from ioprof.host.pagecache import keep_warm, prepare, verify_after, verify_warm_after
+from ioprof.host.pagecache import evict, keep_warm, prepare, verify_after, verify_warm_after
 from ioprof.host.processes import end_loader_workers
 from ioprof.host.telemetry import GpuSampler
 from ioprof.measure import stage_rows, stages, steptiming
@@ -338,7 +338,8 @@ def _run_cell(
         telemetry = gpu.stop()
         if undo is not None:
             undo()
-        end_loader_workers(it)  # the window is over: what the workers make now is not measured
+        # the window is over: what the workers make now is not measured
+        end_loader_workers(it, partial(_unfinished_reads, plan, cache))
         del it
     result = _cell_result(
         plan,
@@ -357,6 +358,16 @@ def _run_cell(
         result = replace(result, produced=stage_rows.produced(folder, window_start, io_after.at_s))
     main = [(stages.PIN, pins.between(None, window_start, io_after.at_s)), (stages.WAIT, window.waits)]
     return replace(result, inside=inside.result(window_start, io_after.at_s, main))
+
+
+def _unfinished_reads(plan: CellPlan, cache: CacheInfo, open_paths: list[str]) -> None:
+    """The files of the dataset that workers ended mid-read had open: in the cold regime their
+    pages are dropped, as the workers would have dropped them once read (``read_file``), so that
+    the window's files are found as cold after it as the loader keeps them."""
+    if not cache.evict_after_read or plan.sample is not None or plan.dataset.fs.object_store:
+        return
+    root = os.path.realpath(plan.dataset.root)
+    evict(p for p in open_paths if os.path.commonpath([root, os.path.realpath(p)]) == root)
 
 
 def _train(step: TrainStep, batch: Batch) -> StepEvents | None:

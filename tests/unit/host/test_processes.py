@@ -64,3 +64,37 @@ def test_an_iterator_already_shut_down_is_not_touched() -> None:
     it = iter(dl)
     assert [b.tolist() for b in it] == [[0, 1], [2, 3]]  # run out: torch shut it down itself
     end_loader_workers(it)
+
+
+class _HoldsAFileOpen(Dataset):
+    """Its first batch at once; then each sample opens its file and stalls inside the read."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __len__(self) -> int:
+        return 1000
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        if i >= 1:
+            with open(self.path, "rb") as f:
+                f.read(1)
+                time.sleep(SLOW_BATCH_S)
+        return torch.zeros(4)
+
+
+def test_the_files_workers_had_open_when_ended_are_handed_on(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A worker ended mid-read leaves undone what it does once a file is read (the cold regime
+    drops the file's pages): the files it had open are handed to whoever finishes it."""
+    held = tmp_path / "sample.bin"
+    held.write_bytes(b"x" * 4096)
+    it = iter(DataLoader(_HoldsAFileOpen(str(held)), batch_size=1, num_workers=1, shuffle=False))
+    next(it)
+    deadline = time.monotonic() + 30
+    while not any(f.path == str(held) for f in psutil.Process(it._workers[0].pid).open_files()):
+        assert time.monotonic() < deadline, "the worker never opened its file"
+        time.sleep(0.05)
+    handed: list[list[str]] = []
+    end_loader_workers(it, handed.append)
+    assert handed == [[str(held)]]
+    del it
