@@ -96,5 +96,6 @@ def test_the_files_workers_had_open_when_ended_are_handed_on(tmp_path) -> None: 
         time.sleep(0.05)
     handed: list[list[str]] = []
     end_loader_workers(it, handed.append)
-    assert handed == [[str(held)]]
+    (open_then,) = handed  # once, with every file it had open (stdout redirected to a file, too)
+    assert str(held) in open_then, open_then
     del it
