@@ -191,18 +191,13 @@ class InsideRecorder:
         }
 
     def _epochs(
-        self, producers: Mapping[int, Sequence[ProcessReading]], rows: Sequence[dict[str, Any]], batch: int
+        self, warm: Mapping[int, list[tuple[float, float]]], rows: Sequence[dict[str, Any]]
     ) -> EpochGrowth:
-        """Persistent workers from one epoch to the next: each one's readings after its warm-up,
-        however few. The comparison is at the same point of two epochs, whose interval says what so
-        few can tell; not a slope over the run, which needs its samples and readings (``_after_warmup``)."""
-        return across_epochs(
-            {
-                pid: _warm_points(rs, [r for r in rows if r["pid"] == pid], batch)
-                for pid, rs in producers.items()
-            },
-            epoch_starts(rows, self.pass_starts_s),
-        )
+        """Persistent workers from one epoch to the next: each one's readings after its warm-up
+        (``warm``), however few. The comparison is at the same point of two epochs, whose interval
+        says what so few can tell; not a slope over the run, which needs its samples and readings
+        (``_after_warmup``)."""
+        return across_epochs(warm, epoch_starts(rows, self.pass_starts_s))
 
     def _memory(self, rows: Sequence[dict[str, Any]], start_s: float, end_s: float) -> WorkerMemory | None:
         from ioprof.host.machine import memory_for_cache
@@ -224,22 +219,23 @@ class InsideRecorder:
             workers.setdefault(pid, [])
         producers = workers or {os.getpid(): main}  # no workers: the training process produces the samples
         batch = max((int(r["n"]) for r in rows), default=1)
-        fits = [
-            _after_warmup(rs, [r for r in rows if r["pid"] == pid], batch, self.samples_per_epoch)
-            for pid, rs in producers.items()
-        ]
+        own: dict[int, list[dict[str, Any]]] = {}
+        for r in rows:
+            own.setdefault(r["pid"], []).append(r)
+        warm = {pid: _warm_points(rs, own.get(pid, []), batch) for pid, rs in producers.items()}
+        fits = [_after_warmup(points, self.samples_per_epoch) for points in warm.values()]
         kept = [f for f in fits if f is not None]
         growth = pooled_slope([f.points for f in kept]) if kept else None
-        epochs = self._epochs(producers, rows, batch) if self.persistent and workers else None
+        epochs = self._epochs(warm, rows) if self.persistent and workers else None
         lives = (
             one_life_peak(
-                [_samples_vs_uss(rs, [r for r in rows if r["pid"] == pid]) for pid, rs in workers.items()],
+                [_samples_vs_uss(rs, own.get(pid, [])) for pid, rs in workers.items()],
                 (self.samples_per_epoch or 0) / self.workers,
             )
             if workers and not self.persistent and self.samples_per_epoch
             else None
         )
-        latest = [_last(rs, [r for r in rows if r["pid"] == pid]) for pid, rs in workers.items()]
+        latest = [_last(rs, own.get(pid, [])) for pid, rs in workers.items()]
         last = [m for m in latest if m is not None]
         available, source = memory_for_cache()
         shm = self.shm_at_start
@@ -380,13 +376,10 @@ def _warm_points(
     return [(x, y) for x, y in series if x >= warm]
 
 
-def _after_warmup(
-    readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]], batch: int, epoch: int | None
-) -> GrowthFit | None:
-    """One process's (samples produced, USS) after its warm-up, or None when too few are left for
-    a slope over the run. ``revisited``: it went on growing after it had produced as many samples
-    as the dataset holds (``epoch``) — over indices it had seen."""
-    points = _warm_points(readings, rows, batch)
+def _after_warmup(points: list[tuple[float, float]], epoch: int | None) -> GrowthFit | None:
+    """One process's (samples produced, USS) after its warm-up (``_warm_points``), or None when too
+    few are left for a slope over the run. ``revisited``: it went on growing after it had produced
+    as many samples as the dataset holds (``epoch``) — over indices it had seen."""
     spanned = int(points[-1][0] - points[0][0]) if len(points) >= 2 else 0
     if len(points) < GROWTH_MIN_READINGS or spanned < GROWTH_MIN_SAMPLES:
         return None
