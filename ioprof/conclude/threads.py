@@ -7,7 +7,7 @@ written in Python), threads take turns: they make what one process alone makes. 
 the GIL (decode in PIL, torchvision's tensor ops), threads work at once, as processes do: they
 make what the processes make, less Python's own steps around each sample. The threads' rate is
 called by the reading it is nearer — below or above midway between one process alone and the
-processes — and only where its whole interval, and the midway's, lie on one side. Where the
+processes — and only where its distance from midway is beyond that distance's interval. Where the
 processes gain nothing over one process alone, there is nothing for threads to keep or lose, and
 no call.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ioprof.core.results import DatasetCeilings
-from ioprof.core.stats import Interval, quotient
+from ioprof.core.stats import Interval, combination, quotient
 
 ThreadsCall = Literal["holds-the-gil", "releases-the-gil", "no-gain", "undecided"]
 
@@ -54,13 +54,15 @@ def threads_against_processes(dc: DatasetCeilings) -> ThreadsAgainstProcesses | 
 
 def call_of(threads: Interval, processes: Interval, one: Interval) -> ThreadsCall:
     """Threads' rate against the two readings it can be nearer: one process alone (the GIL
-    held) or the processes at the same count (released)."""
+    held) or the processes at the same count (released). The three are measured apart, so the
+    distances compared carry all three intervals, in quadrature (``stats.combination``)."""
     if not (threads.known and processes.known and one.known):
         return "undecided"
-    if processes.low <= one.high:
+    if combination([(1.0, processes), (-1.0, one)]).low <= 0:
         return "no-gain"  # the processes' gain over one alone is not confirmed: nothing to tell apart
-    if threads.high < (one.low + processes.low) / 2:
+    past_midway = combination([(1.0, threads), (-0.5, one), (-0.5, processes)])
+    if past_midway.high < 0:
         return "holds-the-gil"
-    if threads.low > (one.high + processes.high) / 2:
+    if past_midway.low > 0:
         return "releases-the-gil"
     return "undecided"

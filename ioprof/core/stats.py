@@ -263,6 +263,19 @@ def quotient(top: Interval, bottom: Interval, times: float = 1.0) -> Interval:
     return Interval(value, low, high, min(top.batches, bottom.batches))
 
 
+def combination(terms: Sequence[tuple[float, Interval]]) -> Interval:
+    """Σ c·x over independent readings x, its 95 % interval from theirs: each reading's half-width
+    on the side it moves the sum, scaled by c, in quadrature (the bounds of independent intervals
+    do not add: both readings at their far ends at once is far rarer than 5 %). Unknown where any
+    reading is."""
+    value = sum(c * x.value for c, x in terms)
+    if not all(x.known for _, x in terms):
+        return Interval.unknown(value)
+    down = math.sqrt(sum((c * ((x.value - x.low) if c > 0 else (x.high - x.value))) ** 2 for c, x in terms))
+    up = math.sqrt(sum((c * ((x.high - x.value) if c > 0 else (x.value - x.low))) ** 2 for c, x in terms))
+    return Interval(value, value - down, value + up, min(x.batches for _, x in terms))
+
+
 def groups(n: int, min_group: int = 1, max_groups: int = MAX_BATCHES) -> list[range]:
     """Split ``n`` consecutive samples into at most ``max_groups`` near-equal groups.
 

@@ -222,9 +222,8 @@ def _threads(dc: DatasetCeilings, result: SweepResult) -> list[str]:
         ]
     if x.call == "undecided":
         return [
-            lead
-            + ": the threads' interval reaches midway between one process's rate and the processes' — not "
-            "decided whether its work holds the GIL.",
+            lead + ": the threads' rate is within its interval of midway between one process's rate and the "
+            "processes' — not decided whether its work holds the GIL.",
             "",
         ]
     return [lead + ": " + _threads_serve(x, dc, result), ""]

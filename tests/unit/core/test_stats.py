@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ioprof.core.stats import percentile, share_below, summarize
+from ioprof.core.stats import Interval, combination, percentile, share_below, summarize
 
 
 def test_percentile_interpolates_like_numpy() -> None:
@@ -234,3 +234,11 @@ def test_a_start_up_burst_is_cut_in_whole_batches_and_a_steady_start_is_not() ->
     assert cut.value == pytest.approx(40_000 / 0.02) and cut.value < whole.value
     with pytest.raises(ValueError):
         steady_start([1.0], [1.0, 2.0])
+
+
+def test_a_combination_of_readings_measured_apart_takes_their_half_widths_in_quadrature() -> None:
+    a, b = Interval(10.0, 7.0, 14.0, 5), Interval(4.0, 3.0, 8.0, 9)
+    d = combination([(1.0, a), (-1.0, b)])
+    # down: a's 3 below, b's 4 above; up: a's 4 above, b's 1 below
+    assert (d.value, d.low, d.high, d.batches) == (6.0, 1.0, 6.0 + math.sqrt(17.0), 5)
+    assert not combination([(1.0, a), (1.0, Interval.unknown(3.0))]).known
