@@ -4,8 +4,8 @@ apart without ioprof knowing anything of the dataset — and the verdict follows
 
 from __future__ import annotations
 
-import socketserver
-import threading
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,32 +17,41 @@ from torch.utils.data import DataLoader, Dataset
 import ioprof
 from ioprof.core.thresholds import KERNEL_SPLIT_MIN_UNITS
 
-DELAY_S = 0.03
+DELAY_S = 0.03  # a spinning sample's CPU time
+BATCH = 2
 
-
-class _Slow(socketserver.BaseRequestHandler):
-    def handle(self) -> None:
-        self.request.recv(1)
-        time.sleep(DELAY_S)  # the source takes its time
+# The slow source: a server in a process of its own (threads of it in the training process would
+# take the training thread's GIL and be counted as its receiving), answering each request after
+# the milliseconds the request names.
+SERVER = """
+import socketserver, sys, time
+class Slow(socketserver.BaseRequestHandler):
+    def handle(self):
+        ms = int(self.request.recv(16))
+        time.sleep(ms / 1000)
         self.request.sendall(b"x")
+server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Slow)
+server.daemon_threads = True
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
 
 
 @pytest.fixture(scope="module")
 def slow_server() -> Iterator[int]:
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Slow)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with subprocess.Popen([sys.executable, "-c", SERVER], stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            yield int(proc.stdout.readline())
+        finally:
+            proc.kill()
 
 
 class SleepsInRecv(Dataset):  # type: ignore[type-arg]
-    """Each sample asks a server that answers after DELAY_S: the worker sleeps in recv()."""
+    """Each sample asks a server that answers after ``delay_s``: the worker sleeps in recv()."""
 
-    def __init__(self, port: int) -> None:
-        self.port = port
+    def __init__(self, port: int, delay_s: float) -> None:
+        self.port, self.ms = port, round(delay_s * 1000)
 
     def __len__(self) -> int:
         return 10_000
@@ -51,9 +60,26 @@ class SleepsInRecv(Dataset):  # type: ignore[type-arg]
         import socket
 
         with socket.create_connection(("127.0.0.1", self.port)) as s:
-            s.sendall(b"?")
+            s.sendall(str(self.ms).encode())
             s.recv(1)
         return torch.zeros(3, 8, 8), i % 2
+
+
+def _source_delay_s(port: int) -> float:
+    """A source delay a sample, so that a batch's wait is at least 10 parts source to 1 of
+    everything else this host does for it (the request, the worker's collate and send, the
+    training process's receive and step), measured first with a source that answers at once."""
+    loader = DataLoader(SleepsInRecv(port, 0.0), batch_size=BATCH, num_workers=1)
+    times = []
+    t = time.perf_counter()
+    for i, _ in enumerate(loader):
+        now = time.perf_counter()
+        times.append(now - t)
+        t = now
+        if i == 40:
+            break
+    rest_s = sorted(times[10:])[len(times[10:]) // 2]  # past the worker's start, the median batch
+    return max(DELAY_S, 10 * rest_s / BATCH)
 
 
 class Spins(Dataset):  # type: ignore[type-arg]
@@ -85,9 +111,9 @@ def _train(loader: DataLoader, steps: int) -> None:  # type: ignore[type-arg]
 @pytest.mark.rig  # a spinning worker is told from one waiting for a core only on a machine to itself
 @pytest.mark.parametrize("kind", ["sleeps-in-recv", "spins"])
 def test_what_the_awaited_worker_did_decides_the_stage(kind: str, slow_server: int, tmp_path: Path) -> None:
-    ds = SleepsInRecv(slow_server) if kind == "sleeps-in-recv" else Spins()
+    ds = SleepsInRecv(slow_server, _source_delay_s(slow_server)) if kind == "sleeps-in-recv" else Spins()
     # one worker: on these two cores a second spinning worker would take the training loop's core
-    loader = DataLoader(ds, batch_size=2, num_workers=1)
+    loader = DataLoader(ds, batch_size=BATCH, num_workers=1)
     # 80 steps for a window of 30: room for the pauses a loaded machine makes (each drops a unit
     # and the batches queued meanwhile)
     with ioprof.watch(steps=30, seconds=None) as w:
