@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ioprof.core.version import __version__
+
+__all__ = ["__version__", "load", "watch"]
 
 
 def watch(loader=None, *, steps: int = 100, seconds: float | None = 60.0, probe: bool = True):  # type: ignore[no-untyped-def]

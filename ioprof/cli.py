@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NoReturn
 
-from ioprof import __version__
 from ioprof.core.errors import IoprofError
+from ioprof.core.version import __version__
 from ioprof.host.processes import quick_exit
 
 # Subcommands in the order ``ioprof --help`` lists them; each is ioprof.commands.<name>.

@@ -14,9 +14,9 @@ from typing import Protocol
 
 import torch
 
-from ioprof import __version__
 from ioprof.core.config import RunLength
 from ioprof.core.results import MachineInfo, RunInfo
+from ioprof.core.version import __version__
 from ioprof.host.machine import machine_info
 from ioprof.host.telemetry import NvmlStatus, nvml_for_device
 

@@ -12,7 +12,6 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
-from ioprof import __version__
 from ioprof.core.config import LoaderSetting
 from ioprof.core.counts import (
     MACHINE_WIDE_FETCH_METHODS,
@@ -41,6 +40,7 @@ from ioprof.core.results import (
     WaitSplit,
 )
 from ioprof.core.stats import data_wait_share
+from ioprof.core.version import __version__
 
 # -- observations → result ---------------------------------------------------------------------
 

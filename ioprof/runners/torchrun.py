@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ioprof
 from ioprof.runners.rank import RANK_ERROR_MARK
 
 
@@ -73,7 +72,7 @@ def failure_reason(log_text: str, returncode: int | None) -> str:
 
 def _package_path() -> str:
     """The folder that holds the ``ioprof`` package, so that ranks import this very copy."""
-    return str(Path(ioprof.__file__).resolve().parent.parent)
+    return str(Path(__file__).resolve().parents[2])
 
 
 def launch(ranks: int, config: dict[str, Any], workdir: Path, name: str, timeout_s: float) -> Launched:
