@@ -40,6 +40,7 @@ from ioprof.core.thresholds import (
     CONTRADICTION_MIN_BYTES,
     CONTRADICTION_SHARE,
     DATASET_TO_RAM_FOR_COLD_EPOCHS,
+    FETCHED_NOTHING_SHARE,
     FETCHED_VS_STORAGE_TOLERANCE,
     PUBLISHED_SHARE_TUNED,
 )
@@ -327,8 +328,10 @@ def workers_exceed_cores(result: SweepResult) -> list[Finding]:
 def datasets_fit_in_ram(result: SweepResult) -> list[Finding]:
     """Datasets the page cache could hold: later epochs come from RAM — said only where the size is
     known and the filesystem was checked to keep read pages; on one that drops them (sshfs, a URL
-    fetched again at each read) every epoch reads the storage, said apart. A dataset whose size or
-    filesystem is unknown gets no claim either way."""
+    fetched again at each read) every epoch reads the storage, said apart — unless a window of its
+    loader fetched none of what it read (a cache of its own, filled by its first pass: WebDataset's
+    ``cache_dir``, a streaming dataset's local copy). A dataset whose size or filesystem is unknown
+    gets no claim either way."""
     ram = result.machine.ram_for_cache_bytes or result.machine.ram_bytes
     small = [
         i
@@ -336,7 +339,9 @@ def datasets_fit_in_ram(result: SweepResult) -> list[Finding]:
         if i.total_bytes is not None and i.total_bytes * DATASET_TO_RAM_FOR_COLD_EPOCHS <= ram
     ]
     kept = [i for i in small if i.keeps_pages is True and i.fs_type]
-    dropped = [i for i in small if i.keeps_pages is False and i.fs_type]
+    dropped = [
+        i for i in small if i.keeps_pages is False and i.fs_type and not _read_from_a_copy(result, i.label)
+    ]
     out: list[Finding] = []
     if kept:
         out.append(
@@ -356,6 +361,17 @@ def datasets_fit_in_ram(result: SweepResult) -> list[Finding]:
     if dropped:
         out.append(PagesNotKept(tuple(i.label for i in dropped), tuple(i.fs_type or "" for i in dropped)))
     return out
+
+
+def fetched_nothing(cell: CellResult) -> bool:
+    """Whether the cell's window fetched none of the bytes it read (its fetch measured)."""
+    share = cell.verdict.storage_miss_ratio if cell.verdict is not None else None
+    return share is not None and share <= FETCHED_NOTHING_SHARE
+
+
+def _read_from_a_copy(result: SweepResult, label: str) -> bool:
+    """Whether a measured window of this dataset fetched none of the bytes it read."""
+    return any(fetched_nothing(c) for c in _ok(result) if c.dataset == label)
 
 
 def _longest_epoch_s(result: SweepResult, labels: Sequence[str]) -> float | None:

@@ -36,7 +36,11 @@ def _judged(lo: ObservedLoader, cell: CellResult) -> FirstPassWaits | None:
         return None
     unit_s = (sum(cell.wait_s) + sum(cell.step_s)) / cell.steps  # a batch of the window
     wait_s = sum(cell.wait_s) / cell.steps
-    batches = lo.batches_per_pass or max(b.batches + cell.steps, lo.batches // max(1, lo.passes))
+    # the pass's length: its loader's len(), or where it has none (an IterableDataset), what the
+    # first pass held once it ended — its window can run on into the next pass
+    first = lo.pass_starts[0] if lo.pass_starts else None
+    ended = first.batches if first is not None and first.pass_s is not None else None
+    batches = lo.batches_per_pass or ended or max(b.batches + cell.steps, lo.batches // max(1, lo.passes))
     rest = max(0, batches - b.batches)
     pass_s = b.seconds + rest * unit_s
     pass_wait = b.wait_s + rest * wait_s

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from ioprof.conclude import boundaries, inside
-from ioprof.conclude.checks import findings
+from ioprof.conclude.checks import fetched_nothing, findings
 from ioprof.conclude.firstpass import first_pass
 from ioprof.core.config import LoaderSetting
 from ioprof.core.findings import (
@@ -37,6 +37,7 @@ from ioprof.core.results import (
 )
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import (
+    FETCHED_NOTHING_SHARE,
     KERNEL_SPLIT_MIN_UNITS,
     PUBLISHED_SHARE_TUNED,
     READ_CALLS_MIN_SHARE,
@@ -90,7 +91,7 @@ def storage_rate(s: StorageCeiling, cell: CellResult) -> float:
     share = s.img_per_s / max(1, s.shared_by)  # read for several ranks together: each its share
     miss = fetched_share(cell, s)
     miss = 1.0 if miss is None else miss
-    return share / miss if miss > 0.01 else math.inf
+    return share / miss if miss > FETCHED_NOTHING_SHARE else math.inf
 
 
 def storage_for(cell: CellResult, ceilings: DatasetCeilings | None) -> StorageCeiling | None:
@@ -459,6 +460,7 @@ def advise(
         best_cell_workers=top.workers if top else None,
         best_cell_wait_share=top.data_wait_share if top else None,
         consumer=consumer,
+        window_read_a_copy=top is not None and top.cache.regime == "as-is" and fetched_nothing(top),
         **decode,
         **storage,
     )

@@ -108,6 +108,8 @@ class Advice:
     best_decode_interval: Interval | None = None
     storage_mb_per_s_interval: Interval | None = None  # the best cold storage ceiling's MB/s
     workers_needed_interval: Interval | None = None  # img/s of the ceiling that meets the demand
+    # the best cell, as the user's script ran it, fetched none of what it read: a copy fed it
+    window_read_a_copy: bool = False
 
 
 # -- the run as a whole ------------------------------------------------------------------------

@@ -26,6 +26,10 @@ DECODE_ABOVE_COMPUTE = 2.0
 # bytes storage delivered is then what was fetched ÷ those bytes (the Hugging Face run in the tests
 # read 5 kB through read() for 184 rows of 40 kB; a read() loader reads at least what it decodes).
 READ_CALLS_MIN_SHARE = 0.1
+# A loader that fetched at most this share of the bytes it read was not fed by its storage in its
+# window: its reads came from a copy (the page cache, or a cache of its own that its first pass
+# filled) — storage limits nothing there, and every epoch does not read it.
+FETCHED_NOTHING_SHARE = 0.01
 # Storage "suffices" with this headroom over the bandwidth training draws.
 STORAGE_HEADROOM = 1.2
 # Storage "scales with readers" (per-file latency, not bandwidth, limits it) when the most

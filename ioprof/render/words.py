@@ -199,6 +199,11 @@ def _storage_need(a: f.Advice) -> str:
             None: "",
         }[a.storage_suffices]
         where = f"; storage delivers {_storage_mb(a)} MB/s cold" + (f", {verdict}" if verdict else "")
+    if a.window_read_a_copy:
+        where += (
+            " — in a pass that reads it from storage: in its window it fetched none of what it read (a "
+            "copy served it: a cache of its own, or the page cache)"
+        )
     if a.storage_mb_per_s_needed is None or a.mean_file_bytes is None:
         return (
             f"{a.consumer.capitalize()} at {rate(a.demand_img_per_s)} img/s (the pace its step allows): the bytes "

@@ -37,6 +37,9 @@ def parse() -> argparse.Namespace:
     )
     p.add_argument("--classes", default=4, type=int)
     p.add_argument("--shuffle", default=64, type=int, help="samples in each worker's shuffle buffer")
+    p.add_argument(
+        "--cache-dir", default=None, help="download each shard whole into this folder before reading it"
+    )
     return p.parse_args()
 
 
@@ -52,7 +55,7 @@ def main() -> int:
         ]
     )
     dataset = (
-        wds.WebDataset(args.urls, shardshuffle=100, nodesplitter=wds.split_by_node)
+        wds.WebDataset(args.urls, shardshuffle=100, nodesplitter=wds.split_by_node, cache_dir=args.cache_dir)
         .shuffle(args.shuffle)
         .decode("pil")
         .to_tuple("jpg", "cls")

@@ -147,10 +147,57 @@ def _place(work: Path, sets: dict[str, Path], into: Path) -> dict[str, object]:
     }
 
 
+CACHED_LINK_MBIT = 8.0  # the rig's own link (``tests/e2e/test_run_netfs.py``)
+
+
+def _cached_shards(work: Path, sets: dict[str, Path], into: Path) -> dict[str, object]:
+    """WebDataset with ``cache_dir`` over a shaped link (root: ``tests/support/netfs.py``): two
+    tar shards of 640 small photographs, one a worker, each downloaded whole before its first
+    sample is yielded; two epochs, the second read from the cache. The ground truths beside it:
+    the shards' bytes (what the server holds, and what the cache holds after), and a plain
+    client's rate over the same link."""
+    import netfs
+
+    from ioprof.datasets.discover import find_images
+    from ioprof.runners.pipelines import write_shards
+
+    with netfs.net_mount(work / "rig", CACHED_LINK_MBIT) as mount:
+        src = work / "src"
+        generate(DatasetSpec(128, 96, 640, seed=4), src)
+        images = find_images(src)
+        shards, _, _ = write_shards(images.paths, images.labels, mount.export / "whole", 4_300_000)
+        base = mount.serve_http()
+        urls = [f"{base}/whole/{Path(s).name}" for s in shards]
+        plain = mount.plain_http(urls[:1])
+        cache = work / "cache"
+        cache.mkdir()
+        brace = f"{base}/whole/shard-{{00000..{len(urls) - 1:05d}}}.tar"
+        script = REPO / "tests" / "scripts" / "train_webdataset.py"
+        out = work / "run"
+        p = cli.ioprof(
+            *("run", "--out", str(out), "--", sys.executable, str(script), brace),
+            *"-a squeezenet1_1 --crop 32 -b 8 -j 2 --epochs 2 --cache-dir".split(),
+            str(cache),
+            timeout=900,
+            prefix=tuple(mount.in_namespace()),
+        )
+        if p.returncode != 0:
+            raise SystemExit(f"record: the cached-shards run failed ({p.returncode}): {p.stderr[-2000:]}")
+    _keep(out, into / "two-epochs")
+    return {
+        "shards": len(shards),
+        "shard_bytes": sum(Path(s).stat().st_size for s in shards),
+        "cached_bytes": sum(f.stat().st_size for f in cache.iterdir()),
+        "link_mbit": CACHED_LINK_MBIT,
+        "plain_http_mb_per_s": plain.bytes_per_s / 1e6,
+    }
+
+
 RECORDINGS: dict[str, Callable[[Path, dict[str, Path], Path], dict[str, object]]] = {
     "compare": _compare,
     "whatif": _whatif,
     "place": _place,
+    "cached-shards": _cached_shards,
 }
 
 
