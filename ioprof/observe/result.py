@@ -70,8 +70,8 @@ def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
         own = (
             CrossCheck(
                 "own-rchar",
-                f"what the loader's processes read from {where} through pipes and TLS sockets (rchar of their "
-                "own threads: each byte once, no child's)",
+                f"what the loader's processes read, {where} through pipes and TLS sockets and any local file "
+                "alike, a cache of their own included (rchar of their own threads: each byte once, no child's)",
                 io.own_read_chars,
             )
             if io.own_read_chars is not None

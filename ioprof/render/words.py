@@ -337,8 +337,8 @@ FETCH_METHODS = {
     "unknown": "unknown: no counter on this filesystem, and not verified cold",
     "interface-rx": "bytes received on the network interface the source's host is reached by (`/proc/net/dev`): "
     "what crossed the network, for the whole host",
-    "own-rchar": "what the loader's processes were handed through pipes and TLS sockets (`rchar` of their own "
-    "threads: each byte once)",
+    "own-rchar": "what the loader's processes read: pipes, TLS sockets and any local file alike, a cache of "
+    "their own included (`rchar` of their own threads: each byte once)",
     "read-alone": "every byte of the source read alone",
     "object-gets": "the bodies of the GETs the loader's processes made to the object store or HTTP server: no page cache holds "
     "an object, so every byte read crossed the network",
