@@ -295,6 +295,8 @@ def shard_batches(
         kwargs["multiprocessing_context"] = plan.start_method
     if plan.setting.workers and plan.prefetch_factor:
         kwargs["prefetch_factor"] = plan.prefetch_factor
+    if plan.setting.workers and not plan.in_order:
+        kwargs["in_order"] = False
     return DataLoader(
         ds,
         batch_size=plan.run.batch_size,

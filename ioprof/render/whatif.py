@@ -251,7 +251,7 @@ WHY_NOT = {
     "object-store": "no page cache holds an object from a store: the local copy (loose files on the scratch "
     "folder) is the cache to compare",
     "sharded": "applies to loose image files; your data is already tar shards",
-    "sharded-not-built": "not measured on tar shards in this version",
+    "sharded-not-built": "not measured on tar shards in this version",  # results of ioprof 0.1.0
     "not-requests": "applies to data read by requests (an object store, shards over HTTP); more workers on a "
     "filesystem are the sweep's question (`ioprof sweep --workers`)",
 }

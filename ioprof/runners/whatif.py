@@ -337,8 +337,6 @@ def in_order(trial: Trial) -> AlternativeResult:
     a slow sample holds back none of the others (with one worker the order is the same)."""
     if trial.workers < 2:
         return _not("in_order", "needs-two-workers")
-    if trial.sharded:
-        return _not("in_order", "sharded-not-built")
     return _measured(trial, "in_order", trial.sample, trial.plan(trial.sample, in_order=False))
 
 

@@ -331,3 +331,32 @@ def test_in_order_false_reaches_the_dataloader_only_where_there_are_workers(smal
     )
     serial = make_loader(images.paths, images.labels, setting=LoaderSetting.serial(), in_order=False, **kw)
     assert serial.in_order is True  # no workers: batches are made in turn, in order
+
+
+def test_in_order_false_reaches_a_loader_over_shards(small_set: Path, tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from ioprof.measure.loader import shard_batches
+
+    made = _shards(find_images(small_set), tmp_path)
+    cache = SimpleNamespace(evict_after_read=False)
+
+    def plan(in_order: bool) -> Any:
+        return SimpleNamespace(
+            setting=LoaderSetting.multiprocess(2),
+            run=SimpleNamespace(batch_size=4),
+            crop_px=32,
+            prefetch_factor=None,
+            emulated=None,
+            seed=0,
+            start_method=None,
+            pin_memory=False,
+            in_order=in_order,
+        )
+
+    unordered = shard_batches(plan(False), made, None, cache)
+    assert unordered.in_order is False and shard_batches(plan(True), made, None, cache).in_order is True
+    it = iter(unordered)
+    batches = [next(it) for _ in range(4)]  # batches come, as the workers make them
+    assert all(b.images is not None and b.images.shape[0] == 4 for b in batches)
+    del it
