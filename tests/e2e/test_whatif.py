@@ -43,6 +43,7 @@ def test_on_storage_with_per_file_latency_shards_win(small_set: Path, tmp_path: 
 
 
 @pytest.mark.slow
+@pytest.mark.shares_cores  # a signal, an exit code, files removed: nothing timed against the host
 def test_ctrl_c_removes_the_scratch_folder_and_the_data_is_only_read(large_set: Path, tmp_path: Path) -> None:
     before = tree_digest(large_set)
     proc = ioprof_start(
