@@ -69,7 +69,6 @@ def test_the_sweep_skips_cells_whose_batches_cannot_fit_and_says_why(folder: Pat
     assert "/dev/shm" in report and r["analysis"]["overall_bottleneck"] != "unknown"
 
 
-@pytest.mark.shares_cores  # a warning, an exit code, a line: nothing timed against the host
 def test_run_says_in_one_line_that_a_worker_died_for_want_of_dev_shm(folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     p = with_small_shm(
@@ -103,7 +102,6 @@ def test_run_says_in_one_line_that_a_worker_died_for_want_of_dev_shm(folder: Pat
     )
 
 
-@pytest.mark.shares_cores  # a warning, an exit code, a line: nothing timed against the host
 def test_run_warns_at_the_first_batch_when_the_batches_in_flight_would_not_fit(
     folder: Path, tmp_path: Path
 ) -> None:
