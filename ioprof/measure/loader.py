@@ -290,13 +290,7 @@ def shard_batches(
     ds = TarShards(
         urls, plan.crop_px, blobs=blobs, emulated=plan.emulated, evict=cache.evict_after_read, seed=plan.seed
     )
-    kwargs: dict[str, Any] = {}
-    if plan.setting.workers and plan.start_method:
-        kwargs["multiprocessing_context"] = plan.start_method
-    if plan.setting.workers and plan.prefetch_factor:
-        kwargs["prefetch_factor"] = plan.prefetch_factor
-    if plan.setting.workers and not plan.in_order:
-        kwargs["in_order"] = False
+    kwargs = _worker_options(plan.setting.workers, plan.start_method, plan.prefetch_factor, plan.in_order)
     return DataLoader(
         ds,
         batch_size=plan.run.batch_size,
@@ -307,6 +301,23 @@ def shard_batches(
         worker_init_fn=worker_init_fn if plan.setting.workers else None,
         **kwargs,
     )
+
+
+def _worker_options(
+    workers: int, start_method: str | None, prefetch_factor: int | None, in_order: bool
+) -> dict[str, Any]:
+    """The DataLoader options that only a loader with workers takes (torch refuses them without):
+    how they start, how many batches each keeps ahead, and whether batches come in order."""
+    if not workers:
+        return {}
+    kwargs: dict[str, Any] = {}
+    if start_method:
+        kwargs["multiprocessing_context"] = start_method
+    if prefetch_factor:
+        kwargs["prefetch_factor"] = prefetch_factor
+    if not in_order:
+        kwargs["in_order"] = False
+    return kwargs
 
 
 def collate(samples: list[Sample]) -> Batch:
@@ -367,13 +378,7 @@ def make_loader(
         check_shm(batch_bytes_of(batch_size, crop_px), prefetch_factor or PREFETCH_FACTOR, setting.workers)
     generator = torch.Generator().manual_seed(seed)
     sampler = RandomSampler(dataset, replacement=False, num_samples=num_samples, generator=generator)
-    kwargs: dict[str, Any] = {}
-    if setting.workers and start_method:
-        kwargs["multiprocessing_context"] = start_method
-    if setting.workers and prefetch_factor:
-        kwargs["prefetch_factor"] = prefetch_factor
-    if setting.workers and not in_order:
-        kwargs["in_order"] = False
+    kwargs = _worker_options(setting.workers, start_method, prefetch_factor, in_order)
     return DataLoader(
         dataset,
         batch_size=batch_size,
