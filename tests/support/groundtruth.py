@@ -214,7 +214,7 @@ class Smaps:
         working intervals (on a CPU at least 1 % of each) in stretches parted by ``idle_s`` or more
         of idling, and of those the ``epochs`` that held the most CPU time, in their order. Between
         epochs a worker idles through the evaluation loader, a checkpoint or a probe, and may work
-        briefly in it: a blip of a few ms in timm's 9.5 s probe pause once made a third stretch."""
+        briefly in it: such a blip makes a stretch of its own, far smaller than an epoch's."""
         stretches: list[list[float]] = []  # [end wall time, end USS, CPU seconds] of each
         idle = 0.0
         for a, b in itertools.pairwise(self.readings.get(pid, [])):

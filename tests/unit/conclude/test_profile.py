@@ -34,8 +34,7 @@ class PlantedSlowBackward(nn.Module):
 
 
 # a layer's time is read off the host's clock: beside another test, a preemption of a scheduler's
-# slice (24 ms and more here, under two busy processes) lands on whichever layer runs, and a few on
-# one conv outweighed the planted 30 ms in 6 steps (in 3 of 7 runs, two tests at a time)
+# slice lands on whichever layer runs, and a few on one layer can outweigh the planted sleep
 @pytest.mark.rig
 def test_a_planted_slow_layer_is_named_first_and_the_layers_add_up(small_set: Path, tmp_path: Path) -> None:
     (ds,) = load_datasets(str(small_set), (), 0, seed=0, cache_dir=None, progress=print)
