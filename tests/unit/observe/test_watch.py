@@ -403,14 +403,18 @@ def test_worker_memory_growth_from_copy_on_read_is_seen_and_costed(
     consumed: list[tuple[float, int]] = []
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with Smaps(None, parent=os.getpid()) as smaps, ioprof.watch(steps=5000, seconds=8.0, probe=False) as w:
+    # a window of steps, not seconds: the growth to tell from an allocator settling (8 MB) is the
+    # samples a worker made times what each copies (about 15 kB), so how many it made must not hang
+    # on the host's pace; 720 steps are 1,200 samples a worker, about twice that floor
+    steps = 720
+    with Smaps(None, parent=os.getpid()) as smaps, ioprof.watch(steps=steps, seconds=None, probe=False) as w:
         for i, (x, y) in enumerate(loader):
             loss = torch.nn.functional.cross_entropy(model(x), y)
             opt.zero_grad()
             loss.backward()
             opt.step()
             consumed.append((time.time(), i + 1))
-            if consumed[-1][0] - consumed[0][0] > 9.0:  # the window's 8 s, and a little more
+            if i + 1 >= steps + 5 + 2 * WORKERS_MANY:  # the warm-up, the window, and a little more
                 break
     r = w.result()
     (cell,) = r.cells
