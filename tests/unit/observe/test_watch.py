@@ -300,6 +300,9 @@ def test_a_loader_iterated_on_a_prefetching_thread_is_said_to_be(small_set: Path
     assert r.loaders[0].role == "training" and found and found[0].thread == "prefetcher"
 
 
+# the share of the workers' time the stages name is read off the host clock: beside another test,
+# the time a worker waits for a core falls between its stages, so it runs with the machine to itself
+@pytest.mark.rig
 def test_watch_names_a_planted_slow_transform_first(small_set: Path) -> None:
     """Inside the user's own workers (ImageFolder, an ImageNet-style Compose with a large-kernel
     GaussianBlur): the blur is named first, the read and the decode apart, and the verdict's
