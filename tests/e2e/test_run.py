@@ -98,9 +98,10 @@ def test_a_starved_training_loop_is_input_bound_by_decode(tmp_path: Path) -> Non
     ``--stop-after`` ends a script of 5 epochs once its window is measured and probed."""
     data = imagefolder(tmp_path / "big", 1024, 768, 96, 16)
     out = tmp_path / "o"
-    # about 100 ms to decode a batch of 8 such images in-process, about 15 ms for squeezenet's step at 32 px;
-    # decode alone (the probe) need not be narrow — it lies far below the storage's — and the rest of
-    # the script adds nothing (--stop-after)
+    # decoding a batch of 8 such images in-process costs several times squeezenet's step at 32 px,
+    # by how much depends on the host and its minute: the claim is the class (≥ 20 % waiting, by
+    # its interval), not a share. Decode alone (the probe) need not be narrow — it lies far below
+    # the storage's — and the rest of the script adds nothing (--stop-after)
     p = ioprof_run(
         *"--steps 8 --warmup-steps 1 --probe-seconds 3 --stop-after --out".split(),
         str(out),
@@ -117,7 +118,6 @@ def test_a_starved_training_loop_is_input_bound_by_decode(tmp_path: Path) -> Non
     assert r["script"]["optimizer_steps"] < 5 * 12, r["script"]
     cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
     assert (cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]) == ("decode", "highly")
-    assert cell["data_wait_share"] > 0.7 and sum(cell["step_s"]) < sum(cell["wait_s"])
     assert r["analysis"]["overall_bottleneck"] == "decode" and r["analysis"]["overall_dataset"] == "loader 1"
     # without workers the loader is timed in the training process: the decode of 1024x768 JPEGs leads
     stages = cell["inside"]["stages"]
