@@ -4,7 +4,8 @@ A DataLoader without ``persistent_workers`` starts its workers again at every ``
 or spawned, the dataset sent to each (pickled, under spawn and forkserver), each worker's imports
 and ``worker_init_fn`` run again, before the first batch can be made. Persistent workers skip all of
 it: a new pass waits only for one batch made. So each pass after the first is read from ``iter()``
-to its first batch, less one worker's time to make a batch (its batch of samples at the median
+to its first batch, less one worker's time to make a batch, and at its end the call that ran it out
+(where the workers are stopped and joined) (its batch of samples at the median
 sample's time the look inside measured in the workers), and that start is weighed against the pass's own time, with its 95 %
 interval over the passes; the first pass is left out (workers start there either way).
 """
@@ -39,7 +40,8 @@ def cost_of(lo: ObservedLoader, cell: CellResult) -> EpochStartCost | None:
     # mean would hold each life's own slow start, the very cost being measured)
     per_sample = stages.per_sample.p50_s if stages.per_sample is not None else stages.worker_s_per_sample
     batch_s = (lo.batch_size or cell.batch_size) * per_sample
-    costs = [max(0.0, p.first_batch_s - batch_s) for p in later]
+    # and its end: the call that ran the pass out stopped and joined the workers
+    costs = [max(0.0, p.first_batch_s - batch_s) + p.stop_s for p in later]
     lengths = [p.pass_s or 0.0 for p in later]
     share = ratio_interval(costs, lengths)
     n = len(later)
@@ -59,4 +61,5 @@ def cost_of(lo: ObservedLoader, cell: CellResult) -> EpochStartCost | None:
         sent_bytes=lo.sent_bytes,
         sent_s=lo.sent_s,
         sent_whole=lo.sent_whole,
+        stop_s=sum(p.stop_s for p in later) / n,
     )

@@ -530,7 +530,7 @@ class EpochStartCost(Finding):
     startup_s: float  # mean time inside iter() (the workers started)
     first_batch_s: float  # mean time from iter() to the first batch
     batch_s: float  # one worker's time to make a batch, in the window
-    cost_s: float  # mean per pass: the first batch's time beyond batch_s
+    cost_s: float  # mean per pass: the first batch's time beyond batch_s, and stop_s
     pass_s: float  # mean pass, iter() to its end
     share: float
     share_low: float
@@ -538,6 +538,7 @@ class EpochStartCost(Finding):
     sent_bytes: int | None = None  # spawn, forkserver: the dataset pickled, handed to each worker
     sent_s: float | None = None  # pickling it took that long here (each worker unpickles as much)
     sent_whole: bool = True  # False: pickling was stopped there, sent_bytes is a lower bound
+    stop_s: float = 0.0  # mean per pass: the call that ran it out, its workers stopped and joined
 
 
 @dataclass(frozen=True)

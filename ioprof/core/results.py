@@ -563,12 +563,15 @@ class PassStart:
     """How one pass (epoch) of a loader began and how long it took: ``startup_s`` inside ``iter()``
     (its workers started there, where they are not persistent: forked or spawned, the dataset sent
     to each), ``first_batch_s`` from ``iter()`` to the first batch in the loop's hands, ``pass_s``
-    from ``iter()`` to the pass's end (None: it did not end), ``batches`` the loop took in it."""
+    from ``iter()`` to the pass's end (None: it did not end) and ``stop_s`` the call that ran its
+    iterator out (workers not persistent are stopped and joined there; 0 where the loop left the
+    pass without running it out), ``batches`` the loop took in it."""
 
     startup_s: float
     first_batch_s: float
     pass_s: float | None
     batches: int
+    stop_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -116,7 +116,8 @@ class Watcher:
             try:
                 batch = original_next(it)
             except StopIteration:
-                watcher.guard(rec, rec.iterator_ended, it)
+                # workers not kept are stopped and joined in this call: the pass ends where it began
+                watcher.guard(rec, rec.pass_stopped, it, t_in, time.perf_counter() - t_in)
                 raise
             t_return = time.perf_counter()
             watcher.guard(rec, rec.after_next, it, t_call, t_return, batch)

@@ -101,6 +101,7 @@ class LoaderRecorder:
                 "started_s": now,
                 "first_s": None,
                 "end_s": None,
+                "stop_s": 0.0,  # the call that ran the iterator out (``pass_stopped``)
                 "paused_s": self.watcher.probe_pause_s,  # a probe's pause inside the pass is left out
             }
         )
@@ -211,6 +212,19 @@ class LoaderRecorder:
     def iterator_ended(self, it: Any) -> None:
         if self._current() is it and self._pass_open:
             self._end_pass()
+
+    def pass_stopped(self, it: Any, began: float, seconds: float) -> None:
+        """The call begun at ``began`` ran the pass's iterator out in ``seconds``: where the
+        workers are not persistent, they were stopped and joined there — a cost of each pass that
+        kept workers would not pay. The pass ends as that call returns (where its length ended it
+        at its last batch, the last step and this call are its too)."""
+        if self._current() is not it or not self.pass_marks:
+            return
+        mark = self.pass_marks[-1]
+        end = began + seconds - (self.watcher.probe_pause_s - mark["paused_s"])  # before a probe it sets off
+        if self._pass_open:
+            self._end_pass()
+        mark["end_s"], mark["stop_s"] = end, seconds
 
     def _end_pass(self) -> None:
         self._pass_open = False

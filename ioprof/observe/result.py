@@ -236,13 +236,15 @@ def _sent(obs: dict[str, Any], loader: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pass_starts(loader: dict[str, Any]) -> tuple[PassStart, ...]:
-    """Each pass that reached its first batch: its start in ``iter()``, its first batch, its length."""
+    """Each pass that reached its first batch: its start in ``iter()``, its first batch, its end
+    (the call that ran it out), its length."""
     return tuple(
         PassStart(
             startup_s=m["started_s"] - m["iter_s"],
             first_batch_s=m["first_s"] - m["iter_s"],
             pass_s=None if m["end_s"] is None else m["end_s"] - m["iter_s"],
             batches=int(m.get("batches", 0)),
+            stop_s=float(m.get("stop_s", 0.0)),
         )
         for m in loader.get("pass_marks", [])
         if m["first_s"] is not None

@@ -334,7 +334,13 @@ def _epoch_start(x: f.EpochStartCost) -> str:
             else ""
         )
         + f"); one worker makes a batch in {duration(x.batch_s)}, so "
-        f"the start of each pass cost {duration(x.cost_s)} beyond it — {pct(x.share, 0)} "
+        f"the start of each pass cost {duration(x.cost_s - x.stop_s)} beyond it"
+        + (
+            f" and its end {duration(x.stop_s)} stopping the workers, {duration(x.cost_s)} in all"
+            if x.stop_s > 0
+            else ""
+        )
+        + f" — {pct(x.share, 0)} "
         f"[{pct(x.share_low, 0)}–{pct(x.share_high, 0)}] of a pass of {duration(x.pass_s)}. "
         "persistent_workers=True keeps the workers from one epoch to the next: a new pass then waits only for "
         "a batch made."
