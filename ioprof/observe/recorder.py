@@ -438,14 +438,13 @@ class LoaderRecorder:
 
 
 def _interface(source: Any) -> str | None:
-    """The interface an http(s) source's bytes arrive on (its host's route), or None."""
+    """The interface a source's bytes arrive on over the network (its host's route), or None."""
     if source is None or not source.urls or not source.items:
         return None
-    import urllib.parse
-
     from ioprof.host.netdev import interface_for
+    from ioprof.sources.shards import host_of
 
-    host = urllib.parse.urlparse(source.items[0]).hostname
+    host = host_of(source.items[0])
     return interface_for(host) if host else None
 
 

@@ -131,6 +131,21 @@ def url_where(url: str) -> str:
     return f"{p.scheme}://{p.netloc}"
 
 
+NETWORK_SCHEMES = frozenset({"http", "https", "s3"})
+
+
+def host_of(url: str) -> str | None:
+    """The host a URL's bytes come from: an object store's endpoint for ``s3://`` (the bucket
+    names no host), the URL's own host otherwise; None for a file or a command."""
+    kind = scheme(url)
+    if kind == "s3":
+        from ioprof.datasets.objects import endpoint
+        from ioprof.host.fetched import store_host
+
+        return store_host(endpoint())
+    return urllib.parse.urlparse(url).hostname if kind in NETWORK_SCHEMES else None
+
+
 def url_source(kind: str, label: str, urls: list[str]) -> Source:
     """A source of URLs: local files where they are all ``file:``, else what the network brings."""
     schemes = {scheme(u) for u in urls}
@@ -138,11 +153,10 @@ def url_source(kind: str, label: str, urls: list[str]) -> Source:
         paths = [local_path(u) for u in urls]
         root = files.common_root(paths)
         return Source(kind, label, tuple(paths[:ITEMS_LISTED]), root, root, "filesystem", len(paths))
-    # over HTTP: the interface its host is reached by counts what arrived (the workers' own reads —
-    # curl's pipe, TLS — beside it); a pipe: command's bytes only the workers' own reads can count
-    counted = (
-        "network" if schemes <= {"http", "https"} else ("own-rchar" if schemes == {"pipe"} else "unknown")
-    )
+    # over HTTP or from an object store: the interface its host is reached by counts what arrived
+    # (the workers' own reads — curl's pipe, TLS, a client's socket — beside it); a pipe: command's
+    # bytes only the workers' own reads can count
+    counted = "network" if schemes <= NETWORK_SCHEMES else ("own-rchar" if schemes == {"pipe"} else "unknown")
     return Source(kind, label, tuple(urls[:ITEMS_LISTED]), "", url_where(urls[0]), counted, len(urls))
 
 

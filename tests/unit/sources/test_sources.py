@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ioprof import sources
+from ioprof.host.netdev import interface_for
 from ioprof.runners.pipelines import write_shards
 from ioprof.sources import opened
 
@@ -164,6 +165,24 @@ def test_shards_over_http_are_streamed_alone_and_counted_from_the_workers_own_re
     info = sources.describe(source, "loader 1")
     assert info.total_bytes == total and info.fs_type == "http" and info.keeps_pages is False
     assert info.mean_file_bytes is None  # per sample: not known from the URLs alone
+
+
+def test_shards_in_an_object_store_are_counted_on_the_interface_its_endpoint_is_reached_by(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``s3://bucket/key`` names no host: its bytes arrive from the store's endpoint (the one
+    boto3 sends its requests to), on the interface that host is routed through."""
+    from ioprof.sources.shards import host_of, url_source
+
+    urls = [f"s3://shards/train/shard-{i:05d}.tar" for i in range(2)]
+    source = url_source("shards", "WebDataset", urls)
+    assert source.counted_by == "network" and source.where == "s3://shards"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000")
+    assert host_of(urls[0]) == "127.0.0.1" and interface_for(host_of(urls[0]) or "") == "lo"
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    assert host_of(urls[0]) == "s3.amazonaws.com"  # AWS's own
+    assert host_of("http://data.example:8080/a.tar") == "data.example" and host_of("pipe:cat a.tar") is None
 
 
 class Named:
