@@ -39,6 +39,7 @@ from ioprof.core.stats import Interval
 from ioprof.core.thresholds import (
     FETCHED_NOTHING_SHARE,
     KERNEL_SPLIT_MIN_UNITS,
+    MOSTLY_A_COPY_SHARE,
     PUBLISHED_SHARE_TUNED,
     READ_CALLS_MIN_SHARE,
     RESIDUAL_TOLERANCE,
@@ -460,10 +461,21 @@ def advise(
         best_cell_workers=top.workers if top else None,
         best_cell_wait_share=top.data_wait_share if top else None,
         consumer=consumer,
-        window_read_a_copy=top is not None and top.cache.regime == "as-is" and fetched_nothing(top),
+        window_fetched_share=_served_by_a_copy(top),
         **decode,
         **storage,
     )
+
+
+def _served_by_a_copy(top: CellResult | None) -> float | None:
+    """The share of its reads the best cell, as the script ran it, fetched from storage, where a
+    copy (a cache of its own, the page cache) served most of them; None otherwise."""
+    if top is None or top.cache.regime != "as-is" or top.verdict is None:
+        return None
+    share = top.verdict.storage_miss_ratio
+    if share is None or share > MOSTLY_A_COPY_SHARE:
+        return None
+    return 0.0 if fetched_nothing(top) else share
 
 
 def _fix_from_ceilings(decode: float | None, storage: float | None, demand: float | None) -> str:

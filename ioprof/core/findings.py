@@ -108,8 +108,9 @@ class Advice:
     best_decode_interval: Interval | None = None
     storage_mb_per_s_interval: Interval | None = None  # the best cold storage ceiling's MB/s
     workers_needed_interval: Interval | None = None  # img/s of the ceiling that meets the demand
-    # the best cell, as the user's script ran it, fetched none of what it read: a copy fed it
-    window_read_a_copy: bool = False
+    # the share of what the best cell read that it fetched, as the user's script ran it, where a
+    # copy served most of it (``MOSTLY_A_COPY_SHARE``; 0: it fetched none); None otherwise
+    window_fetched_share: float | None = None
 
 
 # -- the run as a whole ------------------------------------------------------------------------

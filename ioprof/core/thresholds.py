@@ -30,6 +30,10 @@ READ_CALLS_MIN_SHARE = 0.1
 # window: its reads came from a copy (the page cache, or a cache of its own that its first pass
 # filled) — storage limits nothing there, and every epoch does not read it.
 FETCHED_NOTHING_SHARE = 0.01
+# A window that fetched at most this share of what it read was served mostly by a copy: the
+# bandwidth a pass reading all of it from storage would draw is said with the share it fetched.
+# (Words only: the verdict scales storage by the share whatever it is.)
+MOSTLY_A_COPY_SHARE = 0.5
 # Storage "suffices" with this headroom over the bandwidth training draws.
 STORAGE_HEADROOM = 1.2
 # Storage "scales with readers" (per-file latency, not bandwidth, limits it) when the most

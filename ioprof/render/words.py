@@ -199,10 +199,15 @@ def _storage_need(a: f.Advice) -> str:
             None: "",
         }[a.storage_suffices]
         where = f"; storage delivers {_storage_mb(a)} MB/s cold" + (f", {verdict}" if verdict else "")
-    if a.window_read_a_copy:
+    if a.window_fetched_share is not None:
+        fetched = (
+            "none of what it read (a copy served it"
+            if a.window_fetched_share == 0.0
+            else f"{pct(a.window_fetched_share, 0)} of what it read (a copy served the rest"
+        )
         where += (
-            " — in a pass that reads it from storage: in its window it fetched none of what it read (a "
-            "copy served it: a cache of its own, or the page cache)"
+            f" — in a pass that reads it from storage: in its window it fetched {fetched}: a cache of its own, "
+            "or the page cache)"
         )
     if a.storage_mb_per_s_needed is None or a.mean_file_bytes is None:
         return (

@@ -2,7 +2,9 @@
 ``wds.WebDataset(urls)`` with a shard shuffle, ``.shuffle().decode("pil").to_tuple("jpg", "cls")
 .map_tuple(transform, int)``, batched by the DataLoader (or by the pipeline, ``--batched``:
 ``.batched(n)`` with ``batch_size=None``), a torchvision model, SGD. URLs are local paths,
-``http(s)://`` (WebDataset pipes them through curl) or ``pipe:`` commands, in brace notation.
+``http(s)://`` (WebDataset pipes them through curl), ``pipe:`` commands or ``s3://bucket/key``
+(read with boto3, registered as WebDataset's handler for the scheme, as a user without the AWS
+command line does), in brace notation.
 It knows nothing of ioprof: the tests run it unchanged under ``ioprof run``.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from urllib.parse import urlparse
 
 import torch
 import torchvision.models as models
@@ -18,6 +21,7 @@ import torchvision.transforms as transforms
 import webdataset as wds
 from torch import nn
 from torch.utils.data import DataLoader
+from webdataset.gopen import gopen_schemes
 
 
 def parse() -> argparse.Namespace:
@@ -43,8 +47,19 @@ def parse() -> argparse.Namespace:
     return p.parse_args()
 
 
+def open_s3(url: str, mode: str = "rb", bufsize: int = 8192) -> object:
+    """An object of an S3-API store, its body streamed (the endpoint and credentials from the
+    environment, as boto3 takes them)."""
+    import boto3
+
+    parsed = urlparse(url)
+    return boto3.client("s3").get_object(Bucket=parsed.netloc, Key=parsed.path.lstrip("/"))["Body"]
+
+
 def main() -> int:
     args = parse()
+    if args.urls.startswith("s3://"):
+        gopen_schemes["s3"] = open_s3
     blur = [transforms.GaussianBlur(args.blur, sigma=args.blur / 4)] if args.blur else []
     transform = transforms.Compose(
         [

@@ -193,11 +193,56 @@ def _cached_shards(work: Path, sets: dict[str, Path], into: Path) -> dict[str, o
     }
 
 
+def _cached_objects(work: Path, sets: dict[str, Path], into: Path) -> dict[str, object]:
+    """The same streaming dataset from an S3-API store (moto's, in the namespace behind the same
+    link): WebDataset with ``cache_dir``, each shard downloaded whole by boto3 before its first
+    sample is yielded; two epochs, the second read from the cache. The ground truths beside it: the
+    objects' bytes, what the cache holds after, and a plain boto3 client's rate over the link."""
+    import netfs
+
+    from ioprof.datasets.discover import find_images
+    from ioprof.runners.pipelines import write_shards
+
+    with netfs.net_mount(work / "rig", CACHED_LINK_MBIT) as mount:
+        src, held = work / "src", work / "held"
+        generate(DatasetSpec(128, 96, 640, seed=4), src)
+        images = find_images(src)
+        shards, _, _ = write_shards(images.paths, images.labels, held / "whole", 4_300_000)
+        env = mount.serve_s3()
+        mount.upload_s3(held, "shards", "train", env)
+        keys = [f"train/whole/0-{Path(s).name}" for s in shards]
+        plain = mount.plain_s3("shards", keys[:1], env)
+        cache = work / "cache"
+        cache.mkdir()
+        brace = f"s3://shards/train/whole/0-shard-{{00000..{len(keys) - 1:05d}}}.tar"
+        script = REPO / "tests" / "scripts" / "train_webdataset.py"
+        out = work / "run"
+        p = cli.ioprof(
+            *("run", "--out", str(out), "--", sys.executable, str(script), brace),
+            *"-a squeezenet1_1 --crop 32 -b 8 -j 2 --epochs 2 --cache-dir".split(),
+            str(cache),
+            timeout=900,
+            env=env,
+            prefix=tuple(mount.in_namespace()),
+        )
+        if p.returncode != 0:
+            raise SystemExit(f"record: the cached-objects run failed ({p.returncode}): {p.stderr[-2000:]}")
+    _keep(out, into / "two-epochs")
+    return {
+        "shards": len(keys),
+        "shard_bytes": sum(Path(s).stat().st_size for s in shards),
+        "cached_bytes": sum(f.stat().st_size for f in cache.iterdir()),
+        "link_mbit": CACHED_LINK_MBIT,
+        "plain_s3_mb_per_s": plain.bytes_per_s / 1e6,
+    }
+
+
 RECORDINGS: dict[str, Callable[[Path, dict[str, Path], Path], dict[str, object]]] = {
     "compare": _compare,
     "whatif": _whatif,
     "place": _place,
     "cached-shards": _cached_shards,
+    "cached-objects": _cached_objects,
 }
 
 

@@ -59,6 +59,8 @@ def test_a_loader_that_keeps_its_own_copy_is_not_told_that_every_epoch_reads_the
     report = kind_of(r).write(r, tmp_path).read_text()
     assert "every epoch reads the storage" not in report
     # what a pass that reads from storage would draw is still said, with what the window fetched
-    assert "would draw" in report and "in a pass that reads it from storage: in its window it fetched" in report
+    assert (
+        "would draw" in report and "in a pass that reads it from storage: in its window it fetched" in report
+    )
     fetched = "none of what it read" if miss == 0.0 else "of what it read (a copy served the rest"
     assert fetched in report
