@@ -150,12 +150,14 @@ def _place(work: Path, sets: dict[str, Path], into: Path) -> dict[str, object]:
 CACHED_LINK_MBIT = 8.0  # the rig's own link (``tests/e2e/test_run_netfs.py``)
 
 
-def _cached_shards(work: Path, sets: dict[str, Path], into: Path) -> dict[str, object]:
+def _cached(work: Path, into: Path, store: str) -> dict[str, object]:
     """WebDataset with ``cache_dir`` over a shaped link (root: ``tests/support/netfs.py``): two
     tar shards of 640 small photographs, one a worker, each downloaded whole before its first
-    sample is yielded; two epochs, the second read from the cache. The ground truths beside it:
-    the shards' bytes (what the server holds, and what the cache holds after), and a plain
-    client's rate over the same link."""
+    sample is yielded; two epochs, the second read from the cache. ``store``: ``http`` (a server
+    in the namespace; WebDataset pipes the shards through curl) or ``s3`` (moto's S3-API server
+    there, read with boto3 in the workers, as MosaicML Streaming and LitData download theirs).
+    The ground truths beside it: the shards' bytes (what the store holds, and what the cache
+    holds after), and a plain client's rate over the same link."""
     import netfs
 
     from ioprof.datasets.discover import find_images
@@ -165,56 +167,21 @@ def _cached_shards(work: Path, sets: dict[str, Path], into: Path) -> dict[str, o
         src = work / "src"
         generate(DatasetSpec(128, 96, 640, seed=4), src)
         images = find_images(src)
-        shards, _, _ = write_shards(images.paths, images.labels, mount.export / "whole", 4_300_000)
-        base = mount.serve_http()
-        urls = [f"{base}/whole/{Path(s).name}" for s in shards]
-        plain = mount.plain_http(urls[:1])
-        cache = work / "cache"
-        cache.mkdir()
-        brace = f"{base}/whole/shard-{{00000..{len(urls) - 1:05d}}}.tar"
-        script = REPO / "tests" / "scripts" / "train_webdataset.py"
-        out = work / "run"
-        p = cli.ioprof(
-            *("run", "--out", str(out), "--", sys.executable, str(script), brace),
-            *"-a squeezenet1_1 --crop 32 -b 8 -j 2 --epochs 2 --cache-dir".split(),
-            str(cache),
-            timeout=900,
-            prefix=tuple(mount.in_namespace()),
-        )
-        if p.returncode != 0:
-            raise SystemExit(f"record: the cached-shards run failed ({p.returncode}): {p.stderr[-2000:]}")
-    _keep(out, into / "two-epochs")
-    return {
-        "shards": len(shards),
-        "shard_bytes": sum(Path(s).stat().st_size for s in shards),
-        "cached_bytes": sum(f.stat().st_size for f in cache.iterdir()),
-        "link_mbit": CACHED_LINK_MBIT,
-        "plain_http_mb_per_s": plain.bytes_per_s / 1e6,
-    }
-
-
-def _cached_objects(work: Path, sets: dict[str, Path], into: Path) -> dict[str, object]:
-    """The same streaming dataset from an S3-API store (moto's, in the namespace behind the same
-    link): WebDataset with ``cache_dir``, each shard downloaded whole by boto3 before its first
-    sample is yielded; two epochs, the second read from the cache. The ground truths beside it: the
-    objects' bytes, what the cache holds after, and a plain boto3 client's rate over the link."""
-    import netfs
-
-    from ioprof.datasets.discover import find_images
-    from ioprof.runners.pipelines import write_shards
-
-    with netfs.net_mount(work / "rig", CACHED_LINK_MBIT) as mount:
-        src, held = work / "src", work / "held"
-        generate(DatasetSpec(128, 96, 640, seed=4), src)
-        images = find_images(src)
+        held = mount.export if store == "http" else work / "held"
         shards, _, _ = write_shards(images.paths, images.labels, held / "whole", 4_300_000)
-        env = mount.serve_s3()
-        mount.upload_s3(held, "shards", "train", env)
-        keys = [f"train/whole/0-{Path(s).name}" for s in shards]
-        plain = mount.plain_s3("shards", keys[:1], env)
+        first = Path(shards[0]).name
+        env: dict[str, str] = {}
+        if store == "http":
+            at = f"{mount.serve_http()}/whole/"
+            plain = mount.plain_http([at + first])
+        else:
+            env = mount.serve_s3()
+            mount.upload_s3(held, "shards", "train", env)  # each as train/whole/0-NAME
+            at = "s3://shards/train/whole/0-"
+            plain = mount.plain_s3("shards", [f"train/whole/0-{first}"], env)
         cache = work / "cache"
         cache.mkdir()
-        brace = f"s3://shards/train/whole/0-shard-{{00000..{len(keys) - 1:05d}}}.tar"
+        brace = f"{at}shard-{{00000..{len(shards) - 1:05d}}}.tar"
         script = REPO / "tests" / "scripts" / "train_webdataset.py"
         out = work / "run"
         p = cli.ioprof(
@@ -226,14 +193,14 @@ def _cached_objects(work: Path, sets: dict[str, Path], into: Path) -> dict[str, 
             prefix=tuple(mount.in_namespace()),
         )
         if p.returncode != 0:
-            raise SystemExit(f"record: the cached-objects run failed ({p.returncode}): {p.stderr[-2000:]}")
+            raise SystemExit(f"record: the cached {store} run failed ({p.returncode}): {p.stderr[-2000:]}")
     _keep(out, into / "two-epochs")
     return {
-        "shards": len(keys),
+        "shards": len(shards),
         "shard_bytes": sum(Path(s).stat().st_size for s in shards),
         "cached_bytes": sum(f.stat().st_size for f in cache.iterdir()),
         "link_mbit": CACHED_LINK_MBIT,
-        "plain_s3_mb_per_s": plain.bytes_per_s / 1e6,
+        f"plain_{store}_mb_per_s": plain.bytes_per_s / 1e6,
     }
 
 
@@ -241,8 +208,8 @@ RECORDINGS: dict[str, Callable[[Path, dict[str, Path], Path], dict[str, object]]
     "compare": _compare,
     "whatif": _whatif,
     "place": _place,
-    "cached-shards": _cached_shards,
-    "cached-objects": _cached_objects,
+    "cached-shards": lambda work, sets, into: _cached(work, into, "http"),
+    "cached-objects": lambda work, sets, into: _cached(work, into, "s3"),
 }
 
 
