@@ -47,13 +47,15 @@ class CountVerdict:
     busy_mean: float | None = None  # the ranks' mean busy share
     busy_from_efficiency: float | None = None  # efficiency × the smallest count's mean busy share
     own_wait_max: float | None = None  # the largest of the ranks' own data-wait shares
+    storage_use_point: float | None = None  # fetched MB/s ÷ the storage's MB/s, its point estimate
 
 
 @dataclass(frozen=True)
 class Limit:
     """What stops the next rank count."""
 
-    stage: str  # storage | cores | straggler | lockstep | workers | failed | borderline | undetermined
+    # storage | storage-undecided | cores | straggler | lockstep | workers | failed | borderline | undetermined
+    stage: str
     at_ranks: int  # the rank count it stops
     projected: bool  # from the largest busy count's demand, not measured at ``at_ranks``
     ranks_by_cores: float | None = None  # how many ranks the cores would feed (projection)
@@ -101,12 +103,15 @@ def _busiest_host(count: RankCountResult) -> tuple[float, int, int]:
     return float(used), int(cores), int(ranks)
 
 
-def _storage_use(count: RankCountResult) -> float | None:
+def _storage_use(count: RankCountResult, point: bool = False) -> float | None:
+    """What the ranks fetched over what the storage gave as many readers alone: over its
+    interval's top (saturation decided only where even that is reached), or ``point``, over its
+    point estimate."""
     got = count.fetched_mb_per_s()
     if count.regime != "cold" or count.storage is None or got is None:
         return None
     ceiling = count.storage.bandwidth()
-    top = ceiling.high if ceiling.known else ceiling.value
+    top = ceiling.high if ceiling.known and not point else ceiling.value
     return got / top if top > 0 else None
 
 
@@ -132,6 +137,7 @@ def judge(count: RankCountResult, base: tuple[float, float] | None) -> CountVerd
         cores_used=used,
         host_cores=cores,
         storage_use=_storage_use(count),
+        storage_use_point=_storage_use(count, point=True),
         busy_mean=_mean_busy(count),
         busy_from_efficiency=efficiency * base[1] if efficiency is not None and base else None,
         own_wait_max=max(r.cell.data_wait_share for r in count.per_rank),
@@ -152,6 +158,11 @@ def _diagnose(count: RankCountResult, verdict: CountVerdict) -> Limit:
         return Limit("storage", count.ranks, False)
     if verdict.host_cores and verdict.cores_used >= SATURATED_SHARE * verdict.host_cores:
         return Limit("cores", count.ranks, False)
+    if verdict.storage_use_point is not None and verdict.storage_use_point >= SATURATED_SHARE:
+        # the ranks drew as much as the storage's reading says it gives, whose interval is too wide
+        # to decide: a rank waiting longer than the others is what a shared storage does too, so no
+        # straggler is blamed while the storage is not ruled out
+        return Limit("storage-undecided", count.ranks, False)
     if verdict.stragglers:
         return Limit("straggler", count.ranks, False, stragglers=verdict.stragglers)
     if count.ranks > 1 and verdict.own_wait_max is not None and verdict.own_wait_max < 1 - MIN_BUSY_SHARE:

@@ -21,6 +21,7 @@ REGIME_WORDS = {
 }
 STAGE_WORDS = {
     "storage": "the storage's bandwidth",
+    "storage-undecided": "the storage's bandwidth, perhaps (its own reading too wide to tell)",
     "cores": "the CPU cores (decoding and augmenting)",
     "straggler": "a straggling rank",
     "lockstep": "ranks waiting for each other (stalls moving from rank to rank)",
@@ -59,6 +60,18 @@ def _limit_sentence(limit: Limit, count: RankCountResult | None, verdict: CountV
         text += (
             f": the ranks fetched {words.fetched_rate(count)} MB/s, {pct(verdict.storage_use, 0)} of what the "
             f"storage gave {count.storage.concurrency} readers alone ({rate_ci(count.storage.bandwidth())} MB/s)"
+        )
+    elif (
+        limit.stage == "storage-undecided"
+        and verdict.storage_use_point is not None
+        and count.storage is not None
+    ):
+        text = (
+            f"At {_ranks(limit.at_ranks)}, the storage may have stopped it: the ranks fetched "
+            f"{words.fetched_rate(count)} MB/s, {pct(verdict.storage_use_point, 0)} of what the storage gave "
+            f"{count.storage.concurrency} readers alone ({rate_ci(count.storage.bandwidth())} MB/s), a reading too "
+            "wide to tell whether they drew all it gives; no straggler is blamed while it may be the storage. "
+            f"Read it alone for longer (`ioprof probe storage --workers {count.storage.concurrency}`)"
         )
     elif limit.stage == "cores":
         text += (
@@ -115,6 +128,8 @@ def regime_headline(result: ScaleResult, rc: RegimeConclusion) -> str:
         )
     if rc.limit.projected:
         return f"**{name}: {lead}; projected, not measured: {stage} would stop {_ranks(rc.limit.at_ranks)}.**"
+    if rc.limit.stage == "storage-undecided":
+        return f"**{name}: {lead}; at {_ranks(rc.limit.at_ranks)}, the storage may have stopped it (its reading too wide to tell).**"
     return f"**{name}: {lead}; at {_ranks(rc.limit.at_ranks)}, {stage} stopped it.**"
 
 
@@ -284,8 +299,10 @@ def _how(result: ScaleResult) -> list[str]:
         "by as many readers as the ranks' loaders run together: what it can give them (its first reads left out where "
         f"they came as a start-up transient: {words.TRANSIENT_WHY}).",
         f"- What stops the next count is read from the first count that is not busy: storage when the ranks fetched "
-        f"at least {pct(SATURATED_SHARE, 0)} of what the storage gave alone; cores when the ranks and their workers used "
-        f"at least {pct(SATURATED_SHARE, 0)} of the host's; else a straggler; else, where no rank waits much itself, ranks "
+        f"at least {pct(SATURATED_SHARE, 0)} of what the storage gave alone (the top of its interval); cores when the "
+        f"ranks and their workers used at least {pct(SATURATED_SHARE, 0)} of the host's; where the ranks fetched that much "
+        "of the storage's point figure but not of its top, the storage may have: no straggler is blamed; else a "
+        "straggler; else, where no rank waits much itself, ranks "
         "waiting for each other; else too few workers per rank. Bytes counted for the whole host (NFS client "
         "statistics, the FUSE daemon's reads) are taken once per host, not once per rank. When every "
         "count was busy, the next is projected from the largest one's per-rank demand, and said to be a projection.",

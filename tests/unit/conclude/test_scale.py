@@ -206,3 +206,42 @@ def test_failure_reasons_come_from_the_rank_or_torchrun() -> None:
     own = "noise\nioprof-rank-error: rank 0: StorageLost: /mnt/x: the storage is gone\n" + summary
     assert failure_reason(own, 1) == "rank 0: StorageLost: /mnt/x: the storage is gone"
     assert failure_reason("", None) == "did not finish in time"
+
+
+def _wide_storage(concurrency: int) -> object:
+    """A storage reading of 1 MB/s whose interval is wide (reads that came in fast and slow
+    stretches): what it gives these readers is not known to better than about ± 25 %."""
+    import dataclasses
+    import itertools
+
+    gaps = [0.07 if block % 2 else 0.13 for block in range(8) for _ in range(10)]
+    done = tuple(itertools.accumulate(gaps))
+    return dataclasses.replace(
+        builders.storage(concurrency, 10.0, files=len(done)),
+        completed_s=done,
+        elapsed_s=done[-1],
+        stopped_by="seconds",
+    )
+
+
+def test_no_straggler_is_blamed_while_the_storage_may_be_what_stopped_the_ranks() -> None:
+    """Two ranks that fetched what the storage's own reading says it gives, one of them waiting
+    longer (as ranks sharing a link do): with that reading too wide to tell whether they drew all
+    of it, the count says the storage may have stopped it — not that a straggler did."""
+    wide = _wide_storage(4)
+    per = tuple(_rank(i, w, fetched_bytes=1_500_000) for i, w in enumerate([0.0, 0.06]))
+    two = RankCountResult(2, "cold", "ok", "", 5.0, per, wide)  # type: ignore[arg-type]
+    r = conclude(_result(_count(1, 0.0), two))
+    (rc,) = r.conclusion.regimes
+    v = rc.counts[1]
+    band = wide.bandwidth()  # type: ignore[attr-defined]
+    assert v.stragglers == (1,) and band.high > 1.15 * band.value, (v, band)
+    assert v.storage_use is not None and v.storage_use < 0.85 <= (v.storage_use_point or 0.0), v
+    assert rc.limit is not None and rc.limit.stage == "storage-undecided"
+    text = render_scale_markdown(r)
+    assert "at 2 ranks, the storage may have stopped it (its reading too wide to tell)" in text
+    assert "a reading too wide to tell whether they drew all it gives" in text
+    assert "stopped it: rank(s) 1 waited" not in text
+    # the same count with a storage reading that closed: the storage is decided, or ruled out
+    closed = RankCountResult(2, "cold", "ok", "", 5.0, per, builders.storage(4, 10.0))
+    assert conclude(_result(_count(1, 0.0), closed)).conclusion.regimes[0].limit.stage == "storage"
