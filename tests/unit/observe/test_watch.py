@@ -169,6 +169,7 @@ def _gpu_loop(loader, gpu: QueuedGpu, gpu_s: float, steps: int, sync: bool) -> N
             break
 
 
+@pytest.mark.rig  # its shares are read off the host clock against fixed lines: the machine to itself
 @pytest.mark.parametrize(
     "item_s, gpu_s, workers, bound",
     [(0.0005, 0.030, 2, "compute"), (0.010, 0.005, 1, "input")],
