@@ -4,10 +4,11 @@ A DataLoader without ``persistent_workers`` starts its workers again at every ``
 or spawned, the dataset sent to each (pickled, under spawn and forkserver), each worker's imports
 and ``worker_init_fn`` run again, before the first batch can be made. Persistent workers skip all of
 it: a new pass waits only for one batch made. So each pass after the first is read from ``iter()``
-to its first batch, less one worker's time to make a batch, and at its end the call that ran it out
-(where the workers are stopped and joined) (its batch of samples at the median
-sample's time the look inside measured in the workers), and that start is weighed against the pass's own time, with its 95 %
-interval over the passes; the first pass is left out (workers start there either way).
+to its first batch, less one worker's time to make a batch (its batch of samples at the median
+sample's time the look inside measured in the workers), and at its end the call that ran it out
+(where the workers are stopped and joined, which kept workers never pay); that cost is weighed
+against the pass's own time, with its 95 % interval over the passes; the first pass is left out
+(workers start there either way).
 """
 
 from __future__ import annotations
