@@ -392,15 +392,32 @@ def _file_part(path: str) -> str:
 AFTER_CHECK_MAX_FILES = 256
 
 
-def verify_after(cache: CacheInfo, read_paths: Sequence[str]) -> CacheInfo:
+def cut_reads(root: str, open_paths: Iterable[str], cache: CacheInfo) -> list[str]:
+    """The files under ``root`` among ``open_paths``, those a loader's readers had open when they
+    were ended: in the cold regime their pages are dropped, as the readers would have dropped them
+    once read. A read still in flight when its reader was ended fills its pages after that drop."""
+    top = os.path.realpath(root)
+    cut = [p for p in open_paths if os.path.commonpath([top, os.path.realpath(p)]) == top]
+    if cache.evict_after_read:
+        evict(cut)
+    return cut
+
+
+def verify_after(cache: CacheInfo, read_paths: Sequence[str], cut: Iterable[str] = ()) -> CacheInfo:
     """``cache`` with the residency of the files a window read, measured after it.
 
     A cold window whose files stayed resident was not cold throughout (another reader, a mapping);
-    it loses its verification and says so.
+    it loses its verification and says so. The files in ``cut`` are left out: the window's own
+    readers were reading them again when they were ended (``cut_reads``: after the window, a loader
+    reads ahead into the next epoch), and what a cut read left resident says nothing of the window.
     """
     if cache.regime != "cold" or not read_paths:
         return cache
-    sample = list(dict.fromkeys(_file_part(p) for p in read_paths))[:AFTER_CHECK_MAX_FILES]
+    ours = {os.path.realpath(p) for p in cut}
+    files = dict.fromkeys(_file_part(p) for p in read_paths)
+    sample = [p for p in files if os.path.realpath(p) not in ours][:AFTER_CHECK_MAX_FILES]
+    if not sample:
+        return cache
     after = residency(sample).fraction
     if after <= COLD_MAX_RESIDENT_FRACTION or not cache.verified:
         return replace(cache, resident_after=after)

@@ -11,7 +11,6 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -129,7 +128,7 @@ def quick_exit(code: int | str | None) -> NoReturn:
     os._exit(rc)
 
 
-def end_loader_workers(iterator: object, unfinished: Callable[[list[str]], None] | None = None) -> None:
+def end_loader_workers(iterator: object) -> list[str]:
     """Shut a DataLoader iterator's workers down at once, whatever batch each is making.
 
     torch's own shutdown lets each worker finish the batch in hand: after a measurement that is
@@ -138,13 +137,13 @@ def end_loader_workers(iterator: object, unfinished: Callable[[list[str]], None]
     already (``stages`` writes one line per batch), so nothing measured is lost. The workers' pids
     are taken off torch's watch first, which would otherwise take the signal for a worker that
     failed; they are frozen (SIGSTOP: none opens another file), ended, and the iterator's own
-    shutdown joins them. ``unfinished``: given the files they had open, once they are gone, to do
-    what a worker would have done with a file it was reading (the cold regime drops its pages once
-    read). An iterator without workers (or not torch's) is left to its own end."""
+    shutdown joins them. Returns the files they had open, their reads cut short: a caller does
+    with them what a worker would have done with a file once read (the cold regime drops its
+    pages). An iterator without workers (or not torch's) is left to its own end."""
     workers = getattr(iterator, "_workers", None)
     shutdown = getattr(iterator, "_shutdown_workers", None)
     if not workers or shutdown is None or getattr(iterator, "_shutdown", True):
-        return
+        return []
     if getattr(iterator, "_worker_pids_set", False):
         from torch.utils.data._utils import signal_handling
 
@@ -155,13 +154,11 @@ def end_loader_workers(iterator: object, unfinished: Callable[[list[str]], None]
         with contextlib.suppress(OSError):  # one already gone
             os.kill(pid, signal.SIGSTOP)
     open_now: list[str] = []
-    if unfinished is not None:
-        for pid in pids:
-            with contextlib.suppress(psutil.Error):
-                open_now += [f.path for f in psutil.Process(pid).open_files()]
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            open_now += [f.path for f in psutil.Process(pid).open_files()]
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     shutdown()
-    if unfinished is not None and open_now:
-        unfinished(open_now)
+    return open_now

@@ -34,7 +34,7 @@ from ioprof.core.vocab import cache_regime
 from ioprof.datasets.dataset import Dataset
 from ioprof.host import iocounters
 from ioprof.host.fetched import FetchReadings, FetchSnapshot, MountCounters, bytes_read, decide
-from ioprof.host.pagecache import evict, keep_warm, prepare, verify_after, verify_warm_after
+from ioprof.host.pagecache import cut_reads, keep_warm, prepare, verify_after, verify_warm_after
 from ioprof.host.processes import end_loader_workers
 from ioprof.host.telemetry import GpuSampler
 from ioprof.measure import stage_rows, stages, steptiming
@@ -134,6 +134,7 @@ class _Window:
     images: list[int] = field(default_factory=list)
     nbytes: list[int] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    cut: list[str] = field(default_factory=list)  # the files the workers were reading when ended
     events: list[StepEvents] = field(default_factory=list)
     event_waits: list[float] = field(default_factory=list)  # host waits aligned with events
     pending_wait: float = 0.0
@@ -339,7 +340,7 @@ def _run_cell(
         if undo is not None:
             undo()
         # the window is over: what the workers make now is not measured
-        end_loader_workers(it, partial(_unfinished_reads, plan, cache))
+        window.cut = _unfinished_reads(plan, cache, end_loader_workers(it))
         del it
     result = _cell_result(
         plan,
@@ -360,14 +361,11 @@ def _run_cell(
     return replace(result, inside=inside.result(window_start, io_after.at_s, main))
 
 
-def _unfinished_reads(plan: CellPlan, cache: CacheInfo, open_paths: list[str]) -> None:
-    """The files of the dataset that workers ended mid-read had open: in the cold regime their
-    pages are dropped, as the workers would have dropped them once read (``read_file``), so that
-    the window's files are found as cold after it as the loader keeps them."""
-    if not cache.evict_after_read or plan.sample is not None or plan.dataset.fs.object_store:
-        return
-    root = os.path.realpath(plan.dataset.root)
-    evict(p for p in open_paths if os.path.commonpath([root, os.path.realpath(p)]) == root)
+def _unfinished_reads(plan: CellPlan, cache: CacheInfo, open_paths: list[str]) -> list[str]:
+    """The files of the dataset that workers ended mid-read had open (``cut_reads``)."""
+    if plan.sample is not None or plan.dataset.fs.object_store:
+        return []
+    return cut_reads(plan.dataset.root, open_paths, cache)
 
 
 def _train(step: TrainStep, batch: Batch) -> StepEvents | None:
@@ -438,9 +436,7 @@ def _cell_result(
         kept = [i for i, n in enumerate(window.images) if n]
         window.images = [window.images[i] for i in kept]
         window.nbytes = [window.nbytes[i] for i in kept]
-    read = [p for p in window.paths if p not in plan.keep_warm]  # the warm share is meant to stay resident
-    # an object store has no pages on this host to check
-    cache = verify_after(cache, read) if plan.sample is None and not plan.dataset.fs.object_store else cache
+    cache = _cold_after(plan, cache, window)
     by_workers = _workers_read_files(plan)
     read_in_window = bytes_read(sum(window.nbytes), counts, by_workers)
     fetched = (
@@ -491,6 +487,15 @@ def _cell_result(
         fetched_segments=segments,
         reads_counted="workers" if by_workers else "batches",
     )
+
+
+def _cold_after(plan: CellPlan, cache: CacheInfo, window: _Window) -> CacheInfo:
+    """``cache`` checked on the files the window read, as they are after it (``verify_after``):
+    not the share kept warm, meant to stay resident; nothing where no page of this host holds them
+    (an object store) or none was read from storage (a sample held in memory)."""
+    if plan.sample is not None or plan.dataset.fs.object_store:
+        return cache
+    return verify_after(cache, [p for p in window.paths if p not in plan.keep_warm], window.cut)
 
 
 def _workers_read_files(plan: CellPlan) -> bool:

@@ -42,8 +42,8 @@ from ioprof.datasets.discover import find_images
 from ioprof.host import iocounters
 from ioprof.host.fetched import FetchReadings, MountCounters, bytes_read, decide
 from ioprof.host.machine import usable_cores
-from ioprof.host.pagecache import filesystem_of, prepare, verify_after, verify_warm_after
-from ioprof.host.processes import quick_exit
+from ioprof.host.pagecache import cut_reads, filesystem_of, prepare, verify_after, verify_warm_after
+from ioprof.host.processes import end_loader_workers, quick_exit
 from ioprof.measure.loader import ImageFiles, collate, train_transform, worker_pids
 from ioprof.measure.storage import check_storage
 
@@ -232,8 +232,9 @@ def _rank_cell(
     cache: CacheInfo,
     fs: Any,
     warmup: int,
+    cut: list[str],
 ) -> CellResult:
-    cache = verify_after(cache, w.paths)
+    cache = verify_after(cache, w.paths, cut)
 
     by_workers = setting.processes > 0 and not fs.object_store
 
@@ -296,7 +297,9 @@ def run_scale_rank(cfg: dict[str, Any], group: Any) -> dict[str, Any]:
     compute_s = step.compute_s(cfg["batch_size"], cfg["crop_px"])
     warmup = cfg["warmup_steps"] + setting.workers
     w = _measure(cfg, loader, _batches(loader, sampler), step, images.root, fs, device, warmup)
-    cell = _rank_cell(rank, cfg, setting, w, cache, fs, warmup)
+    # the window is over: the workers, reading ahead, are ended before its files' residency is read
+    cut = cut_reads(images.root, end_loader_workers(getattr(loader, "_iterator", None)), cache)
+    cell = _rank_cell(rank, cfg, setting, w, cache, fs, warmup, cut)
     return {
         "rank": rank,
         "host": os.uname().nodename,

@@ -114,7 +114,8 @@ def test_sweep_on_real_slow_storage_blames_storage(tmp_path: Path, figure: Calla
         )
     assert verdicts(data) == {("storage", "highly")}
     cell = data["cells"][0]
-    assert cell["cache"]["verified"] and cell["fetched"]["method"] == "block-io"
+    assert cell["cache"]["verified"], cell["cache"]
+    assert cell["fetched"]["method"] == "block-io", cell["fetched"]
     probes = [level["read_mb_per_s"] for level in data["ceilings"][0]["storage"]]
     figure(
         "sweep on a 4 MB/s blkio-throttled disk: storage probe "

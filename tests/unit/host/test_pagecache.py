@@ -4,6 +4,7 @@ these VMs' host caches the disk, so an evicted file can still read back fast."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -204,6 +205,30 @@ def test_a_window_whose_files_stayed_resident_loses_its_cold_verification(blob_f
     _read_all(blob_files)  # read without eviction: the pages stay
     after = pagecache.verify_after(cache, blob_files)
     assert not after.verified and "not cold throughout" in after.note and (after.resident_after or 0) > 0.9
+
+
+def test_files_a_reader_of_ours_was_cut_reading_are_left_out_of_the_check(
+    blob_files: list[str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """After a window the loader's workers read ahead (into the next epoch, in a small set) and
+    are ended mid-read: the files they had open are theirs, dropped once more and left out of the
+    check, while the same pages left by no reader of ours still cost the verification."""
+    fs = pagecache.filesystem_of(blob_files[0])
+    if fs.ram_backed:
+        pytest.skip(f"the test folder is on {fs.fs_type}")
+    cache = pagecache.prepare(blob_files, "cold", fs)
+    reading = blob_files[:3]  # 3 of 40: 7 % of the pages, over the 2 % a cold window tolerates
+    _read_all(reading)
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "not-the-dataset.bin"
+    elsewhere.write_bytes(b"x" * 4096)
+    root = os.path.dirname(blob_files[0])
+    cut = pagecache.cut_reads(root, [*reading, str(elsewhere)], replace(cache, evict_after_read=False))
+    assert cut == reading  # the dataset's files only; nothing dropped where the regime keeps pages
+    assert not pagecache.verify_after(cache, blob_files).verified
+    kept = pagecache.verify_after(cache, blob_files, cut)
+    assert kept.verified and kept.resident_after is not None and kept.resident_after <= 0.02, kept
+    assert pagecache.cut_reads(root, reading, cache) == reading
+    assert pagecache.residency(reading).resident_pages == 0  # dropped, as the reader would have
 
 
 @pytest.mark.parametrize(
