@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import multiprocessing
 import os
 import shutil
 import signal
 import sys
 import threading
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn, cast
 
 import psutil
 
@@ -160,5 +161,9 @@ def end_loader_workers(iterator: object) -> list[str]:
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+    # A worker looks at its done event between samples, holding the event's lock for the look:
+    # one ended inside it holds that lock for good, and the shutdown sets the event, which would
+    # wait forever. Its workers gone, nobody else shares it: the shutdown is given one of its own.
+    cast(Any, iterator)._workers_done_event = multiprocessing.get_context().Event()
     shutdown()
     return open_now

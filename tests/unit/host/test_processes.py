@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
+import threading
 import time
+from typing import Any
 
 import psutil
 import pytest
@@ -96,4 +100,31 @@ def test_the_files_workers_had_open_when_ended_are_returned(tmp_path) -> None:  
         time.sleep(0.05)
     open_then = end_loader_workers(it)  # every file it had open (stdout redirected to a file, too)
     assert str(held) in open_then, open_then
+    del it
+
+
+def _hold(lock: Any, held: Any) -> None:
+    lock.acquire()
+    held.set()
+    time.sleep(SLOW_BATCH_S)
+
+
+def test_a_worker_ended_holding_the_done_events_lock_does_not_hang_the_shutdown() -> None:
+    """Workers look at their done event between samples, taking its lock for the look; one frozen
+    and ended inside that look holds the lock for good, and torch's shutdown, which sets the event,
+    would wait for it forever (a sweep hung so at its 4-worker decode ceiling). Here a process that
+    shares the event as the workers do takes its lock and is ended with them."""
+    ctx = multiprocessing.get_context("fork")
+    it = iter(DataLoader(_SlowAfterFirst(2), batch_size=2, num_workers=2, shuffle=False))
+    next(it)
+    held = ctx.Event()
+    holder = ctx.Process(target=_hold, args=(it._workers_done_event._cond, held), daemon=True)
+    holder.start()
+    assert held.wait(30), "the holder never took the lock"
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.join(30)
+    ended = threading.Thread(target=end_loader_workers, args=(it,), daemon=True)
+    ended.start()
+    ended.join(SLOW_BATCH_S / 2)
+    assert not ended.is_alive(), "the shutdown waits for a lock held by a process that is gone"
     del it
