@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import itertools
 import mmap
 import os
 import platform
@@ -415,7 +416,10 @@ def verify_after(cache: CacheInfo, read_paths: Sequence[str], cut: Iterable[str]
         return cache
     ours = {os.path.realpath(p) for p in cut}
     files = dict.fromkeys(_file_part(p) for p in read_paths)
-    sample = [p for p in files if os.path.realpath(p) not in ours][:AFTER_CHECK_MAX_FILES]
+    # resolved only where there is a cut to compare with, and only as far as the sample goes: on a
+    # network mount each resolution may cost a round trip
+    kept = (p for p in files if not ours or os.path.realpath(p) not in ours)
+    sample = list(itertools.islice(kept, AFTER_CHECK_MAX_FILES))
     if not sample:
         return cache
     after = residency(sample).fraction

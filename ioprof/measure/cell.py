@@ -363,7 +363,7 @@ def _run_cell(
 
 def _unfinished_reads(plan: CellPlan, cache: CacheInfo, open_paths: list[str]) -> list[str]:
     """The files of the dataset that workers ended mid-read had open (``cut_reads``)."""
-    if plan.sample is not None or plan.dataset.fs.object_store:
+    if not _reads_files(plan):
         return []
     return cut_reads(plan.dataset.root, open_paths, cache)
 
@@ -493,7 +493,7 @@ def _cold_after(plan: CellPlan, cache: CacheInfo, window: _Window) -> CacheInfo:
     """``cache`` checked on the files the window read, as they are after it (``verify_after``):
     not the share kept warm, meant to stay resident; nothing where no page of this host holds them
     (an object store) or none was read from storage (a sample held in memory)."""
-    if plan.sample is not None or plan.dataset.fs.object_store:
+    if not _reads_files(plan):
         return cache
     return verify_after(cache, [p for p in window.paths if p not in plan.keep_warm], window.cut)
 
@@ -501,7 +501,13 @@ def _cold_after(plan: CellPlan, cache: CacheInfo, window: _Window) -> CacheInfo:
 def _workers_read_files(plan: CellPlan) -> bool:
     """Whether the cell's reads are its worker processes' reads of files (``fetched.bytes_read``):
     not an in-memory sample's, nor an object store's GETs (a socket's bytes, no file's)."""
-    return plan.setting.processes > 0 and plan.sample is None and not plan.dataset.fs.object_store
+    return plan.setting.processes > 0 and _reads_files(plan)
+
+
+def _reads_files(plan: CellPlan) -> bool:
+    """Whether the cell's loader reads files of this host (pages in its cache): not an in-memory
+    sample, nor an object store's objects."""
+    return plan.sample is None and not plan.dataset.fs.object_store
 
 
 def _fetched(
