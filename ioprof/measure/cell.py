@@ -35,7 +35,7 @@ from ioprof.datasets.dataset import Dataset
 from ioprof.host import iocounters
 from ioprof.host.fetched import FetchReadings, FetchSnapshot, MountCounters, bytes_read, decide
 from ioprof.host.pagecache import cut_reads, keep_warm, prepare, verify_after, verify_warm_after
-from ioprof.host.processes import end_loader_workers
+from ioprof.host.processes import end_loader_workers, release_free_heap
 from ioprof.host.telemetry import GpuSampler
 from ioprof.measure import stage_rows, stages, steptiming
 from ioprof.measure.compute import TrainStep
@@ -386,6 +386,8 @@ def _iterate(
     """The loader's iterator, the pids that load (its workers, or this process), and — for a
     loader without workers — how to undo the stage timers put on this process's dataset."""
     children_before = iocounters.child_pids()
+    if plan.setting.processes:
+        release_free_heap()  # a step after the fork copies every page it writes; free ones need not be
     it = start_loader(dl)
     undo = None
     if plan.inside and plan.loader is None and not plan.setting.workers:
