@@ -11,9 +11,11 @@ pipeline whose shard stage names them — the user's pipeline is never changed.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import random
+import signal
 import subprocess
 import tarfile
 import urllib.parse
@@ -73,13 +75,18 @@ def opened(url: str, timeout_s: float = OPEN_TIMEOUT_S) -> Iterator[IO[bytes]]:
         with opened_by_url(local_path(url), timeout_s) as stream:
             yield stream
     elif kind == "pipe":
-        proc = subprocess.Popen(url[len("pipe:") :], shell=True, stdout=subprocess.PIPE)
+        # in a session of its own, ended whole: the commands of a pipeline (``curl … | zcat``) are
+        # the shell's children, and outlive its kill
+        proc = subprocess.Popen(
+            url[len("pipe:") :], shell=True, stdout=subprocess.PIPE, start_new_session=True
+        )
         assert proc.stdout is not None
         try:
             yield proc.stdout
         finally:
             proc.stdout.close()
-            proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     else:
         raise OSError(f"ioprof cannot read {kind}:// URLs alone")
@@ -123,20 +130,35 @@ def first_samples(stream: IO[bytes], samples: int) -> tuple[bytes, int]:
 KIND = "shards"
 
 
+NETWORK_SCHEMES = frozenset({"http", "https", "s3"})
+
+
+def named_url(url: str) -> str:
+    """The URL whose bytes a shard's URL brings: the URL itself, or for ``pipe:COMMAND`` the first
+    word of the command that is a network URL (``curl -s http://…``, ``aws s3 cp s3://… -``), as
+    WebDataset's own cache names a piped shard; the ``pipe:`` URL itself where the command names
+    none (``cat a.tar``)."""
+    if scheme(url) != "pipe":
+        return url
+    return next((w for w in url[5:].split() if scheme(w) in NETWORK_SCHEMES), url)
+
+
 def url_where(url: str) -> str:
-    """Where a URL's bytes come from, in words: ``scheme://host``, or the command of a ``pipe:``."""
+    """Where a URL's bytes come from, in words: ``scheme://host``, or the command of a ``pipe:``
+    (and the host its URL names)."""
     if url.startswith("pipe:"):
-        return f"the command `{url[5:].split()[0] if url[5:].split() else url[5:]}`"
+        command = f"the command `{url[5:].split()[0] if url[5:].split() else url[5:]}`"
+        named = named_url(url)
+        return command if named == url else f"{command} from {url_where(named)}"
     p = urllib.parse.urlparse(url)
     return f"{p.scheme}://{p.netloc}"
 
 
-NETWORK_SCHEMES = frozenset({"http", "https", "s3"})
-
-
 def host_of(url: str) -> str | None:
     """The host a URL's bytes come from: an object store's endpoint for ``s3://`` (the bucket
-    names no host), the URL's own host otherwise; None for a file or a command."""
+    names no host), the URL's own host otherwise, the host a ``pipe:`` command's URL names; None
+    for a file or a command that names no network URL."""
+    url = named_url(url)
     kind = scheme(url)
     if kind == "s3":
         from ioprof.datasets.objects import endpoint
@@ -148,14 +170,15 @@ def host_of(url: str) -> str | None:
 
 def url_source(kind: str, label: str, urls: list[str]) -> Source:
     """A source of URLs: local files where they are all ``file:``, else what the network brings."""
-    schemes = {scheme(u) for u in urls}
+    schemes = {scheme(named_url(u)) for u in urls}
     if schemes == {"file"}:
         paths = [local_path(u) for u in urls]
         root = files.common_root(paths)
         return Source(kind, label, tuple(paths[:ITEMS_LISTED]), root, root, "filesystem", len(paths))
     # over HTTP or from an object store: the interface its host is reached by counts what arrived
-    # (the workers' own reads — curl's pipe, TLS, a client's socket — beside it); a pipe: command's
-    # bytes only the workers' own reads can count
+    # (the workers' own reads — curl's pipe, TLS, a client's socket — beside it), a pipe: command
+    # that names its URL included: the workers' reads would count a cache of their own as fetched;
+    # the bytes of a command that names none only the workers' own reads can count
     counted = "network" if schemes <= NETWORK_SCHEMES else ("own-rchar" if schemes == {"pipe"} else "unknown")
     return Source(kind, label, tuple(urls[:ITEMS_LISTED]), "", url_where(urls[0]), counted, len(urls))
 

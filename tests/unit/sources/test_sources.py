@@ -185,6 +185,22 @@ def test_shards_in_an_object_store_are_counted_on_the_interface_its_endpoint_is_
     assert host_of("http://data.example:8080/a.tar") == "data.example" and host_of("pipe:cat a.tar") is None
 
 
+def test_a_piped_shard_is_counted_on_the_link_its_command_fetches_it_over() -> None:
+    """``pipe:curl … http://host/…`` brings the bytes of the URL it names: counted on the interface
+    that host is reached by, not by the workers' own reads, which would count a cache of their own
+    (WebDataset's ``cache_dir``) as fetched; a command that names no URL is left to those reads."""
+    from ioprof.sources.shards import host_of, url_source
+
+    urls = [f"pipe:curl -s -L http://127.0.0.1:8088/whole/shard-{i:05d}.tar" for i in range(2)]
+    source = url_source("shards", "WebDataset", urls)
+    assert source.counted_by == "network", source
+    assert source.where == "the command `curl` from http://127.0.0.1:8088"
+    assert host_of(urls[0]) == "127.0.0.1" and interface_for(host_of(urls[0]) or "") == "lo"
+    local = url_source("shards", "WebDataset", ["pipe:cat a.tar", "pipe:cat b.tar"])
+    assert local.counted_by == "own-rchar" and local.where == "the command `cat`"
+    assert host_of("pipe:cat a.tar") is None
+
+
 class Named:
     """A dataset that names what it reads, and can read a copy from memory (``ioprof_source``)."""
 
