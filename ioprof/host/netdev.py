@@ -13,6 +13,8 @@ from __future__ import annotations
 import ipaddress
 import socket
 import struct
+import time
+from collections.abc import Callable
 
 
 def interface_for(host: str) -> str | None:
@@ -56,3 +58,35 @@ def rx_bytes(iface: str) -> int | None:
         if name.strip() == iface:
             return int(rest.split()[0])
     return None
+
+
+# A reading that stopped leaves its bytes in flight: the sender's queue, the link's, a socket's
+# buffer, and the time the closing reset takes to reach the sender behind them (over a link shaped
+# to 8 Mbit/s, about a megabyte over a second after a command's ``curl`` stopped reading). The link
+# is quiet again once it carries under this share of the rate the reading drew.
+QUIET_SHARE = 0.01
+QUIET_POLL_S = 0.1
+QUIET_CAP_S = 3.0  # an interface never quiet (other traffic on it) is waited on no longer
+
+
+def wait_quiet(
+    iface: str,
+    rate_bytes_per_s: float,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], None] = time.sleep,
+    rx: Callable[[str], int | None] = rx_bytes,
+) -> float:
+    """Wait until ``iface`` receives under ``QUIET_SHARE`` of ``rate_bytes_per_s`` over a poll —
+    what a reading that drew that rate left in flight has arrived — or ``QUIET_CAP_S``; returns the
+    seconds waited. A reading's bytes that land after it ends would be counted in whatever window
+    the interface's counter opens next."""
+    t0 = clock()
+    last = rx(iface)
+    while last is not None and clock() - t0 < QUIET_CAP_S:
+        sleep(QUIET_POLL_S)
+        now = rx(iface)
+        if now is None or now - last < QUIET_SHARE * rate_bytes_per_s * QUIET_POLL_S:
+            break
+        last = now
+    return clock() - t0

@@ -419,6 +419,8 @@ class Watcher:
         )
         self.probes["when"] = when
         self.probed_index = rec.index
+        if rec.iface is not None:  # the probe's reads over the network: in flight no more
+            self._quiet(rec.iface)
         # the dataset described now, inside the pause it states, not by the first save after it: a
         # description reads files (a sample's sizes, whether the filesystem keeps pages), which on
         # an 8 Mbit/s sshfs link stopped the training 4.4 s longer than the 10.9 s the probe said
@@ -426,6 +428,15 @@ class Watcher:
         self.probe_pause_s = time.perf_counter() - t0
         self.probe_refused = ""
         return True
+
+    def _quiet(self, iface: str) -> None:
+        """Wait for the bytes the probe's own reads left in flight on ``iface`` (``netdev.wait_quiet``):
+        arriving after the pause, they would be counted as the loader's."""
+        from ioprof.host.netdev import wait_quiet
+
+        rates = [c.read_mb_per_s * 1e6 for c in self.probes.get("storage") or []]
+        phases = self.probes.setdefault("phases_s", {})
+        phases["the link falling quiet"] = wait_quiet(iface, max(rates, default=0.0))
 
     def observation(self) -> dict[str, Any]:
         """Everything observed so far, as plain data (see ``result.build_result``)."""

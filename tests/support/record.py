@@ -154,7 +154,8 @@ def _cached(work: Path, into: Path, store: str) -> dict[str, object]:
     """WebDataset with ``cache_dir`` over a shaped link (root: ``tests/support/netfs.py``): two
     tar shards of 640 small photographs, one a worker, each downloaded whole before its first
     sample is yielded; two epochs, the second read from the cache. ``store``: ``http`` (a server
-    in the namespace; WebDataset pipes the shards through curl) or ``s3`` (moto's S3-API server
+    in the namespace; WebDataset pipes the shards through curl), ``pipe`` (the same server, the
+    ``pipe:curl …`` URLs written out, as WebDataset's examples write them) or ``s3`` (moto's S3-API server
     there, read with boto3 in the workers, as MosaicML Streaming and LitData download theirs).
     The ground truths beside it: the shards' bytes (what the store holds, and what the cache
     holds after), and a plain client's rate over the same link."""
@@ -167,13 +168,14 @@ def _cached(work: Path, into: Path, store: str) -> dict[str, object]:
         src = work / "src"
         generate(DatasetSpec(128, 96, 640, seed=4), src)
         images = find_images(src)
-        held = mount.export if store == "http" else work / "held"
+        held = work / "held" if store == "s3" else mount.export
         shards, _, _ = write_shards(images.paths, images.labels, held / "whole", 4_300_000)
         first = Path(shards[0]).name
         env: dict[str, str] = {}
-        if store == "http":
+        if store in ("http", "pipe"):
             at = f"{mount.serve_http()}/whole/"
             plain = mount.plain_http([at + first])
+            at = at if store == "http" else f"pipe:curl -s -L {at}"
         else:
             env = mount.serve_s3()
             mount.upload_s3(held, "shards", "train", env)  # each as train/whole/0-NAME
@@ -200,7 +202,7 @@ def _cached(work: Path, into: Path, store: str) -> dict[str, object]:
         "shard_bytes": sum(Path(s).stat().st_size for s in shards),
         "cached_bytes": sum(f.stat().st_size for f in cache.iterdir()),
         "link_mbit": CACHED_LINK_MBIT,
-        f"plain_{store}_mb_per_s": plain.bytes_per_s / 1e6,
+        f"plain_{'http' if store == 'pipe' else store}_mb_per_s": plain.bytes_per_s / 1e6,
     }
 
 
@@ -210,6 +212,7 @@ RECORDINGS: dict[str, Callable[[Path, dict[str, Path], Path], dict[str, object]]
     "place": _place,
     "cached-shards": lambda work, sets, into: _cached(work, into, "http"),
     "cached-objects": lambda work, sets, into: _cached(work, into, "s3"),
+    "cached-pipe": lambda work, sets, into: _cached(work, into, "pipe"),
 }
 
 

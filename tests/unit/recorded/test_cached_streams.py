@@ -1,8 +1,9 @@
 """A streaming dataset that downloads its shards whole before it yields — WebDataset with
 ``cache_dir`` — on recorded runs: two tar shards of 640 photographs over an 8 Mbit/s link, one a
 worker, two epochs, the second read from the cache; the shards served over HTTP (``python
-tests/support/record.py cached-shards``) or from an S3-API store, read with boto3 in the workers
-(``cached-objects``), as MosaicML Streaming and LitData download theirs. Its first pass is
+tests/support/record.py cached-shards``; ``cached-pipe`` with the ``pipe:curl …`` URLs written
+out) or from an S3-API store, read with boto3 in the workers (``cached-objects``), as MosaicML
+Streaming and LitData download theirs. Its first pass is
 storage-bound, its steady state is not; its bytes are counted on the link; nothing in the report
 says that every epoch reads the storage, and the pass is as long as it was."""
 
@@ -17,7 +18,7 @@ from replay import recorded, replay
 from ioprof.render import words
 from ioprof.render.kinds import kind_of
 
-RUNS = ["cached-shards", "cached-objects"]
+RUNS = ["cached-shards", "cached-objects", "cached-pipe"]
 
 
 def _margins(name: str) -> dict[str, float]:
