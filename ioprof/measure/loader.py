@@ -11,6 +11,7 @@ stop with one clear line instead of counting every file as broken.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import random
 import time
@@ -195,9 +196,13 @@ class TarShards(IterableDataset):
         emulated: EmulatedStorage | None = None,
         evict: bool = False,
         seed: int = 0,
+        samples_per_pass: int | None = None,
     ) -> None:
         self.urls, self.blobs, self.emulated, self.evict, self.seed = list(urls), blobs, emulated, evict, seed
         self.transform = train_transform(crop_px)
+        # None: epoch after epoch, the cell deciding when it has seen enough; else a pass ends after
+        # each worker's this many samples (its streams closed), and iterating again starts the next
+        self.samples_per_pass = samples_per_pass
 
     def _stream(self, i: int) -> Iterator[shards.ShardSample]:
         url = self.urls[i]
@@ -247,6 +252,10 @@ class TarShards(IterableDataset):
             return Sample(None, label, url, why, False, s.stream_bytes, 0)
 
     def __iter__(self) -> Iterator[Sample]:
+        samples = self._samples()
+        return samples if self.samples_per_pass is None else itertools.islice(samples, self.samples_per_pass)
+
+    def _samples(self) -> Iterator[Sample]:
         info = get_worker_info()
         mine = (
             list(range(len(self.urls)))[info.id :: info.num_workers] if info else list(range(len(self.urls)))
@@ -277,10 +286,18 @@ class TarShards(IterableDataset):
 
 
 def shard_batches(
-    plan: Any, urls: Sequence[str], blobs: Sequence[bytes] | None, cache: Any, worker_init_fn: Any = None
+    plan: Any,
+    urls: Sequence[str],
+    blobs: Sequence[bytes] | None,
+    cache: Any,
+    worker_init_fn: Any = None,
+    *,
+    samples_per_pass: int | None = None,
+    persistent_workers: bool = False,
 ) -> DataLoader:
     """A DataLoader over tar shards, as a WebDataset training loop builds it (``plan``: a
-    ``cell.CellPlan``; ``blobs``: the shards' in-memory copies, read through emulated storage)."""
+    ``cell.CellPlan``; ``blobs``: the shards' in-memory copies, read through emulated storage);
+    ``samples_per_pass``: passes that end (``TarShards``), for workers kept between them or not."""
     if plan.setting.workers:
         check_shm(
             batch_bytes_of(plan.run.batch_size, plan.crop_px),
@@ -288,9 +305,17 @@ def shard_batches(
             plan.setting.workers,
         )
     ds = TarShards(
-        urls, plan.crop_px, blobs=blobs, emulated=plan.emulated, evict=cache.evict_after_read, seed=plan.seed
+        urls,
+        plan.crop_px,
+        blobs=blobs,
+        emulated=plan.emulated,
+        evict=cache.evict_after_read,
+        seed=plan.seed,
+        samples_per_pass=samples_per_pass,
     )
     kwargs = _worker_options(plan.setting.workers, plan.start_method, plan.prefetch_factor, plan.in_order)
+    if persistent_workers and plan.setting.workers:
+        kwargs["persistent_workers"] = True
     return DataLoader(
         ds,
         batch_size=plan.run.batch_size,

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 
 from ioprof.core.config import LoaderSetting, WhatifConfig, whatif_wants
+from ioprof.core.counts import CacheInfo
 from ioprof.core.resultfile import to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, CellResult, StorageCeiling
 from ioprof.core.results_whatif import AlternativeResult, WhatifResult
@@ -35,7 +36,7 @@ from ioprof.host.telemetry import open_gpu_sampler
 from ioprof.measure.ceilings import compute_ceiling, first_line, store_ceilings
 from ioprof.measure.cell import CellPlan, Failures, run_cell
 from ioprof.measure.compute import TrainStep, make_step
-from ioprof.measure.loader import make_loader, start_loader
+from ioprof.measure.loader import make_loader, shard_batches, start_loader
 from ioprof.measure.sample import load_sample
 from ioprof.measure.session import Progress, Session
 from ioprof.measure.storage import EmulatedStorage, copy_to, probe_storage
@@ -359,28 +360,43 @@ def _first_batch_s(loader: torch.utils.data.DataLoader, passes: int) -> list[flo
     return out
 
 
+def _passes(trial: Trial, persistent: bool) -> torch.utils.data.DataLoader:
+    """A loader over the sample whose passes hold two batches a worker: its files, or its shards
+    streamed as the cells stream them (each pass opens its shards again, kept workers or not)."""
+    per_worker = trial.run.batch_size * 2
+    if trial.sharded:
+        plan = trial.plan(trial.sample, sample=None)
+        as_is = CacheInfo("as-is", 0.0, True, "", "the page cache as it is")
+        return shard_batches(
+            plan,
+            trial.sample.images.paths,
+            None,
+            as_is,
+            samples_per_pass=per_worker,
+            persistent_workers=persistent,
+        )
+    s = trial.sample.images
+    return make_loader(
+        s.paths,
+        s.labels,
+        setting=trial.setting,
+        crop_px=trial.config.crop_px,
+        batch_size=trial.run.batch_size,
+        num_samples=per_worker * max(1, trial.workers),
+        seed=trial.config.seed,
+        persistent_workers=persistent,
+        start_method=trial.config.start_method,
+    )
+
+
 def persistent_workers(trial: Trial) -> AlternativeResult:
     """Worker start-up at each epoch's start: fresh workers against persistent ones."""
     if not trial.workers:
         return _not("persistent_workers", "needs-workers")
-    if trial.sharded:
-        return _not("persistent_workers", "sharded-not-built")
-    s = trial.sample.images
     figures = {}
     for persistent in (False, True):
-        dl = make_loader(
-            s.paths,
-            s.labels,
-            setting=trial.setting,
-            crop_px=trial.config.crop_px,
-            batch_size=trial.run.batch_size,
-            num_samples=trial.run.batch_size * 2 * max(1, trial.workers),
-            seed=trial.config.seed,
-            persistent_workers=persistent,
-            start_method=trial.config.start_method,
-        )
         # the first pass starts the workers either way; later passes show the difference
-        later = _first_batch_s(dl, 4)[1:]
+        later = _first_batch_s(_passes(trial, persistent), 4)[1:]
         figures["startup_persistent_s" if persistent else "startup_fresh_s"] = statistics.median(later)
     trial.progress(
         f"persistent_workers: first batch of an epoch after {figures['startup_persistent_s']:.3f} s "

@@ -363,3 +363,43 @@ def test_in_order_false_reaches_a_loader_over_shards(small_set: Path, tmp_path: 
     batches = [next(it) for _ in range(4)]  # batches come, as the workers make them
     assert all(b.images is not None and b.images.shape[0] == 4 for b in batches)
     del it
+
+
+def test_passes_over_shards_end_and_persistent_workers_serve_the_next(
+    small_set: Path, tmp_path: Path
+) -> None:
+    """A loader over shards whose passes end (``samples_per_pass``): each pass holds that many
+    samples a worker, and iterating again starts the next — in the same workers where they are
+    persistent (what ``whatif`` times the start of against fresh ones), in new ones otherwise."""
+    from types import SimpleNamespace
+
+    from ioprof.measure.loader import shard_batches, worker_pids
+
+    made = _shards(find_images(small_set), tmp_path)
+    plan = SimpleNamespace(
+        setting=LoaderSetting.multiprocess(2),
+        run=SimpleNamespace(batch_size=4),
+        crop_px=32,
+        prefetch_factor=None,
+        emulated=None,
+        seed=0,
+        start_method=None,
+        pin_memory=False,
+        in_order=True,
+    )
+    cache = SimpleNamespace(evict_after_read=False)
+    for persistent in (True, False):
+        dl = shard_batches(plan, made, None, cache, samples_per_pass=8, persistent_workers=persistent)
+        workers: list[set[int]] = []
+        for _ in range(3):
+            it = iter(dl)
+            first = next(it)
+            workers.append(set(worker_pids(it)))  # the pass's workers
+            images = sum(b.images.shape[0] for b in [first, *it] if b.images is not None)
+            assert images == 16  # 8 samples from each of the 2 workers, then the pass ends
+        assert all(len(w) == 2 for w in workers)
+        if persistent:
+            assert workers[0] == workers[1] == workers[2]
+        else:
+            assert not workers[0] & workers[1] and not workers[1] & workers[2]
+        del it, dl
