@@ -38,6 +38,7 @@ class ProcessReading:
     thread_cpu_s: dict[int, float]
     cpu_s: float = 0.0
     thread_runq_s: dict[int, float] | None = None
+    rss_bytes: int = 0  # every page it maps that is resident, shared or not
 
 
 def read_process(pid: int, at_s: float, *, memory: bool = True) -> ProcessReading | None:
@@ -50,7 +51,7 @@ def read_process(pid: int, at_s: float, *, memory: bool = True) -> ProcessReadin
     if got is None:
         return None
     try:
-        uss, pss = (rollup(pid) or _full_info(psutil.Process(pid))) if memory else (0, 0)
+        uss, pss, rss = (rollup(pid) or _full_info(psutil.Process(pid))) if memory else (0, 0, 0)
     except (psutil.Error, OSError):
         return None
     return ProcessReading(
@@ -61,11 +62,12 @@ def read_process(pid: int, at_s: float, *, memory: bool = True) -> ProcessReadin
         {tid: t.cpu_s for tid, t in got.threads.items()},
         got.cpu_s + got.children_cpu_s,
         {tid: t.runq_s for tid, t in got.threads.items()},
+        rss,
     )
 
 
-def rollup(pid: int) -> tuple[int, int] | None:
-    """(USS, PSS) from smaps_rollup: USS is the private pages, clean, dirty and huge."""
+def rollup(pid: int) -> tuple[int, int, int] | None:
+    """(USS, PSS, RSS) from smaps_rollup: USS is the private pages, clean, dirty and huge."""
     try:
         with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as f:
             text = f.read()
@@ -78,12 +80,12 @@ def rollup(pid: int) -> tuple[int, int] | None:
         if value and value[0].isdigit():
             kb[name] = int(value[0])
     uss = kb.get("Private_Clean", 0) + kb.get("Private_Dirty", 0) + kb.get("Private_Hugetlb", 0)
-    return uss * 1024, kb.get("Pss", 0) * 1024
+    return uss * 1024, kb.get("Pss", 0) * 1024, kb.get("Rss", 0) * 1024
 
 
-def _full_info(proc: psutil.Process) -> tuple[int, int]:
+def _full_info(proc: psutil.Process) -> tuple[int, int, int]:
     mem = proc.memory_full_info()
-    return int(mem.uss), int(getattr(mem, "pss", mem.uss))
+    return int(mem.uss), int(getattr(mem, "pss", mem.uss)), int(mem.rss)
 
 
 def busy_threads(before: ProcessReading, after: ProcessReading) -> tuple[int, float]:

@@ -231,6 +231,7 @@ class InsideRecorder:
             one_life_peak(
                 [_samples_vs_uss(rs, own.get(pid, [])) for pid, rs in workers.items()],
                 (self.samples_per_epoch or 0) / self.workers,
+                [_samples_vs_uss(rs, own.get(pid, []), "rss") for pid, rs in workers.items()],
             )
             if workers and not self.persistent and self.samples_per_epoch
             else None
@@ -332,18 +333,36 @@ class InsideRecorder:
         )
 
 
-def one_life_peak(lives: Sequence[Sequence[tuple[float, float]]], share: float) -> tuple[float, float] | None:
+def one_life_peak(
+    lives: Sequence[Sequence[tuple[float, float]]],
+    share: float,
+    resident: Sequence[Sequence[tuple[float, float]]] = (),
+) -> tuple[float, float] | None:
     """Workers forked again each epoch, each making its ``share`` of an epoch's samples and then
-    exiting: the most one reaches at its life's end, and the slope per sample their lives share.
+    exiting: the most one reaches at its life's end, and the slope per sample it was carried at.
     Each life's last reading (samples made, USS) is carried on to ``share`` at the slope pooled
     over the lives read at least twice (each its own level; never below 0); a life cut short by the
-    training's end is carried to where its epoch would have ended. None: no worker was read."""
+    training's end is carried to where its epoch would have ended. None: no worker was read.
+
+    A forked worker's own memory (USS) also grows by pages it was handed at the fork becoming its
+    alone — as it writes them (copy-on-read), or as the training process writes its own copies —
+    which is no more than it maps: never above its resident memory (``resident``, the same lives'
+    RSS), carried on at its own slope, which only what the worker itself allocates raises."""
     read = [sorted(points) for points in lives if points]
     if not read:
         return None
     fit = pooled_slope(read)
     slope = max(0.0, fit.value) if math.isfinite(fit.value) else 0.0
-    peak = max(points[-1][1] + slope * max(0.0, share - points[-1][0]) for points in read)
+    mapped = [sorted(p) for p in resident if p]
+    bound = pooled_slope(mapped) if mapped else None
+    grows = max(0.0, bound.value) if bound is not None and math.isfinite(bound.value) else 0.0
+
+    def carried(points: Sequence[tuple[float, float]], rate: float) -> float:
+        return points[-1][1] + rate * max(0.0, share - points[-1][0])
+
+    peak = max(carried(points, slope) for points in read)
+    if mapped and (most := max(carried(points, grows) for points in mapped)) < peak:
+        return most, grows  # carried (to another count's share too) at what it allocates itself
     return peak, slope
 
 
@@ -535,19 +554,21 @@ def _last(
 
 
 def _samples_vs_uss(
-    readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]]
+    readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]], memory: str = "uss"
 ) -> list[tuple[float, float]]:
-    """(samples this process had produced, its USS) at each reading: its own, taken at the end of
-    a batch (``stages.StageClock``: the count exact), and this recorder's (the count of the batches
-    done by then), in order of the samples."""
+    """(samples this process had produced, its USS — or ``memory="rss"``, its RSS) at each reading:
+    its own, taken at the end of a batch (``stages.StageClock``: the count exact), and this
+    recorder's (the count of the batches done by then), in order of the samples."""
     out, produced = [], 0
     for row in rows:
         produced += row["n"]
-        if "uss" in row:
-            out.append((float(produced), float(row["uss"])))
+        if row.get(memory):
+            out.append((float(produced), float(row[memory])))
     for r in readings:
         done = sum(row["n"] for row in rows if row["t"] <= r.at_s)
-        out.append((float(done), float(r.uss_bytes)))
+        value = r.uss_bytes if memory == "uss" else r.rss_bytes
+        if value:
+            out.append((float(done), float(value)))
     return sorted(out)
 
 

@@ -141,7 +141,7 @@ class StageClock:
             pass
 
     def _read_memory(self, row: dict[str, Any]) -> None:
-        """This process's USS and PSS, into the batch's row; the next reading held to the budget."""
+        """This process's USS, PSS and RSS, into the batch's row; the next reading held to the budget."""
         from ioprof.host.processes import rollup
 
         t0 = time.perf_counter()
@@ -153,7 +153,7 @@ class StageClock:
         self._memory_next_s = t0 + max(MEMORY_EVERY_MIN_S, took / MEMORY_BUDGET)
         self._memory_last_s = t0
         if got is not None:
-            row["uss"], row["pss"] = got
+            row["uss"], row["pss"], row["rss"] = got
 
     def flush(self) -> None:
         if self._file is not None:

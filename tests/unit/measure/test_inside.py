@@ -128,7 +128,7 @@ def test_a_worker_reads_its_own_memory_at_a_batchs_end_within_its_budget(tmp_pat
     rows = stage_rows.read_rows(tmp_path)
     own = [r for r in rows if "uss" in r]
     assert len(rows) == 3 and len(own) == 1 and own[0] is rows[0]
-    uss, _ = rollup(os.getpid()) or (0, 0)
+    uss, _, _ = rollup(os.getpid()) or (0, 0, 0)
     assert own[0]["uss"] == pytest.approx(uss, rel=0.2) and own[0]["pss"] > 0
     assert _samples_vs_uss([], rows) == [(4.0, float(own[0]["uss"]))]
     # without ``memory`` (a sweep's own workers) no reading is taken
@@ -137,3 +137,23 @@ def test_a_worker_reads_its_own_memory_at_a_batchs_end_within_its_budget(tmp_pat
     quiet.batch(4, 0.01, 0.001, 0.0)
     quiet.flush()
     assert all("uss" not in r for r in stage_rows.read_rows(tmp_path / "q"))
+
+
+def test_a_forked_workers_life_is_never_carried_above_what_it_maps() -> None:
+    """A worker of one epoch whose USS rose 150 MB over its first 20 samples — pages it was handed
+    at the fork becoming its alone as the training process wrote its own copies — while its RSS
+    stayed at 1.1 GB: carried to its share of 200 samples at that slope it would hold 1.84 GB, more
+    than it maps. Its peak is what it maps, carried at what it allocated itself."""
+    from ioprof.measure.inside import one_life_peak
+
+    mb = 1e6
+    uss = [(0.0, 340 * mb), (10.0, 415 * mb), (20.0, 490 * mb)]
+    rss = [(0.0, 1100 * mb), (10.0, 1100.5 * mb), (20.0, 1101 * mb)]
+    peak, slope = one_life_peak([uss], 200.0) or (0.0, 0.0)
+    assert peak == pytest.approx(1840 * mb) and slope == pytest.approx(7.5 * mb)
+    capped, carried = one_life_peak([uss], 200.0, [rss]) or (0.0, 0.0)
+    assert capped == pytest.approx(1110 * mb)  # 1,101 MB mapped, and 0.05 MB a sample of its own
+    assert carried == pytest.approx(0.05 * mb)  # and at that slope to another count's share
+    # a worker whose own memory stays far below what it maps is carried at its own slope, unchanged
+    small = [(0.0, 20 * mb), (20.0, 22 * mb)]
+    assert one_life_peak([small], 200.0, [rss]) == one_life_peak([small], 200.0)
