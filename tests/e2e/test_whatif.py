@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from cli import ioprof, ioprof_start
+from httpfolder import served
 from paths import tree_digest
 
 
@@ -76,38 +77,20 @@ def test_on_tar_shards_persistent_workers_are_measured_against_fresh_ones(
     """Epochs over tar shards (by URL, from a server here) that end: fresh workers start again at
     each one (a fork each, and their shards opened), kept ones only open their shards again —
     measured side by side in one run."""
-    import http.server
-    import threading
-
     from ioprof.datasets.discover import find_images
     from ioprof.runners.pipelines import write_shards
 
     images = find_images(small_set)
     made, _, _ = write_shards(images.paths, images.labels, tmp_path / "shards", 50_000)
-    folder = str(tmp_path / "shards")
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a, **kw) -> None:  # type: ignore[no-untyped-def]
-            super().__init__(*a, directory=folder, **kw)
-
-        def log_message(self, *a) -> None:  # type: ignore[no-untyped-def]
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        urls = f"http://127.0.0.1:{server.server_address[1]}/shard-{{00000..{len(made) - 1:05d}}}.tar"
+    with served(str(tmp_path / "shards")) as base:
         _, data = whatif(
             "--data",
-            urls,
+            f"{base}/shard-{{00000..{len(made) - 1:05d}}}.tar",
             *"--workers 2 --compute sim:5000 --seconds 1 --only persistent_workers --scratch".split(),
             str(tmp_path),
             "--out",
             str(tmp_path / "o"),
         )
-    finally:
-        server.shutdown()
-        server.server_close()
     (p,) = [a for a in data["alternatives"] if a["name"] == "persistent_workers"]
     assert p["measured"], p
     # a worker's start is most of an epoch's start here (fresh 2.0-2.4x kept, a CPU hog beside or

@@ -336,6 +336,23 @@ def test_in_order_false_reaches_the_dataloader_only_where_there_are_workers(smal
     assert serial.in_order is True  # no workers: batches are made in turn, in order
 
 
+def _shard_plan(in_order: bool) -> Any:
+    """What ``shard_batches`` reads of a cell's plan: two workers, batches of 4 at 32 px."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        setting=LoaderSetting.multiprocess(2),
+        run=SimpleNamespace(batch_size=4),
+        crop_px=32,
+        prefetch_factor=None,
+        emulated=None,
+        seed=0,
+        start_method=None,
+        pin_memory=False,
+        in_order=in_order,
+    )
+
+
 def test_in_order_false_reaches_a_loader_over_shards(small_set: Path, tmp_path: Path) -> None:
     from types import SimpleNamespace
 
@@ -343,22 +360,10 @@ def test_in_order_false_reaches_a_loader_over_shards(small_set: Path, tmp_path: 
 
     made = _shards(find_images(small_set), tmp_path)
     cache = SimpleNamespace(evict_after_read=False)
-
-    def plan(in_order: bool) -> Any:
-        return SimpleNamespace(
-            setting=LoaderSetting.multiprocess(2),
-            run=SimpleNamespace(batch_size=4),
-            crop_px=32,
-            prefetch_factor=None,
-            emulated=None,
-            seed=0,
-            start_method=None,
-            pin_memory=False,
-            in_order=in_order,
-        )
-
-    unordered = shard_batches(plan(False), made, None, cache)
-    assert unordered.in_order is False and shard_batches(plan(True), made, None, cache).in_order is True
+    unordered = shard_batches(_shard_plan(False), made, None, cache)
+    assert (
+        unordered.in_order is False and shard_batches(_shard_plan(True), made, None, cache).in_order is True
+    )
     it = iter(unordered)
     batches = [next(it) for _ in range(4)]  # batches come, as the workers make them
     assert all(b.images is not None and b.images.shape[0] == 4 for b in batches)
@@ -376,17 +381,7 @@ def test_passes_over_shards_end_and_persistent_workers_serve_the_next(
     from ioprof.measure.loader import shard_batches, worker_pids
 
     made = _shards(find_images(small_set), tmp_path)
-    plan = SimpleNamespace(
-        setting=LoaderSetting.multiprocess(2),
-        run=SimpleNamespace(batch_size=4),
-        crop_px=32,
-        prefetch_factor=None,
-        emulated=None,
-        seed=0,
-        start_method=None,
-        pin_memory=False,
-        in_order=True,
-    )
+    plan = _shard_plan(True)
     cache = SimpleNamespace(evict_after_read=False)
     for persistent in (True, False):
         dl = shard_batches(plan, made, None, cache, samples_per_pass=8, persistent_workers=persistent)

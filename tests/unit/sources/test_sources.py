@@ -5,15 +5,14 @@ user's objects."""
 
 from __future__ import annotations
 
-import http.server
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from httpfolder import served
 
 from ioprof import sources
 from ioprof.host.netdev import interface_for
@@ -131,21 +130,8 @@ def test_webdataset_shards_are_read_alone_and_copied_as_whole_samples(shards: li
 
 @pytest.fixture()
 def http_base(shards: list[str]) -> Iterator[str]:
-    folder = os.path.dirname(shards[0])
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a, **kw) -> None:  # type: ignore[no-untyped-def]
-            super().__init__(*a, directory=folder, **kw)
-
-        def log_message(self, *a) -> None:  # type: ignore[no-untyped-def]
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with served(os.path.dirname(shards[0])) as base:
+        yield base
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
