@@ -61,9 +61,9 @@ def rx_bytes(iface: str) -> int | None:
 
 
 # A reading that stopped leaves its bytes in flight: the sender's queue, the link's, a socket's
-# buffer, and the time the closing reset takes to reach the sender behind them (over a link shaped
-# to 8 Mbit/s, about a megabyte over a second after a command's ``curl`` stopped reading). The link
-# is quiet again once it carries under this share of the rate the reading drew.
+# buffer, and the time the closing reset takes to reach the sender behind them (on a shaped link,
+# up to a second of the link's rate: tests/unit/recorded/test_cached_streams.py). The link is quiet
+# again once it carries under this share of the rate the reading drew.
 QUIET_SHARE = 0.01
 QUIET_POLL_S = 0.1
 QUIET_CAP_S = 3.0  # an interface never quiet (other traffic on it) is waited on no longer

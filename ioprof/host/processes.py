@@ -138,9 +138,8 @@ def release_free_heap() -> None:
 
     After a fork every page this process writes while a worker lives is copied first, and a
     training step writes far more than its live tensors: the allocator reuses memory it freed
-    earlier. Freed memory handed back costs no copy (the step gets fresh pages instead), which
-    halves the first step after the fork for ResNet-50 on a CPU. The step's own memory is
-    unchanged from then on: the window starts after that step."""
+    earlier. Freed memory handed back costs no copy (the step gets fresh pages instead): see
+    benchmarks/bench_fork_warmup.py. The window starts after that step."""
     trim = getattr(_libc(), "malloc_trim", None)
     if trim is not None:
         trim(0)
