@@ -10,7 +10,6 @@ pages the caller could not have faulted in).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import itertools
 import mmap
@@ -25,6 +24,7 @@ from ioprof.core.counts import CacheInfo, Fetched
 from ioprof.core.results import REQUEST_FS_TYPES
 from ioprof.core.thresholds import CONTRADICTION_MIN_BYTES, WARM_MAX_FETCHED_SHARE
 from ioprof.core.vocab import cache_regime
+from ioprof.host.libc import LIBC
 
 # Filesystems where POSIX_FADV_DONTNEED cannot drop the data: the page cache *is* the storage.
 RAM_BACKED_FS_TYPES = frozenset({"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"})
@@ -145,7 +145,7 @@ class _Cachestat(ctypes.Structure):
     ]
 
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc = LIBC
 _libc.syscall.restype = ctypes.c_long
 _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import multiprocessing
 import os
 import shutil
@@ -19,6 +18,7 @@ from typing import Any, NoReturn, cast
 import psutil
 
 from ioprof.host import procstat
+from ioprof.host.libc import LIBC
 
 SHM_DIR = "/dev/shm"
 # A thread counts as running when it was on a CPU at least this share of the window.
@@ -140,16 +140,9 @@ def release_free_heap() -> None:
     training step writes far more than its live tensors: the allocator reuses memory it freed
     earlier. Freed memory handed back costs no copy (the step gets fresh pages instead): see
     benchmarks/bench_fork_warmup.py. The window starts after that step."""
-    trim = getattr(_libc(), "malloc_trim", None)
+    trim = getattr(LIBC, "malloc_trim", None)
     if trim is not None:
         trim(0)
-
-
-def _libc() -> Any:
-    try:
-        return ctypes.CDLL(None)
-    except OSError:
-        return None
 
 
 def end_loader_workers(iterator: object) -> list[str]:
