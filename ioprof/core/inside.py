@@ -68,9 +68,11 @@ class LoaderStages:
     per_sample: SampleTimes | None = None  # each sample's whole __getitem__, where it was timed
 
     def leading(self) -> StageTime | None:
-        """The costliest stage one can act on (not ``rest of __getitem__`` unless it is all)."""
-        named = [s for s in self.worker if s.name != REST_OF_GETITEM]
-        return named[0] if named else (self.worker[0] if self.worker else None)
+        """The costliest stage one can act on (not ``rest of __getitem__`` unless it is all, never
+        the wait for a core)."""
+        own = [s for s in self.worker if s.name != WAITING_FOR_A_CORE]
+        named = [s for s in own if s.name != REST_OF_GETITEM]
+        return named[0] if named else (own[0] if own else None)
 
     @property
     def named_share(self) -> float:
@@ -80,6 +82,9 @@ class LoaderStages:
 
 
 REST_OF_GETITEM = "rest of __getitem__"
+# the time a worker was ready to run and waited for a core (others held them all): counted apart
+# from the stage it fell in, and never the stage to act on (the stages' own work is)
+WAITING_FOR_A_CORE = "waiting for a core"
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,19 @@ class StageClock:
         self.sample_s: list[float] = []  # each sample's __getitem__ in the batch being made
         self.slowest: tuple[Any, float, str] | None = None  # its slowest: (index, seconds, name)
         self.name_of: Callable[[Any], str] = lambda index: ""
+        from ioprof.host.runqueue import RunQueueWait
+
+        self.queue = RunQueueWait()  # this thread's wait for a core, taken off every stage
+
+    def mark(self) -> tuple[float, float]:
+        """Now, on the wall clock and on this thread's wait for a core."""
+        return time.perf_counter(), self.queue.seconds()
+
+    def since(self, mark: tuple[float, float]) -> float:
+        """Seconds since ``mark`` less the time this thread waited for a core in between: what
+        the stage itself took (its work, and its own blocking, a read), wherever it was preempted."""
+        t0, q0 = mark
+        return max(0.0, time.perf_counter() - t0 - (self.queue.seconds() - q0))
 
     def add(self, name: str, seconds: float) -> None:
         self.current[name] = self.current.get(name, 0.0) + seconds
@@ -99,11 +112,19 @@ class StageClock:
         self.calls += 1
 
     def batch(
-        self, samples: int, fetch_s: float, collate_s: float, end_s: float, first: bool = False
+        self,
+        samples: int,
+        fetch_s: float,
+        collate_s: float,
+        end_s: float,
+        first: bool = False,
+        queued_s: float | None = None,
     ) -> None:
         """One batch made: its row. ``first``: the first batch of a pass in this process (a new
         fetcher): its memory is read whatever the budget says, so that a persistent worker is read
-        at the same point of every epoch it makes batches in, however costly its readings."""
+        at the same point of every epoch it makes batches in, however costly its readings.
+        ``queued_s``: what the fetch waited for a core (None where the kernel does not say); the
+        stages' own times have it taken off."""
         row = {
             "pid": os.getpid(),
             "tag": self.tag,
@@ -116,6 +137,8 @@ class StageClock:
             "cost_s_per_call": self.cost_s_per_call,
             "seen": self.seen,
         }
+        if queued_s is not None:
+            row["queued_s"] = queued_s
         if self.sample_s:
             row["sample_s"] = self.sample_s
         if self.slowest is not None:
@@ -156,6 +179,7 @@ class StageClock:
             row["uss"], row["pss"], row["rss"] = got
 
     def flush(self) -> None:
+        self.queue.close()
         if self._file is not None:
             with contextlib.suppress(OSError):
                 self._file.close()
@@ -173,9 +197,9 @@ class TimedStage:
         clock = _CLOCK
         if clock is None:
             return self.fn(*args, **kwargs)
-        t0 = time.perf_counter()
+        mark = clock.mark()
         out = self.fn(*args, **kwargs)
-        clock.add(self.name, time.perf_counter() - t0)
+        clock.add(self.name, clock.since(mark))
         return out
 
     def __getattr__(self, name: str) -> Any:  # code that inspects its transforms still sees theirs
@@ -190,14 +214,20 @@ class TimedStage:
 class _TimedReads:
     """A file whose reads are timed (PIL reads the header at open and the pixels at convert())."""
 
-    def __init__(self, f: Any) -> None:
+    def __init__(self, f: Any, clock: StageClock | None = None) -> None:
         self._f = f
+        self._clock = clock
         self.read_s = 0.0
 
     def _timed(self, method: str, *args: Any) -> Any:
-        t0 = time.perf_counter()
+        if self._clock is None:
+            t0 = time.perf_counter()
+            out = getattr(self._f, method)(*args)
+            self.read_s += time.perf_counter() - t0
+            return out
+        mark = self._clock.mark()
         out = getattr(self._f, method)(*args)
-        self.read_s += time.perf_counter() - t0
+        self.read_s += self._clock.since(mark)
         return out
 
     def read(self, *args: Any) -> Any:
@@ -223,11 +253,12 @@ class _ClockedReads(_TimedReads):
     ``read`` (PIL reads lazily, inside the dataset's own code)."""
 
     def _timed(self, method: str, *args: Any) -> Any:
-        t0 = time.perf_counter()
-        out = getattr(self._f, method)(*args)
         clock = _CLOCK
-        if clock is not None:
-            clock.add(READ, time.perf_counter() - t0)
+        if clock is None:
+            return getattr(self._f, method)(*args)
+        mark = clock.mark()
+        out = getattr(self._f, method)(*args)
+        clock.add(READ, clock.since(mark))
         return out
 
 
@@ -272,11 +303,12 @@ def _time_samples(dataset: Any) -> Callable[[], None] | None:
 
 
 def _timed_sample(getitem: Any, self: Any, index: Any) -> Any:
-    t0 = time.perf_counter()
-    item = getitem(self, index)
     c = _CLOCK
-    if c is not None:
-        c.sample(index, time.perf_counter() - t0)
+    if c is None:
+        return getitem(self, index)
+    mark = c.mark()
+    item = getitem(self, index)
+    c.sample(index, c.since(mark))
     return item
 
 
@@ -306,18 +338,20 @@ def timed_pil_loader(path: str) -> Any:
     timed apart: the file's open and reads are ``read``, the rest is ``decode``."""
     from PIL import Image
 
-    t0 = time.perf_counter()
+    clock = _CLOCK
+    if clock is None:
+        with open(path, "rb") as raw:
+            return Image.open(raw).convert("RGB")
+    mark = clock.mark()
     with open(path, "rb") as raw:
-        t_open = time.perf_counter() - t0
-        f = _TimedReads(raw)
+        t_open = clock.since(mark)
+        f = _TimedReads(raw, clock)
         img = Image.open(f)
         out = img.convert("RGB")
-    total = time.perf_counter() - t0
-    clock = _CLOCK
-    if clock is not None:
-        read = t_open + f.read_s
-        clock.add(READ, read)
-        clock.add(DECODE, max(0.0, total - read))
+    total = clock.since(mark)
+    read = t_open + f.read_s
+    clock.add(READ, read)
+    clock.add(DECODE, max(0.0, total - read))
     return out
 
 
@@ -327,9 +361,15 @@ class _TimedCollate:
         self.last_s = 0.0
 
     def __call__(self, data: Any) -> Any:
-        t0 = time.perf_counter()
+        clock = _CLOCK
+        if clock is None:
+            t0 = time.perf_counter()
+            out = self.fn(data)
+            self.last_s = time.perf_counter() - t0
+            return out
+        mark = clock.mark()
         out = self.fn(data)
-        self.last_s = time.perf_counter() - t0
+        self.last_s = clock.since(mark)
         return out
 
 
@@ -344,9 +384,9 @@ def _timed_fetch(original: Callable[[Any, Any], Any], clock: Callable[[], StageC
         if not isinstance(collate, _TimedCollate):
             collate = fetcher.collate_fn = _TimedCollate(collate)
         collate.last_s = 0.0
-        t0 = time.perf_counter()
+        t0, q0 = c.mark()
         data = original(fetcher, index)
-        t1 = time.perf_counter()
+        t1, q1 = c.mark()
         if getattr(fetcher, "auto_collation", False) and hasattr(index, "__len__"):
             samples = len(index)
         else:  # batch_size=None: the dataset makes whole batches itself (WebDataset's .batched())
@@ -354,7 +394,7 @@ def _timed_fetch(original: Callable[[Any, Any], Any], clock: Callable[[], StageC
         first = not getattr(fetcher, "_ioprof_seen", False)  # torch makes a fetcher for every pass
         if first:
             fetcher._ioprof_seen = True
-        c.batch(samples, t1 - t0, collate.last_s, t1, first)
+        c.batch(samples, t1 - t0, collate.last_s, t1, first, q1 - q0 if c.queue.here() else None)
         return data
 
     fetch._ioprof = True  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ioprof.conclude.inside import MAX_WORKERS_CHECKED, max_workers_ram, max_workers_shm, worker_peak_bytes
 from ioprof.core.config import worker_count
-from ioprof.core.inside import CoreUse, LoaderStages, SampleTimes, WorkerMemory
+from ioprof.core.inside import WAITING_FOR_A_CORE, CoreUse, LoaderStages, SampleTimes, WorkerMemory
 from ioprof.core.results import CellResult, SweepResult
 from ioprof.core.thresholds import GROWTH_RULE
 from ioprof.render import words
@@ -127,6 +127,11 @@ def stages_table(s: LoaderStages, *, in_workers: bool = True) -> list[str]:
         f"({pct(cost, 2)}), measured {'in each worker' if in_workers else 'there'}."
         + (f" Note: {s.note}." if s.note else "")
     )
+    if any(st.name == WAITING_FOR_A_CORE for st in s.worker):
+        out.append(
+            f"'{WAITING_FOR_A_CORE}': the time {where} were ready to run while other processes held every "
+            "core; each stage's time is its own work, without it."
+        )
     if s.per_sample is not None:
         out.append(per_sample_line(s.per_sample))
     if s.main:
