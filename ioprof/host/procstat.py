@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from dataclasses import dataclass
 
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
@@ -174,6 +175,41 @@ class ThreadClock:
         for fd in (self._sched, self._stat):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+class RunQueueWait:
+    """The run-queue wait of the thread that made it, in seconds, read in that thread: a stage timed
+    by the wall clock holds whatever wait the scheduler put inside it, and this takes it off.
+    ``available`` False where the kernel does not count it."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_native_id()
+        self._fd: int | None = None
+        self.available = False
+        with contextlib.suppress(OSError):
+            self._fd = os.open(f"/proc/self/task/{self.thread}/schedstat", os.O_RDONLY)
+            self.available = self._read() is not None
+
+    def _read(self) -> float | None:
+        try:
+            # parse_schedstat's second field, without its record: read at every stage's ends
+            return int(os.pread(self._fd, 128, 0).split()[1]) / 1e9 if self._fd is not None else None
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def here(self) -> bool:
+        """Whether the calling thread's wait is counted (it is the thread that made this)."""
+        return self.available and threading.get_native_id() == self.thread
+
+    def seconds(self) -> float:
+        """The wait so far (it only grows), or 0.0 where it is not counted for this thread."""
+        return (self._read() or 0.0) if self.here() else 0.0
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+        self._fd, self.available = None, False
 
 
 @dataclass(frozen=True)

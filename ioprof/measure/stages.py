@@ -84,7 +84,7 @@ class StageClock:
         self.sample_s: list[float] = []  # each sample's __getitem__ in the batch being made
         self.slowest: tuple[Any, float, str] | None = None  # its slowest: (index, seconds, name)
         self.name_of: Callable[[Any], str] = lambda index: ""
-        from ioprof.host.runqueue import RunQueueWait
+        from ioprof.host.procstat import RunQueueWait
 
         self.queue = RunQueueWait()  # this thread's wait for a core, taken off every stage
 
