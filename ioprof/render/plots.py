@@ -10,6 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from ioprof.core.inside import WAITING_FOR_A_CORE
 from ioprof.core.results import CellResult, SweepResult
 from ioprof.core.results_place import PlaceResult
 from ioprof.core.stats import Interval
@@ -371,7 +372,18 @@ def plot_stages(result: SweepResult, path: Path) -> bool:
             ]
             widths.append(sum(ms))
         color = colors[k % len(colors)] if name != "other" else "0.75"
-        ax.barh(labels, widths, left=left, color=color, label=name, height=0.6)
+        # the wait for a core is no stage's work: drawn apart, light and hatched
+        waiting = name == WAITING_FOR_A_CORE
+        ax.barh(
+            labels,
+            widths,
+            left=left,
+            color="0.92" if waiting else color,
+            hatch="///" if waiting else None,
+            edgecolor="0.55" if waiting else None,
+            label=name,
+            height=0.6,
+        )
         left = [a + b for a, b in zip(left, widths, strict=True)]
     ax.invert_yaxis()
     ax.set_xlabel("ms per sample in a worker (the training process, without workers)")
