@@ -183,12 +183,24 @@ class InsideRecorder:
         return [r for r in stage_rows.read_rows(self.folder, self.tag) if pids is None or r["pid"] in pids]
 
     def _spanned(self, start_s: float, end_s: float) -> dict[int, list[ProcessReading]]:
+        """Each process's readings that span [start_s, end_s]. A loop that may pause (a user's):
+        those within EVERY_S of it, its thread reading every EVERY_S. A sweep's cell, read before
+        its warm-up and after its window only: the last before the window, those within, the first
+        after — however long the warm-up, and however long a round of readings of many workers
+        took (each process is stamped when it is read, so one round spreads over its own time)."""
         with self._lock:
             readings = {pid: list(rs) for pid, rs in self.readings.items()}
-        return {
-            pid: [r for r in rs if start_s - EVERY_S <= r.at_s <= end_s + EVERY_S]
-            for pid, rs in readings.items()
-        }
+        if self.pauses:
+            return {
+                pid: [r for r in rs if start_s - EVERY_S <= r.at_s <= end_s + EVERY_S]
+                for pid, rs in readings.items()
+            }
+        out = {}
+        for pid, rs in readings.items():
+            before = [r for r in rs if r.at_s < start_s][-1:]
+            after = [r for r in rs if r.at_s > end_s][:1]
+            out[pid] = [*before, *(r for r in rs if start_s <= r.at_s <= end_s), *after]
+        return out
 
     def _epochs(
         self, warm: Mapping[int, list[tuple[float, float]]], rows: Sequence[dict[str, Any]]

@@ -157,3 +157,39 @@ def test_a_forked_workers_life_is_never_carried_above_what_it_maps() -> None:
     # a worker whose own memory stays far below what it maps is carried at its own slope, unchanged
     small = [(0.0, 20 * mb), (20.0, 22 * mb)]
     assert one_life_peak([small], 200.0, [rss]) == one_life_peak([small], 200.0)
+
+
+def test_a_cells_round_of_readings_longer_than_their_reach_still_counts_every_process(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Seen in a default sweep: 8 workers' cell read before its warm-up, one process after another
+    (0.34 s for nine), the training process first, 2.13 s before the window; the workers read last
+    were within 2 s, so no reading opened the window — and the training process, its CPU the most,
+    was left out: "0.05 cores busy". A cell's readings span its window from the last before it."""
+    import os
+
+    from ioprof.host.processes import ProcessReading
+    from ioprof.measure.inside import InsideRecorder
+
+    rec = InsideRecorder(
+        folder=str(tmp_path),
+        tag=1,
+        workers=2,
+        prefetch_factor=2,
+        pin_memory=False,
+        persistent_workers=False,
+        samples_per_epoch=None,
+        pauses=False,
+    )
+    start, end = 100.0, 108.0
+    main, workers = os.getpid(), (1_000_001, 1_000_002)
+
+    def read(pid: int, at: float, cpu: float) -> ProcessReading:
+        return ProcessReading(pid, at, 0, 0, {pid: cpu}, cpu_s=cpu, thread_runq_s={pid: 0.0})
+
+    # the training process busy on 1.8 cores, each worker on 0.1, from the warm-up on
+    rec.readings[main] = [read(main, start - 2.13, 50.0), read(main, end + 0.1, 50.0 + 1.8 * 10.23)]
+    for k, pid in enumerate(workers):
+        at = start - 1.95 + 0.05 * k
+        rec.readings[pid] = [read(pid, at, 1.0), read(pid, end + 0.1, 1.0 + 0.1 * (end + 0.1 - at))]
+    cpu = rec._cpu(start, end)
+    assert cpu.cpu_s == pytest.approx(1.8 * 10.23 + 0.1 * (10.05 + 10.0))
+    assert cpu.window_s == pytest.approx(10.23)
