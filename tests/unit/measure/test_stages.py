@@ -92,8 +92,14 @@ def test_a_planted_slow_transform_is_named_first_in_every_kind_of_worker(
     )
 
 
-def _on_cpu_0(worker_id: int) -> None:
-    os.sched_setaffinity(0, {0})
+class _OnOneCpu:
+    """A worker_init_fn that pins the worker to one CPU."""
+
+    def __init__(self, cpu: int) -> None:
+        self.cpu = cpu
+
+    def __call__(self, worker_id: int) -> None:
+        os.sched_setaffinity(0, {self.cpu})
 
 
 def test_a_worker_sharing_its_core_is_charged_its_own_time_and_the_wait_apart(
@@ -103,8 +109,9 @@ def test_a_worker_sharing_its_core_is_charged_its_own_time_and_the_wait_apart(
     worker's CPU time, read from outside), and the time the loop held the core is counted apart."""
     if not hasattr(os, "sched_setaffinity") or not os.path.exists(f"/proc/{os.getpid()}/schedstat"):
         pytest.skip("no per-thread run-queue counts here")
+    cpu0 = min(os.sched_getaffinity(0))  # the first CPU this host lets the tests use
     busy = subprocess.Popen(
-        [sys.executable, "-c", "import os\nos.sched_setaffinity(0, {0})\nwhile True: pass"]
+        [sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu0}}})\nwhile True: pass"]
     )
     try:
         ds = datasets.ImageFolder(
@@ -122,7 +129,7 @@ def test_a_worker_sharing_its_core_is_charged_its_own_time_and_the_wait_apart(
             ds,
             batch_size=4,
             num_workers=1,
-            worker_init_fn=stages.WorkerStages(folder, 1, _on_cpu_0),
+            worker_init_fn=stages.WorkerStages(folder, 1, _OnOneCpu(cpu0)),
             persistent_workers=True,
         )
         t0 = time.perf_counter()
