@@ -186,24 +186,28 @@ class RunQueueWait:
         self.thread = threading.get_native_id()
         self._fd: int | None = None
         self.available = False
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError, IndexError):
             self._fd = os.open(f"/proc/self/task/{self.thread}/schedstat", os.O_RDONLY)
-            self.available = self._read() is not None
-
-    def _read(self) -> float | None:
-        try:
-            # parse_schedstat's second field, without its record: read at every stage's ends
-            return int(os.pread(self._fd, 128, 0).split()[1]) / 1e9 if self._fd is not None else None
-        except (OSError, ValueError, IndexError):
-            return None
+            # counted where this thread, running now, has time on a CPU (a kernel without the
+            # scheduler's statistics writes "0 0 0")
+            self.available = int(os.pread(self._fd, 128, 0).split()[0]) > 0
+        if not self.available:
+            self.close()
 
     def here(self) -> bool:
         """Whether the calling thread's wait is counted (it is the thread that made this)."""
         return self.available and threading.get_native_id() == self.thread
 
     def seconds(self) -> float:
-        """The wait so far (it only grows), or 0.0 where it is not counted for this thread."""
-        return (self._read() or 0.0) if self.here() else 0.0
+        """The wait so far (it only grows), or 0.0 where it is not counted for this thread. Read
+        at both ends of every stage: one ``pread``, and parse_schedstat's second field parsed in
+        place (no record built)."""
+        if self._fd is None or threading.get_native_id() != self.thread:
+            return 0.0
+        try:
+            return int(os.pread(self._fd, 128, 0).split()[1]) * 1e-9
+        except (OSError, ValueError, IndexError):
+            return 0.0
 
     def close(self) -> None:
         if self._fd is not None:
