@@ -121,7 +121,8 @@ def test_a_starved_training_loop_is_input_bound_by_decode(tmp_path: Path) -> Non
     assert r["analysis"]["overall_bottleneck"] == "decode" and r["analysis"]["overall_dataset"] == "loader 1"
     # without workers the loader is timed in the training process: the decode of 1024x768 JPEGs leads
     stages = cell["inside"]["stages"]
-    assert stages["seen"] == "stages" and stages["processes"] == 1 and stages["worker"][0]["name"] == "decode"
+    own = [st["name"] for st in stages["worker"] if st["name"] != "waiting for a core"]
+    assert stages["seen"] == "stages" and stages["processes"] == 1 and own[0] == "decode"
     assert "Costliest stage in the loader: **decode**" in (out / "report.md").read_text()
 
 
@@ -148,7 +149,11 @@ def test_inside_the_scripts_workers_a_planted_blur_leads_on_one_oversubscribed_c
     cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
     inside = cell["inside"]
     names = [st["name"] for st in inside["stages"]["worker"]]
-    assert names[0] == "GaussianBlur" and {"read", "decode", "RandomResizedCrop", "collate"} <= set(names), (
+    # three processes on one core: the workers' wait for it is a row of its own, and the stages'
+    # own times, without it, still put the blur first
+    own = [n for n in names if n != "waiting for a core"]
+    assert "waiting for a core" in names, names
+    assert own[0] == "GaussianBlur" and {"read", "decode", "RandomResizedCrop", "collate"} <= set(names), (
         names
     )
     assert inside["cores"]["affinity_cores"] == 1 and inside["cores"]["threads_busy"] >= 2, inside["cores"]
@@ -232,7 +237,8 @@ def test_a_webdataset_loop_with_a_costly_transform_is_input_bound_by_decode(tmp_
         ceilings["storage"] and ceilings["storage"][0]["bytes_per_sample"] > 0
     )  # shards: samples/s from bytes
     stages = cell["inside"]["stages"]
-    assert stages["seen"] == "iterator" and stages["worker"][0]["name"] == "next(iterator)", stages
+    lead = next(st for st in stages["worker"] if st["name"] != "waiting for a core")
+    assert stages["seen"] == "iterator" and lead["name"] == "next(iterator)", stages
     assert stages["samples"] == 8 * stages["batches"]  # per sample: each batch ÷ its 8 samples
     report = (out / "report.md").read_text()
     assert "| next(iterator) |" in report and "| __getitem__ |" not in report
