@@ -16,12 +16,13 @@ from ioprof.core.findings import (
     CoresOversubscribed,
     Finding,
     ShmTooSmall,
+    SlowSamples,
     WorkerMemoryGrows,
     WorkersDoNotFit,
 )
-from ioprof.core.inside import StageTime, WorkerMemory
+from ioprof.core.inside import WAITING_FOR_A_CORE, StageTime, WorkerMemory
 from ioprof.core.results import CellResult, SweepResult
-from ioprof.core.thresholds import TRAINING_EPOCHS_AT_MOST
+from ioprof.core.thresholds import MODERATELY_INPUT_BOUND_SHARE, TRAINING_EPOCHS_AT_MOST
 
 MAX_WORKERS_CHECKED = 256
 
@@ -87,6 +88,7 @@ def findings(result: SweepResult, advice: Sequence[Advice]) -> tuple[Finding, ..
         if cell.status != "ok" or cell.inside is None:
             continue
         out.extend(_cores(cell))
+        out.extend(_slow_samples(cell))
         if cell.inside.memory is not None and cell.workers:
             out.extend(_memory(cell, cell.inside.memory, asked.get(cell.dataset)))
     return tuple(_once(out))
@@ -123,6 +125,36 @@ def _cores(cell: CellResult) -> list[Finding]:
             c.pin_memory_thread,
             the_limit=waits,
             runq_share=c.runq_share,
+        )
+    ]
+
+
+def _slow_samples(cell: CellResult) -> list[Finding]:
+    """Slow samples, said where even the low end of what they cost the loop is as much of its time
+    as makes a loop moderately input-bound: removing them alone would lift it by that much."""
+    stages = cell.inside.stages if cell.inside is not None else None
+    t = stages.per_sample if stages is not None else None
+    s = t.slow if t is not None else None
+    if (
+        stages is None
+        or t is None
+        or s is None
+        or not s.loop.known
+        or s.loop.low < MODERATELY_INPUT_BOUND_SHARE
+    ):
+        return []
+    return [
+        SlowSamples(
+            cell.dataset,
+            cell.setting.label,
+            s.slow,
+            s.samples,
+            s.fence_s,
+            s.median_s,
+            (s.loop.value, s.loop.low, s.loop.high),
+            (s.wait.value, s.wait.low, s.wait.high),
+            t.slowest,
+            queued=any(st.name == WAITING_FOR_A_CORE and (st.share or 0) > 0 for st in stages.worker),
         )
     ]
 

@@ -429,6 +429,25 @@ class CoresOversubscribed(Finding):
 
 
 @dataclass(frozen=True)
+class SlowSamples(Finding):
+    """A few samples far slower than the rest cost the loop a share of its time: each holds back
+    its batch and, batches being handed over in order, the loop and then the other workers
+    (``core.handover``: the pass replayed without them)."""
+
+    kind: ClassVar[str] = "slow-samples"
+    dataset: str
+    setting: str
+    slow: int  # samples beyond the far fence of their times
+    samples: int
+    fence_s: float
+    median_s: float
+    loop: tuple[float, float, float]  # their share of the loop's time: value, low, high
+    wait: tuple[float, float, float]  # their share of its wait
+    slowest: tuple[tuple[int | str, float, str], ...]  # (index, seconds, file or "")
+    queued: bool = False  # the workers waited for a core: the saving replayed is an upper bound
+
+
+@dataclass(frozen=True)
 class WorkersDoNotFit(Finding):
     """The worker count asked for (the script's, or the verdict's advice) would not fit in RAM or
     in /dev/shm, by the memory measured per worker and per batch."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ioprof.core.handover import SlowWait
 from ioprof.core.thresholds import GROWTH_NOISE_BYTES
 
 
@@ -40,6 +41,7 @@ class SampleTimes:
     max_s: float
     slowest_share: float  # of all samples' time, the slowest 1 % (at least one sample)
     slowest: tuple[tuple[int | str, float, str], ...]
+    slow: SlowWait | None = None  # what the slow samples cost the loop (workers in order only)
 
 
 @dataclass(frozen=True)

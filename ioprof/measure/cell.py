@@ -141,6 +141,8 @@ class _Window:
     looks: Looks | None = None  # when the stopping rule may look at the interval
     retries: int = 0  # requests the object store's client repeated for the window's samples
     readings: FetchReadings | None = None  # the fetch counters, read at step boundaries
+    # every batch's call and return, warm-up included: (pass, k, call, return) — its hand-over
+    handed: list[tuple[int, int, float, float]] = field(default_factory=list)
 
     def add(self, wait: float, step: float, batch: Batch, marks: StepEvents | None) -> None:
         self.waits.append(wait)
@@ -314,6 +316,7 @@ def _run_cell(
             t_a = clock()
             batch = next(it)
             t_b = clock()
+            window.handed.append((0, i, t_a, t_b))
             if i == 0:
                 startup_s = t_b - t_created
                 inside.first_batch((batch.images, batch.labels))
@@ -355,10 +358,33 @@ def _run_cell(
     )
     if not plan.inside:
         return result
-    if setting.workers:
-        result = replace(result, produced=stage_rows.produced(folder, window_start, io_after.at_s))
-    main = [(stages.PIN, pins.between(None, window_start, io_after.at_s)), (stages.WAIT, window.waits)]
-    return replace(result, inside=inside.result(window_start, io_after.at_s, main))
+    return _looked_inside(
+        result, plan, inside, window, (window_start, io_after.at_s, t_created), folder, pins
+    )
+
+
+def _looked_inside(
+    result: CellResult,
+    plan: CellPlan,
+    inside: InsideRecorder,
+    window: _Window,
+    span: tuple[float, float, float],
+    folder: str,
+    pins: stages.PinTimes,
+) -> CellResult:
+    """The cell with what its workers made over the window (``span``: its start and end, and when
+    the iterator was made) and the look inside: their stages, memory and cores, and — its one pass,
+    batches in order — what its slow samples cost the loop."""
+    start, end, pass_start = span
+    handed = window.handed
+    if plan.setting.workers:
+        result = replace(result, produced=stage_rows.produced(folder, start, end))
+    main = [(stages.PIN, pins.between(None, start, end)), (stages.WAIT, window.waits)]
+    seen = inside.result(start, end, main)
+    if plan.setting.workers and plan.in_order and handed:
+        first = len(handed) - len(window.waits)
+        seen = inside.with_handover(seen, [pass_start], handed, [(0, i) for i in range(first, len(handed))])
+    return replace(result, inside=seen)
 
 
 def _unfinished_reads(plan: CellPlan, cache: CacheInfo, open_paths: list[str]) -> list[str]:

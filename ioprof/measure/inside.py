@@ -9,6 +9,7 @@ first batch (its bytes), and at the end the window's span; it gives a ``LoaderIn
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import math
 import os
@@ -167,18 +168,42 @@ class InsideRecorder:
         loader's own processes, not those of a probe run in between). ``cpu``: the window's CPU
         totals where its counters were read over its own spans (``ioprof run``); otherwise from
         this recorder's readings."""
-        rows = self._rows(pids)
+        rows = self.rows(pids)
         return LoaderInside(
             stages=stage_rows.summarize(rows, start_s=start_s, end_s=end_s, workers=self.workers, main=main),
             memory=self._memory(rows, start_s, end_s),
             cores=self._cores(cpu if cpu is not None else self._cpu(start_s, end_s)),
         )
 
+    def with_handover(
+        self,
+        seen: LoaderInside,
+        iters_s: Sequence[float],
+        handed: Sequence[tuple[int, int, float, float]],
+        window: Sequence[tuple[int, int]],
+        pids: set[int] | None = None,
+    ) -> LoaderInside:
+        """``seen`` with what its slow samples cost the loop (``stage_rows.handover``): its passes
+        (begun at ``iters_s``) replayed through the in-order hand-over, the loop's calls for each
+        batch in ``handed`` (pass, k, call, return), its window's batches in ``window``. A loader
+        that hands batches over as they come (``in_order=False``) is not replayed: call this only
+        for one in order."""
+        stages = seen.stages
+        if stages is None or stages.per_sample is None or not self.workers:
+            return seen
+        slow = stage_rows.handover(
+            self.rows(pids), iters_s, handed, window, self.workers, self.prefetch_factor
+        )
+        if slow is None:
+            return seen
+        per_sample = dataclasses.replace(stages.per_sample, slow=slow)
+        return dataclasses.replace(seen, stages=dataclasses.replace(stages, per_sample=per_sample))
+
     def memory(self, start_s: float, end_s: float, pids: set[int] | None = None) -> WorkerMemory | None:
         """The memory of the loader's processes (``pids`` only, where given) over [start_s, end_s]."""
-        return self._memory(self._rows(pids), start_s, end_s)
+        return self._memory(self.rows(pids), start_s, end_s)
 
-    def _rows(self, pids: set[int] | None) -> list[dict[str, Any]]:
+    def rows(self, pids: set[int] | None) -> list[dict[str, Any]]:
         """The loader's stage rows, of ``pids`` only where given."""
         return [r for r in stage_rows.read_rows(self.folder, self.tag) if pids is None or r["pid"] in pids]
 

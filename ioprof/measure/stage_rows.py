@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ioprof.core.handover import PassBatch, SlowWait, far_fence, slow_wait
 from ioprof.core.inside import WAITING_FOR_A_CORE, LoaderStages, SampleTimes, StageTime
 from ioprof.core.rates import Produced
 from ioprof.core.stats import ratio_interval
@@ -46,6 +47,57 @@ def produced(folder: str | Path, start_s: float, end_s: float, tag: int = 0) -> 
 
 
 SLOWEST_LISTED = 3
+
+
+def handover(
+    rows: Sequence[dict[str, Any]],
+    iters_s: Sequence[float],
+    handed: Sequence[tuple[int, int, float, float]],
+    window: Sequence[tuple[int, int]],
+    workers: int,
+    prefetch: int,
+) -> SlowWait | None:
+    """What the slow samples cost the loop over its window (``core.handover``): the workers' rows
+    (each batch with its worker's id and its samples' times) set in order within each pass —
+    a pass holds the batches begun after its ``iter()`` (``iters_s``) and before the next's —,
+    with the loop's calls for them (``handed``: pass, k, call, return). None where a row does
+    not say its worker, or a pass of the window is missing batches."""
+    if workers < 1 or prefetch < 1 or not window:
+        return None
+    rows = [r for r in rows if "worker" in r and r["n"] > 0]
+    times = [float(t) for r in rows for t in r.get("sample_s", ())]
+    if len(times) < 4:
+        return None
+    median, fence = far_fence(times)
+    calls = {(p, k): (c, r) for p, k, c, r in handed}
+    wanted = sorted({p for p, _ in window})
+    passes: list[list[PassBatch]] = [[] for _ in range(wanted[-1] + 1)]
+    slow = samples = 0
+    for p in wanted:
+        if p >= len(iters_s):
+            return None
+        end = iters_s[p + 1] if p + 1 < len(iters_s) else math.inf
+        own: dict[int, list[dict[str, Any]]] = {}
+        for r in rows:
+            if iters_s[p] <= r["t"] - r["fetch_s"] < end:
+                own.setdefault(int(r["worker"]), []).append(r)
+        for made in own.values():
+            made.sort(key=lambda r: r["t"])
+        for k in range(sum(len(m) for m in own.values())):
+            made = own.get(k % workers, [])
+            if k // workers >= len(made) or (p, k) not in calls:
+                break
+            r = made[k // workers]
+            spent = [float(t) for t in r.get("sample_s", ())]
+            beyond = [t for t in spent if t > fence]
+            slow, samples = slow + len(beyond), samples + len(spent)
+            call, back = calls[(p, k)]
+            start = float(r["t"]) - float(r["fetch_s"])
+            excess = sum(t - median for t in beyond)
+            passes[p].append(PassBatch(k % workers, start, float(r["fetch_s"]), excess, call, back))
+    return slow_wait(
+        passes, window, workers, prefetch, fence_s=fence, median_s=median, slow=slow, samples=samples
+    )
 
 
 def sample_times(rows: Sequence[dict[str, Any]]) -> SampleTimes | None:

@@ -70,9 +70,12 @@ class StageClock:
     """One process's stage times, a row per batch, appended to its file (with its own memory now
     and then, where ``memory``)."""
 
-    def __init__(self, folder: str, tag: int, seen: str, memory: bool = False) -> None:
+    def __init__(
+        self, folder: str, tag: int, seen: str, memory: bool = False, worker: int | None = None
+    ) -> None:
         self.path = os.path.join(folder, f"stages-{os.getpid()}-{tag}.jsonl")
         self.tag = tag
+        self.worker = worker  # its id among the loader's workers (None: the training process)
         self.seen = seen
         self.current: dict[str, float] = {}
         self.calls = 0
@@ -139,6 +142,8 @@ class StageClock:
         }
         if queued_s is not None:
             row["queued_s"] = queued_s
+        if self.worker is not None:
+            row["worker"] = self.worker
         if self.sample_s:
             row["sample_s"] = self.sample_s
         if self.slowest is not None:
@@ -516,11 +521,17 @@ def calibrate(clock: StageClock, calls: int = 2000) -> float:
 
 
 def start(
-    folder: str, tag: int, dataset: Any, memory: bool = False, samples: bool = True
+    folder: str,
+    tag: int,
+    dataset: Any,
+    memory: bool = False,
+    samples: bool = True,
+    worker: int | None = None,
 ) -> Callable[[], None]:
-    """Time this process's stages (in a worker: its copy of the dataset), reading its own memory
-    now and then where ``memory``, and each sample where ``samples`` (never in the training
-    process: the dataset there may still be pickled for a probe's workers). Returns the undo."""
+    """Time this process's stages (in a worker, ``worker`` its id: its copy of the dataset), reading
+    its own memory now and then where ``memory``, and each sample where ``samples`` (never in the
+    training process: the dataset there may still be pickled for a probe's workers). Returns the
+    undo."""
     global _CLOCK
     from torch.utils.data import IterableDataset
 
@@ -530,7 +541,7 @@ def start(
         seen = "iterator" if seen != "stages" else seen
     elif dataset is not None and samples:
         untime = _time_samples(dataset)
-    clock = StageClock(folder, tag, seen, memory)
+    clock = StageClock(folder, tag, seen, memory, worker)
     clock.name_of = lambda index: sample_name(dataset, index)
     clock.cost_s_per_call = calibrate(clock)
     _CLOCK = clock
@@ -570,7 +581,13 @@ class WorkerStages:
             from torch.utils.data import get_worker_info
 
             info = get_worker_info()
-            stop = start(self.folder, self.tag, info.dataset if info is not None else None, self.memory)
+            stop = start(
+                self.folder,
+                self.tag,
+                info.dataset if info is not None else None,
+                self.memory,
+                worker=info.id if info is not None else worker_id,
+            )
             _patch_fetcher_classes()
             Finalize(None, stop, exitpriority=10)  # the last rows, when the worker exits
         except Exception:  # timing is a nicety: a worker must never fail for it

@@ -280,9 +280,19 @@ class LoaderRecorder:
             self.watcher.pins.between(self.pin_thread, self.window_start_s, end) if self.watcher.pins else []
         )
         main = [(PIN, pins), (WAIT, list(self.window.waits))]
-        return self.inside.result(
+        seen = self.inside.result(
             self.window_start_s, end, main, pids=self.window_pids, cpu=self.cpu_totals()
         )
+        return self._with_handover(seen)
+
+    def _with_handover(self, seen: Any) -> Any:
+        """The look inside with what the slow samples cost the loop, where its batches are handed
+        over in order (``in_order=False`` takes them as they come: nothing to replay)."""
+        if self.inside is None or not self.settings["in_order"]:
+            return seen
+        iters = [m["iter_s"] for m in self.pass_marks]
+        w = self.window
+        return self.inside.with_handover(seen, iters, w.handed, w.unit_keys, self.window_pids)
 
     def cpu_totals(self) -> Any:
         """The window's CPU, read with its byte counters over the same spans (pauses left out)."""
@@ -492,6 +502,7 @@ def loader_settings(loader: Any) -> dict[str, Any]:
         "pin_memory": bool(loader.pin_memory),
         "prefetch_factor": loader.prefetch_factor if loader.num_workers else None,
         "persistent_workers": bool(getattr(loader, "persistent_workers", False)),
+        "in_order": bool(getattr(loader, "in_order", True)),
         "drop_last": bool(loader.drop_last),
         "sampler": type(loader.sampler).__name__,
         "start_method": _start_method(ctx, int(loader.num_workers)),

@@ -38,6 +38,8 @@ GAP_FACTOR = 20.0
 GAP_MIN_STEPS = 5
 # While a segment is open the counters are read at a unit boundary at most this often.
 COUNTERS_EVERY_S = 0.5
+# the batches a window keeps the loop's times of for the replay of its hand-over (32 bytes each)
+HANDED_MAX = 200_000
 
 
 # what the awaited producer did over one wait (``Producers.split``): its thread's CPU s and
@@ -171,6 +173,7 @@ class _Pending:
     call_mark: Any
     return_mark: Any
     split: Split | None = None
+    key: tuple[int, int] = (0, 0)  # (pass, k): the batch's place in its pass (from 0)
 
 
 @dataclass(frozen=True)
@@ -274,6 +277,11 @@ class LoaderWindow:
     pieces: list[Piece] = field(default_factory=list)
     _seg_first_piece: int = 0  # the open segment's first piece
     before: BeforeWindow | None = None
+    # each batch handed over until the window ended, warm-up included: (pass, k, call, return),
+    # its pass and place counted from 0 — the loop's side of a replay of the hand-over
+    handed: list[tuple[int, int, float, float]] = field(default_factory=list)
+    unit_keys: list[tuple[int, int]] = field(default_factory=list)  # (pass, k) of each unit
+    _pass_k: int = 0
 
     # -- events from the patched iterator ------------------------------------------------------
 
@@ -286,6 +294,7 @@ class LoaderWindow:
             now = time.perf_counter()
             self.before = BeforeWindow(now, self.read(self._pids, now))
         self._skip = (self.warmup if self.passes == 1 else 0) + self.workers
+        self._pass_k = 0
         self._last_return = None
         self._pending = None
         self._open = False
@@ -334,8 +343,12 @@ class LoaderWindow:
         meanwhile)."""
         self.batches += 1
         self._last_return = t_return
+        key = (self.passes - 1, self._pass_k)
+        self._pass_k += 1
         if self.done:
             return
+        if len(self.handed) < HANDED_MAX:
+            self.handed.append((*key, t_call, t_return))
         b = self.before
         if b is not None and not self.started:
             b.batches += 1
@@ -348,7 +361,7 @@ class LoaderWindow:
             return
         if self._open:
             ret = self.marks.mark() if self.marks is not None else None
-            self._pending = _Pending(t_return - t_call, images, self._call_mark, ret, split)
+            self._pending = _Pending(t_return - t_call, images, self._call_mark, ret, split, key)
         self._open = False
 
     # -- the window ----------------------------------------------------------------------------
@@ -368,6 +381,7 @@ class LoaderWindow:
         self.step_times.append(step)
         self.images.append(p.images)
         self.splits.append(p.split)
+        self.unit_keys.append(p.key)
         if self.marks is not None:
             self.units.append((p.call_mark, p.return_mark, mark))
         if self._seg_last is not None and t_call - self._seg_last.at_s >= COUNTERS_EVERY_S:

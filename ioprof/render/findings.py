@@ -38,6 +38,30 @@ def _oversubscribed(x: f.CoresOversubscribed) -> str:
     )
 
 
+def _share(x: tuple[float, float, float]) -> str:
+    """A share and its interval: ``38 % [33–43]``."""
+    return f"{x[0] * 100:.0f} % [{x[1] * 100:.0f}–{x[2] * 100:.0f}]"
+
+
+def _slow_samples(x: f.SlowSamples) -> str:
+    named = "; ".join(
+        f"#{index} {seconds * 1e3:,.0f} ms" + (f" (`{name}`)" if name else "")
+        for index, seconds, name in x.slowest
+    )
+    return (
+        f"{x.dataset} {x.setting}: slow samples hold the loop back — {x.slow:,} of the {x.samples:,} samples of "
+        f"the replayed pass(es) took longer "
+        f"than {x.fence_s * 1e3:,.1f} ms (the far fence of their times; median {x.median_s * 1e3:,.1f} ms). Each holds "
+        f"back its batch, and batches are handed over in order, so the loop and then the other workers wait behind "
+        f"it: replayed without them, the loop would save {'at most ' if x.queued else ''}{_share(x.loop)} "
+        f"of its time, {_share(x.wait)} of its wait"
+        + (" (the workers waited for a core, and the stalls freed cores for the rest)." if x.queued else ".")
+        + (f" Slowest: {named}." if named else "")
+        + " Try DataLoader(..., in_order=False), which hands over batches as they are made (`ioprof whatif --data "
+        "DIR --only in_order` measures it on your files), or pre-resize or skip the outliers."
+    )
+
+
 def _do_not_fit(x: f.WorkersDoNotFit) -> str:
     which = "the advised" if x.advised else "its"
     out = []
@@ -433,6 +457,7 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     f.BorderlineCells: _borderline,
     f.CoresOversubscribed: _oversubscribed,
     f.WorkersDoNotFit: _do_not_fit,
+    f.SlowSamples: _slow_samples,
     f.WorkerMemoryGrows: _grows,
     f.FirstPassWaits: first_pass,
     f.EpochStartCost: _epoch_start,

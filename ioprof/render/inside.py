@@ -92,7 +92,7 @@ def _ms_range(low: float, high: float) -> str:
     return f"[{_ms(max(0.0, low))}–{_ms(high)}]" if known else "[± ?]"
 
 
-def per_sample_line(t: SampleTimes) -> str:
+def per_sample_line(t: SampleTimes, queued: bool = False) -> str:
     """Each sample's time in the workers: its spread, and the samples that took longest."""
     named = "; ".join(
         f"#{index} {_ms(seconds)} ms" + (f" (`{name}`)" if name else "") for index, seconds, name in t.slowest
@@ -102,8 +102,37 @@ def per_sample_line(t: SampleTimes) -> str:
     return (
         f"Each sample's `__getitem__` ({t.samples:,} timed): median {_ms(t.p50_s)} ms, p95 {_ms(t.p95_s)}, "
         f"p99 {_ms(t.p99_s)}, max {_ms(t.max_s)} ms; {slowest} took {pct(t.slowest_share, 0)} of the "
-        f"workers' time on samples." + (f" Slowest: {named}." if named else "")
+        f"workers' time on samples." + (f" Slowest: {named}." if named else "") + _slow_line(t, queued)
     )
+
+
+def _slow_line(t: SampleTimes, queued: bool) -> str:
+    """What the samples beyond the far fence cost the loop, replayed through the in-order hand-over;
+    ``queued``: the workers waited for a core (the replay's saving is then an upper bound)."""
+    s = t.slow
+    if s is None:
+        return ""
+    cost = (
+        f"{words.share_range(s.loop.value, s.loop.low, s.loop.high)} of the loop's time, "
+        f"{words.share_range(s.wait.value, s.wait.low, s.wait.high)} of its wait"
+        if s.loop.known
+        else "too few batches to tell"
+    )
+    if not s.slow:
+        return (
+            f" None lies beyond the far fence of these times ({_ms(s.fence_s)} ms): no sample is an outlier."
+        )
+    out = (
+        f" The {s.slow:,} beyond the far fence of these times ({_ms(s.fence_s)} ms) cost the loop, its "
+        f"in-order hand-over replayed without them: {cost} (the replay put the wait over {s.batches:,} "
+        f"batches at {s.replayed_wait_s:,.2f} s; the loop measured {s.measured_wait_s:,.2f} s)."
+    )
+    if queued:
+        out += (
+            " The workers waited for a core meanwhile: without the stalls, which freed cores for the "
+            "rest, they would wait more, so the saving is at most this."
+        )
+    return out
 
 
 def stages_table(s: LoaderStages, *, in_workers: bool = True) -> list[str]:
@@ -133,7 +162,8 @@ def stages_table(s: LoaderStages, *, in_workers: bool = True) -> list[str]:
             "core; each stage's time is its own work, without it."
         )
     if s.per_sample is not None:
-        out.append(per_sample_line(s.per_sample))
+        queued = any(st.name == WAITING_FOR_A_CORE and (st.share or 0) > 0 for st in s.worker)
+        out.append(per_sample_line(s.per_sample, queued))
     if s.main:
         main = "; ".join(
             f"{st.name} {_ms(st.s_per_batch)} ms {_ms_range(st.low_s, st.high_s)}" for st in s.main

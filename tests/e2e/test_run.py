@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import paths
 import pytest
@@ -270,3 +272,79 @@ def test_a_probe_never_hangs_a_loader_whose_workers_raise_torchs_threads(tmp_pat
     assert "it was started when the window ended" in r["script"]["probe_start"], r["script"]
     assert r["script"]["probe_when"] == "after its window"
     assert r["script"]["probe_pause_s"] < 60
+
+
+SLOW_SAMPLES = str(paths.SCRIPTS / "train_slow_samples.py")
+
+
+def _plain(tmp_path: Path, name: str, *args: str) -> dict[str, Any]:
+    """The slow-samples script run alone: its loop's own waits and its samples' own times."""
+    record = tmp_path / f"{name}.json"
+    subprocess.run(
+        [sys.executable, SLOW_SAMPLES, "--record", str(record), *args], check=True, env=ENV, timeout=300
+    )
+    return _record(record)
+
+
+def _record(record: Path) -> dict[str, Any]:
+    got = json.loads(record.read_text())
+    got["sample_s"] = {}
+    for part in record.parent.glob(record.name + ".samples.*"):
+        for line in part.read_text().splitlines():
+            index, seconds = line.split()
+            got["sample_s"][int(index)] = float(seconds)
+    return got
+
+
+@pytest.mark.slow
+def test_slow_samples_are_found_with_the_share_of_the_wait_they_cause(
+    tmp_path: Path, figure: Callable[[str], None]
+) -> None:
+    """Two workers over a dataset whose samples take 10 ms, one in 50 of them 20 times that (its own
+    slow path): the share of the loop's wait the slow samples cause, within 20 % of the truth — the
+    same loop run alone with and without its slow path, its own waits over the very batches of
+    ioprof's window —, the slowest samples named among the slow ones, and the same script without
+    its slow path gets no finding."""
+    fast = _plain(tmp_path, "fast", "--slow", "1", "--samples", "1000")
+    runs = {}
+    for name, args in (("slow", ()), ("control", ("--slow", "1"))):
+        out, record = tmp_path / name, tmp_path / f"{name}-under-ioprof.json"
+        p = ioprof_run(
+            *"--no-probe --out".split(),
+            str(out),
+            "--",
+            sys.executable,
+            SLOW_SAMPLES,
+            *("--record", str(record), "--samples", "1000", *args),
+        )
+        assert p.returncode == 0, p.stderr[-2000:]
+        runs[name] = (json.loads((out / "results.json").read_text()), _record(record), out)
+    r, own, out = runs["slow"]
+    times = sorted(own["sample_s"].values())
+    median = times[len(times) // 2]
+    slow_times = [own["sample_s"][i] for i in own["slow"]]
+    assert min(slow_times) > 15 * median  # the script's own record: 2 % of its samples, ~20× the median
+    (loader,) = r["loaders"]
+    cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
+    first, n = loader["before"]["batches"], len(cell["wait_s"])
+    waited, without = sum(own["waits"][first : first + n]), sum(fast["waits"][first : first + n])
+    # the window is where ioprof says it is: the loop's own waits over those batches are its waits
+    assert waited == pytest.approx(sum(cell["wait_s"]), rel=0.05)
+    truth = 1 - without / waited
+    slow = cell["inside"]["stages"]["per_sample"]["slow"]
+    figure(
+        f"slow samples: {pct(slow['wait'])} of the loop's wait replayed, truth {truth:.3f} (the loop alone: "
+        f"{waited:.2f} s with them, {without:.2f} s without, over batches {first}–{first + n - 1}); "
+        f"replay {slow['replayed_wait_s']:.2f} s against {slow['measured_wait_s']:.2f} s measured"
+    )
+    assert abs(slow["wait"]["value"] - truth) <= 0.2 * truth, (slow, truth)
+    assert slow["wait"]["low"] <= truth <= slow["wait"]["high"], (slow, truth)
+    (found,) = [f for f in r["analysis"]["findings"] if f["kind"] == "slow-samples"]
+    assert found["slowest"] and all(int(index) in own["slow"] for index, _, _ in found["slowest"]), found
+    assert "slow samples hold the loop back" in (out / "report.md").read_text()
+    control = runs["control"][0]
+    assert not [f for f in control["analysis"]["findings"] if f["kind"] == "slow-samples"]
+
+
+def pct(share: dict[str, float]) -> str:
+    return f"{share['value']:.3f} [{share['low']:.3f}–{share['high']:.3f}]"

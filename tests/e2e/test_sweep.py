@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import paths
@@ -89,3 +90,58 @@ def test_sweep_end_to_end(tmp_path: Path) -> None:
     p = ioprof("report", str(out))  # the folder will do
     assert p.returncode == 0, p.stderr
     assert (out / "report.md").read_text() == report
+
+
+def _photos(root: Path, big_every: int | None) -> Path:
+    """300 JPEGs of 320x240 in one class; where ``big_every``, one in that many (2 %) is 4000x3000
+    instead — some 80 times the others' time to read, decode and crop."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    (root / "c").mkdir(parents=True)
+    for i in range(300):
+        big = big_every is not None and i % big_every == big_every // 2
+        size = (4000, 3000) if big else (320, 240)
+        pixels = rng.integers(0, 255, (30, 40, 3), dtype=np.uint8)
+        Image.fromarray(pixels).resize(size).save(root / "c" / f"{i:04d}.jpg", quality=90)
+    return root
+
+
+@pytest.mark.slow
+def test_a_sweep_over_data_with_a_few_huge_images_names_them_and_what_they_cost(
+    tmp_path: Path, figure: Callable[[str], None]
+) -> None:
+    """``sweep --data`` over photos of which 2 % are huge, for a simulated GPU that the two workers
+    cannot feed: the cell's report names the huge files as the slowest samples and the share of the
+    wait they cause, within 20 % of the truth — the same sweep over the same folder with those
+    files at the others' size, its wait per batch against this window's."""
+    args = (
+        "--workers 2 --loaders multiprocess --compute sim:h200 --batch-size 16 --crop-px 64 --seed 0".split()
+    )
+    cells = {}
+    for name, every in (("huge", 50), ("even", None)):
+        out = tmp_path / f"{name}-report"
+        p = ioprof("sweep", "--data", str(_photos(tmp_path / name, every)), *args, "--out", str(out))
+        assert p.returncode == 0, p.stderr[-2000:]
+        r = json.loads((out / "results.json").read_text())
+        (cells[name],) = [c for c in r["cells"] if c["workers"] == 2]
+        cells[name]["findings"] = r["analysis"]["findings"]
+    huge, even = cells["huge"], cells["even"]
+    waited = sum(huge["wait_s"])
+    without = len(huge["wait_s"]) * sum(even["wait_s"]) / len(even["wait_s"])
+    truth = 1 - without / waited
+    slow = huge["inside"]["stages"]["per_sample"]["slow"]
+    w = slow["wait"]
+    figure(
+        f"sweep --data, 2 % huge images: {w['value']:.3f} [{w['low']:.3f}–{w['high']:.3f}] of the cell's wait "
+        f"replayed, truth {truth:.3f} ({waited:.2f} s over {len(huge['wait_s'])} batches; at the even folder's "
+        f"wait per batch {without:.2f} s); each sample's median {huge['inside']['stages']['per_sample']['p50_s'] * 1e3:.1f} "
+        f"ms, max {huge['inside']['stages']['per_sample']['max_s'] * 1e3:.1f} ms; the replay's wait "
+        f"{slow['replayed_wait_s']:.2f} s against {slow['measured_wait_s']:.2f} s measured"
+    )
+    assert abs(slow["wait"]["value"] - truth) <= 0.2 * truth, (slow, truth)
+    (found,) = [f for f in huge["findings"] if f["kind"] == "slow-samples"]
+    big = {f"{i:04d}.jpg" for i in range(25, 300, 50)}
+    assert found["slowest"] and all(Path(name).name in big for _, _, name in found["slowest"]), found
+    assert not [f for f in even["findings"] if f["kind"] == "slow-samples"]

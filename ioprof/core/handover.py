@@ -1,0 +1,201 @@
+"""The in-order hand-over of a DataLoader with workers, replayed from what each batch cost: how
+much of the training loop's wait its slowest samples caused.
+
+torch's DataLoader (``in_order=True``, the default) gives batch k of a pass to worker k mod W,
+sends a worker the index of batch k + prefetch_factor·W when batch k is handed to the loop, and
+hands batches over in order: batch k is taken only after batch k − 1, however early it was made.
+So a slow sample holds back its batch, then the loop, then — once their prefetch is used up —
+every other worker. What it cost is a counterfactual: the pass replayed from each batch's own
+measured fetch and the loop's own measured time between batches, and again with each slow
+sample taking the median's time. The replay of what happened is checked against the waits the
+loop measured over the same batches; its error there widens the counterfactual's interval.
+
+Slow: beyond the far fence of the samples' own times (Tukey: the upper quartile plus three
+interquartile ranges), an outlier by the distribution's own spread, no fixed multiple of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ioprof.core.stats import Interval, ratio_interval
+
+
+@dataclass(frozen=True)
+class PassBatch:
+    """Batch k of a pass as its worker made it: its fetch's wall-clock time, the time its slow
+    samples took beyond the median, and when the loop asked for it and got it (None where the
+    loop's calls were not recorded)."""
+
+    worker: int  # 0 … W − 1 (k mod W)
+    start_s: float  # when its fetch began
+    fetch_s: float
+    excess_s: float
+    call_s: float
+    return_s: float
+
+
+def far_fence(times: Sequence[float]) -> tuple[float, float]:
+    """(the median, the far fence: Q3 + 3 IQR) of ``times``, quartiles by nearest rank."""
+    s = sorted(times)
+
+    def rank(q: float) -> float:
+        return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
+
+    q1, q3 = rank(0.25), rank(0.75)
+    return rank(0.5), q3 + 3.0 * (q3 - q1)
+
+
+def replay(
+    batches: Sequence[PassBatch], workers: int, prefetch: int, *, without_excess: bool = False
+) -> list[float]:
+    """The loop's wait for each batch of one pass, replayed: a worker begins batch k once it has
+    made batch k − W and put it in the loader's queue (the mean time it took, where it had the
+    next index already; for its first batch, when it began) and — beyond the first prefetch·W — once
+    batch k − prefetch·W was handed over; the loop takes batch k once it is made (plus the hand-over's
+    own latency, its mean where the loop waited in the run) and once the loop is back
+    for it: batch k − 1 taken, plus the time the loop actually spent before asking again — and
+    taking a batch that is there costs the loop what it did in the run (its mean: the waits are summed).
+    ``without_excess``: each batch's slow samples at the median's time."""
+    n = len(batches)
+    latency, overhead = _latency(batches), _overhead(batches, workers, prefetch)
+    receive = _receive(batches, latency)
+    ready: list[float] = [0.0] * n
+    handed: list[float] = [0.0] * n
+    waits: list[float] = [0.0] * n
+    for k, b in enumerate(batches):
+        fetch = max(0.0, b.fetch_s - b.excess_s) if without_excess else b.fetch_s
+        begin = batches[b.worker].start_s if k < workers else ready[k - workers] + overhead
+        if k >= prefetch * workers:
+            begin = max(begin, handed[k - prefetch * workers])
+        ready[k] = begin + fetch
+        back = b.call_s if k == 0 else handed[k - 1] + (b.call_s - batches[k - 1].return_s)
+        handed[k] = max(ready[k] + latency, back + receive)
+        waits[k] = handed[k] - back
+    return waits
+
+
+def _latency(batches: Sequence[PassBatch]) -> float:
+    """The hand-over's own time: from a batch made to the loop holding it, where the loop was
+    already waiting for it (its mean; 0 where the loop never waited)."""
+    lags = list(
+        b.return_s - (b.start_s + b.fetch_s)
+        for b in batches
+        if b.call_s < b.start_s + b.fetch_s <= b.return_s
+    )
+    return sum(lags) / len(lags) if lags else 0.0
+
+
+@dataclass(frozen=True)
+class SlowWait:
+    """What the slow samples cost the loop over its window: replayed, and checked against it.
+
+    ``wait``: their share of the loop's wait; ``loop``: their share of the loop's time (wait and
+    step), the time a run would save without them — each with its 95 % interval from batch means
+    over the window's batches, widened by the replay's own error on the wait it could check."""
+
+    fence_s: float  # a sample slower than this is slow
+    median_s: float
+    slow: int  # slow samples in the replayed passes
+    samples: int  # samples timed in them
+    batches: int  # the window's batches replayed
+    measured_wait_s: float  # the loop's wait over them, as it measured it
+    replayed_wait_s: float  # the replay's, from the batches' own times
+    without_s: float  # the replay's, with each slow sample at the median's time
+    wait: Interval
+    loop: Interval
+
+    @property
+    def replay_error(self) -> float:
+        """The replay's error on the wait it could check, relative to the measured wait."""
+        m = self.measured_wait_s
+        return abs(self.replayed_wait_s - m) / m if m > 0 else math.inf
+
+
+def slow_wait(
+    passes: Sequence[Sequence[PassBatch]],
+    window: Sequence[tuple[int, int]],
+    workers: int,
+    prefetch: int,
+    *,
+    fence_s: float,
+    median_s: float,
+    slow: int,
+    samples: int,
+) -> SlowWait | None:
+    """The slow samples' cost over the window's batches (``window``: (pass index, k) of each),
+    each pass replayed whole, as it ran and without its slow samples' excess; None where the
+    window's batches were not all in the replayed passes or the loop never waited."""
+    replayed: dict[tuple[int, int], tuple[float, float, float]] = {}
+    for p, batches in enumerate(passes):
+        if not batches:
+            continue
+        ran = replay(batches, workers, prefetch)
+        without = replay(batches, workers, prefetch, without_excess=True)
+        for k, b in enumerate(batches):
+            replayed[(p, k)] = (b.return_s - b.call_s, ran[k], without[k])
+    units = [replayed[key] for key in window if key in replayed]
+    if len(units) < len(window) or not units:
+        return None
+    steps = _steps(passes, window)
+    measured, ran_w, without_w = (sum(u[i] for u in units) for i in range(3))
+    if measured <= 0 or ran_w <= 0:
+        return None
+    # a batch's own difference may be negative (the loop reaches it sooner without the slow
+    # samples, and waits there instead): only the sums mean what they say
+    caused = [u[1] - u[2] for u in units]
+    loop_s = [u[0] + s for u, s in zip(units, steps, strict=True)]
+    error = abs(ran_w - measured) / measured
+    # batch means over the loop's time (never 0 in a group, as its wait may be); the share of
+    # the wait is the same figure over the replayed wait's total
+    loop = ratio_interval(caused, loop_s, max(1, workers))
+    return SlowWait(
+        fence_s=fence_s,
+        median_s=median_s,
+        slow=slow,
+        samples=samples,
+        batches=len(units),
+        measured_wait_s=measured,
+        replayed_wait_s=ran_w,
+        without_s=without_w,
+        wait=_widened(loop.centered_on(loop.value * sum(loop_s) / ran_w), error),
+        loop=_widened(loop, error),
+    )
+
+
+def _steps(passes: Sequence[Sequence[PassBatch]], window: Sequence[tuple[int, int]]) -> list[float]:
+    """The loop's time after each of the window's batches, to its next call (0 after a pass's last)."""
+    out = []
+    for p, k in window:
+        batches = passes[p]
+        out.append(batches[k + 1].call_s - batches[k].return_s if k + 1 < len(batches) else 0.0)
+    return out
+
+
+def _widened(share: Interval, error: float) -> Interval:
+    """A share's interval widened by the replay's relative error, held to [0, 1]."""
+    if not share.known or not math.isfinite(error):
+        return Interval.unknown(share.value)
+    low = share.low * (1 - error) if share.low > 0 else share.low * (1 + error)
+    return Interval(share.value, low, share.high * (1 + error), share.batches).clipped(0.0, 1.0)
+
+
+def _overhead(batches: Sequence[PassBatch], workers: int, prefetch: int) -> float:
+    """A worker's own time between two batches (putting the one made in the loader's queue), where
+    the next index was already there (its mean; 0 where it never was)."""
+    gaps = []
+    for k in range(workers, len(batches)):
+        made = batches[k - workers].start_s + batches[k - workers].fetch_s
+        if k < prefetch * workers or batches[k - prefetch * workers].return_s <= made:
+            gaps.append(max(0.0, batches[k].start_s - made))
+    return sum(gaps) / len(gaps) if gaps else 0.0
+
+
+def _receive(batches: Sequence[PassBatch], latency: float) -> float:
+    """What the loop spends in ``next()`` on a batch that is already there (unpickling it, the
+    loader's bookkeeping): its mean where the batch was made a hand-over's latency before the
+    call; 0 where none was."""
+    spent = list(b.return_s - b.call_s for b in batches if b.start_s + b.fetch_s + latency <= b.call_s)
+    return sum(spent) / len(spent) if spent else 0.0

@@ -1,0 +1,103 @@
+"""The in-order hand-over replayed (``core.handover``): what a slow batch costs the loop, on
+passes whose answer follows from the DataLoader's rules by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from ioprof.core.handover import PassBatch, far_fence, replay, slow_wait
+
+
+def _pass(
+    n: int, workers: int, fetch: float, step: float, prefetch: int = 2, slow: dict[int, float] | None = None
+) -> list[PassBatch]:
+    """A pass as a DataLoader with ``workers`` in order runs it, its loop taking ``step`` after each
+    batch, every batch ``fetch`` s but batch k of ``slow`` ``slow[k]`` s more — made by the rules the
+    replay states, so that its recorded times are the ones a real loader would show."""
+    slow = slow or {}
+    ready: list[float] = []
+    handed: list[float] = []
+    out = []
+    for k in range(n):
+        begin = 0.0 if k < workers else ready[k - workers]
+        if k >= prefetch * workers:
+            begin = max(begin, handed[k - prefetch * workers])
+        ready.append(begin + fetch + slow.get(k, 0.0))
+        call = 0.0 if k == 0 else handed[k - 1] + step
+        handed.append(max(ready[k], call))
+        out.append(PassBatch(k % workers, begin, fetch + slow.get(k, 0.0), slow.get(k, 0.0), call, handed[k]))
+    return out
+
+
+def test_a_steady_pass_is_replayed_as_it_ran() -> None:
+    """Two workers at 1 s a batch feed a loop stepping 0.1 s: their batches come in turns, both
+    made at once, so the loop waits 0.8 s for one and nothing for the other — 0.4 s a batch, as
+    the pass recorded."""
+    batches = _pass(40, 2, 1.0, 0.1)
+    waits = replay(batches, 2, 2)
+    assert waits == pytest.approx([b.return_s - b.call_s for b in batches])
+    assert waits[10:] == pytest.approx([0.8, 0.0] * 15)
+
+
+def test_a_slow_batch_holds_back_the_loop_and_then_the_other_worker() -> None:
+    """A loop that steps no time behind two workers: one batch 5 s late holds the loop 5 s,
+    and the other worker, its two batches ahead made, waits with it — the whole 5 s is the loop's
+    wait, none of it absorbed (broken once — the loop back at its recorded calls, not a step after
+    the batch before — it failed)."""
+    batches = _pass(40, 2, 1.0, 0.0, slow={6: 5.0})
+    caused = sum(replay(batches, 2, 2)) - sum(replay(batches, 2, 2, without_excess=True))
+    assert caused == pytest.approx(5.0)
+
+
+def test_the_prefetch_absorbs_what_the_loop_would_not_have_waited_for() -> None:
+    """Two workers making a batch a second for a loop stepping 1 s: each worker is 2 s ahead (its
+    two prefetched batches), so a batch 1 s late costs nothing and one 5 s late costs 5 − 3 s
+    (it began 3 s before the loop wanted it). Broken once (no prefetch bound): it failed."""
+    for late, cost in ((1.0, 0.0), (5.0, 2.0)):
+        batches = _pass(40, 2, 1.0, 1.0, slow={20: late})
+        caused = sum(replay(batches, 2, 2)) - sum(replay(batches, 2, 2, without_excess=True))
+        assert caused == pytest.approx(cost), late
+
+
+def test_the_slow_samples_share_is_of_the_window_and_carries_the_replays_error() -> None:
+    """Over the window (the pass's batches 10–39): the share of the loop's wait and time the slow
+    batches cost, and a replay that misses the measured wait by 10 % widens both intervals."""
+    batches = _pass(40, 2, 1.0, 0.1, slow={k: 2.0 for k in range(12, 40, 8)})
+    window = [(0, k) for k in range(10, 40)]
+    got = slow_wait([batches], window, 2, 2, fence_s=0.5, median_s=0.1, slow=4, samples=320)
+    assert got is not None
+    ran, without = replay(batches, 2, 2), replay(batches, 2, 2, without_excess=True)
+    waited = sum(ran[10:])
+    assert got.measured_wait_s == pytest.approx(waited) and got.replay_error == pytest.approx(0.0)
+    assert got.wait.value == pytest.approx((waited - sum(without[10:])) / waited)
+    assert got.wait.low <= got.wait.value <= got.wait.high
+    steps = sum(batches[k + 1].call_s - batches[k].return_s for k in range(10, 39))
+    assert got.loop.value == pytest.approx((waited - sum(without[10:])) / (waited + steps))
+    # the loop measured 10 % more wait than the replay gives: the intervals are 10 % wider each way
+    off = [
+        PassBatch(b.worker, b.start_s, b.fetch_s, b.excess_s, b.call_s, b.return_s + (0.0 if k < 10 else 0.1))
+        for k, b in enumerate(batches)
+    ]
+    # (a later return is a later call too: the next batch is asked for a step after it)
+    widened = slow_wait([off], window, 2, 2, fence_s=0.5, median_s=0.1, slow=4, samples=320)
+    assert widened is not None and widened.replay_error > 0
+    assert widened.loop.low < got.loop.low or widened.loop.high > got.loop.high
+
+
+def test_a_window_whose_batches_are_not_all_replayed_gets_no_figure() -> None:
+    batches = _pass(20, 2, 1.0, 0.1)
+    assert (
+        slow_wait([batches], [(0, k) for k in range(10, 25)], 2, 2, fence_s=1, median_s=1, slow=0, samples=1)
+        is None
+    )
+
+
+def test_the_far_fence_is_the_samples_own_spread() -> None:
+    """Q3 + 3 IQR: 98 samples of 10–11 ms and two of 200 ms put the fence near 11 ms, beyond which
+    only the two lie; a spread of 5–40 ms moves it to about 145 ms."""
+    tight = [0.010 + 0.001 * (i % 10) / 10 for i in range(98)] + [0.2, 0.2]
+    median, fence = far_fence(tight)
+    assert median == pytest.approx(0.0105, abs=5e-4) and 0.011 < fence < 0.02
+    assert sum(t > fence for t in tight) == 2
+    wide = [0.005 + 0.035 * i / 99 for i in range(100)]
+    assert far_fence(wide)[1] == pytest.approx(0.03125 + 3 * 0.0175, rel=0.05)
