@@ -26,6 +26,7 @@ each worker (``calibrate``) and reported.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import math
 import os
@@ -346,11 +347,13 @@ def timed_pil_loader(path: str) -> Any:
         with open(path, "rb") as raw:
             return Image.open(raw).convert("RGB")
     mark = clock.mark()
-    with open(path, "rb") as raw:
+    with open(path, "rb", buffering=0) as raw:
         t_open = clock.since(mark)
         f = _TimedReads(raw, clock)
-        img = Image.open(f)
-        out = img.convert("RGB")
+        # PIL parses a header a byte or two at a time: served from a buffer, as ``open(path, "rb")``
+        # serves them, only the buffer's refills reach the file system, and only they are timed
+        with io.BufferedReader(f) as buffered:
+            out = Image.open(buffered).convert("RGB")
     total = clock.since(mark)
     read = t_open + f.read_s
     clock.add(READ, read)
