@@ -154,7 +154,7 @@ def _slow_samples(cell: CellResult) -> list[Finding]:
             (s.loop.value, s.loop.low, s.loop.high),
             (s.wait.value, s.wait.low, s.wait.high),
             t.slowest,
-            queued=any(st.name == WAITING_FOR_A_CORE and (st.share or 0) > 0 for st in stages.worker),
+            queued=stages.share_of(WAITING_FOR_A_CORE),
         )
     ]
 

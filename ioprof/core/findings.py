@@ -444,7 +444,9 @@ class SlowSamples(Finding):
     loop: tuple[float, float, float]  # their share of the loop's time: value, low, high
     wait: tuple[float, float, float]  # their share of its wait
     slowest: tuple[tuple[int | str, float, str], ...]  # (index, seconds, file or "")
-    queued: bool = False  # the workers waited for a core: the saving replayed is an upper bound
+    # the share of the workers' time they waited for a core (0: none): the stalls freed cores for
+    # the rest, so the saving replayed is an upper bound
+    queued: float = 0.0
 
 
 @dataclass(frozen=True)

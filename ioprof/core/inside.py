@@ -76,6 +76,10 @@ class LoaderStages:
         named = [s for s in own if s.name != REST_OF_GETITEM]
         return named[0] if named else (own[0] if own else None)
 
+    def share_of(self, name: str) -> float:
+        """The share of the workers' time per sample the stage ``name`` took (0 where it has none)."""
+        return next((s.share or 0.0 for s in self.worker if s.name == name), 0.0)
+
     @property
     def named_share(self) -> float:
         """Σ named stages ÷ the workers' time per sample (1 − the share left unexplained)."""

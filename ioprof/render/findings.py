@@ -53,9 +53,14 @@ def _slow_samples(x: f.SlowSamples) -> str:
         f"the replayed pass(es) took longer "
         f"than {x.fence_s * 1e3:,.1f} ms (the far fence of their times; median {x.median_s * 1e3:,.1f} ms). Each holds "
         f"back its batch, and batches are handed over in order, so the loop and then the other workers wait behind "
-        f"it: replayed without them, the loop would save {'at most ' if x.queued else ''}{_share(x.loop)} "
+        f"it: replayed without them, the loop would save {_share(x.loop)} "
         f"of its time, {_share(x.wait)} of its wait"
-        + (" (the workers waited for a core, and the stalls freed cores for the rest)." if x.queued else ".")
+        + (
+            f" (at most: the workers waited for a core {pct(x.queued, 0)} of their time, and the stalls freed "
+            "cores for the rest)."
+            if round(x.queued, 2) > 0  # a wait that rounds to 0 % is none to speak of
+            else "."
+        )
         + (f" Slowest: {named}." if named else "")
         + " Try DataLoader(..., in_order=False), which hands over batches as they are made (`ioprof whatif --data "
         "DIR --only in_order` measures it on your files), or pre-resize or skip the outliers."

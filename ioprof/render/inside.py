@@ -92,7 +92,7 @@ def _ms_range(low: float, high: float) -> str:
     return f"[{_ms(max(0.0, low))}–{_ms(high)}]" if known else "[± ?]"
 
 
-def per_sample_line(t: SampleTimes, queued: bool = False) -> str:
+def per_sample_line(t: SampleTimes, queued: float = 0.0) -> str:
     """Each sample's time in the workers: its spread, and the samples that took longest."""
     named = "; ".join(
         f"#{index} {_ms(seconds)} ms" + (f" (`{name}`)" if name else "") for index, seconds, name in t.slowest
@@ -106,9 +106,10 @@ def per_sample_line(t: SampleTimes, queued: bool = False) -> str:
     )
 
 
-def _slow_line(t: SampleTimes, queued: bool) -> str:
+def _slow_line(t: SampleTimes, queued: float) -> str:
     """What the samples beyond the far fence cost the loop, replayed through the in-order hand-over;
-    ``queued``: the workers waited for a core (the replay's saving is then an upper bound)."""
+    ``queued``: the share of their time the workers waited for a core (the replay's saving is then
+    an upper bound)."""
     s = t.slow
     if s is None:
         return ""
@@ -127,10 +128,10 @@ def _slow_line(t: SampleTimes, queued: bool) -> str:
         f"in-order hand-over replayed without them: {cost} (the replay put the wait over {s.batches:,} "
         f"batches at {s.replayed_wait_s:,.2f} s; the loop measured {s.measured_wait_s:,.2f} s)."
     )
-    if queued:
+    if round(queued, 2) > 0:  # a wait that rounds to 0 % is none to speak of
         out += (
-            " The workers waited for a core meanwhile: without the stalls, which freed cores for the "
-            "rest, they would wait more, so the saving is at most this."
+            f" The workers waited for a core {pct(queued, 0)} of their time: without the stalls, which freed "
+            "cores for the rest, they would wait more, so the saving is at most this."
         )
     return out
 
@@ -162,8 +163,7 @@ def stages_table(s: LoaderStages, *, in_workers: bool = True) -> list[str]:
             "core; each stage's time is its own work, without it."
         )
     if s.per_sample is not None:
-        queued = any(st.name == WAITING_FOR_A_CORE and (st.share or 0) > 0 for st in s.worker)
-        out.append(per_sample_line(s.per_sample, queued))
+        out.append(per_sample_line(s.per_sample, s.share_of(WAITING_FOR_A_CORE)))
     if s.main:
         main = "; ".join(
             f"{st.name} {_ms(st.s_per_batch)} ms {_ms_range(st.low_s, st.high_s)}" for st in s.main

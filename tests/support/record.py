@@ -206,7 +206,23 @@ def _cached(work: Path, into: Path, store: str) -> dict[str, object]:
     }
 
 
+def _slow_samples(work: Path, sets: dict[str, Path], into: Path) -> dict[str, object]:
+    """``ioprof run`` on a loop whose dataset has a slow path of its own (one sample in 50 twenty
+    times the others, in ``time.sleep``: the host's pace does not move it), and on the same loop
+    without it (the control that must stay silent)."""
+    script = str(paths.SCRIPTS / "train_slow_samples.py")
+    for name, extra in (("slow", ()), ("control", ("--slow", "1"))):
+        run = work / name
+        record = str(work / f"{name}.json")
+        _ioprof(
+            "run", "--no-probe", "--out", str(run), "--", sys.executable, script, "--record", record, *extra
+        )
+        _keep(run, into / name)
+    return {"sample_s": 0.01, "slow_every": 50, "slow_times": 20}
+
+
 RECORDINGS: dict[str, Callable[[Path, dict[str, Path], Path], dict[str, object]]] = {
+    "slow-samples": _slow_samples,
     "compare": _compare,
     "whatif": _whatif,
     "place": _place,
