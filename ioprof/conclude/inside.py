@@ -155,6 +155,7 @@ def _slow_samples(cell: CellResult) -> list[Finding]:
             (s.wait.value, s.wait.low, s.wait.high),
             t.slowest,
             queued=stages.share_of(WAITING_FOR_A_CORE),
+            unordered_saves=s.unordered_saves,
         )
     ]
 

@@ -447,6 +447,7 @@ class SlowSamples(Finding):
     # the share of the workers' time they waited for a core (0: none): the stalls freed cores for
     # the rest, so the saving replayed is an upper bound
     queued: float = 0.0
+    unordered_saves: float | None = None  # of the loop's wait, in_order=False replayed
 
 
 @dataclass(frozen=True)

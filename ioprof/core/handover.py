@@ -16,6 +16,8 @@ interquartile ranges), an outlier by the distribution's own spread, no fixed mul
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -77,6 +79,55 @@ def replay(
     return waits
 
 
+def replay_unordered(batches: Sequence[PassBatch], workers: int, prefetch: int) -> list[float]:
+    """The loop's wait for each batch it takes, in the order it takes them, replayed as
+    ``DataLoader(in_order=False)`` runs the pass: an index goes, at each hand-over, to the next
+    worker in turn that holds fewer than prefetch_factor of them, each worker makes its batches in
+    the order it got them, and the loop takes whichever batch arrives first. Each batch costs what
+    it did in the run; the loop spends after its j-th batch what it spent after its j-th in the
+    run."""
+    n = len(batches)
+    latency, overhead = _latency(batches), _overhead(batches, workers, prefetch)
+    receive = _receive(batches, latency)
+    free = [batches[w].start_s if w < n else math.inf for w in range(workers)]
+    holding = [0] * workers
+    arriving: list[tuple[float, int]] = []  # (when the loop could have it, its worker)
+    turn = itertools.cycle(range(workers))
+    sent = 0
+
+    def send(now: float) -> None:
+        nonlocal sent
+        if sent >= n:
+            return
+        for _ in range(workers):
+            w = next(turn)
+            if holding[w] < prefetch:
+                break
+        else:
+            return
+        made = max(free[w], now) + batches[sent].fetch_s
+        free[w] = made + overhead
+        holding[w] += 1
+        heapq.heappush(arriving, (made + latency, w))
+        sent += 1
+
+    for _ in range(prefetch * workers):
+        send(-math.inf)
+    waits: list[float] = []
+    back = batches[0].call_s
+    for j in range(n):
+        if not arriving:
+            break
+        at, w = heapq.heappop(arriving)
+        handed = max(at, back + receive)
+        waits.append(handed - back)
+        holding[w] -= 1
+        send(handed)
+        if j + 1 < n:
+            back = handed + (batches[j + 1].call_s - batches[j].return_s)
+    return waits
+
+
 def _latency(batches: Sequence[PassBatch]) -> float:
     """The hand-over's own time: from a batch made to the loop holding it, where the loop was
     already waiting for it (its mean; 0 where the loop never waited)."""
@@ -106,6 +157,16 @@ class SlowWait:
     without_s: float  # the replay's, with each slow sample at the median's time
     wait: Interval
     loop: Interval
+    # the replay's wait over as many batches taken, the loader handing them over as they are made
+    # (``in_order=False``), the slow samples as they were
+    unordered_s: float | None = None
+
+    @property
+    def unordered_saves(self) -> float | None:
+        """The share of the replayed wait ``in_order=False`` would save (None: not replayed)."""
+        if self.unordered_s is None or self.replayed_wait_s <= 0:
+            return None
+        return 1.0 - self.unordered_s / self.replayed_wait_s
 
     @property
     def replay_error(self) -> float:
@@ -128,19 +189,25 @@ def slow_wait(
     """The slow samples' cost over the window's batches (``window``: (pass index, k) of each),
     each pass replayed whole, as it ran and without its slow samples' excess; None where the
     window's batches were not all in the replayed passes or the loop never waited."""
-    replayed: dict[tuple[int, int], tuple[float, float, float]] = {}
+    replayed: dict[tuple[int, int], tuple[float, float, float, float]] = {}
     for p, batches in enumerate(passes):
         if not batches:
             continue
         ran = replay(batches, workers, prefetch)
         without = replay(batches, workers, prefetch, without_excess=True)
+        unordered = replay_unordered(batches, workers, prefetch)
         for k, b in enumerate(batches):
-            replayed[(p, k)] = (b.return_s - b.call_s, ran[k], without[k])
+            replayed[(p, k)] = (
+                b.return_s - b.call_s,
+                ran[k],
+                without[k],
+                unordered[k] if k < len(unordered) else math.nan,
+            )
     units = [replayed[key] for key in window if key in replayed]
     if len(units) < len(window) or not units:
         return None
     steps = _steps(passes, window)
-    measured, ran_w, without_w = (sum(u[i] for u in units) for i in range(3))
+    measured, ran_w, without_w, unordered_w = (sum(u[i] for u in units) for i in range(4))
     if measured <= 0 or ran_w <= 0:
         return None
     # a batch's own difference may be negative (the loop reaches it sooner without the slow
@@ -162,6 +229,7 @@ def slow_wait(
         without_s=without_w,
         wait=_widened(loop.centered_on(loop.value * sum(loop_s) / ran_w), error),
         loop=_widened(loop, error),
+        unordered_s=unordered_w if math.isfinite(unordered_w) else None,
     )
 
 

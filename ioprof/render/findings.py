@@ -44,6 +44,11 @@ def _share(x: tuple[float, float, float]) -> str:
 
 
 def _slow_samples(x: f.SlowSamples) -> str:
+    replayed = (
+        f"replayed so, the loop would wait {pct(max(0.0, x.unordered_saves), 0)} less; "
+        if x.unordered_saves is not None
+        else ""
+    )
     named = "; ".join(
         f"#{index} {seconds * 1e3:,.0f} ms" + (f" (`{name}`)" if name else "")
         for index, seconds, name in x.slowest
@@ -62,8 +67,8 @@ def _slow_samples(x: f.SlowSamples) -> str:
             else "."
         )
         + (f" Slowest: {named}." if named else "")
-        + " Try DataLoader(..., in_order=False), which hands over batches as they are made (`ioprof whatif --data "
-        "DIR --only in_order` measures it on your files), or pre-resize or skip the outliers."
+        + f" Try DataLoader(..., in_order=False), which hands over batches as they are made ({replayed}`ioprof "
+        "whatif --data DIR --only in_order` measures it on your files), or pre-resize or skip the outliers."
     )
 
 

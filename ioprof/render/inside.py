@@ -128,6 +128,11 @@ def _slow_line(t: SampleTimes, queued: float) -> str:
         f"in-order hand-over replayed without them: {cost} (the replay put the wait over {s.batches:,} "
         f"batches at {s.replayed_wait_s:,.2f} s; the loop measured {s.measured_wait_s:,.2f} s)."
     )
+    if s.unordered_s is not None:
+        out += (
+            f" Replayed with in_order=False (batches handed over as they are made, the slow samples as "
+            f"they were), the loop would wait {s.unordered_s:,.2f} s over as many batches."
+        )
     if round(queued, 2) > 0:  # a wait that rounds to 0 % is none to speak of
         out += (
             f" The workers waited for a core {pct(queued, 0)} of their time: without the stalls, which freed "

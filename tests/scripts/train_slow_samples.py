@@ -40,16 +40,17 @@ class SlowPath(Dataset):
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--samples", type=int, default=1600)
+    p.add_argument("--samples", type=int, default=1000)
     p.add_argument("--every", type=int, default=50)
     p.add_argument("--slow", type=float, default=20.0)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--step", type=float, default=0.015, help="seconds of the training step")
+    p.add_argument("--in-order", type=int, default=1, help="DataLoader's in_order (0: as they are made)")
     p.add_argument("--record", required=True, help="where the loop's own waits go (JSON)")
     a = p.parse_args()
     data = SlowPath(a.samples, a.every, a.slow, a.record + ".samples")
-    loader = DataLoader(data, batch_size=a.batch_size, num_workers=a.workers)
+    loader = DataLoader(data, batch_size=a.batch_size, num_workers=a.workers, in_order=bool(a.in_order))
     waits = []
     it = iter(loader)
     while True:

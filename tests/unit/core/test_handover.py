@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ioprof.core.handover import PassBatch, far_fence, replay, slow_wait
+from ioprof.core.handover import PassBatch, far_fence, replay, replay_unordered, slow_wait
 
 
 def _pass(
@@ -101,3 +101,17 @@ def test_the_far_fence_is_the_samples_own_spread() -> None:
     assert sum(t > fence for t in tight) == 2
     wide = [0.005 + 0.035 * i / 99 for i in range(100)]
     assert far_fence(wide)[1] == pytest.approx(0.03125 + 3 * 0.0175, rel=0.05)
+
+
+def test_handed_over_as_they_are_made_a_slow_batch_costs_the_loop_only_its_workers_share() -> None:
+    """``in_order=False`` replayed: on a steady pass it waits as the in-order loader does; behind
+    one batch 5 s late the other worker goes on (it has room for indices, the late one has not),
+    so the loop loses that worker's 5 s of work shared by two — about 2.5 s plus a batch's edge —
+    where in order it loses all 5 (broken once — every batch handed over in order — it failed)."""
+    steady = _pass(40, 2, 1.0, 0.0)
+    late = _pass(40, 2, 1.0, 0.0, slow={6: 5.0})
+    assert replay_unordered(steady, 2, 2) == pytest.approx(replay(steady, 2, 2))
+    caused = sum(replay_unordered(late, 2, 2)) - sum(replay_unordered(steady, 2, 2))
+    assert 2.5 <= caused <= 3.5
+    stepping = _pass(40, 2, 1.0, 0.1)
+    assert sum(replay_unordered(stepping, 2, 2)) == pytest.approx(sum(replay(stepping, 2, 2)))
