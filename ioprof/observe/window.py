@@ -38,8 +38,9 @@ GAP_FACTOR = 20.0
 GAP_MIN_STEPS = 5
 # While a segment is open the counters are read at a unit boundary at most this often.
 COUNTERS_EVERY_S = 0.5
-# the batches a window keeps the loop's times of for the replay of its hand-over (32 bytes each)
-HANDED_MAX = 200_000
+# the most batches a window keeps the loop's times of, for the replay of its hand-over (its own
+# passes only; about 170 bytes each)
+HANDED_MAX = 100_000
 
 
 # what the awaited producer did over one wait (``Producers.split``): its thread's CPU s and
@@ -295,6 +296,8 @@ class LoaderWindow:
             self.before = BeforeWindow(now, self.read(self._pids, now))
         self._skip = (self.warmup if self.passes == 1 else 0) + self.workers
         self._pass_k = 0
+        if not self.started:  # the passes before the window's are never replayed
+            self.handed.clear()
         self._last_return = None
         self._pending = None
         self._open = False
