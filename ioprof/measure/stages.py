@@ -287,8 +287,20 @@ def _with_getitem(obj: Any, marker: str, wrap: Callable[[Any, Any, Any], Any]) -
 def _clocked_file(getitem: Any, self: Any, index: Any) -> Any:
     item = getitem(self, index)
     if isinstance(item, tuple) and item and hasattr(item[0], "read") and hasattr(item[0], "seek"):
-        return (_ClockedReads(item[0]), *item[1:])
+        return (_clocked(item[0]), *item[1:])
     return item
+
+
+def _clocked(f: Any) -> Any:
+    """A file whose reads are timed where they reach the file system: a buffered file not read yet
+    (``open(path, "rb")``) is taken apart, its raw file timed and a buffer put back above it, so
+    that PIL's header reads of a byte or two come from the buffer untimed; any other file has each
+    of its reads timed."""
+    if isinstance(f, io.BufferedReader) and not f.closed:
+        with contextlib.suppress(OSError, ValueError):
+            if f.tell() == f.raw.tell():  # nothing buffered: the raw file is where the reader is
+                return io.BufferedReader(_ClockedReads(f.detach()))
+    return _ClockedReads(f)
 
 
 def _time_reader(reader: Any) -> Callable[[], None] | None:

@@ -411,3 +411,25 @@ def test_a_preemption_during_the_timers_calibration_is_not_charged_to_every_call
     cost = stages.calibrate(clock)
     assert clock.queue.reads > 1000  # type: ignore[attr-defined]  # the preemption fell inside
     assert cost < 10e-6  # about 2 µs a call here; charged the 50 ms, 26–28 µs
+
+
+def test_timms_reader_files_are_timed_where_their_reads_reach_the_file_system(
+    small_set: Path, tmp_path: Path
+) -> None:
+    """timm's ImageDataset hands PIL a file its reader opened: its reads are timed as ``read``,
+    but only those that reach the file system — PIL's header reads of a byte or two come from the
+    buffer above them, untimed, so the timers cost a few per sample (broken once — every read of
+    the buffered file timed, 41 timers a sample — it failed)."""
+    timm_data = pytest.importorskip("timm.data", reason="timm is not installed (pip install -e '.[test]')")
+    ds = timm_data.ImageDataset(
+        str(small_set),
+        transform=transforms.Compose([transforms.RandomResizedCrop(64), transforms.ToTensor()]),
+    )
+    folder = str(tmp_path)
+    loader = DataLoader(ds, batch_size=4, num_workers=2, worker_init_fn=stages.WorkerStages(folder, 1, None))
+    s = _timed(loader, folder)
+    assert s is not None and s.seen == "reads" and s.samples == len(ds)
+    assert "read" in [st.name for st in s.worker]
+    rows = stage_rows.read_rows(folder, 1)
+    # per sample: its own timer, its reads' (a buffer's refill or two), the transforms'
+    assert sum(r["calls"] for r in rows) / s.samples < 8
