@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ioprof.core.findings import EpochPrediction, ProfileConclusions
-from ioprof.core.results_profile import PhaseTimes, ProfileResult
+from ioprof.core.results_profile import EpochPrediction, PhaseTimes, ProfileConclusions, ProfileResult
 from ioprof.core.stats import ratio_interval
 
 COMPUTE_PHASES = ("copy", "forward", "backward", "update", "loss_read")

@@ -680,32 +680,3 @@ class Ranking:
     baseline_input_bound: OverallInputBound
     compute_bound: bool  # the baseline is not input-bound: nothing upstream can speed training up
     storage_move: str = ""  # the control, when moving the loose files to the scratch storage alone helps
-
-
-# -- ioprof profile --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class EpochPrediction:
-    """An epoch's time predicted from the profile, in one cache regime, split into its parts."""
-
-    regime: str  # cold (the first epoch: from storage) | warm (later epochs: from RAM)
-    images: int
-    steps: int  # epoch images // batch (the loader drops the last partial batch)
-    startup_s: float  # the workers' start-up, once an epoch
-    input_s: float  # steps × mean data wait
-    compute_s: float  # steps × mean compute (copy, forward, backward, update, loss read)
-    total_s: float
-    total_low_s: float | None  # the 95 % interval of the per-step mean, carried to the epoch
-    total_high_s: float | None
-
-
-@dataclass(frozen=True)
-class ProfileConclusions:
-    """What the profile says: the epoch predictions, the check, the hooks' cost, the top layer."""
-
-    predictions: tuple[EpochPrediction, ...]
-    check_error: float | None  # (predicted cold − measured) / measured, when an epoch was measured
-    hooks_cost: float | None  # compute step with layer hooks ÷ without − 1
-    layers_cover: float | None  # Σ layer forward+backward ÷ the forward+backward phases
-    top_layer: str

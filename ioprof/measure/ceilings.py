@@ -16,9 +16,9 @@ from ioprof.datasets import objects, shards
 from ioprof.datasets.dataset import Dataset
 from ioprof.measure.compute import TrainStep, probe_compute
 from ioprof.measure.decode import above_for, probe_decode
-from ioprof.measure.inside import ShmTooSmall, shm_failure, shm_note
 from ioprof.measure.sample import SAMPLE_MAX_BYTES, MemorySample
 from ioprof.measure.session import Progress, Session
+from ioprof.measure.shm import ShmTooSmall, shm_failure, shm_note
 from ioprof.measure.storage import STORAGE_PROBE_MAX_S, EmulatedStorage, probe_storage
 from ioprof.measure.streams import probe_streams
 

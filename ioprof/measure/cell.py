@@ -39,9 +39,11 @@ from ioprof.host.processes import end_loader_workers, release_free_heap
 from ioprof.host.telemetry import GpuSampler
 from ioprof.measure import stage_rows, stages, steptiming
 from ioprof.measure.compute import TrainStep
-from ioprof.measure.inside import InsideRecorder, shm_died, shm_failure
+from ioprof.measure.inside import InsideRecorder
 from ioprof.measure.loader import Batch, batch_bytes_of, make_loader, shard_batches, start_loader, worker_pids
+from ioprof.measure.pins import PinTimes
 from ioprof.measure.sample import MemorySample
+from ioprof.measure.shm import shm_died, shm_failure
 from ioprof.measure.steptiming import StepEvents, TimingEvent
 from ioprof.measure.storage import EmulatedStorage, check_storage
 
@@ -263,7 +265,7 @@ def run_cell(
     """Measure one loader setting end to end (a setting whose batches in flight cannot fit in
     /dev/shm is refused before it starts, and a worker that dies of it is said to: ``ShmTooSmall``)."""
     folder = tempfile.mkdtemp(prefix="ioprof-stages-")
-    pins = stages.PinTimes()
+    pins = PinTimes()
     if plan.pin_memory and plan.inside:
         pins.install()
     try:
@@ -288,7 +290,7 @@ def _run_cell(
     failures: Failures,
     clock: Callable[[], float],
     folder: str,
-    pins: stages.PinTimes,
+    pins: PinTimes,
 ) -> CellResult:
     ds, setting, run = plan.dataset, plan.setting, plan.run
     dl, cache = _cell_loader(plan, folder)
@@ -370,7 +372,7 @@ def _looked_inside(
     window: _Window,
     span: tuple[float, float, float],
     folder: str,
-    pins: stages.PinTimes,
+    pins: PinTimes,
 ) -> CellResult:
     """The cell with what its workers made over the window (``span``: its start and end, and when
     the iterator was made) and the look inside: their stages, memory and cores, and — its one pass,

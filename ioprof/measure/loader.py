@@ -29,7 +29,7 @@ from ioprof.core.config import PREFETCH_FACTOR, LoaderSetting
 from ioprof.datasets import objects, shards
 from ioprof.host.interrupts import kept_interrupts
 from ioprof.measure import stages
-from ioprof.measure.inside import check_shm
+from ioprof.measure.shm import check_shm
 from ioprof.measure.storage import STORAGE_LOST_ERRNOS, EmulatedStorage, read_blob, read_file
 
 # torch warns when num_workers exceeds the cores; a sweep asks for that on purpose, and the

@@ -72,7 +72,7 @@ class Watcher:
         self.world_size = int(os.environ.get("WORLD_SIZE", "1") or 1)
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0") or 0)
         self.local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
-        self.pins: Any = None  # the pin-memory copies' times (``stages.PinTimes``)
+        self.pins: Any = None  # the pin-memory copies' times (``pins.PinTimes``)
         self.shm_failure = ""  # the one line, when a worker died for want of /dev/shm
         self._rows = os.path.join(config.out_dir, "stages") if config.out_dir else ""
 
@@ -130,7 +130,7 @@ class Watcher:
         dl._BaseDataLoaderIter.__next__ = __next__
         handle = opt.register_optimizer_step_post_hook(lambda *_: watcher._count_step())
         if self.config.inside:
-            from ioprof.measure.stages import PinTimes
+            from ioprof.measure.pins import PinTimes
 
             self.pins = PinTimes()
             self.pins.install()
@@ -169,7 +169,7 @@ class Watcher:
     def failed(self, error: BaseException) -> None:
         """The script failed with ``error``: one line where a loader's worker ran out of /dev/shm."""
         from ioprof.host.processes import shm_space
-        from ioprof.measure.inside import shm_failure, shm_line, shm_note
+        from ioprof.measure.shm import shm_failure, shm_line, shm_note
 
         if not shm_failure(error):
             return

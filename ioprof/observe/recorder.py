@@ -185,7 +185,7 @@ class LoaderRecorder:
 
     def _first_batch(self, batch: Any) -> None:
         """The first batch shows its size: warn now if the batches in flight cannot fit in /dev/shm."""
-        from ioprof.measure.inside import shm_fits
+        from ioprof.measure.shm import shm_fits
 
         assert self.inside is not None
         size = self.inside.first_batch(batch)

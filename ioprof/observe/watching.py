@@ -29,7 +29,7 @@ class Watching(Protocol):
     config: WatchConfig
     optimizer_steps: int  # the process's optimizer steps so far
     step_threads: set[int]  # the threads that stepped an optimizer
-    pins: Any  # the pin-memory copies' times (``stages.PinTimes``), or None
+    pins: Any  # the pin-memory copies' times (``pins.PinTimes``), or None
     probe_pause_s: float  # how long the probe paused the training (0 before it ran)
 
     def inside_recorder(self, rec: Any) -> Any: ...

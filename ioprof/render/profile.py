@@ -6,9 +6,8 @@ import csv
 import io
 from pathlib import Path
 
-from ioprof.core.findings import EpochPrediction, ProfileConclusions
 from ioprof.core.resultfile import atomic_write_text
-from ioprof.core.results_profile import PhaseTimes, ProfileResult
+from ioprof.core.results_profile import EpochPrediction, PhaseTimes, ProfileConclusions, ProfileResult
 from ioprof.render.fmt import duration, ms, pct, size
 from ioprof.render.mdtable import table
 from ioprof.render.plots import plot_layers

@@ -19,6 +19,7 @@ from torchvision import datasets, transforms
 
 from ioprof.core.inside import REST_OF_GETITEM, WAITING_FOR_A_CORE
 from ioprof.measure import stage_rows, stages
+from ioprof.measure.pins import PinTimes
 
 
 def _blurred(root: Path) -> datasets.ImageFolder:
@@ -306,7 +307,7 @@ def test_rows_outside_the_window_or_empty_are_left_out() -> None:
 def test_pin_memory_is_timed_once_per_batch_not_per_nested_tensor() -> None:
     from torch.utils.data._utils import pin_memory as pin_mod
 
-    pins = stages.PinTimes()
+    pins = PinTimes()
     calls = []
     original = pin_mod.pin_memory
     pin_mod.pin_memory = lambda data, device=None: calls.append(1) or data  # the recursion's innermost
