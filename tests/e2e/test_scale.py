@@ -180,12 +180,15 @@ def test_on_slow_network_storage_the_second_rank_is_stopped_by_the_storage(
     # files, and its rate is the link's. Whether a burst is there to leave out depends on the tbf
     # bucket, which the test does not hold full: here MSER-5 cuts 5 files at each count and reads
     # about 100 and 200, but CI's stop 42 found none to cut at 4 readers (0, 406 files read, 6 looks,
-    # 1.970 MB/s) — a figure still true, so the cut itself is proven in the unit tests of the probe
+    # 1.970 MB/s) — a figure still true, so the cut itself is proven in the unit tests of the probe.
+    # Whether the interval closes before the last file is the link's noise that minute (a CI run at
+    # 4 readers read all 480, 6 looks, 1.957 MB/s): a reading that ran out of files is still one,
+    # with its interval; the stop rule itself is proven in the probe's unit tests
     for c in r.counts:
         assert c.storage is not None
         if undecided and c is two:
             continue
-        assert c.storage.stopped_by == "interval", c.storage
+        assert c.storage.stopped_by in ("interval", "files") and c.storage.bandwidth().known, c.storage
         assert c.storage.read_mb_per_s == pytest.approx(link_b_per_s / 1e6, rel=0.1)
     # the two ranks together fetched about what the link gives, not twice what one rank did
     fetched_two = two.fetched_mb_per_s()
