@@ -22,7 +22,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ioprof.core.stats import Interval, ratio_interval
+from ioprof.core.stats import Interval, nearest_rank, ratio_interval
 
 
 @dataclass(frozen=True)
@@ -42,12 +42,8 @@ class PassBatch:
 def far_fence(times: Sequence[float]) -> tuple[float, float]:
     """(the median, the far fence: Q3 + 3 IQR) of ``times``, quartiles by nearest rank."""
     s = sorted(times)
-
-    def rank(q: float) -> float:
-        return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
-
-    q1, q3 = rank(0.25), rank(0.75)
-    return rank(0.5), q3 + 3.0 * (q3 - q1)
+    q1, q3 = nearest_rank(s, 0.25), nearest_rank(s, 0.75)
+    return nearest_rank(s, 0.5), q3 + 3.0 * (q3 - q1)
 
 
 def replay(

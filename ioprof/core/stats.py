@@ -7,6 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 
+def nearest_rank(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (in [0, 1]) of samples already sorted, by nearest rank: a value observed."""
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
 def percentile(samples: Sequence[float], q: float) -> float:
     """Linear-interpolated percentile (numpy's default method), ``q`` in [0, 100]."""
     if not samples:

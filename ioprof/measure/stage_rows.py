@@ -14,7 +14,7 @@ from typing import Any
 from ioprof.core.handover import PassBatch, SlowWait, far_fence, slow_wait
 from ioprof.core.inside import WAITING_FOR_A_CORE, LoaderStages, SampleTimes, StageTime
 from ioprof.core.rates import Produced
-from ioprof.core.stats import ratio_interval
+from ioprof.core.stats import nearest_rank, ratio_interval
 from ioprof.measure.stages import COLLATE, GETITEM, REST_NAMES, ROWS_GLOB
 
 
@@ -107,16 +107,13 @@ def sample_times(rows: Sequence[dict[str, Any]]) -> SampleTimes | None:
     if len(times) < 2 or sum(times) <= 0:
         return None
 
-    def rank(q: float) -> float:
-        return times[min(len(times) - 1, max(0, math.ceil(q * len(times)) - 1))]
-
     top = max(1, len(times) // 100)
     named = sorted((r["slowest"] for r in rows if r.get("slowest")), key=lambda x: -float(x[1]))
     return SampleTimes(
         samples=len(times),
-        p50_s=rank(0.50),
-        p95_s=rank(0.95),
-        p99_s=rank(0.99),
+        p50_s=nearest_rank(times, 0.50),
+        p95_s=nearest_rank(times, 0.95),
+        p99_s=nearest_rank(times, 0.99),
         max_s=times[-1],
         slowest_share=sum(times[-top:]) / sum(times),
         slowest=tuple((i, float(s), str(n)) for i, s, n in named[:SLOWEST_LISTED]),
