@@ -609,6 +609,7 @@ class ObservedLoader:
     host: str = ""  # the machine its process ran on
     measured_batches_needed: int = 0  # batches before a window can open (warm-up and start-up)
     own_s_per_batch: float = 0.0  # ioprof's own code around each next(): what observing cost
+    own_once_s: float = 0.0  # and its work that comes once (a window's start and end, a pass's end)
     before: BeforeWindow | None = None  # its first pass up to the window
     batches_per_pass: int | None = None  # len(loader), where it has one
     pass_starts: tuple[PassStart, ...] = ()  # each pass's start and length, in order

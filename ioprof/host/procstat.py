@@ -152,29 +152,33 @@ class ThreadClock:
     """One thread's scheduler totals and its process's CPU, read cheaply and often (an open file
     each, read with ``pread``: a few µs) — for the thread that produces a batch, at each wait."""
 
-    def __init__(self, pid: int, tid: int | None = None) -> None:
+    def __init__(self, pid: int, tid: int | None = None, *, process: bool = True) -> None:
+        """``process`` False: the thread's totals alone (its process's CPU read as 0.0) — the
+        process's line costs the kernel a walk over all its threads (a training process has dozens)."""
         self.pid = pid
         self.tid = tid or pid
         self._sched = os.open(f"/proc/{pid}/task/{self.tid}/schedstat", os.O_RDONLY)
-        try:
-            self._stat = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
-        except OSError:
-            os.close(self._sched)
-            raise
+        self._stat: int | None = None
+        if process:
+            try:
+                self._stat = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+            except OSError:
+                os.close(self._sched)
+                raise
 
     def read(self) -> tuple[ThreadTimes, float] | None:
         """(this thread's totals, its process's CPU seconds), or None once it is gone."""
         try:
-            return parse_schedstat(os.pread(self._sched, 128, 0)), parse_stat(os.pread(self._stat, 1024, 0))[
-                0
-            ]
+            times = parse_schedstat(os.pread(self._sched, 128, 0))
+            return times, parse_stat(os.pread(self._stat, 1024, 0))[0] if self._stat is not None else 0.0
         except (OSError, ValueError, IndexError):
             return None
 
     def close(self) -> None:
         for fd in (self._sched, self._stat):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 class RunQueueWait:

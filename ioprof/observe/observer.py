@@ -122,8 +122,11 @@ class Watcher:
             t_return = time.perf_counter()
             watcher.guard(rec, rec.after_next, it, t_call, t_return, batch)
             # ioprof's own cost; the probe's pause, when the pass's last batch set it off, is said apart
-            rec.own_s += t_in - t_call + time.perf_counter() - t_return - (watcher.probe_pause_s - paused)
-            rec.own_calls += 1
+            own = t_in - t_call + time.perf_counter() - t_return - (watcher.probe_pause_s - paused)
+            if rec.once:
+                rec.once, rec.once_s = False, rec.once_s + own
+            else:
+                rec.own_s, rec.own_calls = rec.own_s + own, rec.own_calls + 1
             return batch
 
         dl.DataLoader.__iter__ = __iter__
@@ -346,6 +349,7 @@ class Watcher:
         _, thread, since = self._warming
         if thread.is_alive() and time.perf_counter() - since < PROBE_BATCH_TIMEOUT_S:
             return
+        rec.once = True
         self._probe_warmed("after its window")
 
     def _probe_warmed(self, when: str) -> bool:

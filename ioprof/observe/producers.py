@@ -45,21 +45,22 @@ class Producers:
     is the training process's own work, not the worker's)."""
 
     def __init__(self) -> None:
-        self._clocks: dict[tuple[int, int], ThreadClock | None] = {}
+        self._clocks: dict[tuple[int, int, bool], ThreadClock | None] = {}  # (pid, tid, its process read)
 
-    def _clock(self, who: tuple[int, int]) -> ThreadClock | None:
-        if who not in self._clocks:
+    def _clock(self, who: tuple[int, int], process: bool = True) -> ThreadClock | None:
+        key = (*who, process)
+        if key not in self._clocks:
             try:
-                self._clocks[who] = ThreadClock(*who)
+                self._clocks[key] = ThreadClock(*who, process=process)
             except OSError:  # gone already, or not readable
-                self._clocks[who] = None
-        return self._clocks[who]
+                self._clocks[key] = None
+        return self._clocks[key]
 
     def _caller(self, who: tuple[int, int]) -> tuple[tuple[int, int], ThreadTimes | None]:
         me = (os.getpid(), threading.get_native_id())
         if me == who:
             return me, None
-        clock = self._clock(me)
+        clock = self._clock(me, process=False)  # its thread's totals alone are used
         read = clock.read() if clock is not None else None
         return me, read[0] if read is not None else None
 
@@ -83,7 +84,7 @@ class Producers:
         if start is None:
             return None
         who, t0, proc0, caller0 = start
-        clock = self._clocks.get(who)
+        clock = self._clocks.get((*who, True))
         now = clock.read() if clock is not None else None
         if now is None:
             return None

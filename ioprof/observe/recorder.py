@@ -67,8 +67,12 @@ class LoaderRecorder:
         self.gpu: Any = None  # the NVML sampler of the window (CUDA), or None
         self.telemetry: Any = None  # its GpuTelemetry once the window ended
         self.thread_names: dict[int, str] = {}  # the threads that called next(), by ident
-        self.own_s = 0.0  # time spent in ioprof's own code around next(), all batches
+        self.own_s = 0.0  # time spent in ioprof's own code around next(), batch by batch
         self.own_calls = 0
+        # work that comes once, not with each batch (the window's start and end, a pass's end, the
+        # first batch's look, the files found open): its time is said apart, not spread per batch
+        self.once = False  # the call under way did such work
+        self.once_s = 0.0
         self._iterator: Any = None
         self.untime: Callable[[], None] | None = None  # gives the loader its own worker_init_fn back
 
@@ -154,6 +158,7 @@ class LoaderRecorder:
         finished = w.call(t_call, self.watcher.optimizer_steps, ident)
         self._mark = self.producers.mark(it) if w.started and not w.done else None
         if w.started and not started:
+            self.once = True
             self.window_start_s = t_call
             self.window_started_at = time.time()
             if self.inside is not None:
@@ -162,6 +167,7 @@ class LoaderRecorder:
             if self.gpu is not None:
                 self.gpu.start()
         if finished:
+            self.once = True
             self._finished()
 
     def after_next(self, it: Any, t_call: float, t_return: float, batch: Any) -> None:
@@ -173,8 +179,10 @@ class LoaderRecorder:
         self._mark = None
         self.window.returned(t_call, t_return, images, split)
         if self.inside is not None and not self.inside.batch_bytes:
+            self.once = True
             self._first_batch(batch)
         if not self.window.started and not self.opened and self.settings["source"] is None:
+            self.once = True
             self._discover()
         if self.pass_marks and self.pass_marks[-1]["first_s"] is None:
             mark = self.pass_marks[-1]
@@ -227,6 +235,7 @@ class LoaderRecorder:
         mark["end_s"], mark["stop_s"] = end, seconds
 
     def _end_pass(self) -> None:
+        self.once = True
         self._pass_open = False
         if self.pass_marks and self.pass_marks[-1]["end_s"] is None:
             mark = self.pass_marks[-1]
@@ -374,6 +383,7 @@ class LoaderRecorder:
             "host_steps": list(w.step_times),
             "optimizer_steps_between_batches": w.optimizer_between,
             "own_s_per_batch": self.own_s / self.own_calls if self.own_calls else 0.0,
+            "own_once_s": self.once_s,
             "off_thread": self.off_thread(),
             "io": {
                 "read_bytes": t.read_bytes,

@@ -216,6 +216,7 @@ def _observed(key: str, obs: dict[str, Any], loader: dict[str, Any], config: Any
         host=obs.get("host", ""),
         measured_batches_needed=config.warmup_steps + s["num_workers"] + 2,
         own_s_per_batch=loader.get("own_s_per_batch", 0.0),
+        own_once_s=loader.get("own_once_s", 0.0),
         before=_before(loader),
         batches_per_pass=s.get("batches_per_pass"),
         pass_starts=_pass_starts(loader),

@@ -26,6 +26,8 @@ test it exactly.
 
 from __future__ import annotations
 
+import bisect
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -283,6 +285,8 @@ class LoaderWindow:
     handed: list[tuple[int, int, float, float]] = field(default_factory=list)
     unit_keys: list[tuple[int, int]] = field(default_factory=list)  # (pass, k) of each unit
     _pass_k: int = 0
+    _by_size: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))  # steps, units
+    _measured: float = 0.0  # the window's seconds so far: its waits and steps
 
     # -- events from the patched iterator ------------------------------------------------------
 
@@ -375,13 +379,15 @@ class LoaderWindow:
         assert p is not None and self._last_return is not None
         self._pending = None
         step = t_call - self._last_return
-        if len(self.step_times) >= GAP_MIN_STEPS:
-            median = sorted(self.step_times)[len(self.step_times) // 2]
-            units = sorted(w + s for w, s in zip(self.waits, self.step_times, strict=True))
-            if step > GAP_FACTOR * median and step > units[len(units) // 2]:
-                return False
+        steps, units = self._by_size
+        median_step = steps[len(steps) // 2] if len(steps) >= GAP_MIN_STEPS else math.inf
+        if step > GAP_FACTOR * median_step and step > units[len(units) // 2]:
+            return False
         self.waits.append(p.wait_s)
         self.step_times.append(step)
+        bisect.insort(steps, step)  # kept in order as they come: a batch's cost stays flat
+        bisect.insort(units, p.wait_s + step)
+        self._measured += p.wait_s + step
         self.images.append(p.images)
         self.splits.append(p.split)
         self.unit_keys.append(p.key)
@@ -427,8 +433,9 @@ class LoaderWindow:
         self._seg_last = reading
 
     def _full(self) -> bool:
-        measured = sum(self.waits) + sum(self.step_times)
-        return len(self.step_times) >= self.steps or (self.seconds is not None and measured >= self.seconds)
+        return len(self.step_times) >= self.steps or (
+            self.seconds is not None and self._measured >= self.seconds
+        )
 
     def close_segment(self) -> None:
         if self._seg_start is not None and self._seg_last is not None:
@@ -453,4 +460,4 @@ class LoaderWindow:
 
     @property
     def measured_s(self) -> float:
-        return sum(self.waits) + sum(self.step_times)
+        return self._measured

@@ -285,12 +285,18 @@ def _own_cost(result: SweepResult) -> list[str]:
         if cell is None or not lo.own_s_per_batch:
             continue
         per_batch = cell.elapsed_s / cell.steps
-        out.append(f"{lo.key} {lo.own_s_per_batch * 1e6:,.0f} µs ({pct(lo.own_s_per_batch / per_batch, 2)})")
+        once = f" and {duration(lo.own_once_s)} once" if lo.own_once_s >= 1e-3 else ""
+        out.append(
+            f"{lo.key} {lo.own_s_per_batch * 1e6:,.0f} µs ({pct(lo.own_s_per_batch / per_batch, 2)}){once}"
+        )
     if not out:
         return []
     return [
         "- What observing cost: ioprof's own code around each `next()`, per batch, and its share of your loop's "
-        "time per batch: " + "; ".join(out) + " (the pause for the probe is stated above, apart)."
+        "time per batch: "
+        + "; ".join(out)
+        + " (*once*: what comes once, not with each batch — the window's start and end, each pass's end, the "
+        "first batch's look — in all; the pause for the probe is stated above, apart)."
     ]
 
 
