@@ -44,7 +44,10 @@ _SWEEP_FRAMES: dict[str, Callable[[Any], Any]] = {
 KINDS: dict[str, Kind] = {
     "sweep": Kind(sweep_conclusion.conclude, sweep.write, sweep.headline, _SWEEP_FRAMES),
     "run": Kind(
-        sweep_conclusion.conclude, run.write, run.headline, {**_SWEEP_FRAMES, "loaders": frames.loaders_frame}
+        sweep_conclusion.conclude,
+        run.write,
+        sweep.headline,
+        {**_SWEEP_FRAMES, "loaders": frames.loaders_frame},
     ),
     "place": Kind(
         place_conclusion.conclude,

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ioprof.conclude.threads import ThreadsAgainstProcesses, threads_against_processes
-from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import (
     DatasetCeilings,
     ObservedLoader,
@@ -18,8 +17,6 @@ from ioprof.render import sweep as markdown
 from ioprof.render.findings import pickled
 from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, share_ci, size
 from ioprof.render.mdtable import table
-from ioprof.render.plots import GPU_UTIL_PNG, STAGES_PNG, plot_gpu_utilization, plot_stages
-from ioprof.render.results_csv import render_csv
 
 
 def render_run_markdown(result: SweepResult) -> str:
@@ -327,19 +324,8 @@ def _how(result: SweepResult) -> list[str]:
 
 
 def write(result: SweepResult, out_dir: Path) -> Path:
-    """Write report.md, results.csv and the GPU plot for ``ioprof run`` / ``watch()``; returns report.md.
-    (No throughput plot: one point per loader, a table says it better.)"""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    plot_gpu_utilization(result, out_dir / GPU_UTIL_PNG)
-    plot_stages(result, out_dir / STAGES_PNG)
-    atomic_write_text(out_dir / "results.csv", render_csv(result))
-    report = out_dir / "report.md"
-    atomic_write_text(report, render_run_markdown(result))
-    return report
-
-
-def headline(result: SweepResult) -> str:
-    return words.verdict_line(result.analysis).replace("**", "")
+    """Write report.md, results.csv and the GPU plot for ``ioprof run`` / ``watch()``; returns report.md."""
+    return markdown.write(result, out_dir, render_run_markdown, throughput=False)
 
 
 ENDED = {

@@ -5,6 +5,7 @@ Pure: the same analyzed result gives the same text. Sentences come from ``words`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from ioprof.conclude.sweep import is_sweep, speedup_over_serial
@@ -671,16 +672,22 @@ def _what_if_lines(result: SweepResult) -> list[str]:
     return out
 
 
-def write(result: SweepResult, out_dir: Path) -> Path:
-    """Write report.md, results.csv and the plots for a sweep or a probe; returns report.md."""
+def write(
+    result: SweepResult,
+    out_dir: Path,
+    markdown: Callable[[SweepResult], str] = render_markdown,
+    throughput: bool = True,
+) -> Path:
+    """Write report.md (by ``markdown``), results.csv and the plots for a sweep, a probe or a
+    ``run`` (``throughput`` False: one point per loader, a table says it better); returns report.md."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    if result.cells:
+    if throughput and result.cells:
         plot_throughput(result, out_dir / THROUGHPUT_PNG)
     plot_gpu_utilization(result, out_dir / GPU_UTIL_PNG)
     plot_stages(result, out_dir / STAGES_PNG)
     atomic_write_text(out_dir / "results.csv", render_csv(result))
     report = out_dir / "report.md"
-    atomic_write_text(report, render_markdown(result))
+    atomic_write_text(report, markdown(result))
     return report
 
 
