@@ -109,6 +109,7 @@ class Watcher:
                 return original_next(it)
             t_call = time.perf_counter()
             paused = watcher.probe_pause_s  # a probe run from here is its own pause, not this cost
+            rec.once = False  # set by what this call does once (``iter()`` may have ended a pass)
             if watcher._warming is not None:
                 watcher.guard(rec, watcher.probe_when_ready, rec)
             watcher.guard(rec, rec.before_next, it, t_call)
