@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from ioprof.core.findings import (
     BorderlineCells,
     ComputeBelowPublished,
+    ComputePaceVaried,
     ComputeReference,
     ConvertedSamples,
     CpuIsTheDevice,
@@ -282,7 +283,7 @@ def off_prediction(result: SweepResult) -> list[Finding]:
     """Cells measured outside their predicted range beyond their own interval: listed, or summarized.
     A cell whose input stages were not measured is left out: its prediction is the compute ceiling
     alone, and the stage-undetermined warning already says why it waits."""
-    off = [
+    unexplained = [
         c
         for c in _ok(result)
         if c.verdict
@@ -290,6 +291,21 @@ def off_prediction(result: SweepResult) -> list[Finding]:
         and c.verdict.residual is not None
         and c.verdict.bottleneck != "undetermined"
     ]
+    paced = [c for c in unexplained if c.verdict and c.verdict.own_compute_img_per_s is not None]
+    off = [c for c in unexplained if c not in paced]
+    return _pace_varied(result, paced) + _off_prediction(result, off)
+
+
+def _pace_varied(result: SweepResult, paced: list[CellResult]) -> list[Finding]:
+    """Cells explained by the pace their own steps ran at, not by the compute ceiling: said once."""
+    if not paced or result.compute is None or result.compute.img_per_s <= 0:
+        return []
+    ceiling = result.compute.img_per_s
+    own = [(c.verdict.own_compute_img_per_s or 0.0) / ceiling - 1 for c in paced if c.verdict]
+    return [ComputePaceVaried(len(paced), len(_ok(result)), min(own), max(own), ceiling)]
+
+
+def _off_prediction(result: SweepResult, off: list[CellResult]) -> list[Finding]:
     if not off:
         return []
     if len(off) <= RESIDUALS_LISTED:

@@ -61,6 +61,10 @@ class CellVerdict:
     # kernel's own call — source | cpu | cores, "mixed" when no part stands out, "" unread
     decided_by: DecidedBy = ""
     kernel_call: KernelCall = ""
+    # where the compute ceiling sets the prediction and the cell's own steps ran at another pace
+    # (the ceiling was read at another moment of a shared host): that pace (img/s), where it alone
+    # explains the residual; None otherwise
+    own_compute_img_per_s: float | None = None
 
 
 # -- advice for one dataset --------------------------------------------------------------------
@@ -223,6 +227,19 @@ class OffPrediction(Finding):
     predicted_low_img_per_s: float
     predicted_img_per_s: float
     residual: float
+
+
+@dataclass(frozen=True)
+class ComputePaceVaried(Finding):
+    """Cells whose own steps ran at another pace than the compute ceiling, read at another moment:
+    their rates are explained by that pace, not by the ceiling."""
+
+    kind: ClassVar[str] = "compute-pace-varied"
+    count: int
+    cells: int
+    own_min: float  # the cells' own pace against the ceiling, relative (+0.16: 16 % faster)
+    own_max: float
+    compute_img_per_s: float
 
 
 @dataclass(frozen=True)

@@ -654,3 +654,22 @@ def test_a_storage_bound_cell_that_drew_less_than_its_readers_alone_says_the_sto
     assert untimed.cells[0][6] is None and "not timed apart" in finding(untimed)
     # drawing what the storage gives, or a window too uneven to tell: nothing to say
     assert drawn(49.0) == [] and drawn(30.0, spread=0.9) == []
+
+
+def test_a_cell_whose_own_steps_ran_faster_than_the_compute_ceiling_is_paced_not_unexplained() -> None:
+    """The compute ceiling read at one moment (68 img/s), a compute-bound cell at another (its own
+    steps: 80 img/s, 18 % faster — a shared host's speed varies): the cell's rate is what its own
+    steps allow, said once for all such cells, never "not explained by the stage ceilings". A cell
+    whose prediction the decode ceiling sets (60 img/s, measured 80) stays unexplained: its own
+    steps say nothing of its decoding."""
+    paced = cell_verdict(cell(wait=0.0, step=0.1), {"compute": 68.0, "decode": 900.0}, compute_async=False)
+    assert paced.residual_unexplained and paced.own_compute_img_per_s == pytest.approx(80.0)
+    decoding = cell_verdict(cell(wait=0.0, step=0.1), {"compute": 1000.0, "decode": 60.0}, compute_async=False)
+    assert decoding.residual_unexplained and decoding.own_compute_img_per_s is None
+
+    result = conclude(sweep_result((cell(wait=0.0, step=0.1), cell(workers=2, wait=0.0, step=0.1)), 68.0))
+    assert result.analysis is not None
+    kinds = [type(x) for x in result.analysis.findings]
+    assert f.OffPrediction not in kinds and f.ManyOffPrediction not in kinds, result.analysis.findings
+    (varied,) = [x for x in result.analysis.findings if isinstance(x, f.ComputePaceVaried)]
+    assert (varied.count, varied.cells) == (2, 2) and varied.own_min == pytest.approx(80 / 68 - 1)
