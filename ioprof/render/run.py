@@ -292,8 +292,12 @@ def _own_cost(result: SweepResult) -> list[str]:
         "- What observing cost: ioprof's own code around each `next()`, per batch, and its share of your loop's "
         "time per batch: "
         + "; ".join(out)
-        + " (*once*: what comes once, not with each batch — the window's start and end, each pass's end, the "
-        "first batch's look — in all; the pause for the probe is stated above, apart)."
+        + (
+            " (*once*: what comes once, not with each batch — the window's start and end, each pass's end, the "
+            "first batch's look — in all; the pause for the probe is stated above, apart)."
+            if any(lo.own_once_s >= 1e-3 for lo in result.loaders)
+            else " (the pause for the probe is stated above, apart)."
+        )
     ]
 
 
