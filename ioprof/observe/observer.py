@@ -34,10 +34,16 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ioprof.observe.recorder import LoaderRecorder
 from ioprof.observe.watching import WatchConfig
+
+if TYPE_CHECKING:
+    from ioprof.host.fetched import MountCounters
+    from ioprof.host.telemetry import GpuSampler
+    from ioprof.measure.inside import InsideRecorder
+    from ioprof.observe.window import GpuMarks, Reading
 
 # A training loader whose pass ended with at least this many measured batches is probed then,
 # if its window has not completed before (a script shorter than the window).
@@ -229,7 +235,7 @@ class Watcher:
         os.makedirs(self._rows, exist_ok=True)
         return self._rows
 
-    def inside_recorder(self, rec: LoaderRecorder) -> Any:
+    def inside_recorder(self, rec: LoaderRecorder) -> InsideRecorder:
         from ioprof.measure.inside import InsideRecorder
 
         s = rec.settings
@@ -252,7 +258,7 @@ class Watcher:
             return f"cuda:{torch.cuda.current_device()}"
         return "cpu"
 
-    def gpu_marks(self) -> Any:
+    def gpu_marks(self) -> GpuMarks | None:
         """Events on the script's GPU stream (``window.GpuMarks``), or None on the CPU."""
         if self._marks is not None:
             return self._marks()
@@ -260,7 +266,7 @@ class Watcher:
             return None
         return CudaMarks()
 
-    def gpu_sampler(self) -> Any:
+    def gpu_sampler(self) -> GpuSampler | None:
         """An NVML sampler for the script's GPU, or None on the CPU."""
         if not self.device().startswith("cuda"):
             return None
@@ -270,7 +276,7 @@ class Watcher:
 
         return open_gpu_sampler(nvml_for_device(torch.device(self.device()))[1])
 
-    def read_counters(self, rec: LoaderRecorder, pids: Sequence[int], at_s: float) -> Any:
+    def read_counters(self, rec: LoaderRecorder, pids: Sequence[int], at_s: float) -> Reading:
         """The I/O and CPU counters of a loader's processes (and of the training process: its CPU),
         and its mount's counters, now."""
         from ioprof.host import procstat
@@ -309,7 +315,7 @@ class Watcher:
             net_bytes=net,
         )
 
-    def mount_counters(self, root: str) -> Any:
+    def mount_counters(self, root: str) -> MountCounters | None:
         """The counters of the mount under ``root`` (made once per root, when a loader is first
         iterated: their imports and the FUSE daemon's search stay out of the timed batches)."""
         if not root:
@@ -505,7 +511,7 @@ def shutil_rmtree(path: str) -> None:
 class CudaMarks:
     """``window.GpuMarks`` on CUDA: timing events on the current stream of the current device."""
 
-    def mark(self) -> Any:
+    def mark(self) -> Any:  # a torch.cuda.Event
         import torch
 
         event = torch.cuda.Event(enable_timing=True)

@@ -10,11 +10,16 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ioprof.core.inside import LoaderInside
 from ioprof.measure.stages import batch_images
 from ioprof.observe.producers import Producers
 from ioprof.observe.watching import Watching
+
+if TYPE_CHECKING:
+    from ioprof.core.results import DatasetInfo
+    from ioprof.measure.inside import CpuTotals
 
 PASS_MARKS_KEPT = 1000  # each pass's start and end kept: the first pass and the latest passes
 
@@ -267,7 +272,7 @@ class LoaderRecorder:
         keep is judged from one epoch to the next, and a window rarely holds two epochs."""
         return bool(self.settings["persistent_workers"] and self.settings["num_workers"])
 
-    def _inside_now(self) -> Any:
+    def _inside_now(self) -> LoaderInside | None:
         """The look inside over the window, its memory over every reading since the window began
         where the readings go on past it (persistent workers: read until the script ends)."""
         seen = self.look_inside()
@@ -276,7 +281,7 @@ class LoaderRecorder:
         memory = self.inside.memory(self.window_start_s, time.perf_counter(), self.window_pids)
         return dataclasses.replace(seen, memory=memory) if memory is not None else seen
 
-    def look_inside(self) -> Any:
+    def look_inside(self) -> LoaderInside | None:
         """Stages, memory and threads over the window (so far, while it is open), or None."""
         if self._inside_seen is not None:
             return self._inside_seen
@@ -294,7 +299,7 @@ class LoaderRecorder:
         )
         return self._with_handover(seen)
 
-    def _with_handover(self, seen: Any) -> Any:
+    def _with_handover(self, seen: LoaderInside) -> LoaderInside:
         """The look inside with what the slow samples cost the loop, where its batches are handed
         over in order (``in_order=False`` takes them as they come: nothing to replay)."""
         if self.inside is None or not self.settings["in_order"]:
@@ -303,7 +308,7 @@ class LoaderRecorder:
         w = self.window
         return self.inside.with_handover(seen, iters, w.handed, w.unit_keys, self.window_pids)
 
-    def cpu_totals(self) -> Any:
+    def cpu_totals(self) -> CpuTotals:
         """The window's CPU, read with its byte counters over the same spans (pauses left out)."""
         from ioprof.measure.inside import CpuTotals
 
@@ -337,7 +342,7 @@ class LoaderRecorder:
             return ""
         return self.thread_names.get(min(others), "another thread")
 
-    def dataset_info(self) -> Any:
+    def dataset_info(self) -> DatasetInfo | None:
         """The dataset's description (sizes from a sample of what it reads), where its source is
         known or its workers were seen holding files open; None where nothing is known."""
         from ioprof import sources

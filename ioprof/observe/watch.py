@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
+from ioprof.core.results import SweepResult
 from ioprof.observe.observer import Watcher
 from ioprof.observe.watching import WatchConfig
 
@@ -40,7 +41,7 @@ class Watch:
         with self:
             yield from self._only
 
-    def result(self) -> Any:
+    def result(self) -> SweepResult:
         """The observed run as a result (like ``ioprof run``'s results.json), analyzed."""
         from ioprof.observe.result import build_result
         from ioprof.render import kinds
