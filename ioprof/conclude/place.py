@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from ioprof.conclude.sweep import predict
 from ioprof.core.config import LoaderSetting
-from ioprof.core.findings import PlaceDecision, Recommendation
+from ioprof.core.findings_place import PlaceDecision, Recommendation
 from ioprof.core.results_place import CandidateResult, PlaceResult
 from ioprof.core.thresholds import MIN_BUSY_SHARE, SPACE_HEADROOM
 

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from ioprof.conclude.compare import compare_cells
 from ioprof.conclude.sweep import classify_interval
-from ioprof.core.findings import RankedAlternative, Ranking
+from ioprof.core.findings_whatif import RankedAlternative, Ranking
 from ioprof.core.results_whatif import AlternativeResult, WhatifResult
 
 CONTROL = "loose-on-scratch"

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ioprof.core import findings
+from ioprof.core import findings, findings_place, findings_whatif
 from ioprof.core.errors import IoprofError
 from ioprof.core.results import SCHEMA_VERSION, SweepResult
 from ioprof.core.results_devices import DevicesResult
@@ -82,9 +82,13 @@ def _from(tp: Any, value: Any) -> Any:
     return value
 
 
+# the conclusions' types, which results name for type checking only
+_CONCLUSIONS = {**vars(findings), **vars(findings_place), **vars(findings_whatif)}
+
+
 def from_jsonable(cls: type[T], data: dict[str, Any]) -> T:
     """Rebuild a dataclass tree from ``to_jsonable``'s output (unknown keys and conclusions skipped)."""
-    hints = typing.get_type_hints(cls, localns=vars(findings))
+    hints = typing.get_type_hints(cls, localns=_CONCLUSIONS)
     kwargs = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.name in data and f.name not in RECOMPUTED:

@@ -15,7 +15,7 @@ from ioprof.core.results import (
 )
 
 if TYPE_CHECKING:
-    from ioprof.core.findings import PlaceDecision, Recommendation
+    from ioprof.core.findings_place import PlaceDecision, Recommendation
 
 
 @dataclass(frozen=True)

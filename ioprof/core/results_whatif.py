@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ioprof.core.results import CellResult, ComputeCeiling, DatasetInfo, MachineInfo, RunInfo, StorageCeiling
 
 if TYPE_CHECKING:
-    from ioprof.core.findings import Ranking
+    from ioprof.core.findings_whatif import Ranking
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ioprof.core import findings as f
 from ioprof.core.config import worker_count
-from ioprof.core.findings import PlaceDecision
+from ioprof.core.findings_place import PlaceDecision, Recommendation
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results_place import PlaceResult
 from ioprof.core.thresholds import MIN_BUSY_SHARE
@@ -204,7 +203,7 @@ def headline(result: PlaceResult) -> str:
     return recommendation(result.recommendation)
 
 
-def _epochs_read(r: f.Recommendation) -> str:
+def _epochs_read(r: Recommendation) -> str:
     """Which epochs read the current location's storage, and why."""
     if r.reading_epochs == 1:
         return (
@@ -224,7 +223,7 @@ def _epochs_read(r: f.Recommendation) -> str:
     return f"every one of the {r.epochs} epochs reads the storage there: the dataset does not fit in the RAM the page cache can use"
 
 
-def recommendation(r: f.Recommendation | None) -> str:
+def recommendation(r: Recommendation | None) -> str:
     """``ioprof place``'s one decision, in one sentence consistent with its figures."""
     if r is None or r.action == "nothing-measured":
         return "No location could be measured; see the table for why."

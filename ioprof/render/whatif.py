@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ioprof.conclude.whatif import CONTROL
-from ioprof.core import findings as f
-from ioprof.core.findings import RankedAlternative
+from ioprof.core.findings_whatif import RankedAlternative, Ranking
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results_whatif import AlternativeResult, WhatifResult
 from ioprof.core.thresholds import COMPARE_MIN_EFFECT
@@ -302,7 +301,7 @@ def why_not(code: str) -> str:
     return WHY_NOT.get(code, code)
 
 
-def _on_its_data(x: f.RankedAlternative) -> str:
+def _on_its_data(x: RankedAlternative) -> str:
     if x.data_gain is None or x.control == "baseline":
         return ""
     how = (
@@ -313,7 +312,7 @@ def _on_its_data(x: f.RankedAlternative) -> str:
     return f" On your data's own storage it would give about {x.data_gain:.2f}× ({how})."
 
 
-def whatif_answer(r: f.Ranking | None, setting: str) -> str:
+def whatif_answer(r: Ranking | None, setting: str) -> str:
     """``ioprof whatif``'s first sentence: each fix credited with its gain over its control only,
     the storage move named as what it is."""
     if r is None or not r.ranked:
