@@ -292,7 +292,7 @@ def off_prediction(result: SweepResult) -> list[Finding]:
         and c.verdict.bottleneck != "undetermined"
     ]
     paced = [c for c in unexplained if c.verdict and c.verdict.own_compute_img_per_s is not None]
-    off = [c for c in unexplained if c not in paced]
+    off = [c for c in unexplained if c.verdict and c.verdict.own_compute_img_per_s is None]
     return _pace_varied(result, paced) + _off_prediction(result, off)
 
 

@@ -273,7 +273,7 @@ def cell_verdict(
         if prediction and cell.img_per_s > 0
         else (None, False)
     )
-    own = _own_compute(cell, rates, compute_async) if unexplained and prediction else None
+    own = _own_compute(cell, rates, prediction, compute_async) if unexplained and prediction else None
     return CellVerdict(
         bottleneck=bottleneck,
         input_bound=klass,
@@ -294,15 +294,14 @@ def cell_verdict(
     )
 
 
-def _own_compute(cell: CellResult, rates: dict[str, float], compute_async: bool) -> float | None:
+def _own_compute(
+    cell: CellResult, rates: dict[str, float], prediction: Prediction, compute_async: bool
+) -> float | None:
     """The pace the cell's own steps ran at (its images over its steps' time), where the
     prediction made with it instead of the compute ceiling holds the measurement: the ceiling was
     read at another moment, and a shared host's speed varies between moments. None where the
-    compute ceiling does not set the prediction, or where the cell's own pace does not explain it."""
-    if "compute" not in rates or not cell.step_s or sum(cell.step_s) <= 0:
-        return None
-    prediction = predict(cell.setting, rates, compute_async=compute_async)
-    if prediction is None or "compute" not in prediction.by:
+    compute ceiling does not set ``prediction``, or where the cell's own pace does not explain it."""
+    if "compute" not in rates or "compute" not in prediction.by or not cell.step_s or sum(cell.step_s) <= 0:
         return None
     images = sum(cell.images_per_step) if cell.images_per_step else cell.batch_size * len(cell.step_s)
     own = images / sum(cell.step_s)
