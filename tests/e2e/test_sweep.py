@@ -115,34 +115,49 @@ def test_a_sweep_over_data_with_a_few_huge_images_names_them_and_what_they_cost(
     """``sweep --data`` over photos of which 2 % are huge, for a simulated GPU that the two workers
     cannot feed: the cell's report names the huge files as the slowest samples and the share of the
     wait they cause, within 20 % of the truth — the same sweep over the same folder with those
-    files at the others' size, its wait per batch against this window's."""
+    files at the others' size, its wait per batch against this window's. That sweep runs before
+    and after this one: a shared host's pace drifts between runs, and the even cell's wait, the
+    small difference of its workers' pace and the loop's, moves with it many times over; the two
+    runs' mean is the truth and half their difference its own error, added to the 20 %."""
     # the cells alone: what the slow samples cost is read from the cell's own batches and samples,
     # never from the ceilings, which the probe would spend a third of each sweep's time on
     args = "--workers 2 --loaders multiprocess --compute sim:h200 --batch-size 16 --crop-px 64 --seed 0 --no-probe"
-    args = args.split()
+    args = [*args.split(), "--seconds", "10"]
+    folders = {"huge": _photos(tmp_path / "huge", 50), "even": _photos(tmp_path / "even", None)}
     cells = {}
-    for name, every in (("huge", 50), ("even", None)):
+    for name in ("even-before", "huge", "even-after"):
         out = tmp_path / f"{name}-report"
-        p = ioprof("sweep", "--data", str(_photos(tmp_path / name, every)), *args, "--out", str(out))
+        p = ioprof("sweep", "--data", str(folders[name.split("-")[0]]), *args, "--out", str(out))
         assert p.returncode == 0, p.stderr[-2000:]
         r = json.loads((out / "results.json").read_text())
         (cells[name],) = [c for c in r["cells"] if c["workers"] == 2]
         cells[name]["findings"] = r["analysis"]["findings"]
-    huge, even = cells["huge"], cells["even"]
+    huge = cells["huge"]
     waited = sum(huge["wait_s"])
-    without = len(huge["wait_s"]) * sum(even["wait_s"]) / len(even["wait_s"])
-    truth = 1 - without / waited
+    # each even run's wait per batch, over as many batches as this window's
+    without = [
+        len(huge["wait_s"]) * sum(e["wait_s"]) / len(e["wait_s"])
+        for e in (cells["even-before"], cells["even-after"])
+    ]
+    truths = [1 - w / waited for w in without]
+    truth, drift = sum(truths) / 2, abs(truths[0] - truths[1]) / 2
     slow = huge["inside"]["stages"]["per_sample"]["slow"]
     w = slow["wait"]
     figure(
         f"sweep --data, 2 % huge images: {w['value']:.3f} [{w['low']:.3f}–{w['high']:.3f}] of the cell's wait "
-        f"replayed, truth {truth:.3f} ({waited:.2f} s over {len(huge['wait_s'])} batches; at the even folder's "
-        f"wait per batch {without:.2f} s); each sample's median {huge['inside']['stages']['per_sample']['p50_s'] * 1e3:.1f} "
-        f"ms, max {huge['inside']['stages']['per_sample']['max_s'] * 1e3:.1f} ms; the replay's wait "
+        f"replayed, truth {truth:.3f} ± {drift:.3f} ({waited:.2f} s over {len(huge['wait_s'])} batches; at the even "
+        f"folder's wait per batch {without[0]:.2f} s before, {without[1]:.2f} s after); each sample's median "
+        f"{huge['inside']['stages']['per_sample']['p50_s'] * 1e3:.1f} ms, max "
+        f"{huge['inside']['stages']['per_sample']['max_s'] * 1e3:.1f} ms; the replay's wait "
         f"{slow['replayed_wait_s']:.2f} s against {slow['measured_wait_s']:.2f} s measured"
     )
-    assert abs(slow["wait"]["value"] - truth) <= 0.2 * truth, (slow, truth)
+    assert abs(slow["wait"]["value"] - truth) <= 0.2 * truth + drift, (slow, truths)
     (found,) = [f for f in huge["findings"] if f["kind"] == "slow-samples"]
     big = {f"{i:04d}.jpg" for i in range(25, 300, 50)}
     assert found["slowest"] and all(Path(name).name in big for _, _, name in found["slowest"]), found
-    assert not [f for f in even["findings"] if f["kind"] == "slow-samples"]
+    assert not [
+        f
+        for name in ("even-before", "even-after")
+        for f in cells[name]["findings"]
+        if f["kind"] == "slow-samples"
+    ]
