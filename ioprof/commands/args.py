@@ -77,20 +77,12 @@ def add_data(p: argparse.ArgumentParser, *, generated: bool = True) -> None:
             default=S,
             help=DATA_HELP,
         )
-        src.add_argument(
-            "--resolutions",
-            type=typed(parse_resolutions, "resolutions"),
-            default=S,
-            help=f"generated datasets, WIDTHxHEIGHT list (default {_res(DEFAULT_RESOLUTIONS)})",
-        )
-        p.add_argument(
-            "--images",
-            dest="images_per_dataset",
-            metavar="N",
-            type=typed(positive_int, "images"),
-            default=S,
-            help=f"images per generated dataset (default: about what a cell reads, at most "
+        add_resolutions(src, f"generated datasets, WIDTHxHEIGHT list (default {_res(DEFAULT_RESOLUTIONS)})")
+        add_images(
+            p,
+            f"images per generated dataset (default: about what a cell reads, at most "
             f"{MAX_DEFAULT_IMAGES_PER_DATASET})",
+            dest="images_per_dataset",
         )
         p.add_argument(
             "--cache-dir",
@@ -106,12 +98,7 @@ def add_data(p: argparse.ArgumentParser, *, generated: bool = True) -> None:
             default=S,
             help=DATA_HELP,
         )
-    p.add_argument(
-        "--seed",
-        type=typed(non_negative_int, "seed"),
-        default=S,
-        help=f"seed for data, sampling and shuffling (default {_DEFAULTS.seed})",
-    )
+    add_seed(p, f"seed for data, sampling and shuffling (default {_DEFAULTS.seed})")
 
 
 def add_loader(p: argparse.ArgumentParser, *, loaders: bool = True) -> None:
@@ -226,18 +213,13 @@ def add_run(p: argparse.ArgumentParser) -> None:
         help="stop a cell's measurement after this long (default 10 on the CPU, 15 with "
         "simulated compute, 60 on CUDA)",
     )
-    p.add_argument(
-        "--cache",
-        choices=CACHE_REGIMES,
-        default=S,
-        help="page-cache regime of the end-to-end cells (default cold: evicted before each cell and "
+    add_cache(
+        p,
+        "page-cache regime of the end-to-end cells (default cold: evicted before each cell and "
         "after each read, verified)",
     )
-    p.add_argument(
-        "--storage-profile",
-        type=typed(parse_storage_profile, "storage-profile"),
-        default=S,
-        help=f"emulate storage: {', '.join(STORAGE_PROFILES)} or custom:READ_MB_PER_S[:LATENCY_MS]",
+    add_storage_profile(
+        p, f"emulate storage: {', '.join(STORAGE_PROFILES)} or custom:READ_MB_PER_S[:LATENCY_MS]"
     )
     p.add_argument(
         "--pin-memory",
@@ -291,3 +273,34 @@ def add_step_count(p: argparse.ArgumentParser, help: str) -> None:
 def add_seconds(p: argparse.ArgumentParser, help: str) -> None:
     """``--seconds S``: the most a measurement runs, in the words of the command."""
     p.add_argument("--seconds", type=typed(positive_float, "seconds"), default=S, help=help)
+
+
+def add_seed(p: argparse.ArgumentParser, help: str, *, default: Any = S) -> None:
+    """``--seed N``, in the words of the command that takes it."""
+    p.add_argument("--seed", type=typed(non_negative_int, "seed"), default=default, help=help)
+
+
+def add_cache(p: argparse.ArgumentParser, help: str) -> None:
+    """``--cache REGIME``: one page-cache regime for every run of the command."""
+    p.add_argument("--cache", choices=CACHE_REGIMES, default=S, help=help)
+
+
+def add_storage_profile(p: argparse.ArgumentParser, help: str) -> None:
+    """``--storage-profile P``: one emulated device to read through."""
+    p.add_argument(
+        "--storage-profile", type=typed(parse_storage_profile, "storage-profile"), default=S, help=help
+    )
+
+
+def add_resolutions(
+    p: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup, help: str, *, default: Any = S
+) -> None:
+    """``--resolutions WxH,…``: generated datasets, one each."""
+    p.add_argument("--resolutions", type=typed(parse_resolutions, "resolutions"), default=default, help=help)
+
+
+def add_images(p: argparse.ArgumentParser, help: str, *, default: Any = S, dest: str = "images") -> None:
+    """``--images N``: how many images a generated dataset holds."""
+    p.add_argument(
+        "--images", dest=dest, metavar="N", type=typed(positive_int, "images"), default=default, help=help
+    )

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 from ioprof.commands import args, prepare_out_dir, save_and_say
 from ioprof.commands.values import (
-    non_negative_int,
     parse_device_models,
     parse_positive_int_list,
     positive_int,
@@ -47,12 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p,
         f"the most one cell measures; a cell whose steps would take longer is skipped (default {d.seconds:g})",
     )
-    p.add_argument(
-        "--seed",
-        type=args.typed(non_negative_int, "seed"),
-        default=argparse.SUPPRESS,
-        help=f"seed for weights and input (default {d.seed})",
-    )
+    args.add_seed(p, f"seed for weights and input (default {d.seed})")
     args.add_out(p)
 
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ioprof.commands.args import typed
-from ioprof.commands.values import non_negative_int, parse_resolutions, positive_int
+from ioprof.commands.args import add_images, add_resolutions, add_seed, typed
+from ioprof.commands.values import positive_int
 from ioprof.core.config import DEFAULT_IMAGES_PER_DATASET, DEFAULT_RESOLUTIONS
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.datasets.synth import DatasetSpec, generate_many
@@ -23,17 +23,9 @@ DEFAULT_CLASSES = DatasetSpec(1, 1, 1).classes
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     res = ",".join(f"{w}x{h}" for w, h in DEFAULT_RESOLUTIONS)
-    p.add_argument(
-        "--resolutions",
-        type=typed(parse_resolutions, "resolutions"),
-        default=DEFAULT_RESOLUTIONS,
-        help=f"WIDTHxHEIGHT list, one dataset each (default {res})",
-    )
-    p.add_argument(
-        "--images",
-        type=typed(positive_int, "images"),
-        default=DEFAULT_IMAGES_PER_DATASET,
-        help=f"images per dataset (default {DEFAULT_IMAGES_PER_DATASET})",
+    add_resolutions(p, f"WIDTHxHEIGHT list, one dataset each (default {res})", default=DEFAULT_RESOLUTIONS)
+    add_images(
+        p, f"images per dataset (default {DEFAULT_IMAGES_PER_DATASET})", default=DEFAULT_IMAGES_PER_DATASET
     )
     p.add_argument(
         "--classes",
@@ -41,12 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_CLASSES,
         help=f"class folders per dataset (default {DEFAULT_CLASSES})",
     )
-    p.add_argument(
-        "--seed",
-        type=typed(non_negative_int, "seed"),
-        default=0,
-        help="seed: the same seed and options give the same bytes (default 0)",
-    )
+    add_seed(p, "seed: the same seed and options give the same bytes (default 0)", default=0)
     p.add_argument(
         "--out", metavar="DIR", required=True, help="folder to write the datasets into (one WxH folder each)"
     )

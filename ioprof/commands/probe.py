@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from ioprof.commands import args
 from ioprof.commands.sweep import measure
-from ioprof.commands.values import parse_storage_profile
 from ioprof.core.config import SweepConfig
 
 if TYPE_CHECKING:
@@ -34,12 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             args.add_data(s)
             args.add_loader(s, loaders=stage == "decode")
         if stage == "storage":
-            s.add_argument(
-                "--storage-profile",
-                default=argparse.SUPPRESS,
-                type=args.typed(parse_storage_profile, "storage-profile"),
-                help="read through an emulated device instead (see ioprof sweep --help)",
-            )
+            args.add_storage_profile(s, "read through an emulated device instead (see ioprof sweep --help)")
         if stage in ("decode", "compute", "transfer"):
             args.add_batch(s)
         if stage in ("compute", "transfer"):

@@ -8,8 +8,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ioprof.commands import args, one_dataset, save_and_say, start_measuring
-from ioprof.commands.values import parse_storage_profile, positive_int
-from ioprof.core.config import CACHE_REGIMES, WHATIF_ALTERNATIVES, WhatifConfig, run_length_for, whatif_wants
+from ioprof.commands.values import positive_int
+from ioprof.core.config import WHATIF_ALTERNATIVES, WhatifConfig, run_length_for, whatif_wants
 from ioprof.core.errors import IoprofError
 from ioprof.datasets import objects
 
@@ -24,18 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     d = WhatifConfig()
     args.add_data(p, generated=False)
     args.add_worker_count(p, "your loader's num_workers, the current setting (default: the usable cores)")
-    p.add_argument(
-        "--storage-profile",
-        type=args.typed(parse_storage_profile, "storage-profile"),
-        default=argparse.SUPPRESS,
-        help="read everything through an emulated device (see ioprof sweep --help)",
-    )
-    p.add_argument(
-        "--cache",
-        choices=CACHE_REGIMES,
-        default=argparse.SUPPRESS,
-        help=f"page-cache regime of every run (default {d.cache})",
-    )
+    args.add_storage_profile(p, "read everything through an emulated device (see ioprof sweep --help)")
+    args.add_cache(p, f"page-cache regime of every run (default {d.cache})")
     p.add_argument(
         "--sample-images",
         type=args.typed(positive_int, "sample-images"),
