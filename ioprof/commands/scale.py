@@ -14,7 +14,7 @@ from ioprof.commands.values import (
     positive_float,
 )
 from ioprof.core import resultfile
-from ioprof.core.config import ScaleConfig, run_length_for
+from ioprof.core.config import ScaleConfig
 from ioprof.core.errors import IoprofError
 
 if TYPE_CHECKING:
@@ -74,10 +74,9 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
     import torch
 
     from ioprof.measure.compute import resolve_device
-    from ioprof.measure.session import open_session
     from ioprof.render import kinds
     from ioprof.render.scale import headlines
-    from ioprof.runners.scale import Silent, follow, in_this_job, run_scale
+    from ioprof.runners.scale import Silent, follow, in_this_job, open_scale_session, run_scale
     from ioprof.runners.torchrun import torchrun_world
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -104,15 +103,8 @@ def scale(config: ScaleConfig, command_line: str, progress: Progress) -> int:
     if world is not None and world[0] != 0:
         return follow(config, dataset, backend, device, reason, command_line)
     out = prepare_out_dir(config.out_dir, NAME)
-    run = run_length_for(
-        device.type,
-        config.compute,
-        batch_size=config.batch_size,
-        warmup_steps=config.warmup_steps,
-        steps=config.steps,
-    )
+    run, session = open_scale_session(config, device, reason, command_line)
     config = replace(config, batch_size=run.batch_size)
-    session = open_session(command_line, device, reason, run, config.start_method)
     progress(
         f"ranks {','.join(map(str, config.ranks))} over {backend}, {config.compute.label}; writing results to {out}/"
     )

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ioprof.core.config import ScaleConfig, run_length_for
+from ioprof.core.config import RunLength, ScaleConfig, run_length_for
 from ioprof.core.resultfile import from_jsonable, to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, CellResult, StorageCeiling
 from ioprof.core.results_scale import RankCountResult, RankResult, ScaleResult
@@ -201,14 +201,11 @@ def in_this_job() -> Callable[[int, dict[str, Any], str], Launched]:
     return start
 
 
-def follow(
-    config: ScaleConfig, dataset: Dataset, backend: str, device: torch.device, reason: str, command_line: str
-) -> int:
-    """A rank other than 0: run each regime's count with rank 0, which keeps the results."""
-    import torch.distributed as dist
-
+def open_scale_session(
+    config: ScaleConfig, device: torch.device, reason: str, command_line: str
+) -> tuple[RunLength, Session]:
+    """Every rank's run length (the same on each, as DDP needs) and its session."""
     from ioprof.measure.session import open_session
-    from ioprof.runners import rank as rankworker
 
     run = run_length_for(
         device.type,
@@ -217,7 +214,18 @@ def follow(
         warmup_steps=config.warmup_steps,
         steps=config.steps,
     )
-    session = open_session(command_line, device, reason, run, config.start_method)
+    return run, open_session(command_line, device, reason, run, config.start_method)
+
+
+def follow(
+    config: ScaleConfig, dataset: Dataset, backend: str, device: torch.device, reason: str, command_line: str
+) -> int:
+    """A rank other than 0: run each regime's count with rank 0, which keeps the results."""
+    import torch.distributed as dist
+
+    from ioprof.runners import rank as rankworker
+
+    _, session = open_scale_session(config, device, reason, command_line)
     group = None
     for regime in config.cache:
         cfg = rank_config(config, session, dataset, config.ranks[0], regime, backend)
