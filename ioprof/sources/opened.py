@@ -9,11 +9,13 @@ file per sample is seen only where a reading falls inside a read.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterable
 from typing import Any
 
+from ioprof.host.libc import listdir_held, read_held, readlink_held
 from ioprof.sources import files
 from ioprof.sources.memory import MemoryView
 from ioprof.sources.source import Source
@@ -22,7 +24,13 @@ _SKIP_PREFIXES = ("/dev/", "/proc/", "/sys/", "/memfd:", "anon_inode:", "socket:
 
 
 def _library_roots() -> tuple[str, ...]:
-    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(p for p in sys.path if p.endswith("-packages"))}
+    return _roots((sys.prefix, sys.base_prefix, sys.exec_prefix), tuple(sys.path))
+
+
+@functools.cache
+def _roots(prefixes: tuple[str, ...], path: tuple[str, ...]) -> tuple[str, ...]:
+    """Resolved once for each sys.path seen (``realpath`` stats every part of each)."""
+    roots = {*prefixes, *(p for p in path if p.endswith("-packages"))}
     return tuple(sorted(os.path.realpath(r) + os.sep for r in roots if r))
 
 
@@ -53,18 +61,13 @@ def held_open(pids: Iterable[int]) -> list[str]:
     """Regular files the processes hold open that belong to no library: what a dataset reads."""
     libraries = _library_roots()
     seen: dict[str, None] = {}
+    # read in the training process, whose other threads may be busy: every call holds the GIL
     for pid in pids:
-        try:
-            fds = os.listdir(f"/proc/{pid}/fd")
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            except OSError:
-                continue
+        for fd in listdir_held(f"/proc/{pid}/fd") or ():
+            target = readlink_held(f"/proc/{pid}/fd/{fd}")
             if (
-                not target.startswith("/")
+                target is None
+                or not target.startswith("/")
                 or target.startswith(_SKIP_PREFIXES)
                 or target.startswith(libraries)
             ):
@@ -83,10 +86,9 @@ def held_open(pids: Iterable[int]) -> list[str]:
 def _open_for_reading(pid: int, fd: str) -> bool:
     """Whether the descriptor was opened to read: a log the script's output goes to (its stdout
     redirected, inherited by every worker) is open write-only, and nothing is read from it."""
-    with open(f"/proc/{pid}/fdinfo/{fd}") as f:
-        for line in f:
-            if line.startswith("flags:"):
-                return int(line.split()[1], 8) & os.O_ACCMODE != os.O_WRONLY
+    for line in (read_held(f"/proc/{pid}/fdinfo/{fd}") or b"").splitlines():
+        if line.startswith(b"flags:"):
+            return int(line.split()[1], 8) & os.O_ACCMODE != os.O_WRONLY
     return True
 
 
