@@ -664,7 +664,9 @@ def test_a_cell_whose_own_steps_ran_faster_than_the_compute_ceiling_is_paced_not
     steps say nothing of its decoding."""
     paced = cell_verdict(cell(wait=0.0, step=0.1), {"compute": 68.0, "decode": 900.0}, compute_async=False)
     assert paced.residual_unexplained and paced.own_compute_img_per_s == pytest.approx(80.0)
-    decoding = cell_verdict(cell(wait=0.0, step=0.1), {"compute": 1000.0, "decode": 60.0}, compute_async=False)
+    decoding = cell_verdict(
+        cell(wait=0.0, step=0.1), {"compute": 1000.0, "decode": 60.0}, compute_async=False
+    )
     assert decoding.residual_unexplained and decoding.own_compute_img_per_s is None
 
     result = conclude(sweep_result((cell(wait=0.0, step=0.1), cell(workers=2, wait=0.0, step=0.1)), 68.0))
