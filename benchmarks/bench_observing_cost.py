@@ -22,19 +22,18 @@ import os
 import platform
 import statistics
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 
 import figures  # noqa: E402
 import torch  # noqa: E402
+from busy import busy_thread  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
 import ioprof  # noqa: E402
@@ -53,27 +52,6 @@ class Ready(Dataset):  # type: ignore[type-arg]
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
         return torch.zeros(3, 16, 16), i % 4
-
-
-@contextmanager
-def busy_thread(on: bool) -> Iterator[None]:
-    """A Python thread that never waits, beside the loop (where ``on``)."""
-    stop = threading.Event()
-
-    def spin() -> None:
-        x = 0
-        while not stop.is_set():
-            x += 1
-
-    t = threading.Thread(target=spin, daemon=True)
-    if on:
-        t.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        if on:
-            t.join()
 
 
 def one_run(batches: int, *, busy: bool = False) -> dict[str, Any]:

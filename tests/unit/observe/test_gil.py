@@ -5,11 +5,11 @@ only at that thread's next switch, once for every read ioprof made there."""
 from __future__ import annotations
 
 import sys
-import threading
 import time
 
 import pytest
 import torch
+from busy import busy_thread
 from torch.utils.data import DataLoader, Dataset
 
 import ioprof
@@ -27,27 +27,12 @@ class _Quick(Dataset):  # type: ignore[type-arg]
 def _own_per_batch(*, busy: bool) -> float:
     """ioprof's own time a batch around ``next()``, its mean over a window of 20 batches, with a
     Python thread that never waits beside the loop or none."""
-    stop = threading.Event()
-
-    def spin() -> None:
-        x = 0
-        while not stop.is_set():
-            x += 1
-
-    spinner = threading.Thread(target=spin, daemon=True)
-    if busy:
-        spinner.start()
-    try:
-        loader = DataLoader(_Quick(), batch_size=8, num_workers=2)
-        with ioprof.watch(steps=20, seconds=None, probe=False) as w:
-            for n, _ in enumerate(loader):
-                time.sleep(0.01)  # the step (it lets the GIL go, as a GPU's queue does)
-                if n == 40:
-                    break
-    finally:
-        stop.set()
-        if busy:
-            spinner.join()
+    loader = DataLoader(_Quick(), batch_size=8, num_workers=2)
+    with busy_thread(busy), ioprof.watch(steps=20, seconds=None, probe=False) as w:
+        for n, _ in enumerate(loader):
+            time.sleep(0.01)  # the step (it lets the GIL go, as a GPU's queue does)
+            if n == 40:
+                break
     (seen,) = w.result().loaders
     return seen.own_s_per_batch
 
