@@ -89,7 +89,10 @@ def main() -> int:
     out: dict[str, Any] = {
         "benchmark": "slow_samples",
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "host": {"cores": len(os.sched_getaffinity(0)), "processor": platform.processor() or platform.machine()},
+        "host": {
+            "cores": len(os.sched_getaffinity(0)),
+            "processor": platform.processor() or platform.machine(),
+        },
         "how": "python benchmarks/bench_slow_samples.py",
         "shapes": {},
     }
