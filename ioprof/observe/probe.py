@@ -18,6 +18,7 @@ them, so a fork server starts ours, where the dataset can be sent to one.
 
 from __future__ import annotations
 
+import math
 import pickle
 import pickletools
 import random
@@ -189,7 +190,7 @@ def modules_to_preload(pickled: bytes) -> list[str]:
 
 
 def _loader_alone(
-    loader: Any, view: Any, workers: int, seconds: float, batch: int, context: Any
+    loader: Any, view: Any, workers: int, seconds: float, batch: int, context: Any, early: bool = True
 ) -> DecodeCeiling:
     """The user's dataset (its in-memory view), collate and batch size in a fresh DataLoader, no model."""
     from torch.utils.data import DataLoader
@@ -215,7 +216,9 @@ def _loader_alone(
         probe._ioprof_probe = True  # not one of the user's loaders
         it = iter(probe)
     try:
-        images, spans, stopped_by = _time_batches(it, workers, seconds, kwargs["batch_size"] or batch or 1)
+        images, spans, stopped_by = _time_batches(
+            it, workers, seconds, kwargs["batch_size"] or batch or 1, early
+        )
     except RuntimeError as e:
         if "timed out" in str(e):
             raise ProbeAbandoned(
@@ -257,7 +260,9 @@ def _ceiling(
     )
 
 
-def _threads_alone(loader: Any, view: Any, workers: int, seconds: float, batch: int) -> DecodeCeiling:
+def _threads_alone(
+    loader: Any, view: Any, workers: int, seconds: float, batch: int, early: bool = True
+) -> DecodeCeiling:
     """The same dataset (its in-memory view), collate and batch size made by ``workers`` threads of
     this one process (a thread pool, ``2 × workers`` samples in flight, taken in order), no model:
     beside the worker processes at the same count, whether the pipeline's work releases the GIL.
@@ -283,16 +288,18 @@ def _threads_alone(loader: Any, view: Any, workers: int, seconds: float, batch: 
     with ThreadPoolExecutor(workers, thread_name_prefix="ioprof-probe") as pool:
         it = batches(pool)
         try:
-            images, spans, stopped_by = _time_batches(it, workers, seconds, size)
+            images, spans, stopped_by = _time_batches(it, workers, seconds, size, early)
         finally:
             it.close()
             pool.shutdown(wait=True, cancel_futures=True)
     return _ceiling(LoaderSetting("threads", workers), view, images, spans, stopped_by)
 
 
-def _time_batches(it: Any, workers: int, seconds: float, batch: int) -> tuple[list[int], list[float], str]:
+def _time_batches(
+    it: Any, workers: int, seconds: float, batch: int, early: bool = True
+) -> tuple[list[int], list[float], str]:
     """Batches after the start-up burst, for ``seconds`` at most: from a share of it on
-    (``PROBE_DECODE_MIN_SHARE``), until ±5 % at a fixed look (``stats.is_look``)."""
+    (``PROBE_DECODE_MIN_SHARE``), until ±5 % at a fixed look (``stats.is_look``) where ``early``."""
     from ioprof.core.stats import Looks, ratio_interval
     from ioprof.measure.stages import batch_images
 
@@ -309,7 +316,7 @@ def _time_batches(it: Any, workers: int, seconds: float, batch: int) -> tuple[li
         last = now
         if now - started >= seconds:
             return images, spans, "seconds"
-        if looks.due(len(spans), now - started):
+        if early and looks.due(len(spans), now - started):
             interval = ratio_interval([float(n) for n in images], spans, max(1, workers), LOOKS)
             if interval.known and interval.rel_half_width <= TARGET_REL_HALF_WIDTH:
                 return images, spans, "interval"
@@ -463,39 +470,16 @@ def _probe_decode(
     # the loader's own count in threads too, where its samples can be drawn by position (map-style)
     # and it has two workers or more (one thread is one process alone), beside one process alone
     # (the rate of one at a time: what threads make where the GIL is held); the same seconds shared
-    # among them all
+    # among them all, and the seconds a reading did not need (its interval narrow early) left to
+    # the readings after it
     threads = settings["num_workers"] if view.positions is not None and settings["num_workers"] >= 2 else 0
     if threads:
         counts = sorted({0, *counts})
-    each_s = seconds / (len(counts) + (1 if threads else 0))
+    readings = [(w, "processes") for w in counts] + ([(threads, "threads")] if threads else [])
     try:
-        for w in counts:
-            decode.append(
-                _timed(
-                    phases,
-                    f"decode at {w} worker(s)" if w else "decode in one process",
-                    _loader_alone,
-                    loader,
-                    view,
-                    w,
-                    each_s,
-                    batch,
-                    context if w else None,
-                )
-            )
-        if threads:
-            decode.append(
-                _timed(
-                    phases,
-                    f"decode in {threads} thread(s)",
-                    _threads_alone,
-                    loader,
-                    view,
-                    threads,
-                    each_s,
-                    batch,
-                )
-            )
+        _read_decode(
+            decode, readings, seconds, lambda *a: _read_one(phases, loader, view, batch, context, *a)
+        )
     except ProbeAbandoned as e:
         return decode, "", note, f"the probe was abandoned: {e}", per_sample
     except Exception as e:  # the user's dataset may not survive a second loader: say so, go on
@@ -503,6 +487,78 @@ def _probe_decode(
     finally:
         view.close()
     return decode, "", note, "", per_sample
+
+
+def _read_one(
+    phases: dict[str, float],
+    loader: Any,
+    view: Any,
+    batch: int,
+    context: Any,
+    w: int,
+    kind: str,
+    s: float,
+    early: bool,
+) -> DecodeCeiling:
+    """One decode reading: ``w`` worker processes (0: one process alone) or ``w`` threads, ``s`` seconds at most."""
+    again = "" if early else ", again"
+    if kind == "threads":
+        return _timed(
+            phases, f"decode in {w} thread(s){again}", _threads_alone, loader, view, w, s, batch, early
+        )
+    name = (f"decode at {w} worker(s)" if w else "decode in one process") + again
+    return _timed(phases, name, _loader_alone, loader, view, w, s, batch, context if w else None, early)
+
+
+def _read_decode(
+    decode: list[DecodeCeiling], readings: list[tuple[int, str]], seconds: float, read: Any
+) -> None:
+    """The readings in turn, into ``decode``, sharing ``seconds``: what one did not need (its
+    interval narrow early) is left to those after it. Where threads are read, one share is kept
+    back: if the call between threads, one process and the processes (``conclude.threads``) is
+    undecided, the reading that widens it most is read again for what is left, to its end, and
+    pooled with its first — held to one look more, the call's."""
+    from ioprof.conclude.threads import call_of
+
+    threads = next((w for w, kind in readings if kind == "threads"), 0)
+    shares = len(readings) + (1 if threads else 0)
+    left_s = seconds
+    for i, (w, kind) in enumerate(readings):
+        each_s = left_s / (shares - i)
+        decode.append(read(w, kind, each_s, True))
+        left_s -= min(each_s, decode[-1].elapsed_s)
+    if not threads or left_s <= 0:
+        return
+    trio = _trio(decode, threads)
+    if trio is None or call_of(*(decode[i].throughput() for i in trio)) != "undecided":
+        return
+    # the distance from midway is threads − ½ one − ½ processes: each reading's half-width, so weighted
+    weights = (1.0, 0.5, 0.5)
+
+    def widening(iw: tuple[int, float]) -> float:
+        x = decode[iw[0]].throughput()
+        return iw[1] * (x.high - x.low) / 2 if x.known else math.inf
+
+    i = max(zip(trio, weights, strict=True), key=widening)[0]
+    first = decode[i]
+    again = read(first.workers, "threads" if first.loader == "threads" else "processes", left_s, False)
+    decode[i] = replace(
+        first,
+        img_per_s=(first.images + again.images) / (first.elapsed_s + again.elapsed_s),
+        images=first.images + again.images,
+        elapsed_s=first.elapsed_s + again.elapsed_s,
+        batch_images=first.batch_images + again.batch_images,
+        batch_s=first.batch_s + again.batch_s,
+        stopped_by=again.stopped_by,
+        looks=first.looks + 1,
+    )
+
+
+def _trio(decode: list[DecodeCeiling], threads: int) -> tuple[int, int, int] | None:
+    """Where in ``decode`` the threads', the processes' at the same count and one process's readings are."""
+    at = {(d.loader, d.workers if d.loader != "serial" else 0): i for i, d in enumerate(decode)}
+    found = (at.get(("threads", threads)), at.get(("multiprocess", threads)), at.get(("serial", 0)))
+    return None if None in found else found  # type: ignore[return-value]
 
 
 def _probe_storage(

@@ -5,15 +5,21 @@ ended; persistent workers forked early get probe workers from a fork server."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
+import builders
 import pytest
 import torch
 from torch.utils.data import DataLoader
 
 import ioprof
+from ioprof.conclude.threads import threads_against_processes
+from ioprof.core.results import DatasetCeilings, DecodeCeiling
+from ioprof.core.stats import LOOKS
 from ioprof.observe import probe
 from ioprof.observe.watch import Watch
 from ioprof.observe.watching import WatchConfig
@@ -213,3 +219,72 @@ def test_the_modules_to_preload_are_those_the_pickle_names() -> None:
     handed = (transforms.Compose([transforms.ToTensor()]), len, os.path.join)
     names = probe.modules_to_preload(pickle.dumps(handed, protocol=2, fix_imports=False))
     assert names == ["posixpath", "torch.utils.data", "torchvision.transforms.transforms"]
+
+
+def _noisy(loader: str, workers: int, img_per_s: float, seconds: float, spread: float) -> DecodeCeiling:
+    """A decode reading of ``seconds`` whose batches of 8 arrive around ``img_per_s``, each
+    batch's time off by up to ± ``spread`` of it, swinging slowly (the same at every call)."""
+    span = 8 / img_per_s
+    n = max(20, round(seconds / span))
+    spans = tuple(span * (1 + spread * math.sin(9.0 * i / n)) for i in range(n))  # a slow swing
+    return replace(
+        builders.decode(loader, workers, img_per_s, batches=n),
+        img_per_s=8 * n / sum(spans),
+        elapsed_s=sum(spans),
+        batch_s=spans,
+        looks=LOOKS,
+    )
+
+
+def test_the_probes_readings_share_its_seconds_and_an_undecided_call_reads_the_widest_again() -> None:
+    # one process 100 img/s, two 200, two threads 170: nearer the processes, but the threads'
+    # batches so uneven at first that the call cannot be made; read again, steadier, it can
+    calls: list[tuple[int, str, float, bool]] = []
+
+    def read(w: int, kind: str, s: float, early: bool) -> DecodeCeiling:
+        calls.append((w, kind, s, early))
+        if kind == "threads":
+            return _noisy("threads", w, 170.0, s, 0.15 if early else 0.02)
+        if w == 0:  # its interval narrow in 1 s: the rest of its share left to the others
+            return _noisy("serial", 0, 100.0, 1.0, 0.02)
+        return _noisy("multiprocess", w, 200.0, s, 0.05)
+
+    decode: list[DecodeCeiling] = []
+    probe._read_decode(decode, [(0, "processes"), (2, "processes"), (2, "threads")], 12.0, read)
+    first = threads_against_processes(
+        DatasetCeilings("d", (*decode[:2], _noisy("threads", 2, 170.0, 3.5, 0.15)), ())
+    )
+    assert first is not None and first.call == "undecided", first  # the case this test is about
+    assert [(w, k, e) for w, k, _, e in calls] == [
+        (0, "processes", True),
+        (2, "processes", True),
+        (2, "threads", True),
+        (2, "threads", False),  # the widest read again, to its end
+    ]
+    shares = [s for _, _, s, _ in calls]
+    assert shares[0] == pytest.approx(3.0)  # four shares of 12 s: three readings and one kept back
+    one_s = decode[0].elapsed_s  # narrow before its share's end: what it left is passed on
+    assert one_s < shares[0] and shares[1] == pytest.approx((12.0 - one_s) / 3)
+    assert shares[3] == pytest.approx(12.0 - one_s - min(shares[1], decode[1].elapsed_s) - shares[2], abs=0.1)
+    threads = decode[2]
+    assert len(threads.batch_s) == len(_noisy("threads", 2, 170.0, shares[2], 0.15).batch_s) + len(
+        _noisy("threads", 2, 170.0, shares[3], 0.02).batch_s
+    )  # pooled: both readings' batches
+    assert threads.looks == LOOKS + 1 and threads.elapsed_s == pytest.approx(sum(threads.batch_s))
+    x = threads_against_processes(DatasetCeilings("d", tuple(decode), ()))
+    assert x is not None and x.call == "releases-the-gil", x
+
+
+def test_a_decided_call_is_not_read_again() -> None:
+    calls: list[bool] = []
+
+    def read(w: int, kind: str, s: float, early: bool) -> DecodeCeiling:
+        calls.append(early)
+        rate = 190.0 if kind == "threads" else (200.0 if w else 100.0)
+        return _noisy(
+            "threads" if kind == "threads" else ("multiprocess" if w else "serial"), w, rate, s, 0.02
+        )
+
+    decode: list[DecodeCeiling] = []
+    probe._read_decode(decode, [(0, "processes"), (2, "processes"), (2, "threads")], 12.0, read)
+    assert calls == [True, True, True] and len(decode) == 3

@@ -52,9 +52,9 @@ def test_threads_keep_pace_only_where_the_pipeline_releases_the_gil(  # type: ig
     loader = DataLoader(_folder(root, python), batch_size=4, shuffle=True, num_workers=2)
     model = torch.nn.Linear(3 * 32 * 32, 4)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    # each loader alone for 3 s: threads nearer one of the two readings by a tenth of the processes'
-    # rate need intervals narrower than that (in 1.2 s, CI saw PIL's threads at 137 [122-152]
-    # against one process 98 [88-107] and two 145 [128-162]: not decided)
+    # 15 s shared by four readings and one share kept back: where the call is undecided, the reading
+    # that widens it most is read again (CI once saw PIL's threads at 159 [135-183] against one
+    # process 98 and two 175, all in one share each: undecided)
     with Watch(None, WatchConfig(steps=12, seconds=None, probe=True, probe_seconds=15.0)) as w:  # type: ignore[arg-type]
         for x, y in loader:  # one whole pass: the probe runs at its end
             loss = torch.nn.functional.cross_entropy(model(x.flatten(1)), y)
