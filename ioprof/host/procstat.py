@@ -53,10 +53,6 @@ class ProcSample:
         return sum(t.runq_s for t in self.threads.values())
 
 
-def _read(path: str) -> bytes | None:
-    return read_held(path)
-
-
 def parse_schedstat(text: bytes) -> ThreadTimes:
     run_ns, wait_ns, *_ = text.split()
     return ThreadTimes(int(run_ns) / 1e9, int(wait_ns) / 1e9)
@@ -86,7 +82,7 @@ def thread_times(pid: int, tids: list[str] | None = None) -> dict[int, ThreadTim
     """Every living thread of ``pid`` (``tids``: as listed already): its CPU and run-queue totals."""
     out = {}
     for tid in _tids(pid) if tids is None else tids:
-        text = _read(f"/proc/{pid}/task/{tid}/schedstat")
+        text = read_held(f"/proc/{pid}/task/{tid}/schedstat")
         if text:
             out[int(tid)] = parse_schedstat(text)
     return out
@@ -96,7 +92,7 @@ def own_rchar(pid: int, tids: list[str] | None = None) -> int:
     """``rchar`` of the living threads of ``pid``: what they read themselves, no child's."""
     total = 0
     for tid in _tids(pid) if tids is None else tids:
-        text = _read(f"/proc/{pid}/task/{tid}/io")
+        text = read_held(f"/proc/{pid}/task/{tid}/io")
         if text:
             total += parse_io(text).get("rchar", 0)
     return total
@@ -104,7 +100,7 @@ def own_rchar(pid: int, tids: list[str] | None = None) -> int:
 
 def sample(pid: int, *, threads: bool = True) -> ProcSample | None:
     """``pid`` now (None when it is gone or cannot be read)."""
-    stat, io = _read(f"/proc/{pid}/stat"), _read(f"/proc/{pid}/io")
+    stat, io = read_held(f"/proc/{pid}/stat"), read_held(f"/proc/{pid}/io")
     if not stat or not io:
         return None
     try:
@@ -128,7 +124,7 @@ def children(pid: int) -> list[int]:
     """The living children of ``pid`` (every thread's), from ``/proc/PID/task/TID/children``."""
     out: list[int] = []
     for tid in _tids(pid):
-        text = _read(f"/proc/{pid}/task/{tid}/children")
+        text = read_held(f"/proc/{pid}/task/{tid}/children")
         if text:
             out.extend(int(c) for c in text.split())
     return out
@@ -218,7 +214,7 @@ class MachineCpu:
 
 def machine_cpu() -> MachineCpu | None:
     """The machine's CPU time so far, busy (user, nice, system, irq, softirq, steal) and in all."""
-    text = _read("/proc/stat")
+    text = read_held("/proc/stat")
     if not text:
         return None
     fields = [int(x) for x in text.split(b"\n", 1)[0].split()[1:]]
