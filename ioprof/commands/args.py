@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ioprof.commands.values import (
     non_negative_int,
@@ -292,9 +292,13 @@ def add_storage_profile(p: argparse.ArgumentParser, help: str) -> None:
     )
 
 
-def add_resolutions(
-    p: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup, help: str, *, default: Any = S
-) -> None:
+class Options(Protocol):
+    """Where options are declared: a parser, or a group of its options (argparse's groups)."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action: ...
+
+
+def add_resolutions(p: Options, help: str, *, default: Any = S) -> None:
     """``--resolutions WxH,…``: generated datasets, one each."""
     p.add_argument("--resolutions", type=typed(parse_resolutions, "resolutions"), default=default, help=help)
 
