@@ -90,3 +90,53 @@ def wait_quiet(
             break
         last = now
     return clock() - t0
+
+
+ESTABLISHED = "01"  # a TCP socket's state in /proc/net/tcp
+
+
+def tcp_address(hex_address: str) -> str:
+    """An address of /proc/net/tcp or tcp6 (``0100007F:1388``) as text, without its port: the
+    kernel writes each 32-bit word in host byte order (little-endian on x86)."""
+    raw = bytes.fromhex(hex_address.partition(":")[0])
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    addr = ipaddress.ip_address(words)
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return str(addr.ipv4_mapped)
+    return str(addr)
+
+
+def parse_tcp(text: str, inodes: set[str]) -> list[str]:
+    """The remote addresses of the established connections in /proc/net/tcp(6) ``text`` whose
+    socket is one of ``inodes``."""
+    found: list[str] = []
+    for row in text.splitlines()[1:]:
+        fields = row.split()
+        if len(fields) > 9 and fields[3] == ESTABLISHED and fields[9] in inodes:
+            found.append(tcp_address(fields[2]))
+    return found
+
+
+def peers(pids: list[int]) -> list[str]:
+    """The remote addresses the processes' established TCP connections reach, each once: where
+    a dataset that names no files fetches its bytes over the network (an object store's client in
+    each worker). The descriptors are read holding the GIL, as ``sources.opened.held_open`` reads
+    them; the tables, longer than one read gives, are read to their end."""
+    from ioprof.host.libc import listdir_held, readlink_held
+
+    inodes: set[str] = set()
+    for pid in pids:
+        for fd in listdir_held(f"/proc/{pid}/fd") or ():
+            target = readlink_held(f"/proc/{pid}/fd/{fd}") or ""
+            if target.startswith("socket:["):
+                inodes.add(target[len("socket:[") : -1])
+    if not inodes or not pids:
+        return []
+    seen: dict[str, None] = {}
+    for table in ("tcp", "tcp6"):  # the processes' own network namespace: the first one's
+        try:
+            with open(f"/proc/{pids[0]}/net/{table}", encoding="ascii", errors="replace") as f:
+                seen.update(dict.fromkeys(parse_tcp(f.read(), inodes)))
+        except OSError:
+            continue
+    return list(seen)

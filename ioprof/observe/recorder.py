@@ -49,6 +49,7 @@ class LoaderRecorder:
         self.counters = watcher.mount_counters(self.settings["dataset_root"])
         self.iface = _interface(self.settings["source"])  # a URL source: the interface its bytes arrive on
         self.opened: list[str] = []  # files its workers held open (a dataset that names none)
+        self.peers: list[str] = []  # or the hosts its workers' TCP connections reached
         self.producers = Producers()
         self._mark: Any = None  # the awaited producer's scheduler totals at the last call
         self.pass_batches = 0  # batches returned in the current pass
@@ -221,6 +222,20 @@ class LoaderRecorder:
             root = files.common_root(found)
             self.settings["dataset_root"] = root
             self.counters = self.watcher.mount_counters(root)
+        elif self.iface is None:
+            self._reached()
+
+    def _reached(self) -> None:
+        """For a dataset whose workers hold no file open: the hosts their TCP connections reach (an
+        object store's client in each worker) and, where the kernel routes them all through one
+        interface, that interface, whose received bytes count what they fetched (host-wide)."""
+        from ioprof.host.netdev import interface_for, peers
+
+        reached = peers(self.window._pids)
+        routes = {interface_for(host) for host in reached}
+        if len(routes) == 1 and None not in routes:
+            self.peers = reached
+            self.iface = routes.pop()
 
     def iterator_ended(self, it: Any) -> None:
         if self._current() is it and self._pass_open:
@@ -373,6 +388,7 @@ class LoaderRecorder:
             "files_known": len(self.settings["files"]),
             "source": _source_fields(self.settings["source"]),
             "opened": self.opened[:20],
+            "peers": self.peers[:5],
             "producer": "worker" if self.settings["num_workers"] else "main",
             "splits": list(w.splits),
             "batches": w.batches,

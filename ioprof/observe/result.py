@@ -88,6 +88,14 @@ def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
         if own is not None:
             return Fetched(own.bytes, own.method, own.source)
     root = loader["settings"]["dataset_root"]
+    if not root and loader.get("peers") and mount.get("net_bytes") is not None:
+        # no file, but its workers' connections: what the interface they arrive on received
+        return Fetched(
+            mount["net_bytes"],
+            "interface-rx",
+            f"bytes received on {mount.get('iface')}, the interface its workers' connections to "
+            f"{', '.join(loader['peers'])} arrive on (the whole host's traffic on it)",
+        )
     if not root:
         # no filesystem to count on: never a counter of another one (block I/O would read 0.00)
         return Fetched(None, "unknown", NO_FILES_FOUND)

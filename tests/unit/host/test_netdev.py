@@ -42,3 +42,23 @@ def test_a_quiet_link_costs_one_poll() -> None:
     assert netdev.wait_quiet("lo", RATE, clock=clock, sleep=sleep, rx=rx) == pytest.approx(
         netdev.QUIET_POLL_S
     )
+
+
+TCP = """  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000:07E8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1679 1 0
+   1: 0100007F:A07F 0100007F:1388 01 00000000:00000000 00:00000000 00000000     0        0 5001 1 0
+   2: 0100007F:A080 0A00020F:01BB 01 00000000:00000000 00:00000000 00000000     0        0 5002 1 0
+   3: 0100007F:A081 0A00020F:01BB 06 00000000:00000000 00:00000000 00000000     0        0 5003 1 0
+"""
+
+
+def test_the_connections_of_the_given_sockets_are_read_from_the_kernels_table() -> None:
+    # established (01) and held by the processes: a listening socket (0A), a closing one (06)
+    # and another process's are not where a dataset's bytes come from
+    assert netdev.parse_tcp(TCP, {"5001", "5002", "5003", "1679"}) == ["127.0.0.1", "15.2.0.10"]
+    assert netdev.parse_tcp(TCP, {"9999"}) == []
+
+
+def test_tcp6_addresses_are_read_word_by_word_and_mapped_ipv4_is_told_as_ipv4() -> None:
+    assert netdev.tcp_address("B80D01200000000000000000A1000000:0050") == "2001:db8::a1"
+    assert netdev.tcp_address("0000000000000000FFFF00000100007F:1388") == "127.0.0.1"
