@@ -96,16 +96,20 @@ def _alone(m: netfs.NetMount, env: dict[str, str], cache: Path) -> dict[str, Any
 
 def _observed(m: netfs.NetMount, env: dict[str, str], cache: Path, out: Path) -> dict[str, Any]:
     """The same under ``ioprof run``: its verdict, its first pass, its bytes, against the link's."""
+    from groundtruth import ProcStat
+
     shutil.rmtree(cache, ignore_errors=True)
     carried = m.link_bytes()
     b0 = carried()
+    link = ProcStat(link=carried)
     cmd = [sys.executable, "-m", "ioprof", "run", "--out", str(out), "--", sys.executable, str(SCRIPT)]
-    p = subprocess.run(
-        m.in_namespace(*cmd, f"s3://{BUCKET}/{PREFIX}", "--cache", str(cache), *LOOP),
-        capture_output=True,
-        text=True,
-        env={**env, "PYTHONPATH": str(REPO)},
-    )
+    with link:  # what the link carried, every 20 ms
+        p = subprocess.run(
+            m.in_namespace(*cmd, f"s3://{BUCKET}/{PREFIX}", "--cache", str(cache), *LOOP),
+            capture_output=True,
+            text=True,
+            env={**env, "PYTHONPATH": str(REPO)},
+        )
     if p.returncode != 0:
         raise SystemExit(p.stderr[-3000:])
     r = json.loads((out / "results.json").read_text())
@@ -113,8 +117,11 @@ def _observed(m: netfs.NetMount, env: dict[str, str], cache: Path, out: Path) ->
     cell = next(c for c in r["cells"] if c["dataset"] == key)
     loader = next(lo for lo in r["loaders"] if lo["key"] == key)
     report = (out / "report.md").read_text()
+    seen = [json.loads(f.read_text()) for f in (out / "observed").glob("observed-*.json")]
+    spans = next(lo["cpu"]["spans_wall"] for o in seen for lo in o["loaders"] if lo["role"] == "training")
     return {
         "link_bytes": carried() - b0,
+        "link_mb_per_s_over_the_window": link.link_mb_per_s_over([tuple(s) for s in spans]),
         "verdict": [cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]],
         "wait_share": [cell["verdict"]["wait_share_low"], cell["verdict"]["wait_share_high"]],
         "first_pass": r["analysis"].get("first_pass"),
