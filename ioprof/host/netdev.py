@@ -117,20 +117,26 @@ def parse_tcp(text: str, inodes: set[str]) -> list[str]:
     return found
 
 
-def peers(pids: list[int]) -> list[str]:
-    """The remote addresses the processes' established TCP connections reach, each once: where
-    a dataset that names no files fetches its bytes over the network (an object store's client in
-    each worker). The descriptors are read holding the GIL, as ``sources.opened.held_open`` reads
-    them; the tables, longer than one read gives, are read to their end."""
+def _sockets(pid: int) -> set[str]:
+    """The inodes of the sockets ``pid`` holds (read holding the GIL, as ``sources.opened`` reads)."""
     from ioprof.host.libc import listdir_held, readlink_held
 
     inodes: set[str] = set()
-    for pid in pids:
-        for fd in listdir_held(f"/proc/{pid}/fd") or ():
-            target = readlink_held(f"/proc/{pid}/fd/{fd}") or ""
-            if target.startswith("socket:["):
-                inodes.add(target[len("socket:[") : -1])
-    if not inodes or not pids:
+    for fd in listdir_held(f"/proc/{pid}/fd") or ():
+        target = readlink_held(f"/proc/{pid}/fd/{fd}") or ""
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    return inodes
+
+
+def peers(pids: list[int], parent: int) -> list[str]:
+    """The remote addresses the processes' own established TCP connections reach, each once: where
+    a dataset that names no files fetches its bytes over the network (an object store's client in
+    each worker). A connection they inherited from ``parent`` (a process group's, a client made
+    before the fork) is the parent's, not theirs: left out. The tables, longer than one read
+    gives, are read to their end."""
+    inodes: set[str] = set().union(*(_sockets(pid) for pid in pids)) - _sockets(parent) if pids else set()
+    if not inodes:
         return []
     seen: dict[str, None] = {}
     for table in ("tcp", "tcp6"):  # the processes' own network namespace: the first one's

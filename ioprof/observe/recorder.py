@@ -226,12 +226,12 @@ class LoaderRecorder:
             self._reached()
 
     def _reached(self) -> None:
-        """For a dataset whose workers hold no file open: the hosts their TCP connections reach (an
-        object store's client in each worker) and, where the kernel routes them all through one
+        """For a dataset whose workers hold no file open: the hosts their own TCP connections reach
+        (an object store's client in each worker; none inherited from this process) and, where the kernel routes them all through one
         interface, that interface, whose received bytes count what they fetched (host-wide)."""
         from ioprof.host.netdev import interface_for, peers
 
-        reached = peers(self.window._pids)
+        reached = peers(self.window._pids, os.getpid())
         routes = {interface_for(host) for host in reached}
         if len(routes) == 1 and None not in routes:
             self.peers = reached

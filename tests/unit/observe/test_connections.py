@@ -89,3 +89,36 @@ def test_a_dataset_whose_workers_fetch_over_connections_is_counted_on_their_inte
         f"received on lo over the window, the server sent {sent / 1e6:.3f} MB of samples over the same spans"
     )
     assert f.bytes is not None and abs(f.bytes - sent) <= 0.05 * sent + in_flight, (f.bytes, sent)
+
+
+class Local(Dataset):  # type: ignore[type-arg]
+    """Samples made in memory: nothing fetched."""
+
+    def __len__(self) -> int:
+        return 200
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        time.sleep(SERVE_S)
+        return torch.zeros(1), i % 2
+
+
+@pytest.mark.rig  # as above: the loopback is the whole host's
+def test_a_connection_the_workers_inherited_is_not_taken_for_theirs() -> None:
+    """The training process holds a connection when its workers are forked (a process group's, a
+    logger's): they hold it too, but it is the training process's, and it fetches nothing of theirs."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Served)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1])
+    try:
+        conn.request("GET", "/0")
+        conn.getresponse().read()  # established, and held open through the loop
+        with ioprof.watch(steps=40, seconds=None, probe=False) as w:
+            for x, _ in DataLoader(Local(), batch_size=4, num_workers=2):
+                x.sum()
+        r = w.result()
+    finally:
+        conn.close()
+        server.shutdown()
+        server.server_close()
+    (cell,) = r.cells
+    assert cell.fetched.method == "unknown", cell.fetched
