@@ -14,10 +14,11 @@ no call.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ioprof.core.results import DatasetCeilings
+from ioprof.core.results import DatasetCeilings, DecodeCeiling
 from ioprof.core.stats import Interval, combination, quotient
 
 ThreadsCall = Literal["holds-the-gil", "releases-the-gil", "no-gain", "undecided"]
@@ -41,15 +42,24 @@ class ThreadsAgainstProcesses:
 def threads_against_processes(dc: DatasetCeilings) -> ThreadsAgainstProcesses | None:
     """The threads' ceiling beside the processes' at the same count and one process's alone, or
     None where not all three ran."""
-    threads = next((d for d in dc.decode if d.loader == "threads"), None)
+    found = trio(dc.decode)
+    if found is None:
+        return None
+    t, p, o = (d.throughput() for d in found)
+    return ThreadsAgainstProcesses(dc.dataset, found[0].workers, t, p, o, call_of(t, p, o))
+
+
+def trio(decode: Sequence[DecodeCeiling]) -> tuple[DecodeCeiling, DecodeCeiling, DecodeCeiling] | None:
+    """The threads' reading, the processes' at the same count and one process's alone, in that
+    order, or None where not all three ran."""
+    threads = next((d for d in decode if d.loader == "threads"), None)
     if threads is None:
         return None
-    procs = next((d for d in dc.decode if d.loader == "multiprocess" and d.workers == threads.workers), None)
-    one = next((d for d in dc.decode if d.loader == "serial"), None)
+    procs = next((d for d in decode if d.loader == "multiprocess" and d.workers == threads.workers), None)
+    one = next((d for d in decode if d.loader == "serial"), None)
     if procs is None or one is None:
         return None
-    t, p, o = threads.throughput(), procs.throughput(), one.throughput()
-    return ThreadsAgainstProcesses(dc.dataset, threads.workers, t, p, o, call_of(t, p, o))
+    return threads, procs, one
 
 
 def call_of(threads: Interval, processes: Interval, one: Interval) -> ThreadsCall:

@@ -518,7 +518,7 @@ def _read_decode(
     back: if the call between threads, one process and the processes (``conclude.threads``) is
     undecided, the reading that widens it most is read again for what is left, to its end, and
     pooled with its first — held to one look more, the call's."""
-    from ioprof.conclude.threads import call_of
+    from ioprof.conclude.threads import call_of, trio
 
     threads = next((w for w, kind in readings if kind == "threads"), 0)
     shares = len(readings) + (1 if threads else 0)
@@ -529,18 +529,18 @@ def _read_decode(
         left_s -= min(each_s, decode[-1].elapsed_s)
     if not threads or left_s <= 0:
         return
-    trio = _trio(decode, threads)
-    if trio is None or call_of(*(decode[i].throughput() for i in trio)) != "undecided":
+    found = trio(decode)
+    if found is None or call_of(*(d.throughput() for d in found)) != "undecided":
         return
-    # the distance from midway is threads − ½ one − ½ processes: each reading's half-width, so weighted
+    # the distance from midway is threads − ½ processes − ½ one: each reading's half-width, so weighted
     weights = (1.0, 0.5, 0.5)
 
-    def widening(iw: tuple[int, float]) -> float:
-        x = decode[iw[0]].throughput()
-        return iw[1] * (x.high - x.low) / 2 if x.known else math.inf
+    def widening(dw: tuple[DecodeCeiling, float]) -> float:
+        x = dw[0].throughput()
+        return dw[1] * (x.high - x.low) / 2 if x.known else math.inf
 
-    i = max(zip(trio, weights, strict=True), key=widening)[0]
-    first = decode[i]
+    first = max(zip(found, weights, strict=True), key=widening)[0]
+    i = next(k for k, d in enumerate(decode) if d is first)
     again = read(first.workers, "threads" if first.loader == "threads" else "processes", left_s, False)
     decode[i] = replace(
         first,
@@ -552,13 +552,6 @@ def _read_decode(
         stopped_by=again.stopped_by,
         looks=first.looks + 1,
     )
-
-
-def _trio(decode: list[DecodeCeiling], threads: int) -> tuple[int, int, int] | None:
-    """Where in ``decode`` the threads', the processes' at the same count and one process's readings are."""
-    at = {(d.loader, d.workers if d.loader != "serial" else 0): i for i, d in enumerate(decode)}
-    found = (at.get(("threads", threads)), at.get(("multiprocess", threads)), at.get(("serial", 0)))
-    return None if None in found else found  # type: ignore[return-value]
 
 
 def _probe_storage(
