@@ -118,15 +118,10 @@ def parse_tcp(text: str, inodes: set[str]) -> list[str]:
 
 
 def _sockets(pid: int) -> set[str]:
-    """The inodes of the sockets ``pid`` holds (read holding the GIL, as ``sources.opened`` reads)."""
-    from ioprof.host.libc import listdir_held, readlink_held
+    """The inodes of the sockets ``pid`` holds."""
+    from ioprof.host.procstat import descriptors
 
-    inodes: set[str] = set()
-    for fd in listdir_held(f"/proc/{pid}/fd") or ():
-        target = readlink_held(f"/proc/{pid}/fd/{fd}") or ""
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:[") : -1])
-    return inodes
+    return {t[len("socket:[") : -1] for _, t in descriptors(pid) if t.startswith("socket:[")}
 
 
 def peers(pids: list[int], parent: int) -> list[str]:

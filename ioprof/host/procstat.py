@@ -22,7 +22,7 @@ import os
 import threading
 from dataclasses import dataclass
 
-from ioprof.host.libc import listdir_held, pread_held, read_held
+from ioprof.host.libc import listdir_held, pread_held, read_held, readlink_held
 
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
@@ -118,6 +118,17 @@ def sample(pid: int, *, threads: bool = True) -> ProcSample | None:
         own_rchar=own_rchar(pid, tids),
         threads=thread_times(pid, tids) if threads else {},
     )
+
+
+def descriptors(pid: int) -> list[tuple[str, str]]:
+    """Each descriptor ``pid`` holds and what it points to (a file's path, ``socket:[INODE]``),
+    read holding the GIL: the training process's other threads may be busy."""
+    out = []
+    for fd in listdir_held(f"/proc/{pid}/fd") or ():
+        target = readlink_held(f"/proc/{pid}/fd/{fd}")
+        if target is not None:
+            out.append((fd, target))
+    return out
 
 
 def children(pid: int) -> list[int]:

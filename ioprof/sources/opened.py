@@ -15,7 +15,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from ioprof.host.libc import listdir_held, read_held, readlink_held
+from ioprof.host.libc import read_held
+from ioprof.host.procstat import descriptors
 from ioprof.sources import files
 from ioprof.sources.memory import MemoryView
 from ioprof.sources.source import Source
@@ -61,13 +62,10 @@ def held_open(pids: Iterable[int]) -> list[str]:
     """Regular files the processes hold open that belong to no library: what a dataset reads."""
     libraries = _library_roots()
     seen: dict[str, None] = {}
-    # read in the training process, whose other threads may be busy: every call holds the GIL
     for pid in pids:
-        for fd in listdir_held(f"/proc/{pid}/fd") or ():
-            target = readlink_held(f"/proc/{pid}/fd/{fd}")
+        for fd, target in descriptors(pid):
             if (
-                target is None
-                or not target.startswith("/")
+                not target.startswith("/")
                 or target.startswith(_SKIP_PREFIXES)
                 or target.startswith(libraries)
             ):
