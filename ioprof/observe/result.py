@@ -78,24 +78,13 @@ def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
             else None
         )
         if mount.get("net_bytes") is not None:
-            return Fetched(
-                mount["net_bytes"],
-                "interface-rx",
-                f"bytes received on {mount.get('iface')}, the interface {where} is reached by (the whole "
-                "host's traffic on it)",
-                (own,) if own else (),
-            )
+            return _on_interface(mount, f"{where} is reached by", (own,) if own else ())
         if own is not None:
             return Fetched(own.bytes, own.method, own.source)
     root = loader["settings"]["dataset_root"]
     if not root and loader.get("peers") and mount.get("net_bytes") is not None:
         # no file, but its workers' connections: what the interface they arrive on received
-        return Fetched(
-            mount["net_bytes"],
-            "interface-rx",
-            f"bytes received on {mount.get('iface')}, the interface its workers' connections to "
-            f"{', '.join(loader['peers'])} arrive on (the whole host's traffic on it)",
-        )
+        return _on_interface(mount, f"its workers' connections to {', '.join(loader['peers'])} arrive on")
     if not root:
         # no filesystem to count on: never a counter of another one (block I/O would read 0.00)
         return Fetched(None, "unknown", NO_FILES_FOUND)
@@ -113,6 +102,16 @@ def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
         requested_bytes=io.read_chars,
         before=before,
         after=after,
+    )
+
+
+def _on_interface(mount: dict[str, Any], reached: str, checks: tuple[CrossCheck, ...] = ()) -> Fetched:
+    """What the interface a source's bytes arrive on received, said to be the host's traffic on it."""
+    return Fetched(
+        mount["net_bytes"],
+        "interface-rx",
+        f"bytes received on {mount.get('iface')}, the interface {reached} (the whole host's traffic on it)",
+        checks,
     )
 
 
