@@ -9,8 +9,10 @@ available now plus what the running workers already hold.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
+from ioprof.core.counts import MACHINE_WIDE_FETCH_METHODS
 from ioprof.core.findings import (
     Advice,
     CoresOversubscribed,
@@ -21,7 +23,7 @@ from ioprof.core.findings import (
     WorkersDoNotFit,
 )
 from ioprof.core.inside import WAITING_FOR_A_CORE, StageTime, WorkerMemory
-from ioprof.core.results import CellResult, SweepResult
+from ioprof.core.results import CellResult, DatasetCeilings, SweepResult
 from ioprof.core.thresholds import MODERATELY_INPUT_BOUND_SHARE, TRAINING_EPOCHS_AT_MOST
 
 MAX_WORKERS_CHECKED = 256
@@ -84,11 +86,12 @@ def findings(result: SweepResult, advice: Sequence[Advice]) -> tuple[Finding, ..
         out.append(ShmTooSmall(s.shm_failure, failed=True))
     elif s is not None:
         out.extend(ShmTooSmall(line, failed=False) for line in s.shm_warnings)
+    ceilings = {c.dataset: c for c in result.ceilings}
     for cell in result.cells:
         if cell.status != "ok" or cell.inside is None:
             continue
         out.extend(_cores(cell))
-        out.extend(_slow_samples(cell))
+        out.extend(_slow_samples(cell, storage_headroom(cell, ceilings.get(cell.dataset))))
         if cell.inside.memory is not None and cell.workers:
             out.extend(_memory(cell, cell.inside.memory, asked.get(cell.dataset)))
     return tuple(_once(out))
@@ -129,19 +132,37 @@ def _cores(cell: CellResult) -> list[Finding]:
     ]
 
 
-def _slow_samples(cell: CellResult) -> list[Finding]:
-    """Slow samples, said where even the low end of what they cost the loop is as much of its time
-    as makes a loop moderately input-bound: removing them alone would lift it by that much."""
+def storage_headroom(cell: CellResult, ceilings: DatasetCeilings | None) -> float | None:
+    """The share of the loop's time its storage could have saved it, delivering at its ceiling
+    rather than at the rate it was fetched at (1 − fetched ÷ the ceiling at the cell's readers);
+    math.inf where the loader was seen reading from no storage (no file, no connection of its
+    own) or drew none of its bytes from one; None where either rate is unknown."""
+    if cell.fetched.no_source or cell.fetched.bytes == 0:
+        return math.inf
+    s = ceilings.storage_for(cell) if ceilings is not None else None
+    fetched = cell.fetched_mb_per_s()
+    if s is None or fetched is None or s.read_mb_per_s <= 0:
+        return None
+    # a count of the whole host's bytes against the storage's for all its readers; a process's
+    # own against its share
+    whole = cell.fetched.method in MACHINE_WIDE_FETCH_METHODS
+    ceiling = s.read_mb_per_s if whole else s.read_mb_per_s / max(1, s.shared_by)
+    return max(0.0, 1.0 - fetched / ceiling)
+
+
+def _slow_samples(cell: CellResult, headroom: float | None) -> list[Finding]:
+    """Slow samples, said where even the low end of what they cost the loop by themselves is as
+    much of its time as makes a loop moderately input-bound: removing them alone would lift it by
+    that much. By themselves: their work on a CPU, and their time off one only up to what the
+    storage could have given (``SlowWait.own``): a wait for bytes from a storage at its limit
+    moves to the next sample that reads, it does not leave with the sample."""
     stages = cell.inside.stages if cell.inside is not None else None
     t = stages.per_sample if stages is not None else None
     s = t.slow if t is not None else None
-    if (
-        stages is None
-        or t is None
-        or s is None
-        or not s.loop.known
-        or s.loop.low < MODERATELY_INPUT_BOUND_SHARE
-    ):
+    if stages is None or t is None or s is None:
+        return []
+    loop, wait = s.own(headroom)
+    if not loop.known or loop.low < MODERATELY_INPUT_BOUND_SHARE:
         return []
     return [
         SlowSamples(
@@ -151,8 +172,8 @@ def _slow_samples(cell: CellResult) -> list[Finding]:
             s.samples,
             s.fence_s,
             s.median_s,
-            (s.loop.value, s.loop.low, s.loop.high),
-            (s.wait.value, s.wait.low, s.wait.high),
+            (loop.value, loop.low, loop.high),
+            (wait.value, wait.low, wait.high),
             t.slowest,
             queued=stages.share_of(WAITING_FOR_A_CORE),
             unordered_saves=s.unordered_saves,

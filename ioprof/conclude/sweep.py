@@ -97,10 +97,7 @@ def storage_rate(s: StorageCeiling, cell: CellResult) -> float:
 
 def storage_for(cell: CellResult, ceilings: DatasetCeilings | None) -> StorageCeiling | None:
     """The storage ceiling measured at this cell's readers (its ranks' together), if any."""
-    for s in ceilings.storage if ceilings else ():
-        if s.concurrency == cell.setting.concurrency * max(1, s.shared_by) and s.files:
-            return s
-    return None
+    return ceilings.storage_for(cell) if ceilings else None
 
 
 def stage_rates(

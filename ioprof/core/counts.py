@@ -36,6 +36,12 @@ class CrossCheck:
     bytes: int
 
 
+NO_SOURCE_FOUND = (
+    "the files the dataset reads were not found — it names none, and its workers held none open to read during "
+    "the warm-up — so no filesystem's counter could be chosen"
+)
+
+
 @dataclass(frozen=True)
 class Fetched:
     """Bytes fetched from storage during a measurement, and how they were counted.
@@ -58,6 +64,11 @@ class Fetched:
     @property
     def known(self) -> bool:
         return self.bytes is not None
+
+    @property
+    def no_source(self) -> bool:
+        """Whether the loader was seen reading from nothing: no file, no connection of its own."""
+        return self.method == "unknown" and self.source == NO_SOURCE_FOUND
 
 
 UNKNOWN_FETCH = Fetched(None, "unknown")

@@ -21,6 +21,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from ioprof.core.stats import Interval, nearest_rank, ratio_interval
 
@@ -28,8 +29,8 @@ from ioprof.core.stats import Interval, nearest_rank, ratio_interval
 @dataclass(frozen=True)
 class PassBatch:
     """Batch k of a pass as its worker made it: its fetch's wall-clock time, the time its slow
-    samples took beyond the median, and when the loop asked for it and got it (None where the
-    loop's calls were not recorded)."""
+    samples took beyond the median (and of that, their own work on a CPU), and when the loop asked
+    for it and got it."""
 
     worker: int  # 0 … W − 1 (k mod W)
     start_s: float  # when its fetch began
@@ -37,6 +38,19 @@ class PassBatch:
     excess_s: float
     call_s: float
     return_s: float
+    on_cpu_excess_s: float | None = None  # None: their time on a CPU was not told apart
+
+
+Shed = Literal["nothing", "excess", "on-cpu"]
+
+
+def _shed(b: PassBatch, without: Shed) -> float:
+    """What a replay takes off a batch's fetch."""
+    if without == "excess":
+        return b.excess_s
+    if without == "on-cpu":
+        return b.on_cpu_excess_s or 0.0
+    return 0.0
 
 
 def far_fence(times: Sequence[float]) -> tuple[float, float]:
@@ -47,7 +61,7 @@ def far_fence(times: Sequence[float]) -> tuple[float, float]:
 
 
 def replay(
-    batches: Sequence[PassBatch], workers: int, prefetch: int, *, without_excess: bool = False
+    batches: Sequence[PassBatch], workers: int, prefetch: int, *, without: Shed = "nothing"
 ) -> list[float]:
     """The loop's wait for each batch of one pass, replayed: a worker begins batch k once it has
     made batch k − W and put it in the loader's queue (the mean time it took, where it had the
@@ -56,7 +70,8 @@ def replay(
     own latency, its mean where the loop waited in the run) and once the loop is back
     for it: batch k − 1 taken, plus the time the loop actually spent before asking again — and
     taking a batch that is there costs the loop what it did in the run (its mean: the waits are summed).
-    ``without_excess``: each batch's slow samples at the median's time."""
+    ``without``: "excess", each batch's slow samples at the median's time; "on-cpu", only their
+    own work on a CPU beyond the median's taken off."""
     n = len(batches)
     latency, overhead = _latency(batches), _overhead(batches, workers, prefetch)
     receive = _receive(batches, latency)
@@ -64,7 +79,7 @@ def replay(
     handed: list[float] = [0.0] * n
     waits: list[float] = [0.0] * n
     for k, b in enumerate(batches):
-        fetch = max(0.0, b.fetch_s - b.excess_s) if without_excess else b.fetch_s
+        fetch = max(0.0, b.fetch_s - _shed(b, without))
         begin = batches[b.worker].start_s if k < workers else ready[k - workers] + overhead
         if k >= prefetch * workers:
             begin = max(begin, handed[k - prefetch * workers])
@@ -156,6 +171,34 @@ class SlowWait:
     # the replay's wait over as many batches taken, the loader handing them over as they are made
     # (``in_order=False``), the slow samples as they were
     unordered_s: float | None = None
+    # the share of the loop's time the replay saves with only the slow samples' own work on a CPU
+    # beyond the median's taken off (None: their time on a CPU was not told apart)
+    on_cpu: Interval | None = None
+    loop_s: float = 0.0  # the loop's time over the window's batches (wait and step)
+
+    def own(self, headroom: float | None) -> tuple[Interval, Interval]:
+        """Of the loop's time and of its wait, the shares the slow samples cost by themselves. Their
+        work on a CPU is theirs. Their time off a CPU may be a wait for bytes: where the storage
+        delivered at its limit, taking one sample's wait away gives it to the next reader of the
+        same storage, so it is theirs only up to the storage's ``headroom`` — the share of the loop's
+        time a storage delivering at its ceiling would save (math.inf: nothing read from one);
+        where that is unknown, only their work on a CPU is sure to be theirs (the high end may be
+        it all)."""
+        whole = self.loop
+        if headroom is not None and math.isinf(headroom):
+            return whole, self.wait
+        cpu = self.on_cpu if self.on_cpu is not None and self.on_cpu.known else None
+        if not whole.known:
+            return whole, self.wait
+        floor = (cpu.value, cpu.low, cpu.high) if cpu is not None else (0.0, 0.0, 0.0)
+        if headroom is None:
+            ends = (floor[0], floor[1], whole.high)
+        else:
+            parts = zip((whole.value, whole.low, whole.high), floor, strict=True)
+            ends = tuple(max(c, min(w, headroom)) for w, c in parts)  # type: ignore[assignment]
+        loop = Interval(ends[0], min(ends[0], ends[1]), max(ends[0], ends[2]), whole.batches)
+        f = self.loop_s / self.replayed_wait_s  # a share of the loop's time as one of its wait
+        return loop, Interval(loop.value * f, loop.low * f, loop.high * f, loop.batches).clipped(0.0, 1.0)
 
     @property
     def unordered_saves(self) -> float | None:
@@ -185,25 +228,28 @@ def slow_wait(
     """The slow samples' cost over the window's batches (``window``: (pass index, k) of each),
     each pass replayed whole, as it ran and without its slow samples' excess; None where the
     window's batches were not all in the replayed passes or the loop never waited."""
-    replayed: dict[tuple[int, int], tuple[float, float, float, float]] = {}
+    replayed: dict[tuple[int, int], tuple[float, float, float, float, float]] = {}
     for p, batches in enumerate(passes):
         if not batches:
             continue
         ran = replay(batches, workers, prefetch)
-        without = replay(batches, workers, prefetch, without_excess=True)
+        without = replay(batches, workers, prefetch, without="excess")
         unordered = replay_unordered(batches, workers, prefetch)
+        told = all(b.on_cpu_excess_s is not None for b in batches)
+        mine = replay(batches, workers, prefetch, without="on-cpu") if told else [math.nan] * len(batches)
         for k, b in enumerate(batches):
             replayed[(p, k)] = (
                 b.return_s - b.call_s,
                 ran[k],
                 without[k],
                 unordered[k] if k < len(unordered) else math.nan,
+                mine[k],
             )
     units = [replayed[key] for key in window if key in replayed]
     if len(units) < len(window) or not units:
         return None
     steps = _steps(passes, window)
-    measured, ran_w, without_w, unordered_w = (sum(u[i] for u in units) for i in range(4))
+    measured, ran_w, without_w, unordered_w, on_cpu_w = (sum(u[i] for u in units) for i in range(5))
     if measured <= 0 or ran_w <= 0:
         return None
     # a batch's own difference may be negative (the loop reaches it sooner without the slow
@@ -214,6 +260,11 @@ def slow_wait(
     # batch means over the loop's time (never 0 in a group, as its wait may be); the share of
     # the wait is the same figure over the replayed wait's total
     loop = ratio_interval(caused, loop_s, max(1, workers))
+    on_cpu = (
+        _widened(ratio_interval([u[1] - u[4] for u in units], loop_s, max(1, workers)), error)
+        if math.isfinite(on_cpu_w)
+        else None
+    )
     return SlowWait(
         fence_s=fence_s,
         median_s=median_s,
@@ -226,6 +277,8 @@ def slow_wait(
         wait=_widened(loop.centered_on(loop.value * sum(loop_s) / ran_w), error),
         loop=_widened(loop, error),
         unordered_s=unordered_w if math.isfinite(unordered_w) else None,
+        on_cpu=on_cpu,
+        loop_s=sum(loop_s),
     )
 
 

@@ -339,6 +339,13 @@ class DatasetCeilings:
     real_storage: StorageCeiling | None = None  # the real device, when storage was emulated
     compute: ComputeCeiling | None = None  # this dataset's own consumer (ioprof run: each loader's step)
 
+    def storage_for(self, cell: CellResult) -> StorageCeiling | None:
+        """The storage ceiling measured at this cell's readers (its ranks' together), if any."""
+        for s in self.storage:
+            if s.concurrency == cell.setting.concurrency * max(1, s.shared_by) and s.files:
+                return s
+        return None
+
 
 @dataclass(frozen=True)
 class CellResult:

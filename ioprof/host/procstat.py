@@ -208,6 +208,16 @@ class RunQueueWait:
         except (OSError, ValueError, IndexError):
             return 0.0
 
+    def both(self) -> tuple[float, float]:
+        """(time on a CPU, the wait) so far, from the one ``pread``; (0.0, 0.0) where not counted."""
+        if self._fd is None or threading.get_native_id() != self.thread:
+            return 0.0, 0.0
+        try:
+            on, wait = os.pread(self._fd, 128, 0).split()[:2]
+            return int(on) * 1e-9, int(wait) * 1e-9
+        except (OSError, ValueError):
+            return 0.0, 0.0
+
     def close(self) -> None:
         if self._fd is not None:
             with contextlib.suppress(OSError):

@@ -69,6 +69,8 @@ def handover(
     if len(times) < 4:
         return None
     median, fence = far_fence(times)
+    cpus = [float(t) for r in rows for t in r.get("sample_cpu_s", ())]
+    median_cpu = nearest_rank(sorted(cpus), 0.5) if len(cpus) == len(times) else None
     calls = {(p, k): (c, r) for p, k, c, r in handed}
     wanted = sorted({p for p, _ in window})
     passes: list[list[PassBatch]] = [[] for _ in range(wanted[-1] + 1)]
@@ -94,9 +96,28 @@ def handover(
             call, back = calls[(p, k)]
             start = float(r["t"]) - float(r["fetch_s"])
             excess = sum(t - median for t in beyond)
-            passes[p].append(PassBatch(k % workers, start, float(r["fetch_s"]), excess, call, back))
+            own_cpu = _on_cpu_excess(spent, r.get("sample_cpu_s"), fence, median, median_cpu)
+            passes[p].append(PassBatch(k % workers, start, float(r["fetch_s"]), excess, call, back, own_cpu))
     return slow_wait(
         passes, window, workers, prefetch, fence_s=fence, median_s=median, slow=slow, samples=samples
+    )
+
+
+def _on_cpu_excess(
+    spent: Sequence[float],
+    on_cpu: Sequence[float] | None,
+    fence: float,
+    median: float,
+    median_cpu: float | None,
+) -> float | None:
+    """Of a batch's slow samples' time beyond the median, their own work on a CPU beyond the median
+    sample's (None: not told apart)."""
+    if median_cpu is None or on_cpu is None or len(on_cpu) != len(spent):
+        return None
+    return sum(
+        max(0.0, min(t - median, float(c) - median_cpu))
+        for t, c in zip(spent, on_cpu, strict=True)
+        if t > fence
     )
 
 

@@ -84,6 +84,7 @@ class StageClock:
         self._memory_next_s = 0.0
         self._memory_last_s = -math.inf
         self.sample_s: list[float] = []  # each sample's __getitem__ in the batch being made
+        self.sample_cpu_s: list[float] = []  # of it, its thread's time on a CPU (its own work)
         self.slowest: tuple[Any, float, str] | None = None  # its slowest: (index, seconds, name)
         self.name_of: Callable[[Any], str] = lambda index: ""
         from ioprof.host.procstat import RunQueueWait
@@ -104,11 +105,22 @@ class StageClock:
         self.current[name] = self.current.get(name, 0.0) + seconds
         self.calls += 1
 
-    def sample(self, index: Any, seconds: float) -> None:
-        """One sample's whole ``__getitem__``: its time kept, and its index where it is the batch's
-        slowest so far (its name is looked up once per batch, for that one only)."""
-        seconds = round(seconds, 6)  # µs: a GPU batch of 256 makes one row
+    def sample_mark(self) -> tuple[float, float, float]:
+        """Now, on the wall clock, on this thread's wait for a core and on its time on a CPU."""
+        on, wait = self.queue.both()
+        return time.perf_counter(), wait, on
+
+    def sample(self, index: Any, mark: tuple[float, float, float]) -> None:
+        """One sample's whole ``__getitem__`` since ``mark``: its time kept (less its wait for a
+        core), and of it its time on a CPU where the kernel says, and its index where it is the
+        batch's slowest so far (its name is looked up once per batch, for that one only)."""
+        t0, q0, c0 = mark
+        now = time.perf_counter()
+        on, wait = self.queue.both()
+        seconds = round(max(0.0, now - t0 - (wait - q0)), 6)  # µs: a GPU batch of 256 makes one row
         self.sample_s.append(seconds)
+        if self.queue.here():
+            self.sample_cpu_s.append(round(min(seconds, max(0.0, on - c0)), 6))
         if self.slowest is None or seconds > self.slowest[1]:
             self.slowest = (index, seconds, "")
         self.calls += 1
@@ -145,6 +157,8 @@ class StageClock:
             row["worker"] = self.worker
         if self.sample_s:
             row["sample_s"] = self.sample_s
+        if self.sample_cpu_s and len(self.sample_cpu_s) == len(self.sample_s):
+            row["sample_cpu_s"] = self.sample_cpu_s
         if self.slowest is not None:
             index, seconds, _ = self.slowest
             with contextlib.suppress(Exception):  # a name is a nicety
@@ -153,7 +167,7 @@ class StageClock:
                     seconds,
                     self.name_of(index),
                 ]
-        self.current, self.calls, self.sample_s, self.slowest = {}, 0, [], None
+        self.current, self.calls, self.sample_s, self.sample_cpu_s, self.slowest = {}, 0, [], [], None
         now = time.perf_counter()
         if self.memory and (
             now >= self._memory_next_s or (first and now >= self._memory_last_s + MEMORY_EVERY_MIN_S)
@@ -320,9 +334,9 @@ def _timed_sample(getitem: Any, self: Any, index: Any) -> Any:
     c = _CLOCK
     if c is None:
         return getitem(self, index)
-    mark = c.mark()
+    mark = c.sample_mark()
     item = getitem(self, index)
-    c.sample(index, c.since(mark))
+    c.sample(index, mark)
     return item
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from ioprof.core.config import LoaderSetting
 from ioprof.core.counts import (
     MACHINE_WIDE_FETCH_METHODS,
+    NO_SOURCE_FOUND,
     UNKNOWN_FETCH,
     CacheInfo,
     CrossCheck,
@@ -50,12 +51,6 @@ def _key(obs: dict[str, Any], loader: dict[str, Any]) -> str:
     return f"rank {obs['rank']} · {base}" if obs.get("world_size", 1) > 1 else base
 
 
-NO_FILES_FOUND = (
-    "the files the dataset reads were not found — it names none, and its workers held none open to read during "
-    "the warm-up — so no filesystem's counter could be chosen"
-)
-
-
 def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
     """Bytes fetched over the spans the counters covered, by the source's method: the mount's
     (block I/O, NFS client statistics, the FUSE daemon), or, for a source read through pipes and
@@ -85,9 +80,15 @@ def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
     if not root and loader.get("peers") and mount.get("net_bytes") is not None:
         # no file, but its workers' connections: what the interface they arrive on received
         return _on_interface(mount, f"its workers' connections to {', '.join(loader['peers'])} arrive on")
+    if not root and loader.get("peers"):
+        return Fetched(
+            None,
+            "unknown",
+            f"its workers' connections to {', '.join(loader['peers'])} arrive on no one interface",
+        )
     if not root:
         # no filesystem to count on: never a counter of another one (block I/O would read 0.00)
-        return Fetched(None, "unknown", NO_FILES_FOUND)
+        return Fetched(None, "unknown", NO_SOURCE_FOUND)
     if not mount.get("spans"):
         return None
     pid, name = mount.get("daemon_pid"), mount.get("daemon_name", "")

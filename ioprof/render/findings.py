@@ -58,7 +58,8 @@ def _slow_samples(x: f.SlowSamples) -> str:
         f"the replayed pass(es) took longer "
         f"than {x.fence_s * 1e3:,.1f} ms (the far fence of their times; median {x.median_s * 1e3:,.1f} ms). Each holds "
         f"back its batch, and batches are handed over in order, so the loop and then the other workers wait behind "
-        f"it: replayed without them, the loop would save {_share(x.loop)} "
+        f"it: replayed without what they cost by themselves (their work on a CPU; their waits off one as far as "
+        f"the storage had bytes to spare), the loop would save {_share(x.loop)} "
         f"of its time, {_share(x.wait)} of its wait"
         + (
             f" (at most: the workers waited for a core {pct(x.queued, 0)} of their time, and the stalls freed "

@@ -128,6 +128,12 @@ def _slow_line(t: SampleTimes, queued: float) -> str:
         f"in-order hand-over replayed without them: {cost} (the replay put the wait over {s.batches:,} "
         f"batches at {s.replayed_wait_s:,.2f} s; the loop measured {s.measured_wait_s:,.2f} s)."
     )
+    if s.on_cpu is not None and s.on_cpu.known and s.loop.known:
+        out += (
+            f" Of that, their own work on a CPU: {words.share_range(s.on_cpu.value, s.on_cpu.low, s.on_cpu.high)} "
+            "of the loop's time; the rest they waited off a CPU, which is theirs only where the storage had bytes "
+            "to spare: at its limit, a sample's wait for bytes passes to the next sample that reads."
+        )
     if s.unordered_s is not None:
         out += (
             f" Replayed with in_order=False (batches handed over as they are made, the slow samples as "

@@ -250,3 +250,27 @@ def test_workers_forked_each_epoch_have_a_peak_not_a_growth_finding() -> None:
     assert {f.kind for f in r.analysis.findings} & {"worker-memory-grows", "workers-do-not-fit"} == {
         "workers-do-not-fit"
     }
+
+
+def test_the_storages_headroom_is_what_bounds_a_slow_samples_wait() -> None:
+    """What a storage at its ceiling would have saved the loop: nothing where the cell fetched at
+    the ceiling measured at its readers, half where it fetched at half of it; unknown without a
+    ceiling; unbounded where the loader was seen reading from no storage at all, or drew no byte
+    from it."""
+    from ioprof.core.counts import NO_SOURCE_FOUND, Fetched
+    from ioprof.core.results import DatasetCeilings
+
+    c = builders.cell(workers=4, wait=0.2, step=0.1, read_bytes=3_000_000)  # 3 MB over 3 s: 1 MB/s
+    mb_s = c.fetched_mb_per_s()
+    assert mb_s == pytest.approx(1.0)
+    at = builders.storage(4, img_per_s=10.0)  # 100 kB files: 1 MB/s at 4 readers
+    twice = builders.storage(4, img_per_s=20.0)
+    elsewhere = builders.storage(1, img_per_s=10.0)  # measured at another number of readers
+    ceilings = [DatasetCeilings(c.dataset, (), (s,)) for s in (at, twice, elsewhere)]
+    assert inside.storage_headroom(c, ceilings[0]) == pytest.approx(0.0)
+    assert inside.storage_headroom(c, ceilings[1]) == pytest.approx(0.5)
+    assert inside.storage_headroom(c, ceilings[2]) is None and inside.storage_headroom(c, None) is None
+    nothing = replace(c, fetched=Fetched(None, "unknown", NO_SOURCE_FOUND))
+    assert inside.storage_headroom(nothing, None) == float("inf")
+    assert inside.storage_headroom(replace(c, fetched=Fetched(0, "block-io")), None) == float("inf")
+    assert inside.storage_headroom(replace(c, fetched=Fetched(None, "unknown", "elsewhere")), None) is None

@@ -3,9 +3,11 @@ passes whose answer follows from the DataLoader's rules by hand."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from ioprof.core.handover import PassBatch, far_fence, replay, replay_unordered, slow_wait
+from ioprof.core.handover import PassBatch, SlowWait, far_fence, replay, replay_unordered, slow_wait
 
 
 def _pass(
@@ -45,7 +47,7 @@ def test_a_slow_batch_holds_back_the_loop_and_then_the_other_worker() -> None:
     wait, none of it absorbed (broken once — the loop back at its recorded calls, not a step after
     the batch before — it failed)."""
     batches = _pass(40, 2, 1.0, 0.0, slow={6: 5.0})
-    caused = sum(replay(batches, 2, 2)) - sum(replay(batches, 2, 2, without_excess=True))
+    caused = sum(replay(batches, 2, 2)) - sum(replay(batches, 2, 2, without="excess"))
     assert caused == pytest.approx(5.0)
 
 
@@ -55,7 +57,7 @@ def test_the_prefetch_absorbs_what_the_loop_would_not_have_waited_for() -> None:
     (it began 3 s before the loop wanted it). Broken once (no prefetch bound): it failed."""
     for late, cost in ((1.0, 0.0), (5.0, 2.0)):
         batches = _pass(40, 2, 1.0, 1.0, slow={20: late})
-        caused = sum(replay(batches, 2, 2)) - sum(replay(batches, 2, 2, without_excess=True))
+        caused = sum(replay(batches, 2, 2)) - sum(replay(batches, 2, 2, without="excess"))
         assert caused == pytest.approx(cost), late
 
 
@@ -66,7 +68,7 @@ def test_the_slow_samples_share_is_of_the_window_and_carries_the_replays_error()
     window = [(0, k) for k in range(10, 40)]
     got = slow_wait([batches], window, 2, 2, fence_s=0.5, median_s=0.1, slow=4, samples=320)
     assert got is not None
-    ran, without = replay(batches, 2, 2), replay(batches, 2, 2, without_excess=True)
+    ran, without = replay(batches, 2, 2), replay(batches, 2, 2, without="excess")
     waited = sum(ran[10:])
     assert got.measured_wait_s == pytest.approx(waited) and got.replay_error == pytest.approx(0.0)
     assert got.wait.value == pytest.approx((waited - sum(without[10:])) / waited)
@@ -115,3 +117,49 @@ def test_handed_over_as_they_are_made_a_slow_batch_costs_the_loop_only_its_worke
     assert 2.5 <= caused <= 3.5
     stepping = _pass(40, 2, 1.0, 0.1)
     assert sum(replay_unordered(stepping, 2, 2)) == pytest.approx(sum(replay(stepping, 2, 2)))
+
+
+def _on_cpu(batches: list[PassBatch], share: float) -> list[PassBatch]:
+    """The same pass, ``share`` of each slow batch's excess its samples' own work on a CPU."""
+    return [
+        PassBatch(b.worker, b.start_s, b.fetch_s, b.excess_s, b.call_s, b.return_s, share * b.excess_s)
+        for b in batches
+    ]
+
+
+def test_what_slow_samples_cost_by_themselves_is_their_work_and_what_the_storage_could_give() -> None:
+    """The same slow batches, their excess spent off a CPU (a wait, for bytes or not) or on one
+    (their own decode). On a CPU it is theirs whatever the storage did. Off one it is theirs where
+    nothing was read from a storage (headroom ∞), up to what a storage at its ceiling would have
+    saved the loop where it was measured (a storage at its limit: nothing), and where that is
+    unknown only the high end may be it all. Broken once (the whole excess theirs whatever the
+    headroom): it failed."""
+    batches = _pass(40, 2, 1.0, 0.1, slow={k: 2.0 for k in range(12, 40, 8)})
+    window = [(0, k) for k in range(10, 40)]
+
+    def wait(share: float) -> SlowWait:
+        got = slow_wait(
+            [_on_cpu(batches, share)], window, 2, 2, fence_s=0.5, median_s=0.1, slow=4, samples=320
+        )
+        assert got is not None and got.on_cpu is not None
+        return got
+
+    off, on = wait(0.0), wait(1.0)
+    assert off.loop.value > 0.1 and on.on_cpu.value == pytest.approx(on.loop.value)
+    assert off.own(math.inf) == (off.loop, off.wait)
+    for headroom in (None, 0.0, 0.5):
+        assert on.own(headroom)[0].value == pytest.approx(on.loop.value)  # their own work: theirs
+    loop, wait_share = off.own(0.0)  # a storage at its limit: the wait moves, it does not leave
+    assert loop.value == pytest.approx(0.0, abs=1e-9) and loop.high == pytest.approx(0.0, abs=1e-9)
+    assert wait_share.value == pytest.approx(0.0, abs=1e-9)
+    capped, _ = off.own(off.loop.value / 2)
+    assert capped.value == pytest.approx(off.loop.value / 2) and capped.high <= off.loop.value / 2 + 1e-9
+    unknown, _ = off.own(None)
+    assert unknown.value == pytest.approx(0.0, abs=1e-9) and unknown.high == pytest.approx(off.loop.high)
+    # the share of the wait is the same saving over the replayed wait
+    assert off.own(math.inf)[1].value == pytest.approx(off.wait.value)
+    # rows that did not tell the time on a CPU apart: nothing is surely theirs where the headroom
+    # is unknown, and the headroom bounds it where it is known
+    untold = slow_wait([batches], window, 2, 2, fence_s=0.5, median_s=0.1, slow=4, samples=320)
+    assert untold is not None and untold.on_cpu is None and untold.own(None)[0].low == 0.0
+    assert untold.own(0.2)[0].high == pytest.approx(0.2)

@@ -384,6 +384,51 @@ def test_each_samples_time_is_kept_and_the_slowest_is_named(tmp_path: Path) -> N
     assert "its slowest sample (1 of 24) took" in line and "#17" in line and "img17.jpg" in line
 
 
+class _SpinsOrSleeps(Dataset):  # type: ignore[type-arg]
+    """Sample 5 works 80 ms on a CPU, sample 17 sleeps 120 ms (a wait), the rest take 4 ms asleep."""
+
+    def __len__(self) -> int:
+        return 24
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        if index == 5:
+            end = time.thread_time() + 0.08
+            while time.thread_time() < end:
+                pass
+        else:
+            time.sleep(0.12 if index == 17 else 0.004)
+        return torch.zeros(1) + index
+
+
+def test_each_samples_time_on_a_cpu_is_told_apart_from_its_wait(tmp_path: Path) -> None:
+    """Each sample's row gives its thread's time on a CPU beside its whole time: the sample that
+    works is all work, the one that sleeps hardly any (broken once — the whole time written as its
+    time on a CPU —: it failed)."""
+    folder = str(tmp_path)
+    loader = DataLoader(
+        _SpinsOrSleeps(), batch_size=4, num_workers=2, worker_init_fn=stages.WorkerStages(folder, 1, None)
+    )
+    for _ in loader:
+        pass
+    rows = stage_rows.read_rows(folder, 1)
+    if not any("sample_cpu_s" in r for r in rows):
+        pytest.skip("this kernel does not count a thread's time on a CPU (/proc/<pid>/task/<tid>/schedstat)")
+    # the sequential sampler: batch k holds samples 4k … 4k + 3, and worker k mod 2 makes it
+    by_batch = sorted(rows, key=lambda r: r["t"])
+    times = {}
+    for worker in (0, 1):
+        made = [r for r in by_batch if r["worker"] == worker]
+        for j, r in enumerate(made):
+            k = 2 * j + worker
+            for i, (whole, on) in enumerate(zip(r["sample_s"], r["sample_cpu_s"], strict=True)):
+                times[4 * k + i] = (whole, on)
+    assert len(times) == 24
+    whole, on = times[5]
+    assert on >= 0.075 and on <= whole + 1e-6
+    whole, on = times[17]
+    assert whole >= 0.12 and on < 0.02
+
+
 class _PreemptedOnce:
     """This thread's run-queue count, with one more 50 ms preemption, really spent, midway through
     the calibration's timed calls (the kernel counts a wait once the thread runs again); the real
