@@ -46,18 +46,23 @@ def interface_for(host: str) -> str | None:
     return best[1] if best else None
 
 
-def rx_bytes(iface: str) -> int | None:
-    """Bytes ``iface`` has received so far (this process's network namespace), or None."""
+def rx_all() -> dict[str, int]:
+    """Bytes each interface has received so far (this process's network namespace); {} unreadable."""
     try:
         with open("/proc/self/net/dev", encoding="ascii") as f:
             rows = f.read().splitlines()[2:]
     except OSError:
-        return None
+        return {}
+    out = {}
     for row in rows:
         name, _, rest = row.partition(":")
-        if name.strip() == iface:
-            return int(rest.split()[0])
-    return None
+        out[name.strip()] = int(rest.split()[0])
+    return out
+
+
+def rx_bytes(iface: str) -> int | None:
+    """Bytes ``iface`` has received so far (this process's network namespace), or None."""
+    return rx_all().get(iface)
 
 
 # A reading that stopped leaves its bytes in flight: the sender's queue, the link's, a socket's

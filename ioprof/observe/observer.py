@@ -298,11 +298,13 @@ class Watcher:
             nfs = snap.nfs_server_read_bytes
             if snap.daemon_pid is not None and snap.daemon_read_chars is not None:
                 daemon = (snap.daemon_pid, snap.daemon_name, snap.daemon_read_chars)
-        net = None
-        if rec.iface is not None:
-            from ioprof.host.netdev import rx_bytes
+        from ioprof.host.netdev import rx_all
 
-            net = rx_bytes(rec.iface)
+        # every interface's count while the source is not known yet (its workers' connections may
+        # name one at the first batch); then the one it arrives on
+        known = rec.iface is not None or rec.settings["dataset_root"] or rec.settings["source"] is not None
+        rx = rx_all() if rec.iface is not None or not known else {}
+        net = rx.get(rec.iface) if rec.iface is not None else None
         return Reading(
             at_s,
             procs,
@@ -313,6 +315,8 @@ class Watcher:
             threads=threads,
             wall_s=time.time(),
             net_bytes=net,
+            iface=rec.iface,
+            rx=rx if rec.iface is None else {},
         )
 
     def mount_counters(self, root: str) -> MountCounters | None:

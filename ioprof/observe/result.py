@@ -84,7 +84,8 @@ def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
         return Fetched(
             None,
             "unknown",
-            f"its workers' connections to {', '.join(loader['peers'])} arrive on no one interface",
+            f"the interface its workers' connections to {', '.join(loader['peers'])} arrive on was not read at "
+            "both ends of these seconds",
         )
     if not root:
         # no filesystem to count on: never a counter of another one (block I/O would read 0.00)

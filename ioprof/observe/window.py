@@ -65,6 +65,16 @@ class Reading:
     threads: dict[int, dict[int, tuple[float, float]]] = field(default_factory=dict)
     wall_s: float = 0.0  # time.time() at the reading: the span can be matched with readings outside
     net_bytes: int | None = None  # the interface routing to a URL source: bytes it received (host-wide)
+    iface: str | None = None  # that interface
+    # taken before the loader's source was known (its workers' connections are found at its first
+    # batch): every interface's count, so that a span from here is counted once one is known
+    rx: dict[str, int] = field(default_factory=dict)
+
+    def net_on(self, iface: str | None) -> int | None:
+        """What ``iface`` had received at this reading, where it was read."""
+        if self.net_bytes is not None and self.iface == iface:
+            return self.net_bytes
+        return self.rx.get(iface) if iface is not None else None
 
 
 @dataclass
@@ -107,8 +117,9 @@ class Totals:
         self._add_cpu(a, b)
         if a.nfs_bytes is not None and b.nfs_bytes is not None:
             self.nfs_bytes = (self.nfs_bytes or 0) + b.nfs_bytes - a.nfs_bytes
-        if a.net_bytes is not None and b.net_bytes is not None:
-            self.net_bytes = (self.net_bytes or 0) + b.net_bytes - a.net_bytes
+        net_a, net_b = a.net_on(b.iface), b.net_on(b.iface)
+        if net_a is not None and net_b is not None:
+            self.net_bytes = (self.net_bytes or 0) + net_b - net_a
         if a.daemon is not None and b.daemon is not None and a.daemon[0] == b.daemon[0]:
             self.daemon_bytes = (self.daemon_bytes or 0) + b.daemon[2] - a.daemon[2]
             self.daemon = (b.daemon[0], b.daemon[1])

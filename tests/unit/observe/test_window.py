@@ -239,3 +239,22 @@ def test_a_hiccup_shorter_than_a_unit_is_a_step_not_a_pause() -> None:
     w.call(t + 0.0002, 0, 1)
     assert w.gaps == 0 and len(w.waits) == 12
     assert max(w.step_times) == pytest.approx(0.004)
+
+
+def test_a_span_begun_before_the_interface_was_known_is_counted_on_it() -> None:
+    """The workers' connections name their interface at the first batch, after the pass began: the
+    reading at ``iter()`` holds every interface's count, so the span from it to the window's first
+    reading counts what arrived on the one found — and nothing where it was not read then."""
+    from ioprof.observe.window import Totals
+
+    start = Reading(0.0, {}, rx={"lo": 1_000, "eth0": 50})
+    found = Reading(2.0, {}, net_bytes=9_000, iface="lo")
+    t = Totals()
+    t.add(start, found)
+    assert t.net_bytes == 8_000
+    later = Reading(3.0, {}, net_bytes=9_500, iface="lo")
+    t.add(found, later)
+    assert t.net_bytes == 8_500
+    blind = Totals()
+    blind.add(Reading(0.0, {}), found)  # no count of it at the start: none over the span
+    assert blind.net_bytes is None
