@@ -76,11 +76,18 @@ def fetched_share(cell: CellResult, s: StorageCeiling | None) -> float | None:
     of the bytes its samples hold (``s``'s bytes per sample × the images), the samples came another
     way — page faults on a memory-mapped file (an Arrow table), which read() never counts — and
     the share is of those bytes: fetched ÷ them."""
-    held = cell.images * s.sample_bytes() if s is not None else 0.0
-    if not cell.fetched.known or held <= 0 or cell.requested_bytes >= READ_CALLS_MIN_SHARE * held:
+    if not by_page_faults(cell, s):
         return cell.miss_ratio()
-    assert cell.fetched.bytes is not None
-    return min(1.0, cell.fetched.bytes / held)
+    assert cell.fetched.bytes is not None and s is not None
+    return min(1.0, cell.fetched.bytes / (cell.images * s.sample_bytes()))
+
+
+def by_page_faults(cell: CellResult, s: StorageCeiling | None) -> bool:
+    """Whether the cell's samples came by page faults: its read() calls read under
+    READ_CALLS_MIN_SHARE of the bytes its samples hold (``s``'s bytes per sample × the images),
+    where its fetched bytes are known."""
+    held = cell.images * s.sample_bytes() if s is not None else 0.0
+    return cell.fetched.known and held > 0 and cell.requested_bytes < READ_CALLS_MIN_SHARE * held
 
 
 def storage_rate(s: StorageCeiling, cell: CellResult) -> float:
@@ -285,6 +292,7 @@ def cell_verdict(
         residual_unexplained=unexplained,
         rates=rates,
         storage_miss_ratio=fetched_share(cell, storage),
+        read_by_faults=by_page_faults(cell, storage),
         decided_by=decided_by,
         kernel_call=call,
         own_compute_img_per_s=own,

@@ -65,6 +65,9 @@ class CellVerdict:
     # (the ceiling was read at another moment of a shared host): that pace (img/s), where it alone
     # explains the residual; None otherwise
     own_compute_img_per_s: float | None = None
+    # its samples came by page faults (rows of a memory-mapped file): read() calls, which read
+    # under READ_CALLS_MIN_SHARE of what they hold, are not what it read
+    read_by_faults: bool = False
 
 
 # -- advice for one dataset --------------------------------------------------------------------

@@ -191,7 +191,8 @@ def _cell_row(c: CellResult, sim: bool, impossible: bool = False) -> list[str]:
         klass,
         v.bottleneck if v else "—",
         predicted,
-        f"{shown} / {rate(c.requested_mb_per_s())} ({c.fetched.method})",
+        f"{shown} / {'— (page faults)' if v and v.read_by_faults else rate(c.requested_mb_per_s())} "
+        f"({c.fetched.method})",
         _cache(c),
         f"{c.startup_s:.2f} s" if c.startup_s else "—",
         f"{c.steps} ({c.stopped_by}){gpu}",
@@ -229,7 +230,8 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
         "delivering while the process decodes and steps, at worst reading, decoding and stepping in "
         'turn). "MB/s fetched" is what came from storage '
         "(its interval from the window cut where the counters were read again, every half second or less), "
-        "\"read\" what the loader read from the dataset's files. Intervals rest on the loop's steps, in groups of "
+        '"read" what the loader read from the dataset\'s files through read() calls ("— (page faults)" where '
+        "its samples came as pages of a memory-mapped file, which no read() counts). Intervals rest on the loop's steps, in groups of "
         "whole turns of the workers (one batch each; step by step where the workers could make wholly more than "
         f"the step takes), or — marked (W) — where the window held fewer than {MIN_BATCHES} "
         "turns, on the workers' own batches (each worker's time from one batch to its next; the loop's own total "

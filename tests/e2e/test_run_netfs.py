@@ -531,6 +531,7 @@ def test_a_hugging_face_dataset_is_storage_bound_from_its_arrow_files(runs: Any)
     # so the share of its rows' bytes that came over the link is fetched ÷ those bytes, not ÷ read()'s
     held = cell["images"] * storage["bytes_per_sample"]
     assert v["storage_miss_ratio"] == pytest.approx(min(1.0, cell["fetched"]["bytes"] / held), rel=1e-6)
+    assert v["read_by_faults"] and "/ — (page faults) (fuse-daemon)" in run["report"]  # never "/ 0.00"
     run["figure"](
         f"run hf: {cell['images']} rows of {storage['bytes_per_sample'] / 1e3:.0f} kB, "
         f"{cell['fetched']['bytes'] / 1e6:.2f} MB fetched by the sshfs daemon: "
