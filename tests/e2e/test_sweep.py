@@ -149,7 +149,8 @@ def test_a_sweep_over_data_with_a_few_huge_images_names_them_and_what_they_cost(
         f"folder's wait per batch {without[0]:.2f} s before, {without[1]:.2f} s after); each sample's median "
         f"{huge['inside']['stages']['per_sample']['p50_s'] * 1e3:.1f} ms, max "
         f"{huge['inside']['stages']['per_sample']['max_s'] * 1e3:.1f} ms; the replay's wait "
-        f"{slow['replayed_wait_s']:.2f} s against {slow['measured_wait_s']:.2f} s measured"
+        f"{slow['replayed_wait_s']:.2f} s against {slow['measured_wait_s']:.2f} s measured; of the loop's time "
+        f"{slow['loop']['value']:.3f}, their own work on a CPU {slow['on_cpu']['value']:.3f}"
     )
     assert abs(slow["wait"]["value"] - truth) <= 0.2 * truth + drift, (slow, truths)
     (found,) = [f for f in huge["findings"] if f["kind"] == "slow-samples"]
