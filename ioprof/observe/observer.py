@@ -298,13 +298,15 @@ class Watcher:
             nfs = snap.nfs_server_read_bytes
             if snap.daemon_pid is not None and snap.daemon_read_chars is not None:
                 daemon = (snap.daemon_pid, snap.daemon_name, snap.daemon_read_chars)
-        from ioprof.host.netdev import rx_all
+        from ioprof.host.netdev import rx_all, rx_bytes
 
-        # every interface's count while the source is not known yet (its workers' connections may
-        # name one at the first batch); then the one it arrives on
-        known = rec.iface is not None or rec.settings["dataset_root"] or rec.settings["source"] is not None
-        rx = rx_all() if rec.iface is not None or not known else {}
-        net = rx.get(rec.iface) if rec.iface is not None else None
+        # the interface its source arrives on; while no source is known, every interface's count
+        # (its workers' connections may name one at the first batch)
+        net, rx = None, {}
+        if rec.iface is not None:
+            net = rx_bytes(rec.iface)
+        elif not rec.settings["dataset_root"] and rec.settings["source"] is None:
+            rx = rx_all()
         return Reading(
             at_s,
             procs,
@@ -316,7 +318,7 @@ class Watcher:
             wall_s=time.time(),
             net_bytes=net,
             iface=rec.iface,
-            rx=rx if rec.iface is None else {},
+            rx=rx,
         )
 
     def mount_counters(self, root: str) -> MountCounters | None:
