@@ -20,6 +20,31 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--core-each",
+        action="store_true",
+        help="under pytest-xdist, hold each worker and all it starts to one core of its own (the link "
+        "lane: tests marked `link` run two at a time, each a one-core machine with its own shaped link)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """``--core-each``: worker gwN runs on the Nth core it may use, and so does every process it
+    starts (the affinity is inherited): its pace, its runs and its ground truths (``/proc/stat``'s
+    line for that core) are that core's alone, whatever the other worker does on the other."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if config.getoption("--core-each") and worker.startswith("gw"):
+        cores = sorted(os.sched_getaffinity(0))
+        index = int(worker[2:])
+        if index >= len(cores):
+            raise pytest.UsageError(
+                f"--core-each: worker {worker} has no core of its own ({len(cores)} cores)"
+            )
+        for thread in os.listdir("/proc/self/task"):  # an affinity is a thread's: execnet's too
+            os.sched_setaffinity(int(thread), {cores[index]})
+
+
 @pytest.fixture(scope="session")
 def small_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """48 photo-like JPEGs at 96x72 in 4 class folders."""

@@ -25,6 +25,8 @@ RATE_MBIT = 40  # about 5 MB/s of payload: far below what 2 workers decode
 
 pytestmark = [
     pytest.mark.root,
+    pytest.mark.link,
+    pytest.mark.xdist_group("links"),
     pytest.mark.skipif(bool(netfs.unavailable()), reason=netfs.unavailable() or "ok"),
 ]
 

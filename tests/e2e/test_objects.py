@@ -23,7 +23,7 @@ from groundtruth import ProcStat
 pytest.importorskip("boto3", reason="boto3 is not installed (pip install -e '.[test]')")
 pytest.importorskip("moto", reason="moto is not installed (pip install -e '.[test]')")
 
-pytestmark = [pytest.mark.slow, pytest.mark.root]
+pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.link, pytest.mark.xdist_group("links")]
 
 BUCKET = "train"
 PREFIX = "imagenet/train"

@@ -21,7 +21,7 @@ Root only.
 
 Each run also proves what a stock script must not get: no memory-growth finding, no "0 kB" or
 "0.00 MB/s", no page-cache claim on a filesystem that drops pages — and its cores figure agrees
-with ``/proc/stat`` over the same window.
+with the kernel's count of the CPU time of the run's own cgroup over the same window.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ import pace
 import paths
 import pytest
 from cli import ioprof
-from groundtruth import ProcStat, Smaps, stock_truths
+from groundtruth import CpuGroup, ProcStat, Smaps, stock_truths
 
 from ioprof.core.thresholds import (
     FETCHED_VS_STORAGE_TOLERANCE,
@@ -55,7 +55,7 @@ ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
 SCRIPTS = paths.SCRIPTS
 THIRDPARTY = SCRIPTS / "thirdparty"
 
-pytestmark = [pytest.mark.slow, pytest.mark.root]
+pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.link, pytest.mark.xdist_group("runs")]
 TIMM_EPOCHS = 2  # what ``netfs.script_argv("timm", …)`` asks of timm's train.py
 RIG_RATE_MBIT = 8  # the rig's own link: no run here is given a faster one
 
@@ -70,14 +70,22 @@ def _run(
     smaps: str | None = None,
 ) -> dict[str, Any]:
     """``smaps``: a part of the script's command line, whose processes' memory is read from outside
-    (``Smaps``); none by default."""
-    with ProcStat(rig=True, link=link) as stat, Smaps(smaps) as memory:
-        p = ioprof(
-            *("run", "--probe-seconds", "2", *ioprof_args, "--out", str(out), "--", *command),
-            cwd=cwd,
-            timeout=600,
-            prefix=prefix,
-        )
+    (``Smaps``); none by default. The run in a cgroup of its own, whose CPU time is the truth of its
+    cores figure: the machine's other work (another test's run beside it, the interrupts a core
+    serves for the whole machine) is not in it."""
+    group = CpuGroup.make()
+    try:
+        with ProcStat(rig=True, link=link, group=group) as stat, Smaps(smaps) as memory:
+            p = ioprof(
+                *("run", "--probe-seconds", "2", *ioprof_args, "--out", str(out), "--", *command),
+                cwd=cwd,
+                timeout=600,
+                prefix=prefix,
+                cgroup_procs=group.procs if group else None,
+            )
+    finally:
+        if group:
+            group.remove()
     assert p.returncode == 0, p.stderr[-3000:]
     observed = [json.loads(f.read_text()) for f in sorted((out / "observed").glob("observed-*.json"))]
     return {

@@ -130,6 +130,8 @@ RATE_MBIT = 16  # the session rig's link, raised for this test: about 2 MB/s, 50
 
 @pytest.mark.slow
 @pytest.mark.root
+@pytest.mark.link
+@pytest.mark.xdist_group("links")
 def test_on_slow_network_storage_the_second_rank_is_stopped_by_the_storage(
     netrig: tuple[netfs.NetMount, netfs.Served], tmp_path: Path
 ) -> None:

@@ -1,8 +1,9 @@
-"""Ground truth taken outside ioprof: the machine's busy CPU from ``/proc/stat``, sampled on a
-thread with wall-clock times, so that a figure ioprof gives for a window can be checked against
-the kernel's own total over the same seconds — less what the test's own rig used meanwhile (the
-sshfs daemon, ssh and sshd carrying the link, the HTTP server, this test process), read from their
-``/proc/PID/stat``: the machine runs nothing else."""
+"""Ground truth taken outside ioprof: the busy CPU of the cores this test may use from
+``/proc/stat`` (the machine's, or under ``--core-each`` its worker's one), sampled on a thread with
+wall-clock times, so that a figure ioprof gives for a window can be checked against the kernel's
+own total over the same seconds — less what the test's own rig used meanwhile (the sshfs daemon,
+ssh and sshd carrying the link, the HTTP server, this test process), read from their
+``/proc/PID/stat``: those cores run nothing else."""
 
 from __future__ import annotations
 
@@ -10,14 +11,17 @@ import itertools
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 RIG_COMMANDS = ("sshfs", "ssh", "sshd")  # what carries the test rig's link
 
 
-def _rig_pids() -> list[int]:
-    """This process and the rig's: the sshfs daemon, ssh, sshd and the HTTP server in the namespace."""
+def _rig_pids(cores: set[int]) -> list[int]:
+    """This process and the rig's: the sshfs daemon, ssh, sshd and the HTTP server in the namespace —
+    those that run only on ``cores`` (under ``--core-each``, another worker's rig runs on another)."""
     out = [os.getpid()]
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -27,9 +31,10 @@ def _rig_pids() -> list[int]:
                 comm = f.read().strip()
             with open(f"/proc/{name}/cmdline", "rb") as f:
                 cmd = f.read()
+            ours = os.sched_getaffinity(int(name)) <= cores
         except OSError:
             continue
-        if comm in RIG_COMMANDS or b"http.server" in cmd:
+        if ours and (comm in RIG_COMMANDS or b"http.server" in cmd):
             out.append(int(name))
     return out
 
@@ -46,14 +51,22 @@ def _cpu_s(pids: list[int]) -> float:
     return total
 
 
-def _busy_s() -> tuple[float, float]:
-    """The machine's busy CPU seconds so far, and apart its steal: time the hypervisor ran
-    something else while a vCPU was ready: no process of this machine ran then, so no run's
-    cores figure can hold it. Printed beside each truth, to tell a noisy host from ioprof."""
+def _busy_s(cores: set[int]) -> tuple[float, float]:
+    """The busy CPU seconds so far of ``cores`` (their lines in ``/proc/stat``), and apart their
+    steal: time the hypervisor ran something else while a vCPU was ready: no process of this
+    machine ran then, so no run's cores figure can hold it. Printed beside each truth, to tell a
+    noisy host from ioprof."""
+    busy = steal = 0
     with open("/proc/stat", encoding="ascii") as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
-    return (user + nice + system + irq + softirq) / 100.0, steal / 100.0  # USER_HZ: 100 on Linux
+        for line in f:
+            name, *values = line.split()
+            if not name.startswith("cpu") or name == "cpu" or int(name[3:]) not in cores:
+                continue
+            fields = [int(x) for x in values]
+            user, nice, system, _idle, _iowait, irq, softirq, stolen = (fields + [0] * 8)[:8]
+            busy += user + nice + system + irq + softirq
+            steal += stolen
+    return busy / 100.0, steal / 100.0  # USER_HZ: 100 on Linux
 
 
 def _at(samples: list[tuple[float, float]], t: float) -> float:
@@ -70,14 +83,67 @@ def _per_s_over(samples: list[tuple[float, float]], spans: list[tuple[float, flo
     return sum(_at(samples, b) - _at(samples, a) for a, b in spans) / sum(b - a for a, b in spans)
 
 
+class CpuGroup:
+    """A cgroup of its own for a run under test (pass ``procs`` to ``cli.ioprof``'s
+    ``cgroup_procs``): the CPU time the kernel charged to that run's processes alone — ioprof,
+    the script, its workers and whatever they start, even those gone before it is read — and to
+    nothing else on the machine: not another test's run, not the interrupts a core serves for the
+    whole machine. cgroup v1's ``cpuacct``, or v2's ``cpu.stat``; ``None`` from ``make`` where
+    neither can be made (not root)."""
+
+    def __init__(self, folder: Path, v2: bool) -> None:
+        self.folder = folder
+        self.v2 = v2
+        self.procs = folder / "cgroup.procs"
+
+    @classmethod
+    def make(cls) -> CpuGroup | None:
+        name = f"ioprof-test-{uuid.uuid4().hex[:8]}"
+        for root, v2 in ((Path("/sys/fs/cgroup/cpuacct"), False), (Path("/sys/fs/cgroup"), True)):
+            usage = "cpu.stat" if v2 else "cpuacct.usage"
+            if not (root / usage).exists() and not (root / "cgroup.procs").exists():
+                continue
+            try:
+                (root / name).mkdir()
+            except OSError:
+                continue
+            if (root / name / usage).exists():
+                return cls(root / name, v2)
+            (root / name).rmdir()
+        return None
+
+    def cpu_s(self) -> float:
+        if self.v2:
+            for line in (self.folder / "cpu.stat").read_text().splitlines():
+                key, value = line.split()
+                if key == "usage_usec":
+                    return int(value) / 1e6
+            raise OSError(f"no usage_usec in {self.folder / 'cpu.stat'}")
+        return int((self.folder / "cpuacct.usage").read_text()) / 1e9
+
+    def remove(self) -> None:
+        """The cgroup removed once its processes are gone (a run's last worker may still be exiting)."""
+        for _ in range(50):
+            try:
+                self.folder.rmdir()
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
 class ProcStat:
     """/proc/stat's busy CPU seconds, sampled every 20 ms while in its ``with`` block; ``rig``:
-    less the rig's processes and this one (the run under test is another process); ``link``: a
-    reader of the bytes the rig's link has carried, sampled with them."""
+    less the rig's processes and this one (the run under test is another process); ``group``:
+    instead, the CPU seconds of the run's own cgroup (``CpuGroup``); ``link``: a reader of the
+    bytes the rig's link has carried, sampled with them."""
 
-    def __init__(self, *, rig: bool = False, link: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self, *, rig: bool = False, link: Callable[[], int] | None = None, group: CpuGroup | None = None
+    ) -> None:
         self.rig = rig
         self.link = link
+        self.group = group  # where given, the busy CPU is its processes' alone, not the cores'
+        self.cores = os.sched_getaffinity(0)  # the machine's, or under ``--core-each`` this worker's one
         self.samples: list[tuple[float, float]] = []
         self.steal_samples: list[tuple[float, float]] = []
         self.link_samples: list[tuple[float, float]] = []
@@ -85,14 +151,15 @@ class ProcStat:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        others = _rig_pids() if self.rig else []
+        rig = self.rig and self.group is None
+        others = _rig_pids(self.cores) if rig else []
         while not self._stop.wait(0.02):
-            if self.rig and len(self.samples) % 50 == 0:
-                others = _rig_pids()  # sshd forks per connection
-            # the machine's busy CPU less the rig's and this process's: what the run under test used
+            if rig and len(self.samples) % 50 == 0:
+                others = _rig_pids(self.cores)  # sshd forks per connection
+            # the cores' busy CPU less the rig's and this process's: what the run under test used
             now = time.time()
-            busy, steal = _busy_s()
-            self.samples.append((now, busy - _cpu_s(others)))
+            busy, steal = _busy_s(self.cores)
+            self.samples.append((now, self.group.cpu_s() if self.group else busy - _cpu_s(others)))
             self.steal_samples.append((now, steal))
             if self.link is not None:
                 self.link_samples.append((now, float(self.link())))
@@ -105,12 +172,17 @@ class ProcStat:
         self._stop.set()
         self._thread.join()
 
+    @property
+    def source(self) -> str:
+        """Where the busy CPU came from, as a figure's line says it."""
+        return "its cgroup's CPU time" if self.group else "/proc/stat"
+
     def link_mb_per_s_over(self, spans: list[tuple[float, float]]) -> float:
         """MB/s the link carried over these wall-clock spans together."""
         return _per_s_over(self.link_samples, spans) / 1e6
 
     def busy_cores_over(self, spans: list[tuple[float, float]]) -> float:
-        """Cores the machine kept busy over these wall-clock spans together."""
+        """Cores kept busy (of those this test may use) over these wall-clock spans together."""
         return _per_s_over(self.samples, spans)
 
     def steal_cores_over(self, spans: list[tuple[float, float]]) -> float:
@@ -118,7 +190,7 @@ class ProcStat:
         return _per_s_over(self.steal_samples, spans)
 
     def busy_cores(self, start: float, end: float) -> float:
-        """Cores the whole machine kept busy between two wall-clock times."""
+        """Cores kept busy (of those this test may use) between two wall-clock times."""
         inside = [s for s in self.samples if start <= s[0] <= end]
         (t0, b0), (t1, b1) = inside[0], inside[-1]
         return (b1 - b0) / (t1 - t0)
@@ -134,7 +206,8 @@ def stock_truths(
 ) -> None:
     """What no stock training script may get from ``ioprof run`` — a memory-growth finding, a
     page-cache claim where pages are dropped, "0 kB" or "0.00 MB/s" — and its cores figure against
-    ``/proc/stat`` over the very spans ioprof read (within 10 %)."""
+    the kernel's count (``stat``: its cgroup's, or ``/proc/stat``'s) over the very spans ioprof read
+    (within 10 %)."""
     findings = result["analysis"]["findings"]
     assert not [f for f in findings if f["kind"] in ("worker-memory-grows", "slow-samples")], findings
     if not all(d.get("keeps_pages") is True for d in result["datasets"]):  # sshfs, HTTP, unknown
@@ -147,7 +220,7 @@ def stock_truths(
     truth = stat.busy_cores_over(seen["cpu"]["spans_wall"])
     steal = stat.steal_cores_over(seen["cpu"]["spans_wall"])
     say(
-        f"run {name}: cores busy {cores['cpu_busy_cores']:.2f}, /proc/stat over the same spans {truth:.2f} "
+        f"run {name}: cores busy {cores['cpu_busy_cores']:.2f}, {stat.source} over the same spans {truth:.2f} "
         f"(steal {steal:.2f} left out)"
     )
     assert abs(cores["cpu_busy_cores"] - truth) <= 0.10 * truth, (cores, truth)

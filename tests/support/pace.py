@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,24 +82,28 @@ def training_pace(
     else:
         model = getattr(torchvision.models, arch)(num_classes=len(data.classes))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    loader = torch.utils.data.DataLoader(
-        data,
-        batch_size=batch,
-        shuffle=True,
-        num_workers=workers,
-        persistent_workers=workers > 0,
-        drop_last=True,
-    )
     stamps: list[float] = []
-    while len(stamps) < steps + 3:
-        for x, y in loader:
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            stamps.append(time.perf_counter())
-            if len(stamps) >= steps + 3:
-                break
+    with warnings.catch_warnings():
+        # the script's worker count on the cores this test was given (one, under --core-each), as
+        # the script itself runs there: torch's advice to use fewer is not the test's to take
+        warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
+        loader = torch.utils.data.DataLoader(
+            data,
+            batch_size=batch,
+            shuffle=True,
+            num_workers=workers,
+            persistent_workers=workers > 0,
+            drop_last=True,
+        )
+        while len(stamps) < steps + 3:
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                stamps.append(time.perf_counter())
+                if len(stamps) >= steps + 3:
+                    break
     step_s = statistics.fmean(b - a for a, b in itertools.pairwise(stamps[2:]))
     if bytes_per_image is None:
         sizes = [f.stat().st_size for f in folder.rglob("*.jpg")]
