@@ -31,8 +31,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """``--core-each``: worker gwN runs on the Nth core it may use, and so does every process it
-    starts (the affinity is inherited): its pace, its runs and its ground truths (``/proc/stat``'s
-    line for that core) are that core's alone, whatever the other worker does on the other."""
+    starts (the affinity is inherited): its pace and its runs are that core's alone, whatever the
+    other worker does on the other. Its runs' CPU truths are their cgroups' (``groundtruth.CpuGroup``):
+    a core's line in ``/proc/stat`` also holds the interrupts it serves for the whole machine."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if config.getoption("--core-each") and worker.startswith("gw"):
         cores = sorted(os.sched_getaffinity(0))
