@@ -41,9 +41,6 @@ def ioprof(
     cgroup it runs in, with its workers (``slowdisk``'s throttle), from before its first read;
     ``cpus``: the cores it may run on, as under ``taskset -c``."""
     full_env = _env(env)
-    # ``ip netns exec`` mounts the namespace's own sysfs over /sys, and with it hides the cgroups
-    # from a server started under it: such a run joins its cgroup before the prefix, in a fresh process
-    fresh = fresh or bool(prefix and cgroup_procs)
     if preexec_fn is None and not fresh:  # a forked child of a process that imported ioprof once
         done = cliserver.run(
             list(args),

@@ -186,6 +186,10 @@ def start(
     ``cgroup.procs`` is given (its workers with it), on the ``cpus`` given (as ``taskset -c``);
     None where there is no server, or its server is busy with a command started before (the
     caller then starts a fresh process)."""
+    # ``ip netns exec`` mounts the namespace's own sysfs over /sys, and with it hides the cgroups
+    # from a server started under it: such a run joins its cgroup before the prefix, in a fresh process
+    if prefix and cgroup_procs:
+        return None
     if os.environ.get("IOPROF_TEST_FRESH") or not _lock.acquire(blocking=False):
         return None
     server = _servers.get(prefix)

@@ -31,13 +31,14 @@ def test_a_runs_cgroup_counts_its_processes_cpu_and_nothing_beside_it() -> None:
             ],
             preexec_fn=partial(group.procs.write_text, "0"),
         )
-        _, _, usage = os.wait4(inside.pid, 0)
-        inside.returncode = 0
+        _, status, usage = os.wait4(inside.pid, 0)
+        inside.returncode = os.waitstatus_to_exitcode(status)  # reaped here, for its rusage
         counted = group.cpu_s() - before
         outside.wait()
     finally:
         group.remove()
     # wait4's rusage holds the process and the children it waited for: the kernel's own figure
     used = usage.ru_utime + usage.ru_stime
+    assert inside.returncode == 0
     assert used > 0.8  # both spun 0.4 s of CPU, on top of their start-up
     assert counted == pytest.approx(used, rel=0.05), (counted, used)
