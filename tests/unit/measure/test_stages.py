@@ -461,8 +461,8 @@ def test_a_preemption_during_the_timers_calibration_is_not_charged_to_every_call
     clock.queue = _PreemptedOnce(clock.queue)  # type: ignore[assignment]
     cost = stages.calibrate(clock)
     assert clock.queue.reads > 1000  # type: ignore[attr-defined]  # the preemption fell inside
-    # charged the preemption, every call would cost PREEMPTED_S / 2,000 more (100 µs; about 2 µs a
-    # call here, up to 9 µs beside the other tests): at most half of that is the call's own noise
+    # charged the preemption, every call would cost PREEMPTED_S / 2,000 more (100 µs, many times a
+    # call's own cost): at most half of that may be the calls' own noise between the two calibrations
     assert cost - bare < 0.5 * PREEMPTED_S / 2000, (cost, bare)
 
 
