@@ -486,6 +486,7 @@ def advise(
         best_cell_wait_share=top.data_wait_share if top else None,
         consumer=consumer,
         window_fetched_share=_served_by_a_copy(top),
+        **_fetched_of_what_it_read(top, ceilings),
         **decode,
         **storage,
     )
@@ -500,6 +501,17 @@ def _served_by_a_copy(top: CellResult | None) -> float | None:
     if share is None or share > MOSTLY_A_COPY_SHARE:
         return None
     return 0.0 if fetched_nothing(top) else share
+
+
+def _fetched_of_what_it_read(top: CellResult | None, ceilings: DatasetCeilings | None) -> dict[str, Any]:
+    """The share of the bytes its samples hold that the best cell fetched from real storage, where
+    known and short of all of them, and its storage ceiling over that share (``storage_rate``):
+    the advice says both beside the probe's rate of whole samples."""
+    s = storage_for(top, ceilings) if top is not None else None
+    share = fetched_share(top, s) if top is not None and s is not None and not s.emulated else None
+    if top is None or s is None or share is None or not FETCHED_NOTHING_SHARE < share < 1.0:
+        return {}
+    return {"storage_fetched_share": share, "storage_img_per_s_fetched": storage_rate(s, top)}
 
 
 def _fix_from_ceilings(decode: float | None, storage: float | None, demand: float | None) -> str:

@@ -118,6 +118,10 @@ class Advice:
     # the share of what the best cell read that it fetched, as the user's script ran it, where a
     # copy served most of it (``MOSTLY_A_COPY_SHARE``; 0: it fetched none); None otherwise
     window_fetched_share: float | None = None
+    # the share of the bytes its samples hold that the best cell fetched from storage, where it is
+    # known and short of all of them (its storage ceiling is the probe's rate over it); None otherwise
+    storage_fetched_share: float | None = None
+    storage_img_per_s_fetched: float | None = None  # that cell's storage ceiling, so scaled
 
 
 # -- the run as a whole ------------------------------------------------------------------------

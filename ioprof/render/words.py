@@ -222,14 +222,24 @@ def _storage_need(a: f.Advice) -> str:
 
 
 def _storage_fix(a: f.Advice) -> list[str]:
+    share = a.storage_fetched_share
     need = (
-        f"needs {rate(a.storage_mb_per_s_needed)} MB/s ({a.mean_file_bytes / 1e3:,.0f} kB an image)"
+        f"needs {rate(a.storage_mb_per_s_needed)} MB/s ({a.mean_file_bytes / 1e3:,.0f} kB an image"
+        + (f"; {rate(a.storage_mb_per_s_needed * share)} MB/s at the share it fetched" if share else "")
+        + ")"
         if a.storage_mb_per_s_needed is not None and a.mean_file_bytes is not None
         else "needs more (the bytes it reads per image are not known)"
     )
     delivers = (
         f"the storage delivers {_storage_mb(a)} MB/s ({rate(a.storage_img_per_s_best)} img/s "
-        f"at {a.storage_best_readers} reader(s))"
+        f"at {a.storage_best_readers} reader(s)"
+        + (
+            f" reading whole samples; {rate(a.storage_img_per_s_fetched)} img/s to this loader, which fetched "
+            f"{pct(share, 0)} of the bytes its samples hold"
+            if share and a.storage_img_per_s_fetched
+            else ""
+        )
+        + ")"
         if a.storage_mb_per_s_measured is not None and a.storage_best_readers is not None
         else "what the storage delivers alone was not measured (see *Not measured*)"
     )

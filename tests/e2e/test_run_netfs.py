@@ -49,6 +49,7 @@ from ioprof.core.thresholds import (
     MODERATELY_INPUT_BOUND_SHARE,
     TRAINING_EPOCHS_AT_MOST,
 )
+from ioprof.render.fmt import rate
 
 REPO = paths.REPO
 ENV = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
@@ -540,6 +541,13 @@ def test_a_hugging_face_dataset_is_storage_bound_from_its_arrow_files(runs: Any)
     held = cell["images"] * storage["bytes_per_sample"]
     assert v["storage_miss_ratio"] == pytest.approx(min(1.0, cell["fetched"]["bytes"] / held), rel=1e-6)
     assert v["read_by_faults"] and "/ — (page faults) (fuse-daemon)" in run["report"]  # never "/ 0.00"
+    # the advice gives the storage's rate as the verdict used it (over the share fetched) beside the
+    # probe's rate of whole rows: one storage, never two unexplained rates
+    (advice,) = r["analysis"]["advice"]
+    if v["storage_miss_ratio"] < 1.0:
+        assert advice["storage_img_per_s_fetched"] == pytest.approx(v["rates"]["storage"], rel=1e-9)
+        said = f"{rate(v['rates']['storage'])} img/s to this loader, which fetched"
+        assert said in run["report"], run["report"]
     run["figure"](
         f"run hf: {cell['images']} rows of {storage['bytes_per_sample'] / 1e3:.0f} kB, "
         f"{cell['fetched']['bytes'] / 1e6:.2f} MB fetched by the sshfs daemon: "

@@ -143,6 +143,8 @@ def test_rows_of_a_memory_mapped_file_count_the_bytes_they_hold_not_those_read_b
     (judged,) = result.cells
     assert judged.verdict is not None and judged.verdict.storage_miss_ratio == pytest.approx(0.25)
     assert judged.derived()["cache_hit_ratio"] == pytest.approx(0.75)  # results.json and the CSV too
+    (advice,) = result.analysis.advice if result.analysis else ()  # and the advice, with its rate
+    assert (advice.storage_fetched_share, advice.storage_img_per_s_fetched) == pytest.approx((0.25, 400.0))
     # and the table does not print the 0.00 MB/s of read() calls as what it read
     assert judged.verdict.read_by_faults
     from ioprof.render import sweep as report
@@ -151,6 +153,7 @@ def test_rows_of_a_memory_mapped_file_count_the_bytes_they_hold_not_those_read_b
     assert any("/ — (page faults) (block-io)" in row for row in rows), rows
     plain = conclude(replace(sweep_result(cells=(cell(),)), ceilings=(ceilings,)))
     assert plain.cells[0].verdict is not None and not plain.cells[0].verdict.read_by_faults
+    assert plain.analysis is not None and plain.analysis.advice[0].storage_fetched_share is None
     # a loader whose read() calls read at least a tenth of its samples' bytes: the share of those
     reads = cell(read_chars=held // 5, fetched=held // 10)
     assert stage_rates(reads, compute(1000.0), ceilings, [], False)["storage"] == pytest.approx(200.0)

@@ -368,6 +368,25 @@ def test_the_bandwidth_at_the_steps_pace_is_said_as_a_need_not_as_a_reading() ->
         "Storage limits it: what the storage delivers alone was not measured (see *Not measured*), "
         "and training at 544 img/s needs 21.5 MB/s (40 kB an image)."
     ), first
+    # a loader that fetched part of the bytes its samples hold (rows faulted in from a mapped file,
+    # some already resident): the storage's rate over that share, as its verdict used it, beside the
+    # probe's rate of whole samples — one storage, never two unexplained rates
+    measured = replace(
+        a,
+        fix_first="storage",
+        consumer="training",
+        storage_mb_per_s_measured=1.08,
+        storage_img_per_s_best=27.0,
+        storage_best_readers=2,
+        storage_fetched_share=0.5,
+        storage_img_per_s_fetched=54.0,
+    )
+    first = advice(measured)[0]
+    assert first.startswith(
+        "Storage limits it: the storage delivers 1.08 MB/s (27.0 img/s at 2 reader(s) reading whole "
+        "samples; 54.0 img/s to this loader, which fetched 50 % of the bytes its samples hold), and "
+        "training at 544 img/s needs 21.5 MB/s (40 kB an image; 10.8 MB/s at the share it fetched)."
+    ), first
 
 
 def _in_turns(turns: int, produced: bool) -> SweepResult:
