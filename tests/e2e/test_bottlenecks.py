@@ -37,6 +37,7 @@ def verdicts(data: dict) -> set[tuple[str, str]]:
 
 
 @pytest.mark.slow
+@pytest.mark.link  # the emulated storage's sleeps set the pace, far under what one core decodes
 def test_slow_emulated_storage_with_fast_compute_is_storage(small_set: Path, tmp_path: Path) -> None:
     data = sweep(
         "--data",
@@ -95,6 +96,7 @@ def throttled_set(tmp_path: Path) -> Iterator[tuple[slowdisk.SlowDisk, Path]]:
 
 
 @pytest.mark.root
+@pytest.mark.link  # the throttle sets the pace (32 img/s), far under what one core decodes
 @needs_slow_disk
 def test_sweep_on_real_slow_storage_blames_storage(tmp_path: Path, figure: Callable[[str], None]) -> None:
     """The storage probe at 1 and 2 readers, and the loader's draw, each the throttle's rate
@@ -133,6 +135,7 @@ def test_sweep_on_real_slow_storage_blames_storage(tmp_path: Path, figure: Calla
 
 
 @pytest.mark.slow
+@pytest.mark.link  # bytes counted, nothing timed against the host
 @pytest.mark.parametrize("regime", ["cold", "warm"])
 def test_cells_count_bytes_from_storage_per_regime(large_set: Path, tmp_path: Path, regime: str) -> None:
     data = sweep(

@@ -21,6 +21,7 @@ from ioprof.datasets.synth import DatasetSpec, generate
 pytestmark = [
     pytest.mark.root,
     pytest.mark.slow,
+    pytest.mark.link,  # a namespace of its own, nothing timed against the host: a core will do
     pytest.mark.skipif(
         os.geteuid() != 0 or shutil.which("unshare") is None,
         reason="needs root and unshare for a mount namespace",
