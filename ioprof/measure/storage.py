@@ -18,16 +18,21 @@ looks (after 100, 200, 400… files) or at its cap.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import multiprocessing
 import os
 import random
 import shutil
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -98,13 +103,70 @@ def check_storage(root: str, fs: FilesystemInfo, error: OSError) -> None:
     )
 
 
+def _remove_if_mine(path: str, creator: int) -> None:
+    """The emulated device's lock file, removed by the process that made it (a forked worker
+    inherits the finalizer, never the file's ownership)."""
+    if os.getpid() == creator:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+_OPENING = threading.Lock()  # a forked process's first open of an emulated device's lock file
+
+
+def _opening_anew() -> None:
+    """A forked child's own: a thread of the parent may have held it at the fork."""
+    global _OPENING
+    _OPENING = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_opening_anew)
+
+
 class EmulatedStorage:
-    """A shared bandwidth budget plus per-file latency, valid across forked/spawned processes."""
+    """A shared bandwidth budget plus per-file latency, valid across forked/spawned processes.
+
+    The device's next free moment is in shared memory; the lock around it is an ``flock`` on a file
+    of its own, which the kernel drops when its holder dies. A multiprocessing lock stays held by a
+    worker ended inside it (ioprof ends a measurement's workers with SIGKILL; so do the OOM killer
+    and a user's ``kill``), and every read after it, in any process, would wait for it for good.
+    An flock excludes open files, not threads: each process opens the file itself, and its threads
+    take a lock of that process's own first."""
 
     def __init__(self, profile: StorageProfile) -> None:
         self.profile = profile
         # monotonic time at which the emulated device's transfer path is free; shared by all processes
-        self._device_free_at = multiprocessing.get_context().Value("d", 0.0, lock=True)
+        self._device_free_at = multiprocessing.get_context().RawValue("d", 0.0)
+        fd, self._lock_path = tempfile.mkstemp(prefix="ioprof-emulated-", suffix=".lock")
+        os.close(fd)
+        weakref.finalize(self, _remove_if_mine, self._lock_path, os.getpid())
+        self._opened()
+
+    def _opened(self) -> None:
+        """This process's own descriptor of the lock file and lock for its threads."""
+        self._pid = os.getpid()
+        self._fd = os.open(self._lock_path, os.O_RDWR)
+        self._threads = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:  # a spawned worker opens its own
+        return {k: v for k, v in self.__dict__.items() if k not in ("_fd", "_threads")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._opened()
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[None]:
+        if self._pid != os.getpid():  # forked: the parent's descriptor would share its lock
+            with _OPENING:
+                if self._pid != os.getpid():
+                    self._opened()
+        with self._threads:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def reserve(self, size_bytes: int, now: float | None = None) -> float:
         """Book a read of ``size_bytes``; returns the monotonic time it completes.
@@ -115,7 +177,7 @@ class EmulatedStorage:
         transfer_s = size_bytes / (self.profile.read_mb_per_s * 1e6)
         latency_s = self.profile.latency_ms / 1e3
         now = time.monotonic() if now is None else now
-        with self._device_free_at.get_lock():
+        with self._held():
             if self.profile.serial_latency:  # the seek occupies the one head
                 end = max(now, self._device_free_at.value) + latency_s + transfer_s
             else:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import errno
+import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,6 +94,41 @@ def test_emulated_latency_overlaps_across_readers(blob_files: list[str]) -> None
     assert one.latency_p50_s >= 0.020
     four = probe_storage(blob_files[:20], 4, fs, emulated=emu, blobs=blobs[:20])
     assert four.files_per_s > 2.5 * one.files_per_s
+
+
+def _hold_for_good(emu: EmulatedStorage, holding: Any) -> None:
+    with emu._held():  # as a worker booking its read
+        holding.set()
+        time.sleep(600)
+
+
+def test_a_worker_killed_while_it_books_a_read_leaves_the_device_to_the_others() -> None:
+    """ioprof ends a measurement's workers with SIGKILL (``end_loader_workers``), whatever each is
+    doing: one ended while it held the emulated device's lock must not hold it for good, or every
+    later read — the next cell's workers', a thread loader's in the training process — waits
+    forever (a whatif run hung so, at its threads alternative, after its baseline's workers)."""
+    import multiprocessing
+    import signal
+    import threading
+
+    emu = EmulatedStorage(parse_storage_profile("custom:1000"))
+    ctx = multiprocessing.get_context("fork")
+    holding = ctx.Event()
+    worker = ctx.Process(target=_hold_for_good, args=(emu, holding), daemon=True)
+    worker.start()
+    assert holding.wait(30), "the worker never took the device's lock"
+    os.kill(worker.pid or 0, signal.SIGKILL)
+    worker.join(30)
+    booked: list[float] = []
+    reader = threading.Thread(target=lambda: booked.append(emu.reserve(1_000_000)), daemon=True)
+    reader.start()
+    reader.join(10)
+    assert booked, "a read after the worker was killed still waits for its lock"
+    # and the device is still one: two processes' reads are booked one after the other
+    other = ctx.Process(target=emu.reserve, args=(1_000_000,))
+    other.start()
+    other.join(30)
+    assert emu.reserve(0) >= booked[0] + 0.001 * 0.99  # 1 MB at 1000 MB/s after the first
 
 
 def test_hdd_latency_is_serial(blob_files: list[str]) -> None:
