@@ -227,27 +227,13 @@ class InsideRecorder:
         return out
 
     def _epochs(
-        self,
-        warm: Mapping[int, list[tuple[float, float]]],
-        resident: Mapping[int, list[tuple[float, float]]],
-        rows: Sequence[dict[str, Any]],
+        self, warm: Mapping[int, list[tuple[float, float]]], rows: Sequence[dict[str, Any]]
     ) -> EpochGrowth:
         """Persistent workers from one epoch to the next: each one's readings after its warm-up
         (``warm``), however few. The comparison is at the same point of two epochs, whose interval
         says what so few can tell; not a slope over the run, which needs its samples and readings
-        (``_after_warmup``).
-
-        A worker's own memory (USS) also grows by pages it was handed at the fork becoming its
-        alone: a full collection of the garbage collector writes every object it inherited, once,
-        at a moment set by the allocations before the fork. That is no memory it keeps, and no more
-        than it maps: what it keeps from one epoch to the next is no more than its resident memory
-        (``resident``, the same readings' RSS) grows by, which only what it allocates raises."""
-        starts = epoch_starts(rows, self.pass_starts_s)
-        held = across_epochs(warm, starts)
-        mapped = across_epochs(resident, starts)
-        if held.per_epoch.known and mapped.per_epoch.known and mapped.per_epoch.value < held.per_epoch.value:
-            return EpochGrowth(mapped.per_epoch, held.epochs)
-        return held
+        (``_after_warmup``)."""
+        return across_epochs(warm, epoch_starts(rows, self.pass_starts_s))
 
     def _memory(self, rows: Sequence[dict[str, Any]], start_s: float, end_s: float) -> WorkerMemory | None:
         from ioprof.host.machine import memory_for_cache
@@ -261,7 +247,7 @@ class InsideRecorder:
         rows = [
             r
             if "uss" not in r or lo <= r["t"] <= hi
-            else {k: v for k, v in r.items() if k not in ("uss", "pss", "rss")}
+            else {k: v for k, v in r.items() if k not in ("uss", "pss")}
             for r in rows
         ]
         workers = {pid: rs for pid, rs in spans.items() if pid != os.getpid() and rs}
@@ -276,8 +262,7 @@ class InsideRecorder:
         fits = [_after_warmup(points, self.samples_per_epoch) for points in warm.values()]
         kept = [f for f in fits if f is not None]
         growth = pooled_slope([f.points for f in kept]) if kept else None
-        resident = {pid: _warm_points(rs, own.get(pid, []), batch, "rss") for pid, rs in producers.items()}
-        epochs = self._epochs(warm, resident, rows) if self.persistent and workers else None
+        epochs = self._epochs(warm, rows) if self.persistent and workers else None
         lives = (
             one_life_peak(
                 [_samples_vs_uss(rs, own.get(pid, [])) for pid, rs in workers.items()],
@@ -435,12 +420,11 @@ class GrowthFit:
 
 
 def _warm_points(
-    readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]], batch: int, memory: str = "uss"
+    readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]], batch: int
 ) -> list[tuple[float, float]]:
-    """One process's (samples produced, USS — or ``memory="rss"``, its RSS) after its warm-up (a
-    fresh worker's first batches and first share of samples, whose allocations are no growth),
-    however few."""
-    series = _samples_vs_uss(readings, rows, memory)
+    """One process's (samples produced, USS) after its warm-up (a fresh worker's first batches and
+    first share of samples, whose allocations are no growth), however few."""
+    series = _samples_vs_uss(readings, rows)
     if not series:
         return []
     warm = max(GROWTH_WARMUP_BATCHES * batch, GROWTH_WARMUP_SHARE * series[-1][0])

@@ -430,9 +430,8 @@ def test_timms_train_script_is_storage_bound_and_its_reads_are_timed(runs: Any) 
 def _kept_per_epoch_against_smaps(run: dict[str, Any], cell: dict[str, Any]) -> None:
     """timm's persistent workers keep a little more each epoch (a worker grew 1.5-1.9 MB from the
     end of its first epoch to the end of its second here, read from outside): what ioprof says
-    they keep from epoch to epoch against each worker's USS, and no more than its RSS, at the end
-    of each of its stretches of work, read from ``smaps_rollup`` outside ioprof — within 30 %, or
-    inside ioprof's interval.
+    they keep from epoch to epoch against each worker's USS at the end of each of its stretches
+    of work, read from ``smaps_rollup`` outside ioprof — within 30 %, or inside ioprof's interval.
     No warning, though: the RAM there is outlasts any training at that rate."""
     m = cell["inside"]["memory"]
     said = {
@@ -443,26 +442,18 @@ def _kept_per_epoch_against_smaps(run: dict[str, Any], cell: dict[str, Any]) -> 
     seen = next(o for o in run["observed"] for lo in o["loaders"] if lo["role"] == "training")
     training = next(lo for lo in seen["loaders"] if lo["role"] == "training")
     workers = sorted({int(k.split("/")[0]) for k in training["cpu"]["thread_cpu_s"]} - {seen["pid"]})
-    # what it keeps: what its USS grows by, and no more than its RSS does (pages it was handed at
-    # the fork and wrote, copy-on-read, were its already: they raise its USS, never its RSS)
-    own: list[float] = []
-    resident: list[float] = []
+    per_worker = []
     for pid in workers:
         ends = run["memory"].epoch_ends(pid, epochs=TIMM_EPOCHS, idle_s=1.0)
         assert len(ends) == TIMM_EPOCHS, (pid, ends)
-        rss = run["memory"].epoch_ends(pid, epochs=TIMM_EPOCHS, idle_s=1.0, memory="rss")
-        own.append((ends[-1][1] - ends[0][1]) / (len(ends) - 1))
-        resident.append((rss[-1][1] - rss[0][1]) / (len(rss) - 1))
-    mean = sum(own) / len(own), sum(resident) / len(resident)
-    truth = min(mean)
+        per_worker.append((ends[-1][1] - ends[0][1]) / (len(ends) - 1))
+    truth = sum(per_worker) / len(per_worker)
     low, high = m["epoch_growth_low"], m["epoch_growth_high"]
     run["figure"](
         f"run {run['name']}: each worker keeps {m['epoch_growth_bytes'] / 1e6:.2f} MB [{low / 1e6:.2f}–"
         f"{high / 1e6:.2f}] more each epoch; smaps_rollup read from outside, end of epoch to end of epoch: "
-        + ", ".join(f"{g / 1e6:.2f}" for g in own)
-        + " MB (USS); "
-        + ", ".join(f"{g / 1e6:.2f}" for g in resident)
-        + " MB (RSS)"
+        + ", ".join(f"{g / 1e6:.2f}" for g in per_worker)
+        + " MB"
     )
     assert abs(m["epoch_growth_bytes"] - truth) <= 0.30 * abs(truth) or low <= truth <= high, (truth, m)
     kept = m["epoch_growth_bytes"] * m["workers"]

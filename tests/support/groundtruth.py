@@ -252,7 +252,6 @@ class Smaps:
         self.parent = parent
         self.every_s = every_s
         self.readings: dict[int, list[tuple[float, int, float]]] = {}  # pid: (wall time, USS, CPU s)
-        self.resident: dict[int, dict[float, int]] = {}  # pid: {wall time: RSS}, the same readings'
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._before: set[int] = set()
@@ -268,13 +267,11 @@ class Smaps:
                     if int(name) in self._before or not self._ours(name):
                         continue
                     p = psutil.Process(int(name))
-                    full = p.memory_full_info()
+                    uss = p.memory_full_info().uss
                     cpu = sum(p.cpu_times()[:2])
                 except (OSError, psutil.Error):
                     continue
-                at = time.time()
-                self.readings.setdefault(int(name), []).append((at, full.uss, cpu))
-                self.resident.setdefault(int(name), {})[at] = full.rss
+                self.readings.setdefault(int(name), []).append((time.time(), uss, cpu))
 
     def _ours(self, pid: str) -> bool:
         if self.parent is not None:  # its forked children: same command line (a fork server has its own)
@@ -298,10 +295,8 @@ class Smaps:
         if self._thread.is_alive():
             self._thread.join()
 
-    def epoch_ends(
-        self, pid: int, epochs: int, idle_s: float = 0.5, memory: str = "uss"
-    ) -> list[tuple[float, int]]:
-        """A persistent worker's (wall time, USS — or ``memory="rss"``, its RSS) at the end of each of the script's ``epochs``: its
+    def epoch_ends(self, pid: int, epochs: int, idle_s: float = 0.5) -> list[tuple[float, int]]:
+        """A persistent worker's (wall time, USS) at the end of each of the script's ``epochs``: its
         working intervals (on a CPU at least 1 % of each) in stretches parted by ``idle_s`` or more
         of idling, and of those the ``epochs`` that held the most CPU time, in their order. Between
         epochs a worker idles through the evaluation loader, a checkpoint or a probe, and may work
@@ -318,6 +313,4 @@ class Smaps:
             stretches[-1][:] = [b[0], b[1], stretches[-1][2] + cpu]
             idle = 0.0
         kept = sorted(sorted(stretches, key=lambda x: x[2], reverse=True)[:epochs])
-        if memory == "rss":
-            return [(end, self.resident[pid][end]) for end, _, _ in kept]
         return [(end, int(uss)) for end, uss, _ in kept]

@@ -5,7 +5,6 @@ returns is found, with its rate and its cause."""
 
 from __future__ import annotations
 
-import gc
 import os
 import time
 from collections.abc import Iterator
@@ -219,38 +218,6 @@ def test_two_short_epochs_of_persistent_workers_are_compared_however_few_samples
     # what each worker kept of its 40 samples an epoch (each sample's pages and its Python object:
     # about 7 % above the bytes alone here), as the other tests of this module ask, within 25 %
     assert m.epoch_growth_bytes == pytest.approx(40 * kept, rel=0.25), m
-
-
-class CollectsOnce(KeepsEverything):
-    """As ``KeepsEverything``, and at its 150th sample a full collection of the garbage collector,
-    as a worker's own allocations set one off: it writes every object the worker inherited."""
-
-    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        if len(self.kept) == 150:
-            gc.collect()
-        return super().__getitem__(i)
-
-
-def test_a_persistent_workers_collection_of_what_it_inherited_is_no_memory_it_keeps() -> None:
-    """A CI run read a persistent worker's growth at 89 MB an epoch [57–121] where it kept 26: its
-    USS jumped by the pages of the training process's objects that a full collection wrote (a
-    pytest process holds millions), once, between two epochs. Those pages were its already, shared:
-    what it keeps from one epoch to the next is what its resident memory grows by."""
-    inherited = [[i] for i in range(1_500_000)]  # the training process's objects, handed over at the fork
-    kept = 256 * 1024
-    loader = DataLoader(
-        CollectsOnce(200, kept), batch_size=8, shuffle=True, num_workers=2, persistent_workers=True
-    )
-    with ioprof.watch(steps=10, seconds=None, probe=False) as w:
-        _train(loader, seconds=8.0, epochs=4)
-    del inherited
-    (cell,) = w.result().cells
-    m = cell.inside.memory if cell.inside else None
-    assert m is not None and m.epochs_seen >= 3 and m.epoch_growth_bytes is not None, m
-    assert (
-        m.worker_uss_bytes is not None and m.worker_uss_bytes > 4 * 100 * kept + 50e6
-    )  # the pages it was handed
-    assert m.epoch_growth_bytes == pytest.approx(100 * kept, rel=0.25), m
 
 
 def test_a_persistent_worker_is_read_at_every_epoch_however_costly_its_readings(
