@@ -232,7 +232,8 @@ def opened(url: str) -> Iterator[IO[bytes]]:
 
 
 class _Body:
-    """A response body whose read errors are OSErrors (a dropped connection mid-object)."""
+    """A response body whose read errors are connection resets (dropped mid-object), as a shard
+    stream's are (``shards._Stream``)."""
 
     def __init__(self, body: Any, url: str) -> None:
         self._body, self._url = body, url
@@ -242,14 +243,39 @@ class _Body:
 
         try:
             return bytes(self._body.read(n))
-        except BotoCoreError as e:
-            raise OSError(why(e, self._url)) from None
+        except (BotoCoreError, OSError) as e:  # a stream cannot be asked for again from where it broke
+            raise ConnectionError(
+                errno.ECONNRESET,
+                f"{self._url}: the connection to {endpoint()} dropped mid-object ({type(e).__name__}: {e})",
+            ) from None
 
 
 def read_object(url: str, first_bytes: int | None = None) -> bytes:
     """A whole object, or its first bytes (a ranged GET: an image's header); failures as ``_get``
-    says."""
-    return bytes(_get(url, f"bytes=0-{first_bytes - 1}" if first_bytes else None)["Body"].read())
+    says. The client retries a request, never a body: a body dropped mid-object is asked for again
+    (a retry, counted), up to ``MAX_ATTEMPTS`` GETs — a store gone meanwhile fails the next GET as
+    ``_get`` says, and bodies that keep dropping are a connection reset (the storage, not one
+    object)."""
+    from botocore.exceptions import BotoCoreError
+
+    global _retries
+    byte_range = f"bytes=0-{first_bytes - 1}" if first_bytes else None
+    for _ in range(MAX_ATTEMPTS):
+        body = _get(url, byte_range)["Body"]
+        try:
+            return bytes(body.read())
+        except (BotoCoreError, OSError) as e:
+            dropped = e
+        finally:
+            body.close()
+        _local.retries = retries_here() + 1
+        with _lock:
+            _retries += 1
+    raise ConnectionError(
+        errno.ECONNRESET,
+        f"{url}: the store at {endpoint()} dropped the object's body mid-read {MAX_ATTEMPTS} times "
+        f"({type(dropped).__name__}) — check the network to it",
+    )
 
 
 def _get(url: str, byte_range: str | None = None) -> dict[str, Any]:

@@ -141,6 +141,56 @@ def test_the_loader_reads_an_object_whole_and_a_gone_store_is_storage_lost(
     objects._local.__dict__.pop("gone", None)
 
 
+def test_a_body_dropped_mid_object_is_asked_for_again_and_a_store_gone_meanwhile_is_storage_lost(
+    bucket: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client retries requests, not bodies: a body that breaks mid-read is a GET again (one
+    retry, counted); a store that stopped meanwhile fails that GET as gone; bodies that keep
+    breaking are a connection reset after ``MAX_ATTEMPTS`` GETs — never botocore's own error."""
+    from botocore.exceptions import EndpointConnectionError, ResponseStreamingError
+
+    from ioprof.measure.storage import STORAGE_LOST_ERRNOS, read_file
+
+    class Breaks(io.BytesIO):
+        def read(self, n: int | None = -1) -> bytes:
+            raise ResponseStreamingError(error="Connection broken: IncompleteRead(3 bytes read)")
+
+    replies: list[object] = [Breaks(b"x"), io.BytesIO(b"whole")]
+    asked: list[str] = []
+
+    def get_object(**kw: object) -> dict[str, object]:
+        asked.append(str(kw["Key"]))
+        reply = replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return {"Body": reply}
+
+    monkeypatch.setattr(bucket, "get_object", get_object)
+    objects._local.__dict__.pop("gone", None)
+    before, here = objects.retries(), objects.retries_here()
+    assert read_file("s3://bkt/set/dog/2.jpg") == b"whole" and asked == ["set/dog/2.jpg"] * 2
+    assert (objects.retries() - before, objects.retries_here() - here) == (1, 1)
+    # the store stopped while the body was coming: the GET asked again finds it gone
+    replies[:] = [Breaks(b"x"), EndpointConnectionError(endpoint_url="http://s:9")]
+    with pytest.raises(ConnectionError, match="cannot reach the store") as gone:
+        read_file("s3://bkt/set/dog/2.jpg")
+    assert gone.value.errno in STORAGE_LOST_ERRNOS
+    objects._local.__dict__.pop("gone", None)
+    # every body breaks: the storage cannot deliver an object, however often asked
+    replies[:] = [Breaks(b"x") for _ in range(objects.MAX_ATTEMPTS)]
+    with pytest.raises(ConnectionError, match="dropped the object's body mid-read 4 times") as broke:
+        read_file("s3://bkt/set/dog/2.jpg")
+    assert broke.value.errno in STORAGE_LOST_ERRNOS and not replies
+    # a stream (a shard's members read as they come) cannot be asked for again: a reset, at once
+    replies[:] = [Breaks(b"x")]
+    with (
+        pytest.raises(ConnectionError, match="dropped mid-object") as mid,
+        objects.opened("s3://bkt/set/dog/2.jpg") as f,
+    ):
+        f.read(1)
+    assert mid.value.errno in STORAGE_LOST_ERRNOS
+
+
 def test_the_storage_ceiling_counts_the_retries_its_gets_needed(
     bucket: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
