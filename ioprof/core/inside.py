@@ -71,8 +71,8 @@ class LoaderStages:
 
     def leading(self) -> StageTime | None:
         """The costliest stage one can act on (not ``rest of __getitem__`` unless it is all, never
-        the wait for a core)."""
-        own = [s for s in self.worker if s.name != WAITING_FOR_A_CORE]
+        the wait for a core nor the collector's pauses)."""
+        own = [s for s in self.worker if s.name not in (WAITING_FOR_A_CORE, GARBAGE_COLLECTOR)]
         named = [s for s in own if s.name != REST_OF_GETITEM]
         return named[0] if named else (own[0] if own else None)
 
@@ -91,6 +91,10 @@ REST_OF_GETITEM = "rest of __getitem__"
 # the time a worker was ready to run and waited for a core (others held them all): counted apart
 # from the stage it fell in, and never the stage to act on (the stages' own work is)
 WAITING_FOR_A_CORE = "waiting for a core"
+# Python's garbage collections that fell inside the stages, counted apart from the stage that
+# happened to allocate when one began: a worker's full collection walks every object it inherited
+# from the training process (hundreds of ms where that process holds a few hundred thousand)
+GARBAGE_COLLECTOR = "Python's garbage collector"
 
 
 @dataclass(frozen=True)

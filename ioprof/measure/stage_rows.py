@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ioprof.core.handover import PassBatch, SlowWait, far_fence, slow_wait
-from ioprof.core.inside import WAITING_FOR_A_CORE, LoaderStages, SampleTimes, StageTime
+from ioprof.core.inside import GARBAGE_COLLECTOR, WAITING_FOR_A_CORE, LoaderStages, SampleTimes, StageTime
 from ioprof.core.rates import Produced
 from ioprof.core.stats import nearest_rank, ratio_interval
 from ioprof.measure.stages import COLLATE, GETITEM, REST_NAMES, ROWS_GLOB
@@ -188,7 +188,8 @@ def summarize(
 
 def _per_stage(rows: Sequence[dict[str, Any]], seen: str) -> dict[str, list[float]]:
     """Each stage's seconds per row (0 where a batch had none), the rest of the fetch apart; the
-    fetch's wait for a core apart too, where it was counted (the stages' own times exclude it)."""
+    fetch's wait for a core and its garbage collections apart too, where they were counted (the
+    stages' own times exclude them)."""
     names: list[str] = []
     for r in rows:
         names.extend(k for k in r["stages"] if k not in names)
@@ -199,17 +200,21 @@ def _per_stage(rows: Sequence[dict[str, Any]], seen: str) -> dict[str, list[floa
     # a row's fetch (wall clock) is its stages' own times, its wait for a core and the rest; the
     # wait is read on the kernel's clock, and where it claims more than the stages left (their
     # clocks disagree by microseconds) it is held to what they left, so the rest is never negative
-    queued = []
+    queued, collected = [], []
     for r in rows:
         named = sum(r["stages"].values()) + r["collate_s"]
         q = min(float(r.get("queued_s") or 0.0), max(0.0, r["fetch_s"] - named))
+        g = min(float(r.get("gc_s") or 0.0), max(0.0, r["fetch_s"] - named - q))
         queued.append(q)
+        collected.append(g)
         for name in names:
             out[name].append(float(r["stages"].get(name, 0.0)))
         out[COLLATE].append(float(r["collate_s"]))
-        out[rest_name].append(max(0.0, r["fetch_s"] - named - q))
+        out[rest_name].append(max(0.0, r["fetch_s"] - named - q - g))
     if sum(queued) > 0:
         out[WAITING_FOR_A_CORE] = queued
+    if sum(collected) > 0:
+        out[GARBAGE_COLLECTOR] = collected
     return out
 
 

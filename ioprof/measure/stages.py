@@ -26,6 +26,7 @@ each worker (``calibrate``) and reported.
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import json
 import math
@@ -90,16 +91,30 @@ class StageClock:
         from ioprof.host.procstat import RunQueueWait
 
         self.queue = RunQueueWait()  # this thread's wait for a core, taken off every stage
+        self.gc_s = 0.0  # this process's garbage collections so far (their wait for a core apart)
+        self._gc_began: tuple[float, float] | None = None
+        gc.callbacks.append(self._collected)
+
+    def _collected(self, phase: str, _info: dict[str, int]) -> None:
+        """gc's callback: each collection's time, less the wait for a core inside it, to gc_s."""
+        if phase == "start":
+            self._gc_began = time.perf_counter(), self.queue.seconds()
+        elif self._gc_began is not None:
+            t0, q0 = self._gc_began
+            self.gc_s += max(0.0, time.perf_counter() - t0 - (self.queue.seconds() - q0))
+            self._gc_began = None
 
     def mark(self) -> tuple[float, float]:
-        """Now, on the wall clock and on this thread's wait for a core."""
-        return time.perf_counter(), self.queue.seconds()
+        """Now, on the wall clock and on what is no stage's work: this thread's wait for a core and
+        the process's garbage collections."""
+        return time.perf_counter(), self.queue.seconds() + self.gc_s
 
     def since(self, mark: tuple[float, float]) -> float:
-        """Seconds since ``mark`` less the time this thread waited for a core in between: what
-        the stage itself took (its work, and its own blocking, a read), wherever it was preempted."""
+        """Seconds since ``mark`` less the time this thread waited for a core in between and the
+        collector's pauses: what the stage itself took (its work, and its own blocking, a read),
+        wherever it was preempted or a collection began."""
         t0, q0 = mark
-        return max(0.0, time.perf_counter() - t0 - (self.queue.seconds() - q0))
+        return max(0.0, time.perf_counter() - t0 - (self.queue.seconds() + self.gc_s - q0))
 
     def add(self, name: str, seconds: float) -> None:
         self.current[name] = self.current.get(name, 0.0) + seconds
@@ -133,12 +148,13 @@ class StageClock:
         end_s: float,
         first: bool = False,
         queued_s: float | None = None,
+        gc_s: float = 0.0,
     ) -> None:
         """One batch made: its row. ``first``: the first batch of a pass in this process (a new
         fetcher): its memory is read whatever the budget says, so that a persistent worker is read
         at the same point of every epoch it makes batches in, however costly its readings.
         ``queued_s``: what the fetch waited for a core (None where the kernel does not say); the
-        stages' own times have it taken off."""
+        stages' own times have it taken off, as the collector's pauses (``gc_s``)."""
         row = {
             "pid": os.getpid(),
             "tag": self.tag,
@@ -153,6 +169,8 @@ class StageClock:
         }
         if queued_s is not None:
             row["queued_s"] = queued_s
+        if gc_s > 0:
+            row["gc_s"] = round(gc_s, 6)
         if self.worker is not None:
             row["worker"] = self.worker
         if self.sample_s:
@@ -197,6 +215,8 @@ class StageClock:
             row["uss"], row["pss"], row["rss"] = got
 
     def flush(self) -> None:
+        with contextlib.suppress(ValueError):
+            gc.callbacks.remove(self._collected)
         self.queue.close()
         if self._file is not None:
             with contextlib.suppress(OSError):
@@ -413,8 +433,10 @@ def _timed_fetch(original: Callable[[Any, Any], Any], clock: Callable[[], StageC
             collate = fetcher.collate_fn = _TimedCollate(collate)
         collate.last_s = 0.0
         t0, q0 = c.mark()
+        g0 = c.gc_s
         data = original(fetcher, index)
         t1, q1 = c.mark()
+        collected = c.gc_s - g0  # the mark's waits hold it too: the queue's share is the rest
         if getattr(fetcher, "auto_collation", False) and hasattr(index, "__len__"):
             samples = len(index)
         else:  # batch_size=None: the dataset makes whole batches itself (WebDataset's .batched())
@@ -422,7 +444,8 @@ def _timed_fetch(original: Callable[[Any, Any], Any], clock: Callable[[], StageC
         first = not getattr(fetcher, "_ioprof_seen", False)  # torch makes a fetcher for every pass
         if first:
             fetcher._ioprof_seen = True
-        c.batch(samples, t1 - t0, collate.last_s, t1, first, q1 - q0 if c.queue.here() else None)
+        queued = q1 - q0 - collected if c.queue.here() else None
+        c.batch(samples, t1 - t0, collate.last_s, t1, first, queued, collected)
         return data
 
     fetch._ioprof = True  # type: ignore[attr-defined]

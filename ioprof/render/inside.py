@@ -9,7 +9,14 @@ from collections.abc import Sequence
 
 from ioprof.conclude.inside import MAX_WORKERS_CHECKED, max_workers_ram, max_workers_shm, worker_peak_bytes
 from ioprof.core.config import worker_count
-from ioprof.core.inside import WAITING_FOR_A_CORE, CoreUse, LoaderStages, SampleTimes, WorkerMemory
+from ioprof.core.inside import (
+    GARBAGE_COLLECTOR,
+    WAITING_FOR_A_CORE,
+    CoreUse,
+    LoaderStages,
+    SampleTimes,
+    WorkerMemory,
+)
 from ioprof.core.results import CellResult, SweepResult
 from ioprof.core.thresholds import GROWTH_RULE
 from ioprof.render import words
@@ -172,6 +179,13 @@ def stages_table(s: LoaderStages, *, in_workers: bool = True) -> list[str]:
         out.append(
             f"'{WAITING_FOR_A_CORE}': the time {where} were ready to run while other processes held every "
             "core; each stage's time is its own work, without it."
+        )
+    if any(st.name == GARBAGE_COLLECTOR for st in s.worker):
+        out.append(
+            f"'{GARBAGE_COLLECTOR}': the collections that began inside the timed stages, counted apart from "
+            "the stage that happened to start one. A worker's full collection walks every object it inherited from "
+            "the training process (and writes to their pages); calling `gc.freeze()` before the loader "
+            "starts its workers leaves those out."
         )
     if s.per_sample is not None:
         out.append(per_sample_line(s.per_sample, s.share_of(WAITING_FOR_A_CORE)))

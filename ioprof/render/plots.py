@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from ioprof.core.inside import WAITING_FOR_A_CORE
+from ioprof.core.inside import GARBAGE_COLLECTOR, WAITING_FOR_A_CORE
 from ioprof.core.results import CellResult, SweepResult
 from ioprof.core.results_place import PlaceResult
 from ioprof.core.stats import Interval
@@ -372,14 +372,16 @@ def plot_stages(result: SweepResult, path: Path) -> bool:
             ]
             widths.append(sum(ms))
         color = colors[k % len(colors)] if name != "other" else "0.75"
-        # the wait for a core is no stage's work: drawn apart, light and hatched
-        waiting = name == WAITING_FOR_A_CORE
+        # the wait for a core and the collector's pauses are no stage's work: drawn apart, light
+        # and hatched (each its own way)
+        hatch = {WAITING_FOR_A_CORE: "///", GARBAGE_COLLECTOR: "..."}.get(name)
+        waiting = hatch is not None
         ax.barh(
             labels,
             widths,
             left=left,
             color="0.92" if waiting else color,
-            hatch="///" if waiting else None,
+            hatch=hatch,
             edgecolor="0.55" if waiting else None,
             label=name,
             height=0.6,

@@ -17,7 +17,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from torchvision import datasets, transforms
 
-from ioprof.core.inside import REST_OF_GETITEM, WAITING_FOR_A_CORE
+from ioprof.core.inside import GARBAGE_COLLECTOR, REST_OF_GETITEM, WAITING_FOR_A_CORE
 from ioprof.measure import stage_rows, stages
 from ioprof.measure.pins import PinTimes
 
@@ -343,6 +343,74 @@ def test_a_transforms_v2_compose_is_timed_by_name_too(small_set: Path, tmp_path:
     assert s is not None and {"PILToTensor", "RandomResizedCrop", "ToDtype", "read", "decode"} <= {
         st.name for st in s.worker
     }
+
+
+class PlantedCollection:
+    """A transform that starts a full garbage collection at its third call in each process."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, x: Any) -> Any:
+        self.calls += 1
+        if self.calls == 3:
+            import gc
+
+            gc.collect()
+        return x
+
+
+def _full_collection_in_a_fork_s() -> float:
+    """What one full collection takes in a child forked from this process (its inherited heap):
+    taken outside ioprof, by the wall clock."""
+    import gc
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        t0 = time.perf_counter()
+        gc.collect()
+        os.write(w, repr(time.perf_counter() - t0).encode())
+        os._exit(0)
+    os.close(w)
+    took = float(os.read(r, 64))
+    os.close(r)
+    os.waitpid(pid, 0)
+    return took
+
+
+def test_a_collection_inside_a_stage_is_charged_to_the_collector_not_to_the_stage(
+    small_set: Path, tmp_path: Path
+) -> None:
+    """A worker's full collection walks every object it inherited: its pause lands in whichever
+    stage allocated when it began. Timed apart (gc's callbacks), it is its own row; the stage that
+    began it keeps its own work, and the costliest stage to act on is still the planted blur."""
+    inherited = [[i] for i in range(300_000)]  # the training process's objects, as a script's
+    once = _full_collection_in_a_fork_s()
+    ds = datasets.ImageFolder(
+        str(small_set),
+        transforms.Compose(
+            [
+                transforms.RandomResizedCrop(64),
+                PlantedCollection(),
+                transforms.GaussianBlur(31, sigma=8.0),
+                transforms.ToTensor(),
+            ]
+        ),
+    )
+    loader = DataLoader(
+        ds, batch_size=4, num_workers=2, worker_init_fn=stages.WorkerStages(str(tmp_path), 1, None)
+    )
+    s = _timed(loader, str(tmp_path))
+    del inherited
+    assert s is not None
+    by_name = {st.name: st for st in s.worker}
+    collected = by_name[GARBAGE_COLLECTOR].s_per_sample * s.samples
+    # each worker collected once at least (its planted one), each about as long as one in a fork
+    assert collected >= 0.5 * 2 * once, (collected, once)
+    assert by_name["PlantedCollection"].s_per_sample * s.samples < once / 10
+    lead = s.leading()
+    assert lead is not None and lead.name == "GaussianBlur"
 
 
 class _OneSlowSample(torch.utils.data.Dataset):  # type: ignore[type-arg]
