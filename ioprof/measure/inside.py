@@ -423,12 +423,25 @@ def _warm_points(
     readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]], batch: int
 ) -> list[tuple[float, float]]:
     """One process's (samples produced, USS) after its warm-up (a fresh worker's first batches and
-    first share of samples, whose allocations are no growth), however few."""
+    first share of samples, whose allocations are no growth), however few. A worker's first full
+    garbage collection is warm-up too, wherever it falls: it writes to every object the worker
+    inherited, and the pages that hold them become its own once — a step, never a growth."""
     series = _samples_vs_uss(readings, rows)
     if not series:
         return []
-    warm = max(GROWTH_WARMUP_BATCHES * batch, GROWTH_WARMUP_SHARE * series[-1][0])
+    warm = max(GROWTH_WARMUP_BATCHES * batch, GROWTH_WARMUP_SHARE * series[-1][0], _first_full_gc(rows))
     return [(x, y) for x, y in series if x >= warm]
+
+
+def _first_full_gc(rows: Sequence[dict[str, Any]]) -> float:
+    """Samples a process had produced at the end of the batch its first full collection was counted
+    in (``stages.StageClock``), where its rows saw none before it; else 0."""
+    produced = 0
+    for k, row in enumerate(rows):
+        produced += row["n"]
+        if row.get("full_gcs"):
+            return float(produced) if k > 0 else 0.0
+    return 0.0
 
 
 def _after_warmup(points: list[tuple[float, float]], epoch: int | None) -> GrowthFit | None:

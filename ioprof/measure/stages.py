@@ -63,6 +63,7 @@ def current() -> StageClock | None:
 # imported torch) and at most every MEMORY_EVERY_MIN_S: each reading falls at a known count of its
 # samples, and workers read themselves side by side, however many there are.
 MEMORY_BUDGET = 0.01
+_OLDEST = len(gc.get_threshold()) - 1  # the generation a full collection walks
 MEMORY_EVERY_MIN_S = 0.5
 
 
@@ -92,17 +93,21 @@ class StageClock:
 
         self.queue = RunQueueWait()  # this thread's wait for a core, taken off every stage
         self.gc_s = 0.0  # this process's garbage collections so far (their wait for a core apart)
+        self.full_gcs = 0  # of them, the full ones (the oldest generation: every object it holds)
         self._gc_began: tuple[float, float] | None = None
         gc.callbacks.append(self._collected)
 
-    def _collected(self, phase: str, _info: dict[str, int]) -> None:
-        """gc's callback: each collection's time, less the wait for a core inside it, to gc_s."""
+    def _collected(self, phase: str, info: dict[str, int]) -> None:
+        """gc's callback: each collection's time, less the wait for a core inside it, to gc_s; the
+        full ones counted."""
         if phase == "start":
             self._gc_began = time.perf_counter(), self.queue.seconds()
         elif self._gc_began is not None:
             t0, q0 = self._gc_began
             self.gc_s += max(0.0, time.perf_counter() - t0 - (self.queue.seconds() - q0))
             self._gc_began = None
+            if info.get("generation") == _OLDEST:
+                self.full_gcs += 1
 
     def mark(self) -> tuple[float, float]:
         """Now, on the wall clock and on what is no stage's work: this thread's wait for a core and
@@ -171,6 +176,8 @@ class StageClock:
             row["queued_s"] = queued_s
         if gc_s > 0:
             row["gc_s"] = round(gc_s, 6)
+        if self.full_gcs:
+            row["full_gcs"] = self.full_gcs  # so far: the first one copies what it inherited
         if self.worker is not None:
             row["worker"] = self.worker
         if self.sample_s:
