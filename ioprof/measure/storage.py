@@ -103,6 +103,14 @@ def check_storage(root: str, fs: FilesystemInfo, error: OSError) -> None:
     )
 
 
+def _close_if_mine(fd: int, opener: int) -> None:
+    """A descriptor closed by the process that opened it (a forked child inherits the finalizer;
+    the number may be another file's there)."""
+    if os.getpid() == opener:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def _remove_if_mine(path: str, creator: int) -> None:
     """The emulated device's lock file, removed by the process that made it (a forked worker
     inherits the finalizer, never the file's ownership)."""
@@ -147,6 +155,7 @@ class EmulatedStorage:
         self._pid = os.getpid()
         self._fd = os.open(self._lock_path, os.O_RDWR)
         self._threads = threading.Lock()
+        weakref.finalize(self, _close_if_mine, self._fd, self._pid)
 
     def __getstate__(self) -> dict[str, Any]:  # a spawned worker opens its own
         return {k: v for k, v in self.__dict__.items() if k not in ("_fd", "_threads")}

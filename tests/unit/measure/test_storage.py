@@ -131,6 +131,22 @@ def test_a_worker_killed_while_it_books_a_read_leaves_the_device_to_the_others()
     assert emu.reserve(0) >= booked[0] + 0.001 * 0.99  # 1 MB at 1000 MB/s after the first
 
 
+def test_an_emulated_device_gone_leaves_no_descriptor_and_no_file_behind() -> None:
+    """A sweep makes a device for every cell: each one's lock file and this process's descriptor
+    of it go with it."""
+    import gc
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    emu = EmulatedStorage(parse_storage_profile("nvme"))
+    emu.reserve(1)
+    path, before = emu._lock_path, open_fds()
+    del emu
+    gc.collect()
+    assert open_fds() == before - 1 and not os.path.exists(path)
+
+
 def test_hdd_latency_is_serial(blob_files: list[str]) -> None:
     emu = EmulatedStorage(parse_storage_profile("hdd"))
     blobs = [Path(p).read_bytes() for p in blob_files[:12]]
