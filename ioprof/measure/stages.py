@@ -125,22 +125,28 @@ class StageClock:
         self.current[name] = self.current.get(name, 0.0) + seconds
         self.calls += 1
 
-    def sample_mark(self) -> tuple[float, float, float]:
-        """Now, on the wall clock, on this thread's wait for a core and on its time on a CPU."""
+    def sample_mark(self) -> tuple[float, float, float, float]:
+        """Now, on the wall clock, on this thread's wait for a core, on its time on a CPU and on
+        the process's garbage collections."""
         on, wait = self.queue.both()
-        return time.perf_counter(), wait, on
+        return time.perf_counter(), wait, on, self.gc_s
 
-    def sample(self, index: Any, mark: tuple[float, float, float]) -> None:
+    def sample(self, index: Any, mark: tuple[float, float, float, float]) -> None:
         """One sample's whole ``__getitem__`` since ``mark``: its time kept (less its wait for a
-        core), and of it its time on a CPU where the kernel says, and its index where it is the
-        batch's slowest so far (its name is looked up once per batch, for that one only)."""
-        t0, q0, c0 = mark
+        core and the collector's pauses, which are no sample's own: a collection that begins in
+        one walks the objects of all), and of it its time on a CPU where the kernel says, and its
+        index where it is the batch's slowest so far (its name is looked up once per batch, for
+        that one only)."""
+        t0, q0, c0, g0 = mark
         now = time.perf_counter()
         on, wait = self.queue.both()
-        seconds = round(max(0.0, now - t0 - (wait - q0)), 6)  # µs: a GPU batch of 256 makes one row
+        collected = self.gc_s - g0
+        seconds = round(
+            max(0.0, now - t0 - (wait - q0) - collected), 6
+        )  # µs: a GPU batch of 256 makes one row
         self.sample_s.append(seconds)
         if self.queue.here():
-            self.sample_cpu_s.append(round(min(seconds, max(0.0, on - c0)), 6))
+            self.sample_cpu_s.append(round(min(seconds, max(0.0, on - c0 - collected)), 6))
         if self.slowest is None or seconds > self.slowest[1]:
             self.slowest = (index, seconds, "")
         self.calls += 1

@@ -384,7 +384,8 @@ def test_a_collection_inside_a_stage_is_charged_to_the_collector_not_to_the_stag
 ) -> None:
     """A worker's full collection walks every object it inherited: its pause lands in whichever
     stage allocated when it began. Timed apart (gc's callbacks), it is its own row; the stage that
-    began it keeps its own work, and the costliest stage to act on is still the planted blur."""
+    began it keeps its own work, as does the sample, and the costliest stage to act on is still
+    the planted blur."""
     inherited = [[i] for i in range(300_000)]  # the training process's objects, as a script's
     once = _full_collection_in_a_fork_s()
     ds = datasets.ImageFolder(
@@ -409,6 +410,8 @@ def test_a_collection_inside_a_stage_is_charged_to_the_collector_not_to_the_stag
     # each worker collected once at least (its planted one), each about as long as one in a fork
     assert collected >= 0.5 * 2 * once, (collected, once)
     assert by_name["PlantedCollection"].s_per_sample * s.samples < once / 10
+    # nor is the sample it began in a slow one: a collection walks the objects of all
+    assert s.per_sample is not None and s.per_sample.max_s < once / 10, s.per_sample
     lead = s.leading()
     assert lead is not None and lead.name == "GaussianBlur"
 
