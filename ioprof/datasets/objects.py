@@ -108,8 +108,12 @@ def retries_here() -> int:
 
 
 def _count(response: dict[str, Any]) -> None:
+    _add_retries(int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0))
+
+
+def _add_retries(n: int) -> None:
+    """``n`` more retries, to this thread's count and the process's."""
     global _retries
-    n = int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0)
     if n:
         _local.retries = retries_here() + n
         with _lock:
@@ -258,7 +262,6 @@ def read_object(url: str, first_bytes: int | None = None) -> bytes:
     object)."""
     from botocore.exceptions import BotoCoreError
 
-    global _retries
     byte_range = f"bytes=0-{first_bytes - 1}" if first_bytes else None
     for _ in range(MAX_ATTEMPTS):
         body = _get(url, byte_range)["Body"]
@@ -268,9 +271,7 @@ def read_object(url: str, first_bytes: int | None = None) -> bytes:
             dropped = e
         finally:
             body.close()
-        _local.retries = retries_here() + 1
-        with _lock:
-            _retries += 1
+        _add_retries(1)
     raise ConnectionError(
         errno.ECONNRESET,
         f"{url}: the store at {endpoint()} dropped the object's body mid-read {MAX_ATTEMPTS} times "

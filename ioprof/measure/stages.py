@@ -141,9 +141,8 @@ class StageClock:
         now = time.perf_counter()
         on, wait = self.queue.both()
         collected = self.gc_s - g0
-        seconds = round(
-            max(0.0, now - t0 - (wait - q0) - collected), 6
-        )  # µs: a GPU batch of 256 makes one row
+        # to the µs: a GPU batch of 256 makes one row
+        seconds = round(max(0.0, now - t0 - (wait - q0) - collected), 6)
         self.sample_s.append(seconds)
         if self.queue.here():
             self.sample_cpu_s.append(round(min(seconds, max(0.0, on - c0 - collected)), 6))

@@ -103,20 +103,13 @@ def check_storage(root: str, fs: FilesystemInfo, error: OSError) -> None:
     )
 
 
-def _close_if_mine(fd: int, opener: int) -> None:
-    """A descriptor closed by the process that opened it (a forked child inherits the finalizer;
-    the number may be another file's there)."""
-    if os.getpid() == opener:
+def _if_mine(owner: int, undo: Callable[[Any], None], what: Any) -> None:
+    """A finalizer's undo (the emulated device's lock file removed, a descriptor of it closed), run
+    only in the process that made ``what``: a forked child inherits the finalizer, never the file's
+    ownership, and a descriptor's number may be another file's there."""
+    if os.getpid() == owner:
         with contextlib.suppress(OSError):
-            os.close(fd)
-
-
-def _remove_if_mine(path: str, creator: int) -> None:
-    """The emulated device's lock file, removed by the process that made it (a forked worker
-    inherits the finalizer, never the file's ownership)."""
-    if os.getpid() == creator:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
+            undo(what)
 
 
 _OPENING = threading.Lock()  # a forked process's first open of an emulated device's lock file
@@ -147,7 +140,7 @@ class EmulatedStorage:
         self._device_free_at = multiprocessing.get_context().RawValue("d", 0.0)
         fd, self._lock_path = tempfile.mkstemp(prefix="ioprof-emulated-", suffix=".lock")
         os.close(fd)
-        weakref.finalize(self, _remove_if_mine, self._lock_path, os.getpid())
+        weakref.finalize(self, _if_mine, os.getpid(), os.unlink, self._lock_path)
         self._opened()
 
     def _opened(self) -> None:
@@ -155,7 +148,7 @@ class EmulatedStorage:
         self._pid = os.getpid()
         self._fd = os.open(self._lock_path, os.O_RDWR)
         self._threads = threading.Lock()
-        weakref.finalize(self, _close_if_mine, self._fd, self._pid)
+        weakref.finalize(self, _if_mine, self._pid, os.close, self._fd)
 
     def __getstate__(self) -> dict[str, Any]:  # a spawned worker opens its own
         return {k: v for k, v in self.__dict__.items() if k not in ("_fd", "_threads")}
