@@ -435,7 +435,7 @@ def _warm_points(
 
 def _first_full_gc(rows: Sequence[dict[str, Any]]) -> float:
     """Samples a process had produced at the end of the batch its first full collection was counted
-    in (``stages.StageClock``), where its rows saw none before it; else 0."""
+    in (``stageclock.StageClock``), where its rows saw none before it; else 0."""
     produced = 0
     for k, row in enumerate(rows):
         produced += row["n"]
@@ -606,7 +606,7 @@ def _samples_vs_uss(
     readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]], memory: str = "uss"
 ) -> list[tuple[float, float]]:
     """(samples this process had produced, its USS — or ``memory="rss"``, its RSS) at each reading:
-    its own, taken at the end of a batch (``stages.StageClock``: the count exact), and this
+    its own, taken at the end of a batch (``stageclock.StageClock``: the count exact), and this
     recorder's (the count of the batches done by then), in order of the samples."""
     out, produced = [], 0
     for row in rows:

@@ -4,7 +4,8 @@ Imports point one way: entry points (``cli``, ``commands/``, ``observe/``, ``not
 ``runners/`` → ``sources/`` → ``measure/`` → ``datasets/`` → ``host/`` → ``core/``, and entry points →
 ``render/`` → ``conclude/`` → ``core/``. ``core``, ``conclude`` and ``render`` never load torch
 or NVML; nothing below the runners imports a renderer; no module imports itself back through
-others (no cycles, lazy imports included); no function is longer than 80 lines.
+others (no cycles, lazy imports included); no function is longer than 80 lines, no module longer
+than 700.
 """
 
 from __future__ import annotations
@@ -123,4 +124,14 @@ def test_no_function_is_longer_than_80_lines() -> None:
                 length = node.end_lineno - node.lineno + 1
                 if length > 80:
                     long.append(f"{f.relative_to(REPO)}:{node.lineno} {node.name} ({length} lines)")
+    assert long == []
+
+
+def test_no_module_is_longer_than_700_lines() -> None:
+    """A module a reader can hold: a longer one is split along the lines its functions follow."""
+    long = [
+        f"{f.relative_to(REPO)} ({n} lines)"
+        for f in sorted(PACKAGE.rglob("*.py"))
+        if (n := len(f.read_text().splitlines())) > 700
+    ]
     assert long == []

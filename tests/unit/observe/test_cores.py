@@ -158,11 +158,11 @@ def test_a_leaking_dataset_whose_workers_live_one_epoch_gets_its_peak_and_no_lea
     from groundtruth import Smaps
 
     from ioprof.conclude.inside import worker_peak_bytes
-    from ioprof.measure import inside, stages
+    from ioprof.measure import inside, stageclock
 
     monkeypatch.setattr(inside, "EVERY_S", 0.5)
     monkeypatch.setattr(inside, "READING_BUDGET", 0.2)
-    monkeypatch.setattr(stages, "MEMORY_BUDGET", 0.2)  # each worker reads itself as often (forked)
+    monkeypatch.setattr(stageclock, "MEMORY_BUDGET", 0.2)  # each worker reads itself as often (forked)
     kept = _kept_bytes(200)
     loader = DataLoader(KeepsEverything(200, kept), batch_size=8, shuffle=True, num_workers=2)
     with Smaps(None, parent=os.getpid()) as smaps, ioprof.watch(steps=10, seconds=None, probe=False) as w:
@@ -241,9 +241,9 @@ def test_a_persistent_worker_is_read_at_every_epoch_and_its_first_full_collectio
     process: their pages become its own, once — 3× what it keeps in an epoch here, inside its
     second epoch. Its growth from one epoch to the next is still what it keeps (CI read 89 MB an
     epoch for 26 when the step was taken for growth)."""
-    from ioprof.measure import inside, stages
+    from ioprof.measure import inside, stageclock
 
-    monkeypatch.setattr(stages, "MEMORY_BUDGET", 1e-9)  # after its first, no reading fits the budget
+    monkeypatch.setattr(stageclock, "MEMORY_BUDGET", 1e-9)  # after its first, no reading fits the budget
     monkeypatch.setattr(inside, "READING_BUDGET", 1e-9)  # nor one taken from outside
     inherited = [[i] for i in range(1_500_000)]  # a training process's objects, each worker's at the fork
     kept = 256 * 1024

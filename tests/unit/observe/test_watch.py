@@ -395,7 +395,7 @@ def test_worker_memory_growth_from_copy_on_read_is_seen_and_costed(
     from groundtruth import Smaps
 
     import ioprof
-    from ioprof.measure import inside, stages
+    from ioprof.measure import inside, stageclock
 
     # Shipped, memory is read every 2 s or more (the readings held to 1 % of a core), and a window
     # of 20 s gave each worker the 3 readings after its warm-up that a fit needs. What this test
@@ -403,7 +403,7 @@ def test_worker_memory_growth_from_copy_on_read_is_seen_and_costed(
     # a dozen readings a worker.
     monkeypatch.setattr(inside, "EVERY_S", 0.5)
     monkeypatch.setattr(inside, "READING_BUDGET", 0.05)
-    monkeypatch.setattr(stages, "MEMORY_BUDGET", 0.05)  # each worker reads itself as often (forked)
+    monkeypatch.setattr(stageclock, "MEMORY_BUDGET", 0.05)  # each worker reads itself as often (forked)
     ds = KeepsAList(n=24_000, objects=2_400_000)
     batch = 10
     loader = torch.utils.data.DataLoader(ds, batch_size=batch, shuffle=False, num_workers=WORKERS_MANY)
