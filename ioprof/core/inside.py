@@ -69,10 +69,16 @@ class LoaderStages:
     note: str = ""
     per_sample: SampleTimes | None = None  # each sample's whole __getitem__, where it was timed
 
+    @property
+    def own_stages(self) -> tuple[StageTime, ...]:
+        """The workers' rows of the loader's own work: not the wait for a core nor the collector's
+        pauses, which fall in whatever stage ran when they came (``NO_STAGE``)."""
+        return tuple(s for s in self.worker if s.name not in NO_STAGE)
+
     def leading(self) -> StageTime | None:
         """The costliest stage one can act on (not ``rest of __getitem__`` unless it is all, never
-        the wait for a core nor the collector's pauses)."""
-        own = [s for s in self.worker if s.name not in (WAITING_FOR_A_CORE, GARBAGE_COLLECTOR)]
+        a row of ``NO_STAGE``)."""
+        own = self.own_stages
         named = [s for s in own if s.name != REST_OF_GETITEM]
         return named[0] if named else (own[0] if own else None)
 
@@ -95,6 +101,7 @@ WAITING_FOR_A_CORE = "waiting for a core"
 # happened to allocate when one began: a worker's full collection walks every object it inherited
 # from the training process (hundreds of ms where that process holds a few hundred thousand)
 GARBAGE_COLLECTOR = "Python's garbage collector"
+NO_STAGE = (WAITING_FOR_A_CORE, GARBAGE_COLLECTOR)  # rows of what is no stage's own work
 
 
 @dataclass(frozen=True)
