@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from ioprof.observe.observation import Observation
 from ioprof.observe.recorder import LoaderRecorder
 from ioprof.observe.watching import WatchConfig
 
@@ -455,7 +456,7 @@ class Watcher:
         phases = self.probes.setdefault("phases_s", {})
         phases["the link falling quiet"] = wait_quiet(iface, max(rates, default=0.0))
 
-    def observation(self) -> dict[str, Any]:
+    def observation(self) -> Observation:
         """Everything observed so far, as plain data (see ``result.build_result``)."""
         from ioprof.core.resultfile import to_jsonable
         from ioprof.host.machine import versions

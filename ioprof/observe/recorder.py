@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ioprof.core.inside import LoaderInside
 from ioprof.measure.stages import batch_images
+from ioprof.observe.observation import BeforeFields, LoaderObservation
 from ioprof.observe.producers import Producers
 from ioprof.observe.watching import Watching
 
@@ -367,7 +368,7 @@ class LoaderRecorder:
             source = sources.from_opened(self.opened)
         return sources.describe(source, self.settings["dataset_root"]) if source is not None else None
 
-    def observed(self) -> dict[str, Any]:
+    def observed(self) -> LoaderObservation:
         """This loader's window as plain data (``result.build_result`` reads it). A window the run
         left partial keeps the GPU's readings up to now: its sampler is stopped here."""
         if self.gpu is not None:
@@ -447,7 +448,7 @@ class LoaderRecorder:
             return list(self.pass_marks)
         return [*self.pass_marks[:-1], {**self.pass_marks[-1], "batches": self.pass_batches}]
 
-    def _before(self) -> dict[str, Any] | None:
+    def _before(self) -> BeforeFields | None:
         """The first pass up to the window, as plain data (None: the window never began)."""
         b = self.window.before
         if b is None or b.seconds is None:

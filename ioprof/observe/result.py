@@ -42,16 +42,17 @@ from ioprof.core.results import (
 )
 from ioprof.core.stats import data_wait_share
 from ioprof.core.version import __version__
+from ioprof.observe.observation import LoaderObservation, MountFields, Observation
 
 # -- observations → result ---------------------------------------------------------------------
 
 
-def _key(obs: dict[str, Any], loader: dict[str, Any]) -> str:
+def _key(obs: Observation, loader: LoaderObservation) -> str:
     base = f"loader {loader['index']}"
     return f"rank {obs['rank']} · {base}" if obs.get("world_size", 1) > 1 else base
 
 
-def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
+def _fetched(loader: LoaderObservation, io: IoCounts) -> Fetched | None:
     """Bytes fetched over the spans the counters covered, by the source's method: the mount's
     (block I/O, NFS client statistics, the FUSE daemon), or, for a source read through pipes and
     TLS sockets (tar shards over HTTP through curl), what the loader's processes were handed."""
@@ -107,7 +108,7 @@ def _fetched(loader: dict[str, Any], io: IoCounts) -> Fetched | None:
     )
 
 
-def _on_interface(mount: dict[str, Any], reached: str, checks: tuple[CrossCheck, ...] = ()) -> Fetched:
+def _on_interface(mount: MountFields, reached: str, checks: tuple[CrossCheck, ...] = ()) -> Fetched:
     """What the interface a source's bytes arrive on received, said to be the host's traffic on it."""
     return Fetched(
         mount["net_bytes"],
@@ -117,7 +118,7 @@ def _on_interface(mount: dict[str, Any], reached: str, checks: tuple[CrossCheck,
     )
 
 
-def _wait_split(loader: dict[str, Any], waits: list[float]) -> WaitSplit | None:
+def _wait_split(loader: LoaderObservation, waits: list[float]) -> WaitSplit | None:
     """The units whose producer was known, with what it did while the loop waited (host clock)."""
     splits = loader.get("splits") or []
     host = loader.get("host_waits") or waits
@@ -136,7 +137,7 @@ def _wait_split(loader: dict[str, Any], waits: list[float]) -> WaitSplit | None:
     )
 
 
-def _cell(key: str, loader: dict[str, Any], config: Any) -> CellResult:
+def _cell(key: str, loader: LoaderObservation, config: Any) -> CellResult:
     from ioprof.core.resultfile import from_jsonable
 
     s = loader["settings"]
@@ -176,7 +177,9 @@ def _cell(key: str, loader: dict[str, Any], config: Any) -> CellResult:
     return replace(cell, fetched=fetched, fetched_segments=_fetched_segments(loader, io, fetched))
 
 
-def _fetched_segments(loader: dict[str, Any], io: IoCounts, whole: Fetched) -> tuple[tuple[float, int], ...]:
+def _fetched_segments(
+    loader: LoaderObservation, io: IoCounts, whole: Fetched
+) -> tuple[tuple[float, int], ...]:
     """The pieces between the counters' readings (every half second or so within a span), each
     counted as the whole is: (seconds, bytes fetched). None where one cannot be, or where they do
     not add up to the whole (a process gone between two readings)."""
@@ -187,9 +190,11 @@ def _fetched_segments(loader: dict[str, Any], io: IoCounts, whole: Fetched) -> t
         return ()
 
     def counted(p: dict[str, Any]) -> Fetched | None:
-        mount = {
-            **(loader.get("mount") or {}),
-            **{k: p[k] for k in ("nfs_bytes", "daemon_bytes", "net_bytes")},
+        mount: MountFields = {
+            **loader["mount"],
+            "nfs_bytes": p["nfs_bytes"],
+            "daemon_bytes": p["daemon_bytes"],
+            "net_bytes": p["net_bytes"],
         }
         counts = IoCounts(p["read_bytes"], p["read_chars"], p["processes"], p["seconds"], p["own_chars"])
         return _fetched({**loader, "mount": mount}, counts)
@@ -197,7 +202,7 @@ def _fetched_segments(loader: dict[str, Any], io: IoCounts, whole: Fetched) -> t
     return adding_up(whole, ((p["seconds"], counted(p)) for p in pieces), io.window_s)
 
 
-def _observed(key: str, obs: dict[str, Any], loader: dict[str, Any], config: Any) -> ObservedLoader:
+def _observed(key: str, obs: Observation, loader: LoaderObservation, config: Any) -> ObservedLoader:
     s = loader["settings"]
     return ObservedLoader(
         key=key,
@@ -233,7 +238,7 @@ def _observed(key: str, obs: dict[str, Any], loader: dict[str, Any], config: Any
     )
 
 
-def _sent(obs: dict[str, Any], loader: dict[str, Any]) -> dict[str, Any]:
+def _sent(obs: Observation, loader: LoaderObservation) -> dict[str, Any]:
     """The probed loader's dataset as handed to each spawned worker (its pickle), where measured."""
     sent = (obs.get("probes") or {}).get("sent") if obs.get("probed_index") == loader["index"] else None
     if not sent or sent.get("bytes") is None:
@@ -245,7 +250,7 @@ def _sent(obs: dict[str, Any], loader: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _pass_starts(loader: dict[str, Any]) -> tuple[PassStart, ...]:
+def _pass_starts(loader: LoaderObservation) -> tuple[PassStart, ...]:
     """Each pass that reached its first batch: its start in ``iter()``, its first batch, its end
     (the call that ran it out), its length."""
     return tuple(
@@ -261,7 +266,7 @@ def _pass_starts(loader: dict[str, Any]) -> tuple[PassStart, ...]:
     )
 
 
-def _before(loader: dict[str, Any]) -> BeforeWindow | None:
+def _before(loader: LoaderObservation) -> BeforeWindow | None:
     """The first pass up to the window, its bytes fetched counted as the window's are."""
     b = loader.get("before")
     if not b:
@@ -305,7 +310,7 @@ def _step_ceiling(cell: CellResult, device: str, clock: str) -> ComputeCeiling:
 
 
 def _host_storage(
-    observations: Sequence[dict[str, Any]],
+    observations: Sequence[Observation],
 ) -> dict[tuple[str, int], tuple[StorageCeiling, ...]]:
     """(host, loader index) → the storage ceiling its local rank 0 measured for all its ranks."""
     from ioprof.core.resultfile import from_jsonable
@@ -313,16 +318,16 @@ def _host_storage(
     out: dict[tuple[str, int], tuple[StorageCeiling, ...]] = {}
     for obs in observations:
         storage = (obs.get("probes") or {}).get("storage") or []
-        if storage and obs.get("local_rank", 0) == 0:
-            key = (obs.get("host", ""), obs.get("probed_index", 0))
-            out[key] = tuple(from_jsonable(StorageCeiling, s) for s in storage)
+        probed = obs.get("probed_index")
+        if storage and probed is not None and obs.get("local_rank", 0) == 0:
+            out[(obs.get("host", ""), probed)] = tuple(from_jsonable(StorageCeiling, s) for s in storage)
     return out
 
 
 def _ceilings(
     key: str,
-    obs: dict[str, Any],
-    loader: dict[str, Any],
+    obs: Observation,
+    loader: LoaderObservation,
     step: ComputeCeiling,
     host_storage: dict[tuple[str, int], tuple[StorageCeiling, ...]],
 ) -> DatasetCeilings:
@@ -358,7 +363,7 @@ def _share_host_counters(cells: list[CellResult], hosts: dict[str, tuple[str, in
 
 
 def build_result(
-    observations: Sequence[dict[str, Any]],
+    observations: Sequence[Observation],
     *,
     command: str,
     exit_code: int | None,
@@ -417,7 +422,7 @@ def build_result(
     )
 
 
-def _versions(observations: Sequence[dict[str, Any]]) -> dict[str, str] | None:
+def _versions(observations: Sequence[Observation]) -> dict[str, str] | None:
     """Python's, torch's and torchvision's versions in the script's first process that said them."""
     return next((o["versions"] for o in observations if o.get("versions")), None)
 
@@ -449,7 +454,7 @@ def _run_info(
 
 
 def _script(
-    ordered: Sequence[dict[str, Any]],
+    ordered: Sequence[Observation],
     command: str,
     exit_code: int | None,
     ended: str,
@@ -493,7 +498,7 @@ def _script(
     )
 
 
-def _dataset_info(key: str, loader: dict[str, Any], per_sample: float | None = None) -> DatasetInfo:
+def _dataset_info(key: str, loader: LoaderObservation, per_sample: float | None = None) -> DatasetInfo:
     """What is known of the loader's dataset; what is not is None. ``per_sample``: its bytes per
     sample as the probe's copy in memory showed them (tar shards hold many samples a file)."""
     info = loader.get("dataset_info")

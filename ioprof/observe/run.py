@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from ioprof.core.config import RunConfig
 from ioprof.core.results import SweepResult
+from ioprof.observe.observation import Observation
 
 _POLL_S = 0.25
 
@@ -145,7 +145,7 @@ def _supervise(
     return code, "finished" if code == 0 else "failed"
 
 
-def _observations(observed: Path) -> list[dict[str, Any]]:
+def _observations(observed: Path) -> list[Observation]:
     out = []
     for f in sorted(observed.glob("observed-*.json")):
         try:
