@@ -12,7 +12,7 @@ The file format (``results.json``) is ``resultfile``'s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ioprof.core.config import LoaderSetting
@@ -183,6 +183,16 @@ class ComputeCeiling:
     label: str  # "real resnet50 on cpu", "simulated 2800 img/s (h100)"
     source: str = ""
     looks: int = 1  # how often a stopping rule looked at its interval (``stats.LOOKS``), or 1
+    # of step_s, how many the ceiling ran alone (0: all of them); the rest are the steps of a CPU
+    # sweep's serial cells, in the order they ran (``runners.sweep.over_the_sweep``)
+    alone_steps: int = 0
+
+    def alone(self) -> ComputeCeiling:
+        """The ceiling as measured alone, before any cell's steps were pooled with it."""
+        if not self.alone_steps:
+            return self
+        steps = self.step_s[: self.alone_steps]
+        return replace(self, step_s=steps, alone_steps=0, img_per_s=self.batch_size * len(steps) / sum(steps))
 
     def throughput(self) -> Interval:
         """img/s with its 95 % interval (batch means over steps)."""

@@ -226,7 +226,7 @@ def _pace_varied(x: f.ComputePaceVaried) -> str:
     way = "faster" if x.own_min > 0 else "slower" if x.own_max < 0 else "at another pace"
     return (
         f"In {x.count} of {x.cells} cells the training step ran {way} ({lo if lo == hi else f'{lo} to {hi}'}) "
-        f"than when the compute ceiling ({rate(x.compute_img_per_s)} img/s) was measured; each of those cells ran "
+        f"than the compute ceiling's ({rate(x.compute_img_per_s)} img/s); each of those cells ran "
         "at the pace its own steps allow. A shared host's speed varies from minute to minute: the figures that "
         "rest on the ceiling carry that much more uncertainty."
     )

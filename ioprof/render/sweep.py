@@ -354,7 +354,7 @@ def _compute_lines(result: SweepResult) -> list[str]:
         src = f" Source of the simulated figure: {comp.source}." if comp.source else ""
         out.append(
             f"- **Compute** ({kind}): {rate_ci(comp.throughput())} img/s — {comp.label}, batch {comp.batch_size}, "
-            f"synthetic batches already on the device, {len(comp.step_s)} steps.{src}"
+            f"{words.compute_steps(comp)}.{src}"
         )
         if result.analysis is not None and result.analysis.compute_reference is not None:
             out.append(f"  {compute_reference(result.analysis.compute_reference)}")

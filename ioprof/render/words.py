@@ -33,6 +33,17 @@ PLACE_HINT = "`ioprof place --data PATH --candidates /local/nvme,/dev/shm`"
 # -- the verdict and the answer ----------------------------------------------------------------
 
 
+def compute_steps(comp: ComputeCeiling) -> str:
+    """The steps a compute ceiling rests on: its own, and the serial cells' where they were pooled."""
+    if not comp.alone_steps:
+        return f"synthetic batches already on the device, {len(comp.step_s)} steps"
+    return (
+        f"{comp.alone_steps} steps on synthetic batches already on the device and the serial cells' "
+        f"{len(comp.step_s) - comp.alone_steps} (the same step alone, later in the sweep: a CPU's pace is the "
+        "host's, which varies)"
+    )
+
+
 def verdict_line(a: f.Analysis | None) -> str:
     """The report's first sentence."""
     if a is not None and a.first_pass is not None:

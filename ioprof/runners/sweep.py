@@ -9,7 +9,7 @@ atomically), so an interrupted or crashed sweep keeps what it measured.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -72,7 +72,7 @@ class Tally:
             machine=self.session.machine,
             config=to_jsonable(asdict(self.config)),
             datasets=tuple(d.info for d in self.datasets),
-            compute=self.compute,
+            compute=over_the_sweep(self.compute, self.cells),
             transfer=self.transfer,
             ceilings=tuple(self.ceilings),
             cells=tuple(self.cells),
@@ -80,6 +80,36 @@ class Tally:
             undecodable=self.failures.summary(),
             phases_s=dict(self.phases_s),
         )
+
+
+def over_the_sweep(compute: ComputeCeiling | None, cells: Sequence[CellResult]) -> ComputeCeiling | None:
+    """On the CPU, the ceiling's steps and the serial cells' own, in the order they ran.
+
+    A step on the CPU runs at the host's pace, and a shared host's pace changes from minute to
+    minute: a ceiling read once, at the start, can sit wholly below cells measured later. A serial
+    cell's step is that same step alone (its loader makes each batch between steps, never during
+    one), read at later moments; pooled, the ceiling's rate is the step's over the sweep and its
+    interval spans the moods it met. A multiprocess cell's steps share the cores with its workers
+    and stay its own (``conclude.sweep``'s own pace). On a GPU, or simulated, as measured."""
+    if compute is None or compute.simulated or compute.device != "cpu" or not compute.step_s:
+        return compute
+    alone = compute.alone()
+    pooled = [
+        s
+        for c in cells
+        if c.loader == "serial" and c.status == "ok" and c.batch_size == alone.batch_size
+        for s, n in zip(c.step_s, c.images_per_step or [c.batch_size] * len(c.step_s), strict=False)
+        if n == alone.batch_size and s > 0
+    ]
+    if not pooled:
+        return alone
+    steps = (*alone.step_s, *pooled)
+    return replace(
+        alone,
+        step_s=steps,
+        alone_steps=len(alone.step_s),
+        img_per_s=alone.batch_size * len(steps) / sum(steps),
+    )
 
 
 def run_sweep(
@@ -97,9 +127,8 @@ def run_sweep(
     ``previous``: an interrupted run of the same config, whose finished cells and ceilings are kept.
     ``phases_s``: the time already spent before (the datasets made ready), to report with the rest.
     """
-    tally = Tally(
-        config, session, datasets, compute=previous.compute if previous else None, previous=previous
-    )
+    kept = previous.compute.alone() if previous and previous.compute else None
+    tally = Tally(config, session, datasets, compute=kept, previous=previous)
     # a resumed run's time is the earlier run's and this one's, phase by phase
     for earlier in (previous.phases_s if previous else {}, phases_s or {}):
         for phase, s in earlier.items():

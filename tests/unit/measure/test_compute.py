@@ -164,3 +164,38 @@ def test_out_of_memory_names_a_batch_size_that_fits() -> None:
             crop_px=8,
             warmup_steps=1,
         )
+
+
+def test_a_cpu_ceiling_takes_the_serial_cells_steps_over_the_sweep_and_gives_them_back() -> None:
+    """On the CPU a serial cell's step is the ceiling's step alone, read later: its steps join the
+    ceiling's in the order they ran. A multiprocess cell's (its workers share the cores), a failed
+    cell's and a partial batch's do not; pooled again, or kept in results.json, it is the same; a
+    resumed sweep starts from the ceiling's own steps; a GPU's or a simulated ceiling is as measured."""
+    from dataclasses import replace
+
+    from builders import cell, compute
+
+    from ioprof.core.resultfile import from_jsonable, to_jsonable
+    from ioprof.core.results import ComputeCeiling
+    from ioprof.runners.sweep import over_the_sweep
+
+    ceiling = compute(40.0, simulated=False)  # batch 8: 3 steps of 0.2 s
+    slower = cell("serial", step=0.4, steps=5)  # the host slowed down: 20 img/s
+    partial = replace(cell("serial", step=0.4, steps=2), images_per_step=(8, 3))
+    failed = replace(cell("serial", step=1.0, steps=3), status="failed")
+    cells = [slower, cell("multiprocess", step=5.0), failed, partial]
+    pooled = over_the_sweep(ceiling, cells)
+    assert pooled is not None and pooled.alone_steps == 3
+    assert pooled.step_s == (0.2,) * 3 + (0.4,) * 5 + (0.4,)
+    assert pooled.img_per_s == pytest.approx(8 * 9 / (0.6 + 2.4))
+    assert pooled.throughput().high > 20.0  # the slower moments are in its interval
+    assert over_the_sweep(pooled, cells) == pooled
+    assert from_jsonable(ComputeCeiling, to_jsonable(pooled)) == pooled
+    alone = pooled.alone()
+    assert alone.step_s == ceiling.step_s and alone.alone_steps == 0
+    assert alone.img_per_s == pytest.approx(ceiling.img_per_s)
+    assert over_the_sweep(ceiling, [cell("multiprocess", step=5.0)]) == ceiling
+    on_gpu = replace(ceiling, device="cuda:0")
+    assert over_the_sweep(on_gpu, cells) is on_gpu
+    simulated = compute(40.0)
+    assert over_the_sweep(simulated, cells) is simulated

@@ -422,3 +422,19 @@ def test_a_cell_of_few_turns_says_it_cannot_decide_instead_of_printing_0_to_100(
     c = _in_turns(3, produced=True).cells[0]
     assert c.rates().method == "workers" and c.throughput().high < 256 / 0.054
     assert c.verdict is not None and c.verdict.input_bound == "highly"
+
+
+def test_a_ceiling_pooled_with_the_serial_cells_says_how_many_steps_of_each() -> None:
+    from builders import compute
+
+    from ioprof.runners.sweep import over_the_sweep
+
+    serial = cell("serial", 0, wait=0.03, step=0.25)
+    result = sweep_result((serial, cell("multiprocess", 4, step=0.25)))
+    result = replace(result, compute=over_the_sweep(compute(40.0, simulated=False), result.cells))
+    text = render_markdown(conclude(result))
+    assert (
+        "3 steps on synthetic batches already on the device and the serial cells' 10 (the same step" in text
+    )
+    alone = render_markdown(conclude(replace(result, compute=compute(40.0, simulated=False))))
+    assert "synthetic batches already on the device, 3 steps." in alone
