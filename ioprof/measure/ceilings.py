@@ -9,7 +9,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ioprof.core.config import ComputeSpec, LoaderSetting
+from ioprof.core.config import DECIDED_REL_HALF_WIDTH, TARGET_REL_HALF_WIDTH, ComputeSpec, LoaderSetting
 from ioprof.core.errors import IoprofError
 from ioprof.core.results import ComputeCeiling, DecodeCeiling, ProbeFailure, StorageCeiling
 from ioprof.datasets import objects, shards
@@ -29,9 +29,18 @@ STORE_MIN_FRESH_PER_READER = 8
 
 
 def compute_ceiling(
-    session: Session, step: TrainStep, spec: ComputeSpec, *, model: str, crop_px: int, progress: Progress
+    session: Session,
+    step: TrainStep,
+    spec: ComputeSpec,
+    *,
+    model: str,
+    crop_px: int,
+    progress: Progress,
+    pooled_later: bool = False,
 ) -> ComputeCeiling:
-    """The compute ceiling at the run's batch size."""
+    """The compute ceiling at the run's batch size. ``pooled_later``: the sweep's serial cells
+    will add their steps to it (``runners.sweep.over_the_sweep``), so that alone it needs only the
+    width that decides an answer (``DECIDED_REL_HALF_WIDTH``), not the figure's own."""
     progress("measuring the compute ceiling (synthetic batches on the device)…")
     ceiling = probe_compute(
         step,
@@ -41,6 +50,7 @@ def compute_ceiling(
         batch_size=session.run.batch_size,
         crop_px=crop_px,
         warmup_steps=session.run.warmup_steps,
+        target=DECIDED_REL_HALF_WIDTH if pooled_later else TARGET_REL_HALF_WIDTH,
     )
     progress.measured(ceiling)
     return ceiling

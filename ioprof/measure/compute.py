@@ -254,8 +254,10 @@ def probe_compute(
     min_steps: int = COMPUTE_MIN_STEPS,
     max_seconds: float = COMPUTE_MAX_S,
     clock: Callable[[], float] = time.perf_counter,
+    target: float = TARGET_REL_HALF_WIDTH,
 ) -> ComputeCeiling:
-    """Img/s of the step alone, on a synthetic batch already on the device.
+    """Img/s of the step alone, on a synthetic batch already on the device, until its interval is
+    within ± ``target`` (or its cap).
 
     On CUDA the steps run back to back with no synchronization between them, as a tuned trainer
     runs them, and are timed by CUDA events. At least ``COMPUTE_MIN_WARMUP_STEPS`` warm-up steps
@@ -284,7 +286,9 @@ def probe_compute(
             times.append(clock() - t0)
             if marks is not None:
                 events.append(marks)
-            if _compute_done(times, marks is not None, looks, clock() - began, max_seconds, batch_size):
+            if _compute_done(
+                times, marks is not None, looks, clock() - began, max_seconds, batch_size, target
+            ):
                 break
         step.drain()
     except torch.cuda.OutOfMemoryError:
@@ -311,10 +315,16 @@ def probe_compute(
 
 
 def _compute_done(
-    times: list[float], queued: bool, looks: Looks, spent_s: float, max_seconds: float, batch_size: int
+    times: list[float],
+    queued: bool,
+    looks: Looks,
+    spent_s: float,
+    max_seconds: float,
+    batch_size: int,
+    target: float = TARGET_REL_HALF_WIDTH,
 ) -> bool:
     """Whether the compute ceiling has steps enough: a fixed count when steps are only enqueued
-    (CUDA), else an interval within ±5 % at one of its looks, or the time cap."""
+    (CUDA), else an interval within ± ``target`` at one of its looks, or the time cap."""
     n = len(times)
     if queued:
         return n >= COMPUTE_CUDA_STEPS
@@ -323,7 +333,7 @@ def _compute_done(
     if not looks.due(n, spent_s):
         return False
     interval = ratio_interval([float(batch_size)] * n, times, 1, looks.count)
-    return interval.batches >= MIN_BATCHES and interval.rel_half_width <= TARGET_REL_HALF_WIDTH
+    return interval.batches >= MIN_BATCHES and interval.rel_half_width <= target
 
 
 def largest_fitting_batch(step: TrainStep, batch_size: int, crop_px: int, device: torch.device) -> int | None:

@@ -112,6 +112,12 @@ def over_the_sweep(compute: ComputeCeiling | None, cells: Sequence[CellResult]) 
     )
 
 
+def pooled_later(config: SweepConfig, step: TrainStep, device_type: str) -> bool:
+    """Whether serial cells will add their steps to the compute ceiling (``over_the_sweep``)."""
+    serial = any(s.kind == "serial" for s in config.settings())
+    return not step.simulated and device_type == "cpu" and "end-to-end" in config.stages and serial
+
+
 def run_sweep(
     config: SweepConfig,
     session: Session,
@@ -186,6 +192,7 @@ def _compute_and_transfer(tally: Tally, step: TrainStep | None, progress: Progre
             model=config.model,
             crop_px=config.crop_px,
             progress=progress,
+            pooled_later=pooled_later(config, step, session.device.type),
         )
     if "transfer" in config.stages:
         tally.transfer = tuple(

@@ -7,6 +7,7 @@ import torch
 
 from ioprof.commands.values import parse_compute
 from ioprof.core.errors import IoprofError
+from ioprof.core.results import ComputeCeiling
 from ioprof.measure.compute import RealTrainStep, SimulatedStep, build_model, probe_compute, resolve_device
 
 
@@ -176,7 +177,6 @@ def test_a_cpu_ceiling_takes_the_serial_cells_steps_over_the_sweep_and_gives_the
     from builders import cell, compute
 
     from ioprof.core.resultfile import from_jsonable, to_jsonable
-    from ioprof.core.results import ComputeCeiling
     from ioprof.runners.sweep import over_the_sweep
 
     ceiling = compute(40.0, simulated=False)  # batch 8: 3 steps of 0.2 s
@@ -199,3 +199,59 @@ def test_a_cpu_ceiling_takes_the_serial_cells_steps_over_the_sweep_and_gives_the
     assert over_the_sweep(on_gpu, cells) is on_gpu
     simulated = compute(40.0)
     assert over_the_sweep(simulated, cells) is simulated
+
+
+class _NoisyStep:
+    """A real step's noise on a fake clock: its times cycle through ``times``."""
+
+    simulated = False
+    label = "noisy"
+
+    def __init__(self, clock: FakeClock, times: list[float]) -> None:
+        self.clock, self.times, self.calls = clock, times, 0
+
+    def __call__(self, images: torch.Tensor, labels: torch.Tensor) -> None:
+        self.clock.now += self.times[self.calls % len(self.times)]
+        self.calls += 1
+
+    def mark(self) -> None:
+        return None
+
+    def drain(self) -> None:
+        pass
+
+
+def test_a_ceiling_the_serial_cells_will_add_to_stops_at_the_width_that_decides() -> None:
+    """Alone, the ceiling runs until ±5 %; where the sweep's serial cells will pool their steps
+    with it, until ±10 % — and only on the CPU's real step, in a sweep with a serial cell."""
+    from dataclasses import replace
+
+    from ioprof.core.config import SweepConfig
+    from ioprof.runners.sweep import pooled_later
+
+    def ceiling(target: float) -> ComputeCeiling:
+        clock = FakeClock()
+        step = _NoisyStep(clock, [1.0, 0.8, 1.25, 0.9, 1.1, 1.3, 0.75])
+        spec = parse_compute("real")
+        return probe_compute(
+            step,
+            spec,
+            "x",
+            torch.device("cpu"),
+            batch_size=4,
+            crop_px=4,
+            warmup_steps=1,
+            clock=clock,
+            max_seconds=1000.0,
+            target=target,
+        )
+
+    alone, decided = ceiling(0.05), ceiling(0.10)
+    assert 0.05 < decided.throughput().rel_half_width <= 0.10
+    assert alone.throughput().rel_half_width <= 0.05
+    assert len(decided.step_s) < len(alone.step_s)
+    config = SweepConfig()
+    real, sim = _NoisyStep(FakeClock(), [1.0]), SimulatedStep(parse_compute("sim:400"))
+    assert pooled_later(config, real, "cpu")
+    assert not pooled_later(config, real, "cuda") and not pooled_later(config, sim, "cpu")
+    assert not pooled_later(replace(config, loaders=("multiprocess",)), real, "cpu")
