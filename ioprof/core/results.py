@@ -189,10 +189,13 @@ class ComputeCeiling:
 
     def alone(self) -> ComputeCeiling:
         """The ceiling as measured alone, before any cell's steps were pooled with it."""
-        if not self.alone_steps:
-            return self
-        steps = self.step_s[: self.alone_steps]
-        return replace(self, step_s=steps, alone_steps=0, img_per_s=self.batch_size * len(steps) / sum(steps))
+        return self.with_steps(self.step_s[: self.alone_steps]) if self.alone_steps else self
+
+    def with_steps(self, steps: tuple[float, ...], alone_steps: int = 0) -> ComputeCeiling:
+        """This ceiling over ``steps`` (each a batch), its rate theirs; ``alone_steps`` of them its own."""
+        return replace(
+            self, step_s=steps, alone_steps=alone_steps, img_per_s=self.batch_size * len(steps) / sum(steps)
+        )
 
     def throughput(self) -> Interval:
         """img/s with its 95 % interval (batch means over steps)."""

@@ -103,13 +103,7 @@ def over_the_sweep(compute: ComputeCeiling | None, cells: Sequence[CellResult]) 
     ]
     if not pooled:
         return alone
-    steps = (*alone.step_s, *pooled)
-    return replace(
-        alone,
-        step_s=steps,
-        alone_steps=len(alone.step_s),
-        img_per_s=alone.batch_size * len(steps) / sum(steps),
-    )
+    return alone.with_steps((*alone.step_s, *pooled), alone_steps=len(alone.step_s))
 
 
 def pooled_later(config: SweepConfig, step: TrainStep, device_type: str) -> bool:
