@@ -76,11 +76,11 @@ def _one(name: str, served: netfs.Served, work: Path, epochs: int, i: int) -> di
     if m["persistent_workers"]:
         kept, stretches = [], []
         for pid in workers:
-            ends = smaps.epoch_ends(pid, idle_s=1.0)
+            # its USS at the end of each of the epochs ioprof saw: the stretches of work that held
+            # the most CPU time (an evaluation loader's blips between them are far smaller)
+            ends = smaps.epoch_ends(pid, epochs=m["epochs_seen"])
             stretches.append(len(ends))
-            if (
-                len(ends) == m["epochs_seen"] >= 2
-            ):  # a stretch of work an epoch, told apart by the idle between
+            if len(ends) == m["epochs_seen"] >= 2:
                 kept.append((ends[-1][1] - ends[0][1]) / (len(ends) - 1) / 1e6)
         row |= {
             "ioprof_kept_mb_per_epoch": None
@@ -114,6 +114,13 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _holds(row: dict[str, Any]) -> bool:
+    truth = statistics.mean(row["smaps_kept_mb_per_epoch"])
+    low, high = row["ioprof_interval_mb"]
+    inside = low is not None and high is not None and low <= truth <= high
+    return abs(row["ioprof_kept_mb_per_epoch"] - truth) <= 0.30 * abs(truth) or inside
+
+
 def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "runs": len(rows),
@@ -123,9 +130,17 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out["ioprof_kept_mb_per_epoch_median"] = _median(
             [r["ioprof_kept_mb_per_epoch"] for r in rows if r["ioprof_kept_mb_per_epoch"] is not None]
         )
-        out["smaps_kept_mb_per_epoch_median"] = _median(
-            [k for r in rows for k in r["smaps_kept_mb_per_epoch"]]
-        )
+        # each run against its own workers, read over the same epochs: ioprof's figure over the
+        # workers' mean, and whether it lies within 30 % of it or its interval holds it
+        paired = [
+            r for r in rows if r["ioprof_kept_mb_per_epoch"] is not None and r["smaps_kept_mb_per_epoch"]
+        ]
+        out["ioprof_over_smaps"] = [
+            round(r["ioprof_kept_mb_per_epoch"] / statistics.mean(r["smaps_kept_mb_per_epoch"]), 2)
+            for r in paired
+        ]
+        out["runs_within_30_percent_or_interval"] = sum(_holds(r) for r in paired)
+        out["runs_compared"] = len(paired)
     else:
         pairs = [
             (r["ioprof_peak_mb"], r["smaps_most_any_worker_reached_mb"])

@@ -444,7 +444,7 @@ def _kept_per_epoch_against_smaps(run: dict[str, Any], cell: dict[str, Any]) -> 
     workers = sorted({int(k.split("/")[0]) for k in training["cpu"]["thread_cpu_s"]} - {seen["pid"]})
     per_worker = []
     for pid in workers:
-        ends = run["memory"].epoch_ends(pid, epochs=TIMM_EPOCHS, idle_s=1.0)
+        ends = run["memory"].epoch_ends(pid, epochs=TIMM_EPOCHS)
         assert len(ends) == TIMM_EPOCHS, (pid, ends)
         per_worker.append((ends[-1][1] - ends[0][1]) / (len(ends) - 1))
     truth = sum(per_worker) / len(per_worker)

@@ -295,22 +295,27 @@ class Smaps:
         if self._thread.is_alive():
             self._thread.join()
 
-    def epoch_ends(self, pid: int, epochs: int, idle_s: float = 0.5) -> list[tuple[float, int]]:
+    def epoch_ends(self, pid: int, epochs: int) -> list[tuple[float, int]]:
         """A persistent worker's (wall time, USS) at the end of each of the script's ``epochs``: its
-        working intervals (on a CPU at least 1 % of each) in stretches parted by ``idle_s`` or more
-        of idling, and of those the ``epochs`` that held the most CPU time, in their order. Between
-        epochs a worker idles through the evaluation loader, a checkpoint or a probe, and may work
-        briefly in it: such a blip makes a stretch of its own, far smaller than an epoch's."""
-        stretches: list[list[float]] = []  # [end wall time, end USS, CPU seconds] of each
-        idle = 0.0
+        readings parted into working and idle runs (on a CPU at least 1 % of the interval or not),
+        and the epochs parted by the ``epochs`` − 1 longest idle runs between working ones. Between
+        epochs a worker idles through the evaluation loader, a checkpoint or ioprof's probes; inside
+        one it idles only while its prefetched batches wait for the loop. How long either lasts
+        depends on the script and the host (a small evaluation split parts timm's epochs by under
+        a second), so no length of idling tells them apart; their order does."""
+        runs: list[list[Any]] = []  # [working?, start, end, USS at its end]
         for a, b in itertools.pairwise(self.readings.get(pid, [])):
-            cpu = b[2] - a[2]
-            if cpu < 0.01 * (b[0] - a[0]):
-                idle += b[0] - a[0]
-                continue
-            if not stretches or idle >= idle_s:
-                stretches.append([b[0], b[1], 0.0])
-            stretches[-1][:] = [b[0], b[1], stretches[-1][2] + cpu]
-            idle = 0.0
-        kept = sorted(sorted(stretches, key=lambda x: x[2], reverse=True)[:epochs])
-        return [(end, int(uss)) for end, uss, _ in kept]
+            working = b[2] - a[2] >= 0.01 * (b[0] - a[0])
+            if runs and runs[-1][0] == working:
+                runs[-1][2:] = [b[0], b[1]]
+            else:
+                runs.append([working, a[0], b[0], b[1]])
+        while runs and not runs[-1][0]:  # idling after its last epoch parts nothing
+            runs.pop()
+        while runs and not runs[0][0]:
+            runs.pop(0)
+        gaps = sorted((i for i, r in enumerate(runs) if not r[0]), key=lambda i: runs[i][2] - runs[i][1])
+        parts = sorted(gaps[len(gaps) - (epochs - 1) :] if epochs > 1 else [])
+        if len(parts) != epochs - 1:
+            return []
+        return [(runs[i - 1][2], int(runs[i - 1][3])) for i in [*parts, len(runs)]]
