@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ioprof.conclude.sweep import is_sweep, speedup_over_serial
+from ioprof.conclude.sweep import is_sweep
 from ioprof.core.config import DECIDED_REL_HALF_WIDTH
 from ioprof.core.findings import CpuIsTheDevice, FetchedAboveStorage
 from ioprof.core.rates import busy_class
@@ -22,7 +22,7 @@ from ioprof.core.thresholds import (
     MODERATELY_INPUT_BOUND_SHARE,
     READ_CALLS_MIN_SHARE,
 )
-from ioprof.render import inside, words
+from ioprof.render import inside, speedup, words
 from ioprof.render.findings import DECIDED_BY, KERNEL_SPLIT_NOTE, compute_reference, finding, wait_split
 from ioprof.render.fmt import mb, ms, pct, rate, rate_ci
 from ioprof.render.mdtable import table
@@ -72,7 +72,7 @@ def render_markdown(result: SweepResult) -> str:
     out += _answer(result, sweep)
     if sweep:
         out += (
-            _speedup(result)
+            speedup.section(result)
             + _cells(result)
             + _evidence(result)
             + inside.section(result)
@@ -134,22 +134,6 @@ def _busy(result: SweepResult) -> list[str]:
         + ".",
         "",
     ]
-
-
-def _speedup(result: SweepResult) -> list[str]:
-    rows = []
-    for info in result.datasets:
-        serial, best, ratio = speedup_over_serial([c for c in result.cells if c.dataset == info.label])
-        rows.append(
-            [
-                info.label,
-                words.cell_figures(serial)[0] if serial else "—",
-                f"{words.cell_figures(best)[0]} ({best.setting.label})" if best else "—",
-                f"{ratio:.2f}×" if ratio else "—",
-            ]
-        )
-    head = ["dataset", "serial img/s", "fastest multiprocess img/s", "speed-up"]
-    return ["## Speed-up of the multiprocess loader over the serial one", "", *table(head, rows), ""]
 
 
 def _cache(c: CellResult) -> str:

@@ -462,7 +462,7 @@ def cell_figures(c: CellResult) -> tuple[str, str]:
     gave them (W); where the observations cannot decide, the words say so and what would."""
     r = c.rates()
     mark = " (W)" if r.method == "workers" else ""
-    if _decided(r.throughput):
+    if decided(r.throughput):
         return rate_ci(r.throughput) + mark, share_ci(r.wait_share) + mark
     return rate(c.img_per_s), f"{pct(r.wait_share.value)}: {_too_few(c, r.turns)}"
 
@@ -471,7 +471,7 @@ def busy_figure(c: CellResult) -> str:
     """A cell's busy share (the loop's time not waiting for data: MLPerf Storage's AU) with its
     interval where its figures are decided, marked (W) where the workers' batches gave it."""
     r = c.rates()
-    if _decided(r.throughput):
+    if decided(r.throughput):
         return share_ci(r.busy) + (" (W)" if r.method == "workers" else "")
     return pct(r.busy.value)
 
@@ -483,7 +483,7 @@ BUSY_WORDS = {
 }
 
 
-def _decided(i: Interval) -> bool:
+def decided(i: Interval) -> bool:
     """An interval that tells its figure apart from 0 (narrower than the figure itself)."""
     return i.known and i.low > 0 and i.high - i.value <= i.value
 

@@ -22,7 +22,7 @@ from ioprof.conclude.sweep import (
 )
 from ioprof.core import findings as f
 from ioprof.core.config import LoaderSetting
-from ioprof.core.results import CellResult, DatasetCeilings
+from ioprof.core.results import CellResult, DatasetCeilings, SweepResult
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MODERATELY_INPUT_BOUND_SHARE
 from ioprof.render import fmt
@@ -577,18 +577,39 @@ def test_a_multiprocess_gain_beyond_the_serial_loaders_wait_is_said_to_be_the_st
     not flagged."""
     serial = _noisy(cell("serial", 0, wait=0.018, step=0.9, steps=12, batch=4, jitter=0.002), 0.03)
     drifted = _noisy(cell("multiprocess", 8, wait=0.002, step=0.76, steps=12, batch=4, jitter=0.001), 0.03)
-    (v,) = conclude(sweep_result((serial, drifted))).analysis.datasets
+    result = conclude(sweep_result((serial, drifted)))
+    (v,) = result.analysis.datasets
     assert v.loader_gain_max == pytest.approx(1 / (1 - serial.wait_share().high))
     assert v.loader_gain_max < 1.03 and v.speedup_over_serial > 1.15 and v.speedup_beyond_loader
     line = dataset_line(v)
     assert "of which the loader accounts for at most 1.02×" in line and "step itself took less time" in line
+    # the speed-up table says it beside the figure, with the figure's interval
+    row = _speedup_row(result)
+    assert f"{v.speedup_over_serial:.2f}× [" in row and "beyond the 1.02× a loader can gain here" in row
     same = _noisy(cell("multiprocess", 8, wait=0.002, step=0.9, steps=12, batch=4, jitter=0.001), 0.03)
-    (v,) = conclude(sweep_result((serial, same))).analysis.datasets
+    result = conclude(sweep_result((serial, same)))
+    (v,) = result.analysis.datasets
     assert not v.speedup_beyond_loader and "accounts for" not in dataset_line(v)
+    assert "not told apart from the serial loader" in _speedup_row(result)
     waiting = _noisy(cell("serial", 0, wait=0.3, step=0.6, steps=12, batch=4, jitter=0.01), 0.03)
     freed = _noisy(cell("multiprocess", 4, wait=0.002, step=0.6, steps=12, batch=4, jitter=0.001), 0.03)
-    (v,) = conclude(sweep_result((waiting, freed))).analysis.datasets
+    result = conclude(sweep_result((waiting, freed)))
+    (v,) = result.analysis.datasets
     assert v.speedup_over_serial == pytest.approx(1.5, rel=0.02) and not v.speedup_beyond_loader
+    row = _speedup_row(result)
+    assert "1.5" in row and "beyond" not in row and "not told apart" not in row, row
+
+
+def _speedup_row(result: SweepResult) -> str:
+    """The one dataset's row of the report's speed-up table."""
+    from ioprof.render.sweep import render_markdown
+
+    text = render_markdown(result)
+    table = text.split("## Speed-up of the multiprocess loader over the serial one", 1)[1].split("##", 1)[0]
+    (row,) = [
+        r for r in table.splitlines() if r.startswith("|") and "serial img/s" not in r and "---" not in r
+    ]
+    return row
 
 
 def test_a_setting_that_may_not_be_input_bound_is_not_called_input_bound_in_the_answer() -> None:
