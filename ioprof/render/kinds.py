@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ioprof.conclude import place as place_conclusion
 from ioprof.conclude import profile as profile_conclusion
@@ -23,20 +23,23 @@ from ioprof.core.results_scale import ScaleResult
 from ioprof.core.results_whatif import WhatifResult
 from ioprof.render import devices, frames, place, profile, run, scale, sweep, whatif
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 @dataclass(frozen=True)
 class Kind:
     conclude: Callable[[Any], Any]  # conclusions recomputed from the measurements
     write: Callable[[Any, Path], Path]  # report.md (and CSV, plots) into a folder; returns report.md
     headline: Callable[[Any], str]  # the answer in one plain line
-    frames: dict[str, Callable[[Any], Any]] = field(default_factory=dict)  # pandas tables, by name
+    frames: dict[str, Callable[[Any], pd.DataFrame]] = field(default_factory=dict)  # pandas tables, by name
 
 
 def _unchanged(result: Any) -> Any:
     return result  # ``devices``: its figures are derived when rendered
 
 
-_SWEEP_FRAMES: dict[str, Callable[[Any], Any]] = {
+_SWEEP_FRAMES: dict[str, Callable[[Any], pd.DataFrame]] = {
     "cells": frames.cells_frame,
     "ceilings": frames.ceilings_frame,
     "stages": frames.stages_frame,
@@ -87,7 +90,7 @@ def headline(result: AnyResult) -> str:
     return kind_of(result).headline(result)
 
 
-def frame(result: AnyResult, name: str) -> Any:
+def frame(result: AnyResult, name: str) -> pd.DataFrame:
     """One of the result's pandas tables (an empty one where its kind has no such table)."""
     build = kind_of(result).frames.get(name)
     if build is None:
