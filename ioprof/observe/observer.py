@@ -41,6 +41,7 @@ from ioprof.observe.recorder import LoaderRecorder
 from ioprof.observe.watching import WatchConfig
 
 if TYPE_CHECKING:
+    from ioprof.core.results import DatasetInfo
     from ioprof.host.fetched import MountCounters
     from ioprof.host.telemetry import GpuSampler
     from ioprof.measure.inside import InsideRecorder
@@ -68,7 +69,7 @@ class Watcher:
         # the probe put off while a fork server imports the dataset's modules beside the training:
         # (its loader, the thread that ends once the server is ready, when the window ended)
         self._warming: tuple[LoaderRecorder, threading.Thread, float] | None = None
-        self.infos: dict[int, Any] = {}
+        self.infos: dict[int, DatasetInfo | None] = {}
         self.errors: list[str] = []
         self._only = weakref.ref(only) if only is not None else None
         self._marks = marks  # tests: a fake GPU's events; None: CUDA events where the script uses CUDA
@@ -489,7 +490,7 @@ class Watcher:
             "written_at": time.time(),
         }
 
-    def _info(self, rec: LoaderRecorder) -> Any:
+    def _info(self, rec: LoaderRecorder) -> DatasetInfo | None:
         if rec.index not in self.infos:
             try:
                 self.infos[rec.index] = rec.dataset_info()
