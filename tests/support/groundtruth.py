@@ -301,8 +301,8 @@ class Smaps:
         and the epochs parted by the ``epochs`` − 1 longest idle runs between working ones. Between
         epochs a worker idles through the evaluation loader, a checkpoint or ioprof's probes; inside
         one it idles only while its prefetched batches wait for the loop. How long either lasts
-        depends on the script and the host (a small evaluation split parts timm's epochs by under
-        a second), so no length of idling tells them apart; their order does."""
+        depends on the script and the host (a small evaluation split parts epochs only briefly),
+        so no length of idling tells them apart; their order does."""
         runs: list[list[Any]] = []  # [working?, start, end, USS at its end]
         for a, b in itertools.pairwise(self.readings.get(pid, [])):
             working = b[2] - a[2] >= 0.01 * (b[0] - a[0])

@@ -63,10 +63,10 @@ def _side_by_side(epochs: int) -> tuple[Any, list[list[float]]]:
 
 def test_workers_started_at_every_pass_cost_each_epoch_what_persistent_workers_save() -> None:
     """The truth is the whatif itself, run side by side: the same loader with persistent workers,
-    its passes taken in turn with the restarted one's (two runs one after the other would each
-    meet the host in another mood: under load the kept passes took 0.24-0.47 s in one run and
-    0.68-0.72 s in the next); what it saves a pass is what ioprof said the start (and the end,
-    where the workers are stopped) cost."""
+    its passes taken in turn with the restarted one's (two runs one after the other each meet the
+    host in another mood, and under load their passes' lengths differ by more than the start
+    costs' margin); what it saves a pass is what ioprof said the start (and the end, where the
+    workers are stopped) cost."""
     from ioprof.render.findings import finding
 
     result, (took, took_kept) = _side_by_side(4)
