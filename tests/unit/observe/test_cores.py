@@ -192,9 +192,6 @@ class _KeepsSlowly(KeepsEverything):
         return super().__getitem__(i)
 
 
-# Alone it reads 1.07-1.08x the bytes kept; beside a test that took both cores it once read 1.25x,
-# beyond its bound, for a reason not yet found: it needs the machine to itself until it is
-@pytest.mark.rig
 def test_two_short_epochs_of_persistent_workers_are_compared_however_few_samples_they_span() -> None:
     """Each worker makes 40 samples an epoch: two epochs span fewer after its warm-up than a slope
     over the run needs (``GROWTH_MIN_SAMPLES``), but what each holds at the same point of both
