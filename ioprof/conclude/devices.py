@@ -3,6 +3,7 @@ GPUs gain over one (scaling efficiency), and how much of an N-GPU step communica
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ioprof.core.results_devices import DeviceCell, DevicesResult
@@ -23,9 +24,8 @@ class Payoff:
     pays: str  # yes | no | barely | unknown
 
 
-def _measured(cells: list[DeviceCell], pred: object) -> DeviceCell | None:
-    found = [c for c in cells if pred(c)]  # type: ignore[operator]
-    return found[0] if found else None
+def _measured(cells: list[DeviceCell], pred: Callable[[DeviceCell], bool]) -> DeviceCell | None:
+    return next((c for c in cells if pred(c)), None)
 
 
 def _efficiency(one: DeviceCell, multi: DeviceCell) -> Interval:

@@ -195,7 +195,8 @@ class SlowWait:
             ends = (floor[0], floor[1], whole.high)
         else:
             parts = zip((whole.value, whole.low, whole.high), floor, strict=True)
-            ends = tuple(max(c, min(w, headroom)) for w, c in parts)  # type: ignore[assignment]
+            v, lo, hi = (max(c, min(w, headroom)) for w, c in parts)
+            ends = (v, lo, hi)
         loop = Interval(ends[0], min(ends[0], ends[1]), max(ends[0], ends[2]), whole.batches)
         f = self.loop_s / self.replayed_wait_s  # a share of the loop's time as one of its wait
         return loop, Interval(loop.value * f, loop.low * f, loop.high * f, loop.batches).clipped(0.0, 1.0)

@@ -193,8 +193,8 @@ def _measure(
             workers = worker_pids(getattr(loader, "_iterator", None))
             pids = [os.getpid(), *workers]
             # the processes that read the files, as a sweep cell counts them: the workers, or this one
-            w.readings = FetchReadings(workers or [os.getpid()], mount)
-            io_before, mount_before = w.readings.open(time.perf_counter())
+            readings = w.readings = FetchReadings(workers or [os.getpid()], mount)
+            io_before, mount_before = readings.open(time.perf_counter())
             cpu_before, t_start = _tree_cpu_s(pids), time.perf_counter()
             gpu.start()
         t_a = time.perf_counter()
@@ -213,7 +213,7 @@ def _measure(
             w.counts.append(int(batch.images.shape[0]))
             w.nbytes.append(batch.bytes_read)
             w.paths.extend(batch.paths)
-            w.readings.step(len(w.steps), time.perf_counter())  # type: ignore[union-attr]
+            readings.step(len(w.steps), time.perf_counter())
     assert io_before is not None and w.readings is not None
     io_after, mount_after = w.readings.close(len(w.steps), time.perf_counter())
     w.io = iocounters.delta(io_before, io_after)
