@@ -103,7 +103,9 @@ class ComputeSpec:
         if self.kind == "real":
             return "real"
         name = f" ({self.preset})" if self.preset else ""
-        return f"simulated {self.sim_img_per_s:g} img/s{name}"
+        rate = self.sim_img_per_s or 0.0
+        shown = f"{rate:,.0f}" if rate >= 100 else f"{rate:g}"  # as the reports print a rate
+        return f"simulated {shown} img/s{name}"
 
 
 # Default generated datasets: small, ImageNet-like and large, spanning 4x in side length.
