@@ -11,11 +11,27 @@ if TYPE_CHECKING:
     from ioprof.core.findings_whatif import Ranking
 
 
+# The user's pipeline is measured first, again after every AGAIN_EVERY alternatives, and last: how
+# far the machine's pace moves over the run is the noise a change must exceed
+# (``conclude.whatif.drift``); its runs after the first are named ``again(k)``.
+AGAIN_EVERY = 4
+
+
+def again(k: int) -> str:
+    """The name of the user's pipeline measured the ``k``-th time (2, 3, …)."""
+    return f"baseline-{k}"
+
+
+def is_current(name: str) -> bool:
+    """Whether an alternative is the user's pipeline as it is: its first run or one of its repeats."""
+    return name == "baseline" or (name.startswith("baseline-") and name[9:].isdigit())
+
+
 @dataclass(frozen=True)
 class AlternativeResult:
     """One alternative ``ioprof whatif`` ran end to end (or why it could not here).
 
-    ``name``: baseline | threads | decode_jpeg | gpu_decode | resized-256 | resized-320 | shards |
+    ``name``: baseline | baseline-K (its K-th run, ``again``) | threads | decode_jpeg | gpu_decode | resized-256 | resized-320 | shards |
     loose-on-scratch | prefetch-N | in_order | persistent_workers | pin_memory | cache. ``why_not``: a code
     (``needs-cuda``, ``missing:torchdata``, ``already-small``, ``needs-workers``, ``failed: …``).
     ``where``: data (the dataset's own storage) | scratch | emulated. ``prep_s``/``prep_bytes``: the

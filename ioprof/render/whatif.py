@@ -8,7 +8,7 @@ from pathlib import Path
 from ioprof.conclude.whatif import CONTROL
 from ioprof.core.findings_whatif import RankedAlternative, Ranking
 from ioprof.core.resultfile import atomic_write_text
-from ioprof.core.results_whatif import AlternativeResult, WhatifResult
+from ioprof.core.results_whatif import AGAIN_EVERY, AlternativeResult, WhatifResult, is_current
 from ioprof.core.thresholds import COMPARE_MIN_EFFECT
 from ioprof.render import words
 from ioprof.render.fmt import duration, mb, pct, rate, share_ci, size
@@ -25,7 +25,7 @@ def _cache(a: AlternativeResult) -> str:
 
 
 def _vs_control(x: RankedAlternative) -> str:
-    if x.name == "baseline":
+    if is_current(x.name):
         return "—"
     if x.name == CONTROL:
         return "(the storage move)"
@@ -49,6 +49,8 @@ def _row(i: int, x: RankedAlternative, a: AlternativeResult) -> list[str]:
     if x.dataset_prep_s is not None and x.dataset_prep_bytes is not None:
         cost = f"{duration(x.dataset_prep_s)}, {size(x.dataset_prep_bytes)}"
     beyond = ("better" if (x.fix_gain or 0) > 1 else "worse") if x.beyond_noise else "no"
+    if not x.beyond_noise and not is_current(x.name) and x.floor is not None and x.floor > COMPARE_MIN_EFFECT:
+        beyond = f"no: within the {pct(x.floor, 0)} your pipeline moved around it"
     return [
         str(i),
         _label(a),
@@ -73,6 +75,8 @@ def _rows(result: WhatifResult) -> list[list[str]]:
 
 
 def _label(a: AlternativeResult) -> str:
+    if is_current(a.name) and a.name != "baseline":
+        return f"your pipeline as it is, run {a.name.removeprefix('baseline-')} (measured again)"
     text = ALTERNATIVES.get(a.name, a.name)
     if a.name == "cache" and "warm_share" in a.figures:
         text += f" ({pct(a.figures['warm_share'], 0)} of it)"
@@ -111,14 +115,29 @@ def render_whatif_markdown(result: WhatifResult) -> str:
         "its storage and cache regime: your current pipeline for those that read your data where it lives, and "
         "the same loose files copied to the scratch storage for copies made there (pre-resized files, shards) — "
         "so the scratch storage's speed is never credited to a fix. An alternative is better only when its "
-        f"interval lies above its control's and it is more than {pct(COMPARE_MIN_EFFECT, 0)} faster (a window "
-        "cannot see how a shared machine drifts between one run and the next). On your data's own storage: "
+        f"interval lies above its control's and it is faster by more than {_floor(result.ranking)}. On your data's own storage: "
         f"measured where the alternative read it; for copies made on other storage, {estimate}. The one-off cost "
         "of a copy (pre-resized files, shards) is what making it took for the sample, scaled to the whole dataset.",
         "",
     ]
     out += _changes(result) + _knobs(result) + _not_measured(result) + _how(result)
     return "\n".join(out)
+
+
+def _floor(r: Ranking | None) -> str:
+    """The smallest change that counts, and why: a window's interval cannot see how a shared machine
+    drifts between one run and the next, so your pipeline's two runs measure it."""
+    least = pct(COMPARE_MIN_EFFECT, 0)
+    if r is None or r.drift is None:
+        return f"{least} (a window cannot see how a shared machine drifts between one run and the next)"
+    runs = sum(is_current(x.name) for x in r.ranked)
+    return (
+        f"{least}, or than your pipeline moved between its runs just before and just after it, where that "
+        "is more: a window cannot see how a shared machine's pace drifts from one run to the next, so your "
+        f"pipeline was measured {runs} times (first, after every {AGAIN_EVERY} alternatives, and last), and an "
+        "alternative is read against the runs around it. Over the whole run they spread "
+        f"{pct(r.drift, 0)} (fastest over slowest)"
+    )
 
 
 def _changes(result: WhatifResult) -> list[str]:
@@ -317,8 +336,13 @@ def whatif_answer(r: Ranking | None, setting: str) -> str:
     the storage move named as what it is."""
     if r is None or not r.ranked:
         return "**No answer** — your current pipeline could not be measured."
-    base = next(x for x in r.ranked if x.name == "baseline")
-    now = f"your current setting ({setting}, {rate(base.img_per_s)} img/s)"
+    runs = sorted(x.img_per_s for x in r.ranked if is_current(x.name))
+    pace = (
+        f"{rate(runs[0])} img/s"
+        if len(runs) < 2
+        else f"{rate(runs[0])}–{rate(runs[-1])} img/s over its {len(runs)} runs"
+    )
+    now = f"your current setting ({setting}, {pace})"
     move = next((x for x in r.ranked if x.name == r.storage_move), None)
     move_text = (
         f" The same loose files on the scratch storage run {move.gain:.2f}× faster than where they live: that "

@@ -26,7 +26,7 @@ from ioprof.core.config import LoaderSetting, WhatifConfig, whatif_wants
 from ioprof.core.counts import CacheInfo
 from ioprof.core.resultfile import to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, CellResult, StorageCeiling
-from ioprof.core.results_whatif import AlternativeResult, WhatifResult
+from ioprof.core.results_whatif import AGAIN_EVERY, AlternativeResult, WhatifResult, again, is_current
 from ioprof.datasets import objects
 from ioprof.datasets.dataset import Dataset
 from ioprof.datasets.discover import ImageList, describe
@@ -509,8 +509,15 @@ def _all(trial: Trial, dataset: Dataset) -> list[AlternativeResult]:
     only = trial.config.only
     copies = any(whatif_wants(only, n) for n in (*(f"resized-{n}" for n in RESIZE_SHORT_SIDES), "shards"))
     out: list[AlternativeResult] = [baseline(trial)]
+    since = 0  # alternatives measured since the user's pipeline last was
     for name, step in steps.items():
         if whatif_wants(only, name) or (name == "loose-on-scratch" and copies):
             got = step()
             out.extend([got] if got is not None else [])
+            since += got is not None and got.cell is not None
+        if since == AGAIN_EVERY or (since and name == next(reversed(steps))):
+            # the user's pipeline again, and last: how this machine's pace moves over the run
+            runs = sum(is_current(a.name) for a in out)
+            out.append(_measured(trial, again(runs + 1), trial.sample, trial.plan(trial.sample)))
+            since = 0
     return out

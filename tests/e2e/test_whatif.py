@@ -4,6 +4,7 @@ recorded runs (``tests/unit/recorded/test_whatif.py``)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import subprocess
@@ -13,6 +14,8 @@ import pytest
 from cli import ioprof, ioprof_start
 from httpfolder import served
 from paths import tree_digest
+
+from ioprof.core.results_whatif import AGAIN_EVERY
 
 
 def whatif(*args: str) -> tuple[subprocess.CompletedProcess[str], dict]:  # type: ignore[type-arg]
@@ -40,6 +43,13 @@ def test_on_storage_with_per_file_latency_shards_win(small_set: Path, tmp_path: 
     assert data["ranking"]["best"] == "shards"
     shards = next(r for r in data["ranking"]["ranked"] if r["name"] == "shards")
     assert shards["gain"] > 2 and shards["beyond_noise"]
+    # the pipeline as it is, first, again after every few alternatives, and last: how far the
+    # machine's pace moved over the run
+    names = [a["name"] for a in data["alternatives"] if a["measured"] and a["cell"]]
+    runs = [i for i, n in enumerate(names) if n == "baseline" or n.startswith("baseline-")]
+    assert runs[0] == 0 and runs[-1] == len(names) - 1 and len(runs) >= 3, names
+    assert all(b - a <= AGAIN_EVERY + 1 for a, b in itertools.pairwise(runs)), names
+    assert data["ranking"]["drift"] is not None
     assert not leftovers(tmp_path)
 
 

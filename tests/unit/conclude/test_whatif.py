@@ -107,3 +107,39 @@ def test_a_copy_is_credited_only_with_its_gain_over_the_same_files_on_the_same_s
     text = whatif_answer(r, "2 workers")
     assert "is the best fix" in text and "1.58× its control" in text and "`ioprof place`" in text
     assert "30.00×" not in text
+
+
+def test_a_change_counts_only_beyond_how_far_the_pipeline_itself_moved_around_it() -> None:
+    """This host's case: the user's pipeline ran 286 img/s first and 364 a few alternatives later,
+    each with a narrow interval (a window cannot see the machine's pace move between runs), and a
+    knob that changes nothing read 1.47x the first run. Measured again after every few
+    alternatives, the pipeline's runs just before and after an alternative say how far the pace
+    moved while it ran: a change counts only beyond that, against both of them."""
+    from ioprof.core.results_whatif import again
+    from ioprof.render.whatif import render_whatif_markdown, whatif_answer
+
+    def alt(name: str, wait: float, step: float = 0.02) -> AlternativeResult:
+        c = cell(wait=wait, step=step, jitter=0.0002, steps=60)
+        return AlternativeResult(name, True, "", c, "data", "ext4")
+
+    first, second, last = alt("baseline", 0.008), alt(again(2), 0.002), alt(again(3), 0.005)  # 286, 364, 320
+    knob = alt("prefetch-8", 0.0, step=0.019)  # 421 img/s: 1.47x the run before it, 1.16x the run after
+    fix = alt("decode_jpeg", 0.0, step=0.015)  # 533 img/s
+    calm = alt("prefetch-4", 0.0, step=0.019)  # 421 img/s again, where the pace moved 14 %, not 27 %
+    alone = conclude(_result(first, knob)).ranking  # measured once, the pipeline lets the knob count
+    assert alone is not None and alone.best == "prefetch-8" and alone.drift is None
+    result = conclude(_result(first, knob, second, fix, calm, last))
+    r = result.ranking
+    assert r is not None and r.drift == pytest.approx(364 / 286 - 1, rel=0.02)
+    by = {x.name: x for x in r.ranked}
+    assert not by["prefetch-8"].beyond_noise and by["prefetch-8"].floor == pytest.approx(0.27, abs=0.01)
+    assert by["prefetch-4"].beyond_noise and by["prefetch-4"].floor == pytest.approx(364 / 320 - 1, rel=0.02)
+    assert r.best == "decode_jpeg" and by["decode_jpeg"].beyond_noise
+    assert not by[again(2)].beyond_noise and not by[again(3)].beyond_noise  # the pipeline again is no fix
+    # each gain is read against the mean of the pipeline's runs around it
+    assert by["decode_jpeg"].gain == pytest.approx(533 / ((364 + 320) / 2), rel=0.02)
+    text = render_whatif_markdown(result)
+    assert "no: within the 27 % your pipeline moved around it" in text
+    assert "your pipeline was measured 3 times" in text
+    assert "your pipeline as it is, run 2 (measured again)" in text
+    assert "(4 workers, 286–364 img/s over its 3 runs)" in whatif_answer(r, "4 workers")
