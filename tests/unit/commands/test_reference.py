@@ -47,3 +47,35 @@ def test_the_readme_is_a_short_guide_whose_links_into_docs_lead_somewhere() -> N
     for doc in (paths.REPO / "docs").glob("*.md"):
         for link in re.findall(r"\]\(([\w./-]+\.md)\)", doc.read_text()):
             assert (doc.parent / link).is_file(), f"{doc.name}: {link}"
+
+
+def test_every_command_line_the_docs_show_is_one_the_parser_accepts() -> None:
+    """A command copied from the README or a page of ``docs/`` runs as written: each line of a code
+    block that calls ``python -m ioprof`` parses, its optional parts given (a renamed option or
+    command fails here)."""
+    import contextlib
+    import io
+    import shlex
+
+    from ioprof.cli import build_parser
+
+    parser = build_parser()
+    pages = [paths.REPO / "README.md", *sorted((paths.REPO / "docs").glob("*.md"))]
+    refused, checked = [], 0
+    for page in pages:
+        blocks = re.findall(r"```[a-z]*\n(.*?)```", page.read_text(), flags=re.S)
+        for line in (ln for block in blocks for ln in block.splitlines()):
+            command = line.split("#")[0].strip()
+            if "python -m ioprof " not in command or command.startswith(("usage", "Written")):
+                continue
+            tail = command.split("python -m ioprof ", 1)[1].split("&&")[0]
+            # [--option VALUE]: the option given; A|B: the first of the choices
+            words = [w.strip("[]").split("|")[0] for w in shlex.split(tail)]
+            try:
+                with contextlib.redirect_stderr(io.StringIO()):
+                    parser.parse_args(words)
+                checked += 1
+            except SystemExit:
+                refused.append(f"{page.name}: {command}")
+    assert not refused, refused
+    assert checked >= 20, checked  # the pages' examples were found
