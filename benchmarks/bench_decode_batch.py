@@ -65,7 +65,7 @@ def main() -> int:
     a = ap.parse_args()
     batches = [int(b) for b in a.batches.split(",")]
     big = batches[-1]
-    picks = decode.probe_batch
+    picks, least = decode.probe_batch, decode.DECODE_PROBE_MIN_BATCH  # ``one`` moves the least batch
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="ioprof-batch-") as tmp:
         samples = {}
@@ -81,6 +81,8 @@ def main() -> int:
             per_reader = (
                 before[f"batch_{big}_median_img_per_s"] / max(1, before["workers"]) if before else None
             )
+            decode.DECODE_PROBE_MIN_BATCH = least
+            chosen = picks(big, setting, per_reader)
             runs: dict[int, list[dict]] = {b: [] for b in batches}
             for r in range(a.repeats):
                 for batch in batches if r % 2 == 0 else batches[::-1]:
@@ -90,7 +92,7 @@ def main() -> int:
                 "resolution": res,
                 "workers": int(workers),
                 "sample_files": samples[res].files,
-                "ioprof_picks": picks(big, setting, per_reader),
+                "ioprof_picks": chosen,
             }
             for b in batches:
                 row[f"batch_{b}_median_img_per_s"] = med[b]

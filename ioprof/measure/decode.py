@@ -126,11 +126,17 @@ def probe_batch(batch_size: int, setting: LoaderSetting, per_reader_img_per_s: f
     the workers last at most DECODE_PROBE_TURN_S (per 8 workers: more workers, more hand-overs a
     turn) at ``per_reader_img_per_s`` — one reader's rate in the setting measured before (None:
     twice the smallest with workers, where a batch is handed over: 64 kept 256x192 at 8 workers
-    unbiased on the H200 and a turn at 1024x768 within a second; the smallest for the serial
-    loader, which hands nothing over)."""
+    unbiased on the H200 and a turn at 1024x768 within a second). The serial loader reads at the
+    training's batch: side by side with the serial cell, a ceiling in batches of 32 ran up to a
+    quarter faster than the cell's own pipeline at 256 did from the page cache, where one in the
+    training's batch agreed with it (``reports/benchmarks/decode_batch.json``)."""
+    if not setting.workers:
+        # the serial loader's images and batch live in the training process, whose per-image cost
+        # grows with the batch (the batch's memory, not a hand-over): read at the training's own
+        return batch_size
     batch = min(batch_size, DECODE_PROBE_MIN_BATCH)
     if per_reader_img_per_s is None or not math.isfinite(per_reader_img_per_s):
-        return min(batch_size, batch * 2) if setting.workers else batch
+        return min(batch_size, batch * 2)
     fits = per_reader_img_per_s * DECODE_PROBE_TURN_S * max(1.0, setting.workers / 8)
     while batch * 2 <= min(batch_size, fits):
         batch *= 2

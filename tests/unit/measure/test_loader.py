@@ -133,7 +133,8 @@ def test_a_decode_ceiling_takes_a_gpus_batch_in_batches_that_keep_a_turn_short(s
     """At a GPU's batch of 256 a ceiling's 8 s held two turns of 8 workers at 1024x768: it reads in
     fewer images a batch where a turn would be long, at the rate per reader of the setting before
     it, never below 32 (each batch's hand-over to the main process: 11 % of 256x192's rate at 8
-    workers in batches of 32 on an H200), and the report says which batch each ran."""
+    workers in batches of 32 on an H200), and the report says which batch each ran. The serial
+    loader, whose batch lives in the training process, reads at the training's own."""
     from builders import cell, sweep_result
 
     from ioprof.core.results import DatasetCeilings
@@ -142,7 +143,9 @@ def test_a_decode_ceiling_takes_a_gpus_batch_in_batches_that_keep_a_turn_short(s
 
     eight, one = LoaderSetting.multiprocess(8), LoaderSetting.multiprocess(1)
     assert probe_batch(256, eight, None) == 64  # nothing measured before: 64 with workers,
-    assert probe_batch(256, LoaderSetting.serial(), None) == 32  # the smallest serial (no hand-over)
+    # the serial loader's batch lives in the training process: its own, whatever the rate before
+    assert probe_batch(256, LoaderSetting.serial(), None) == 256
+    assert probe_batch(256, LoaderSetting.serial(), 2000.0) == 256
     assert probe_batch(256, eight, 62.0) == 16 * 2  # 1024x768 on an H200: 31 images a turn's half second
     assert probe_batch(256, eight, 290.0) == 128  # 256x192: 145
     assert probe_batch(256, one, 2000.0) == 256  # never above the training's
@@ -152,7 +155,7 @@ def test_a_decode_ceiling_takes_a_gpus_batch_in_batches_that_keep_a_turn_short(s
     first = probe_decode(
         sample, LoaderSetting.serial(), crop_px=32, batch_size=256, min_seconds=0.2, max_seconds=1.0
     )
-    assert max(first.batch_images) == 32 and first.images == sum(first.batch_images)
+    assert max(first.batch_images) == 256 and first.images == sum(first.batch_images)  # the serial: its own
     then = probe_decode(
         sample, one, crop_px=32, batch_size=256, min_seconds=0.2, max_seconds=2.0, per_reader_img_per_s=200.0
     )
@@ -163,7 +166,8 @@ def test_a_decode_ceiling_takes_a_gpus_batch_in_batches_that_keep_a_turn_short(s
     assert (
         "in batches of fewer images than the training's 256 where a turn of the workers would be long" in md
     )
-    assert "| images timed | batch | stopped by |" in md and f"| {first.images} | 32 |" in md
+    assert "| images timed | batch | stopped by |" in md and f"| {then.images} | 64 |" in md
+    assert f"| {first.images} | 256 |" in md
     assert "| batch |" not in render_markdown(replace(result, run=replace(result.run, batch_size=32)))
 
 
