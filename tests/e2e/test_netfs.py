@@ -18,6 +18,7 @@ import netfs
 import pytest
 from cli import ioprof, ioprof_start, until_cell
 
+from ioprof.core.results_whatif import is_current
 from ioprof.datasets.synth import DatasetSpec
 
 RATE_MBIT = 40  # about 5 MB/s of payload: far below what 2 workers decode
@@ -98,8 +99,11 @@ def test_whatif_credits_the_storage_move_to_the_storage(mount: netfs.NetMount, t
     assert alts["shards"]["cell"]["cache"]["verified"] is True
     assert alts["cache"]["measured"] is False and alts["cache"]["why_not"].startswith("pages-not-kept:fuse")
     assert "ioprof place" in p.stdout and r["data_storage"]["files"] > 0
-    # --only: those asked for, the copies' control with them, your pipeline always — nothing else
-    assert set(alts) == {"baseline", "loose-on-scratch", "shards", "resized-256", "resized-320", "cache"}
+    # --only: those asked for, the copies' control with them, your pipeline always (first, and
+    # again after every few alternatives and last: how far the link's pace moved) — nothing else
+    runs = {name for name in alts if is_current(name)}
+    assert "baseline" in runs and len(runs) >= 2, sorted(alts)
+    assert set(alts) - runs == {"loose-on-scratch", "shards", "resized-256", "resized-320", "cache"}
     report = (out / "report.md").read_text()
     assert "read from; cache" in report and "cold, verified" in report and "(the storage move)" in report
 
