@@ -87,6 +87,16 @@ class LoaderStages:
         return next((s.share or 0.0 for s in self.worker if s.name == name), 0.0)
 
     @property
+    def work_s_per_sample(self) -> float | None:
+        """The loader's own work a sample took but its file's read (the storage's part, where the
+        storage is memory in a decode ceiling): its decode, transforms, collate and the rest, on a
+        core. None where the read was not timed apart (``seen`` other than ``stages``)."""
+        if self.seen != "stages":
+            return None
+        work = sum(s.s_per_sample for s in self.own_stages if s.name != READ)
+        return work if work > 0 else None
+
+    @property
     def named_share(self) -> float:
         """Σ named stages ÷ the workers' time per sample (1 − the share left unexplained)."""
         named = sum(s.s_per_sample for s in self.worker if s.name != REST_OF_GETITEM)
@@ -94,6 +104,7 @@ class LoaderStages:
 
 
 REST_OF_GETITEM = "rest of __getitem__"
+READ = "read"  # a sample's file read, timed apart from its decode where the loader was ``stages``
 # the time a worker was ready to run and waited for a core (others held them all): counted apart
 # from the stage it fell in, and never the stage to act on (the stages' own work is)
 WAITING_FOR_A_CORE = "waiting for a core"

@@ -14,7 +14,6 @@ import io
 import itertools
 import os
 import random
-import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -119,12 +118,12 @@ class ImageFiles(Dataset):
     def _fetched(self, index: int) -> tuple[bytes | OSError, int, float]:
         """(the sample's bytes, or the read's error; the requests its client repeated; seconds)."""
         r0 = objects.retries_here()
-        t0 = time.perf_counter()
+        t0 = stages.mark()
         try:
             data: bytes | OSError = self._read(index)
         except OSError as e:
             data = e
-        return data, objects.retries_here() - r0, time.perf_counter() - t0
+        return data, objects.retries_here() - r0, stages.since(t0)
 
     def _decoded(self, index: int, data: bytes | OSError, retried: int, read_s: float | None) -> Sample:
         """The sample from its bytes (``read_s``: its read's time for the stages; None: timed apart)."""
@@ -137,7 +136,7 @@ class ImageFiles(Dataset):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", Image.DecompressionBombWarning)
-                t1 = time.perf_counter()
+                t1 = stages.mark()
                 with Image.open(io.BytesIO(data)) as im:
                     converted = im.mode != "RGB"
                     rgb = im.convert("RGB")  # what torchvision's ImageFolder loader does
@@ -145,7 +144,7 @@ class ImageFiles(Dataset):
                 if clock is not None:
                     if read_s is not None:
                         clock.add(stages.READ, read_s)
-                    clock.add(stages.DECODE, time.perf_counter() - t1)
+                    clock.add(stages.DECODE, stages.since(t1))
             return Sample(self.transform(rgb), label, path, "", converted, len(data), 0, retried)
         except Exception as e:  # any undecodable file is counted and skipped, by design
             return Sample(None, label, path, f"{type(e).__name__}: {e}"[:300], False, len(data), 0, retried)
@@ -167,11 +166,11 @@ class ThreadedFetch(ImageFiles):
 
         if self._pool is None or self._pool[0] != os.getpid():
             self._pool = (os.getpid(), ThreadPoolExecutor(self.threads, thread_name_prefix="ioprof-fetch"))
-        t0 = time.perf_counter()
+        t0 = stages.mark()
         fetched = list(self._pool[1].map(self._fetched, indices))
         clock = stages.current()
         if clock is not None:  # the batch's reads overlapped: their wall time is the worker's
-            clock.add(stages.READ, time.perf_counter() - t0)
+            clock.add(stages.READ, stages.since(t0))
         return [
             self._decoded(i, data, retried, None)
             for i, (data, retried, _) in zip(indices, fetched, strict=True)
@@ -223,7 +222,7 @@ class TarShards(IterableDataset):
         url = self.urls[i]
         stream = self._stream(i)
         while True:
-            t0 = time.perf_counter()
+            t0 = stages.mark()
             try:
                 s = next(stream, None)
             except OSError as e:
@@ -232,20 +231,20 @@ class TarShards(IterableDataset):
                 return
             if s is None:
                 return
-            yield s, time.perf_counter() - t0
+            yield s, stages.since(t0)
 
     def _decode(self, url: str, s: shards.ShardSample, read_s: float) -> Sample:
         """A sample decoded; its path is its shard's (what was read, for the cache's check)."""
         label = s.label % shards.SHARD_CLASSES if s.label >= 0 else 0
         try:
-            t1 = time.perf_counter()
+            t1 = stages.mark()
             with Image.open(io.BytesIO(s.image)) as im:
                 converted = im.mode != "RGB"
                 rgb = im.convert("RGB")
             clock = stages.current()
             if clock is not None:
                 clock.add(stages.READ, read_s)
-                clock.add(stages.DECODE, time.perf_counter() - t1)
+                clock.add(stages.DECODE, stages.since(t1))
             return Sample(self.transform(rgb), label, url, "", converted, s.stream_bytes, 0)
         except Exception as e:  # any undecodable sample is counted and skipped, by design
             why = f"{s.key}: {type(e).__name__}: {e}"[:300]

@@ -28,14 +28,15 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ioprof.core.inside import REST_OF_GETITEM
+from ioprof.core.inside import READ, REST_OF_GETITEM
 from ioprof.measure.stageclock import StageClock
 
 ROWS_GLOB = "stages-*.jsonl"
-READ, DECODE, COLLATE, GETITEM = "read", "decode", "collate", "__getitem__"
+DECODE, COLLATE, GETITEM = "decode", "collate", "__getitem__"
 NEXT = "next(iterator)"  # an iterable dataset's stage: its pipeline's next sample (or batch)
 # What is left of a sample's fetch, by what could be timed apart (a row's "seen")
 REST_NAMES = {
@@ -53,6 +54,23 @@ _CLOCK: StageClock | None = None  # this process's clock while its loader is tim
 def current() -> StageClock | None:
     """This process's clock, while its loader's stages are timed."""
     return _CLOCK
+
+
+def mark() -> tuple[float, float | None]:
+    """Now, for ``since``: on this process's clock where its stages are timed, else the wall's."""
+    clock = _CLOCK
+    return clock.mark() if clock is not None else (time.perf_counter(), None)
+
+
+def since(start: tuple[float, float | None]) -> float:
+    """Seconds since ``start`` (``mark``) that were a stage's own: less the thread's wait for a core
+    and the collector's pauses in between, where ``start`` was read on the stage clock (a stage
+    timed by the wall clock alone holds whatever wait the scheduler put in it: with 8 workers on 2
+    cores, most of a decode's time)."""
+    clock, (t0, q0) = _CLOCK, start
+    if clock is None or q0 is None:
+        return time.perf_counter() - t0
+    return clock.since((t0, q0))
 
 
 class TimedStage:
@@ -98,7 +116,7 @@ class _TimedReads:
         return out
 
     def read(self, *args: Any) -> Any:
-        return self._timed("read", *args)
+        return self._timed(READ, *args)
 
     def readinto(self, *args: Any) -> Any:
         return self._timed("readinto", *args)

@@ -166,6 +166,61 @@ def test_a_worker_sharing_its_core_is_charged_its_own_time_and_the_wait_apart(
     assert sum(st.s_per_sample for st in s.worker) == pytest.approx(s.worker_s_per_sample)
 
 
+def test_ioprofs_own_loader_charges_read_and_decode_their_own_time_not_the_wait(
+    large_set: Path, tmp_path: Path
+) -> None:
+    """The sweep's and the ceilings' loader (ioprof's own dataset: the file read whole, then PIL's
+    decode) in a worker pinned to a core with a busy loop: its read and its decode hold its own
+    work (the worker's CPU time, read from outside: the files are in the page cache), the time the
+    loop held the core apart — timed by the wall clock, they held most of that wait, and a decode
+    ceiling with 8 workers on 2 cores read four times its decode at 1 worker."""
+    if not hasattr(os, "sched_setaffinity") or not os.path.exists(f"/proc/{os.getpid()}/schedstat"):
+        pytest.skip("no per-thread run-queue counts here")
+    from ioprof.core.config import LoaderSetting
+    from ioprof.measure.loader import make_loader
+
+    cpu0 = min(os.sched_getaffinity(0))
+    paths = sorted(str(p) for p in large_set.rglob("*.jpg"))
+    folder = str(tmp_path)
+    busy = subprocess.Popen(
+        [sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu0}}})\nwhile True: pass"]
+    )
+    try:
+        loader = make_loader(
+            paths,
+            [0] * len(paths),
+            setting=LoaderSetting.multiprocess(1),
+            crop_px=96,
+            batch_size=4,
+            num_samples=len(paths),
+            seed=0,
+            persistent_workers=True,
+            worker_init_fn=stages.WorkerStages(folder, 1, _OnOneCpu(cpu0)),
+        )
+        t0 = time.perf_counter()
+        for _ in range(2):
+            it = iter(loader)
+            for _batch in it:
+                pass
+        times = psutil.Process(it._workers[0].pid).cpu_times()  # type: ignore[attr-defined]
+    finally:
+        busy.kill()
+        busy.wait()
+    cpu = times.user + times.system
+    rows = stage_rows.read_rows(folder, 1)
+    wall = sum(r["fetch_s"] for r in rows)
+    queued = sum(r["queued_s"] for r in rows)
+    assert queued > 0.25 * wall, (queued, wall)  # the loop held the core a good part of the time
+    s = stage_rows.summarize(rows, start_s=t0, end_s=time.perf_counter() + 60, workers=1)
+    assert s is not None
+    by_name = {st.name: st for st in s.worker}
+    own = s.samples * (by_name["read"].s_per_sample + by_name["decode"].s_per_sample)
+    named = s.samples * sum(st.s_per_sample for st in s.own_stages if st.name != REST_OF_GETITEM)
+    # the worker's life's CPU also holds its start and the batches' hand-over, hence the 20 % below
+    assert 0.8 * cpu <= named <= 1.05 * cpu, (named, own, cpu, wall)
+    assert s.work_s_per_sample is not None and s.work_s_per_sample * s.samples <= 1.05 * cpu
+
+
 def test_the_loaders_own_worker_init_fn_still_runs_first(small_set: Path, tmp_path: Path) -> None:
     seen = tmp_path / "seen"
     seen.mkdir()
