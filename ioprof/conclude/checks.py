@@ -16,6 +16,7 @@ from ioprof.core.findings import (
     ConvertedSamples,
     CpuIsTheDevice,
     DatasetsFitInRam,
+    DecodePaceVaried,
     EmulatedFasterThanReal,
     FetchContradiction,
     FetchedAboveStorage,
@@ -292,8 +293,9 @@ def off_prediction(result: SweepResult) -> list[Finding]:
         and c.verdict.bottleneck != "undetermined"
     ]
     paced = [c for c in unexplained if c.verdict and c.verdict.own_compute_img_per_s is not None]
-    off = [c for c in unexplained if c.verdict and c.verdict.own_compute_img_per_s is None]
-    return _pace_varied(result, paced) + _off_prediction(result, off)
+    decoded = [c for c in unexplained if c.verdict and c.verdict.own_decode_img_per_s is not None]
+    off = [c for c in unexplained if c not in paced and c not in decoded]
+    return _pace_varied(result, paced) + _decode_pace_varied(result, decoded) + _off_prediction(result, off)
 
 
 def _pace_varied(result: SweepResult, paced: list[CellResult]) -> list[Finding]:
@@ -303,6 +305,16 @@ def _pace_varied(result: SweepResult, paced: list[CellResult]) -> list[Finding]:
     ceiling = result.compute.img_per_s
     own = [(c.verdict.own_compute_img_per_s or 0.0) / ceiling - 1 for c in paced if c.verdict]
     return [ComputePaceVaried(len(paced), len(_ok(result)), min(own), max(own), ceiling)]
+
+
+def _decode_pace_varied(result: SweepResult, paced: list[CellResult]) -> list[Finding]:
+    """Cells explained by the pace their loader's own work ran at, not by its decode ceiling's."""
+    own = [
+        (c.verdict.own_decode_img_per_s or 0.0) / c.verdict.rates["decode"] - 1
+        for c in paced
+        if c.verdict and c.verdict.rates.get("decode")
+    ]
+    return [DecodePaceVaried(len(own), len(_ok(result)), min(own), max(own))] if own else []
 
 
 def _off_prediction(result: SweepResult, off: list[CellResult]) -> list[Finding]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from ioprof.conclude.sweep import predict
+from ioprof.conclude.predict import predict
 from ioprof.core.config import LoaderSetting
 from ioprof.core.findings_place import PlaceDecision, Recommendation
 from ioprof.core.results_place import CandidateResult, PlaceResult

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, cast
 
 from ioprof.conclude import boundaries, inside
 from ioprof.conclude.checks import fetched_nothing, findings
 from ioprof.conclude.firstpass import first_pass
-from ioprof.core.config import LoaderSetting
+from ioprof.conclude.predict import decode_pace_of, own_paces, predict, residual
 from ioprof.core.findings import (
     Advice,
     Analysis,
@@ -42,7 +42,6 @@ from ioprof.core.thresholds import (
     MOSTLY_A_COPY_SHARE,
     PUBLISHED_SHARE_TUNED,
     READ_CALLS_MIN_SHARE,
-    RESIDUAL_TOLERANCE,
     STORAGE_HEADROOM,
     STORAGE_SCALING,
     classify_input_bound,
@@ -153,78 +152,6 @@ def stage_ceilings(
     return out
 
 
-def _series(rates: Sequence[float]) -> float:
-    """Stages done one after the other by one process: their times per image add up."""
-    return 1.0 / sum(1.0 / r for r in rates) if rates else math.inf
-
-
-@dataclass(frozen=True)
-class Prediction:
-    high: float  # the stages overlap perfectly: the slowest sets the pace
-    low: float  # each loader process reads, then decodes, in turn
-    by: str
-
-
-def predict(setting: LoaderSetting, rates: dict[str, float], *, compute_async: bool) -> Prediction | None:
-    """Predicted img/s of a setting from its stage ceilings, as a range, and what sets it.
-
-    Serial loader: loading runs in the training process, so decode and the step add up, except
-    where the step runs asynchronously on a GPU (the host loads the next batch while the GPU
-    computes): then the slower of host and device sets the pace. The storage adds its time at
-    worst; at best it goes on delivering while the process decodes and steps (read-ahead, a link's
-    credit built up while it idled: a serial loader on an 80 Mbit/s sshfs link drew the link's
-    whole rate, 31 % above storage, decode and step in turn), and the slower of it and the rest
-    sets the pace. Multiprocess loader: the workers overlap with the step, so the slowest stage
-    sets the pace — at best; each worker reads and then decodes in turn, so at worst those two add up.
-    """
-    finite = {k: v for k, v in rates.items() if math.isfinite(v) and v > 0}
-    if not finite:
-        return None
-    host = [v for k, v in finite.items() if k in ("storage", "decode")]
-    device = [v for k, v in finite.items() if k in ("compute", "transfer")]
-    if setting.kind == "serial":
-        return _predict_serial(finite, host, device, compute_async)
-    slowest = min(finite, key=lambda k: finite[k])
-    low = min([_series(host), *device]) if host else finite[slowest]
-    return Prediction(finite[slowest], min(low, finite[slowest]), slowest)
-
-
-def _predict_serial(
-    finite: dict[str, float], host: list[float], device: list[float], compute_async: bool
-) -> Prediction:
-    """The serial loader's range (see ``predict``): every stage in turn at worst; at best the
-    storage overlapping the rest, which runs in turn on the process (the step apart, on a GPU)."""
-    storage = finite.get("storage")
-    if compute_async and host and device:
-        h, d = _series(host), _series(device)
-        low = min(h, d)
-        decode = finite.get("decode")
-        h_best = min(storage, decode) if storage is not None and decode is not None else h
-        by = "+".join(sorted(k for k in finite if k in ("storage", "decode")))
-        return Prediction(min(h_best, d), low, by if h < d else "compute (overlapped with loading)")
-    low = _series(list(finite.values()))
-    rest = {k: v for k, v in finite.items() if k != "storage"}
-    if storage is None or not rest:
-        return Prediction(low, low, "+".join(sorted(finite)) + " in series")
-    in_turn = _series(list(rest.values()))
-    by = "storage" if storage <= in_turn else "+".join(sorted(rest)) + " in series"
-    return Prediction(min(storage, in_turn), low, by)
-
-
-def residual(measured: Interval, prediction: Prediction, ceiling_spread: float = 0.0) -> tuple[float, bool]:
-    """How far the measurement lies outside the predicted range (0 inside), and whether that is
-    beyond RESIDUAL_TOLERANCE and the intervals of the two figures compared: the measurement's
-    and the predicting ceiling's (``ceiling_spread``, relative), taken together as independent
-    (a compute ceiling read at one moment of a shared host, a cell at another)."""
-    m = measured.value
-    if prediction.low * (1 - 1e-9) <= m <= prediction.high * (1 + 1e-9):  # inside, to rounding
-        return 0.0, False
-    bound = prediction.high if m > prediction.high else prediction.low
-    r = (m - bound) / bound
-    spread = math.hypot(measured.rel_half_width if measured.known else 0.0, ceiling_spread)
-    return r, abs(r) > max(RESIDUAL_TOLERANCE, spread)
-
-
 def kernel_call(split: WaitSplit | None, input_bound: bool = True) -> KernelCall:
     """What mostly happened while the loop waited: the producer off-CPU (source), on a CPU (cpu),
     runnable but waiting for one (cores), or the training process receiving the batch (receive);
@@ -252,9 +179,12 @@ def cell_verdict(
     compute_async: bool,
     storage: StorageCeiling | None = None,
     spreads: dict[str, float] | None = None,
+    decode_pace: float | None = None,
 ) -> CellVerdict:
     """Bottleneck and input-bound class of one cell, with the numbers they rest on: the stage
-    ceilings decide where they were measured; where none was, the kernel's split of the waits."""
+    ceilings decide where they were measured; where none was, the kernel's split of the waits.
+    ``decode_pace``: how many times faster the loader's own work per sample ran in the cell than
+    in its decode ceiling (``predict.decode_pace_of``)."""
     share = cell.wait_share()
     klass, between = classify_interval(share)
     inputs = {k: v for k, v in rates.items() if k in INPUT_STAGES and math.isfinite(v)}
@@ -277,7 +207,11 @@ def cell_verdict(
         if prediction and cell.img_per_s > 0
         else (None, False)
     )
-    own = _own_compute(cell, rates, prediction, compute_async) if unexplained and prediction else None
+    own = (
+        own_paces(cell, rates, prediction, compute_async=compute_async, decode_pace=decode_pace)
+        if unexplained and prediction
+        else {}
+    )
     return CellVerdict(
         bottleneck=bottleneck,
         input_bound=klass,
@@ -295,25 +229,9 @@ def cell_verdict(
         read_by_faults=by_page_faults(cell, storage),
         decided_by=decided_by,
         kernel_call=call,
-        own_compute_img_per_s=own,
+        own_compute_img_per_s=own.get("compute"),
+        own_decode_img_per_s=own.get("decode"),
     )
-
-
-def _own_compute(
-    cell: CellResult, rates: dict[str, float], prediction: Prediction, compute_async: bool
-) -> float | None:
-    """The pace the cell's own steps ran at (its images over its steps' time), where the
-    prediction made with it instead of the compute ceiling holds the measurement: the ceiling was
-    read at another moment, and a shared host's speed varies between moments. None where the
-    compute ceiling does not set ``prediction``, or where the cell's own pace does not explain it."""
-    if "compute" not in rates or "compute" not in prediction.by or not cell.step_s or sum(cell.step_s) <= 0:
-        return None
-    images = sum(cell.images_per_step) if cell.images_per_step else cell.batch_size * len(cell.step_s)
-    own = images / sum(cell.step_s)
-    again = predict(cell.setting, {**rates, "compute": own}, compute_async=compute_async)
-    if again is None or residual(cell.throughput(), again)[1]:
-        return None
-    return own
 
 
 def compute_runs_async(result: SweepResult) -> bool:
@@ -340,6 +258,7 @@ def cell_verdicts(result: SweepResult) -> tuple[CellResult, ...]:
             compute_async=compute_runs_async(result),
             storage=storage_for(cell, theirs),
             spreads=spreads_of(stages),
+            decode_pace=decode_pace_of(cell, theirs),
         )
         out.append(replace(cell, verdict=verdict))
     return tuple(out)

@@ -65,6 +65,9 @@ class CellVerdict:
     # (the ceiling was read at another moment of a shared host): that pace (img/s), where it alone
     # explains the residual; None otherwise
     own_compute_img_per_s: float | None = None
+    # where the decode ceiling sets it and the loader's own work per sample ran at another pace in
+    # the cell than in its probe (both timed inside the loader): the ceiling at the cell's pace
+    own_decode_img_per_s: float | None = None
     # its samples came by page faults (rows of a memory-mapped file): read() calls, which read
     # under READ_CALLS_MIN_SHARE of what they hold, are not what it read
     read_by_faults: bool = False
@@ -247,6 +250,18 @@ class ComputePaceVaried(Finding):
     own_min: float  # the cells' own pace against the ceiling, relative (+0.16: 16 % faster)
     own_max: float
     compute_img_per_s: float
+
+
+@dataclass(frozen=True)
+class DecodePaceVaried(Finding):
+    """Cells whose loader did the same work per sample at another pace than in their decode
+    ceiling, read at another moment: their rates are explained by that pace, not by the ceiling."""
+
+    kind: ClassVar[str] = "decode-pace-varied"
+    count: int
+    cells: int
+    own_min: float  # the cells' loader pace against their decode ceilings', relative (-0.2: 20 % slower)
+    own_max: float
 
 
 @dataclass(frozen=True)

@@ -229,6 +229,7 @@ class DecodeCeiling:
     looks: int = 1  # how often a stopping rule looked at its interval (``stats.LOOKS``), or 1
     # each batch a worker completed in the window: (cycle s, making s, images) (``rates.Produced``)
     produced: tuple[tuple[float, float, int], ...] = ()
+    work_s_per_sample: float | None = None  # its own work but the read (``LoaderStages``), timed
 
     @property
     def setting(self) -> LoaderSetting:

@@ -186,9 +186,10 @@ def probe_decode(
         images: list[int] = []
         spans: list[float] = []
         first = DECODE_PROBE_MIN_BATCHES_PER_WORKER * setting.concurrency
-        looks = Looks(first, min_seconds, unit=setting.concurrency, cap_s=max_seconds)
-        stopped_by = ""
+        looks, stopped_by = Looks(first, min_seconds, unit=setting.concurrency, cap_s=max_seconds), ""
         it: Iterator[Batch] = start_loader(dl)
+        # the serial loader's stages timed in this process, as a cell's are (its work per sample)
+        undo = stages.time_in_process(it, folder, 0, dl.dataset) if not setting.workers else _nothing
         started = clock()
         try:
             for _ in range(warm):
@@ -207,11 +208,11 @@ def probe_decode(
                     if stopped_by:
                         break
         finally:
+            undo()
             end_loader_workers(it)
             del it
-        made = _made(folder, setting, started, last)
+        made, work = _made(folder, setting, started, last), _work(folder, setting, started, last)
     elapsed = max(sum(spans), 1e-9)
-    stopped_by = stopped_by or "seconds"
     return DecodeCeiling(
         loader=setting.kind,
         workers=setting.workers,
@@ -223,9 +224,10 @@ def probe_decode(
         batch_s=tuple(spans),
         sample_files=sample.files,
         sample_bytes=sample.bytes,
-        stopped_by=stopped_by,
+        stopped_by=stopped_by or "seconds",
         looks=looks.count,
         produced=made,
+        work_s_per_sample=work,
     )
 
 
@@ -248,6 +250,17 @@ def _look(
         looks=looks,
     )
     return _stop_reason(interval, above)
+
+
+def _nothing() -> None:
+    return None
+
+
+def _work(folder: str, setting: LoaderSetting, start_s: float, end_s: float) -> float | None:
+    """The loader's own work a sample took in the window but its read (``LoaderStages``)."""
+    rows = stage_rows.read_rows(folder, 0)
+    timed = stage_rows.summarize(rows, start_s=start_s, end_s=end_s, workers=setting.workers)
+    return timed.work_s_per_sample if timed is not None else None
 
 
 def _made(folder: str, setting: LoaderSetting, start_s: float, end_s: float) -> tuple[Produced, ...]:

@@ -232,6 +232,17 @@ def _pace_varied(x: f.ComputePaceVaried) -> str:
     )
 
 
+def _decode_pace_varied(x: f.DecodePaceVaried) -> str:
+    lo, hi = f"{x.own_min:+.0%}", f"{x.own_max:+.0%}"
+    way = "faster" if x.own_min > 0 else "slower" if x.own_max < 0 else "at another pace"
+    return (
+        f"In {x.count} of {x.cells} cells the loader did its own work per sample (decode, transforms, collate; "
+        f"timed inside it) {way} ({lo if lo == hi else f'{lo} to {hi}'}) than in its decode ceiling; each of "
+        "those cells ran at the pace its loader's own work allows. A shared host's speed varies from minute to "
+        "minute: the figures that rest on the decode ceilings carry that much more uncertainty."
+    )
+
+
 def _below(x: f.ComputeBelowPublished) -> str:
     return compute_reference(x.reference) + (
         f" Below {x.threshold:.0%}: this training step is slower than a tuned one, so a tuned trainer would draw "
@@ -425,6 +436,7 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     f.OffPrediction: _off,
     f.ManyOffPrediction: _many_off,
     f.ComputePaceVaried: _pace_varied,
+    f.DecodePaceVaried: _decode_pace_varied,
     f.ComputeBelowPublished: _below,
     f.FetchContradiction: _contradiction,
     f.NotAsAsked: lambda x: f"{x.dataset} {x.setting}: {x.note or x.regime + ' not verified'}.",
