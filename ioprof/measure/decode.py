@@ -143,6 +143,17 @@ def probe_batch(batch_size: int, setting: LoaderSetting, per_reader_img_per_s: f
     return batch
 
 
+def probe_looks(setting: LoaderSetting, min_seconds: float, max_seconds: float) -> Looks:
+    """When a decode ceiling at ``setting`` looks at its interval: from DECODE_PROBE_MIN_BATCHES_PER_WORKER
+    whole turns of the workers, and never before MIN_BATCHES batches — a look the rule cannot stop at
+    is none, and the schedule plans its looks from the first one's time: the serial loader's first
+    look at 4 batches of 256 (4.2 s at 500x375) left it no other before its 8 s cap, which it then
+    always ran to, its interval within ± 5 % by 5 batches."""
+    unit = setting.concurrency
+    first = max(DECODE_PROBE_MIN_BATCHES_PER_WORKER * unit, math.ceil(MIN_BATCHES / unit) * unit)
+    return Looks(first, min_seconds, unit=unit, cap_s=max_seconds)
+
+
 def warmup_batches(setting: LoaderSetting) -> int:
     """Batches to discard before the loader is in steady state: the first one, or the burst of
     one per worker that arrives together after start-up."""
@@ -185,8 +196,7 @@ def probe_decode(
         )
         images: list[int] = []
         spans: list[float] = []
-        first = DECODE_PROBE_MIN_BATCHES_PER_WORKER * setting.concurrency
-        looks, stopped_by = Looks(first, min_seconds, unit=setting.concurrency, cap_s=max_seconds), ""
+        looks, stopped_by = probe_looks(setting, min_seconds, max_seconds), ""
         it: Iterator[Batch] = start_loader(dl)
         # the serial loader's stages timed in this process, as a cell's are (its work per sample)
         undo = stages.time_in_process(it, folder, 0, dl.dataset) if not setting.workers else _nothing

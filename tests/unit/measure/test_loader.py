@@ -202,6 +202,23 @@ def test_a_decode_ceiling_far_above_compute_stops_at_its_first_look(small_set: P
     assert _stop_reason(near, Above(1000.0, "compute")) == "" and _stop_reason(near, None) == ""
 
 
+@pytest.mark.parametrize("workers", [0, 1, 2, 3, 4, 8])
+def test_a_decode_ceilings_first_look_is_one_it_can_stop_at(workers: int) -> None:
+    """The first look comes at whole turns of the workers, and at no fewer batches than an interval
+    may stop on (MIN_BATCHES): the serial loader's batches of 256 at 500x375 (1.05 s each) look at
+    5 batches, and by then its 8 s cap still leaves it that look — at 4 it could never stop, and
+    no other look came before the cap."""
+    from ioprof.core.stats import MIN_BATCHES
+    from ioprof.measure.decode import probe_looks
+
+    setting = LoaderSetting.multiprocess(workers) if workers else LoaderSetting.serial()
+    looks = probe_looks(setting, 0.5, 8.0)
+    first = next(n for n in range(1, 200) if looks.due(n, 1.05 * n))
+    assert first >= MIN_BATCHES and first % setting.concurrency == 0, first
+    if not workers:
+        assert first * 1.05 < 8.0 and first == MIN_BATCHES
+
+
 def test_a_decode_ceiling_stops_above_the_lower_of_compute_and_the_storage_the_cells_read() -> None:
     """Twice the lower ceiling, at the upper end of its interval; storage only at the setting's
     readers and only where it read something."""
