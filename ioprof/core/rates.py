@@ -117,7 +117,8 @@ def loader_rate(
     top = min(step_high, capacity.high if capacity else math.inf)
     turns = len(durations) / concurrency
     theirs = workers_rate(produced, workers, looks) if turns < MIN_BATCHES and not paced else None
-    if theirs is not None and _agrees(img_per_s, theirs, sum(durations), produced):
+    steady = _steady(images, durations, concurrency)
+    if theirs is not None and _agrees(steady or (img_per_s, sum(durations)), theirs, produced):
         low, high = min(img_per_s, theirs.low), max(img_per_s, min(theirs.high, top))
         return Interval(img_per_s, low, high, theirs.batches), "workers"
     method: Method = "steps" if paced else "loop"
@@ -160,11 +161,25 @@ def cell_rates(
     return CellRates(rate, share, method, len(durations) / max(1, workers))
 
 
-def _agrees(img_per_s: float, theirs: Interval, elapsed_s: float, produced: Sequence[Produced]) -> bool:
-    """Whether the loop's own total agrees with the workers' interval. A window of whole turns
-    still has edges the loop sees one batch at a time: where a turn's batches arrive spread over
-    the spread of the workers' cycles, the loop's window may end (or start) anywhere in it, so its
-    total is compared with the interval stretched by that spread over the window's seconds."""
+def _steady(
+    images: Sequence[float], durations: Sequence[float], concurrency: int
+) -> tuple[float, float] | None:
+    """The loop's own rate and seconds over its window's whole turns after the first (None where it
+    holds none). The first turn begins when the start-up burst's last batch was handed over, however
+    far apart the workers finished theirs (forked one after another, they start apart), and a window
+    a time cap ends mid-turn holds that turn's whole wait for a part of its batches: neither edge is
+    a turn's, and in a window of three turns they moved the loop's total by a fifth."""
+    whole = len(durations) // concurrency * concurrency
+    seconds = sum(durations[concurrency:whole])
+    return (sum(images[concurrency:whole]) / seconds, seconds) if seconds > 0 else None
+
+
+def _agrees(loop: tuple[float, float], theirs: Interval, produced: Sequence[Produced]) -> bool:
+    """Whether the loop's own rate over whole turns (img/s, seconds) agrees with the workers'
+    interval. Such a window still has edges the loop sees one batch at a time: where a turn's
+    batches arrive spread over the spread of the workers' cycles, it may end (or start) anywhere in
+    it, so its rate is compared with the interval stretched by that spread over its seconds."""
+    img_per_s, elapsed_s = loop
     cycles = [c for c, _, n in produced if c > 0 and n > 0]
     slack = (max(cycles) - min(cycles)) / elapsed_s if elapsed_s > 0 else math.inf
     return theirs.low * (1 - slack) <= img_per_s <= theirs.high * (1 + slack)
