@@ -222,24 +222,41 @@ def _many_off(x: f.ManyOffPrediction) -> str:
 
 
 def _pace_varied(x: f.ComputePaceVaried) -> str:
-    lo, hi = f"{x.own_min:+.0%}", f"{x.own_max:+.0%}"
-    way = "faster" if x.own_min > 0 else "slower" if x.own_max < 0 else "at another pace"
-    return (
-        f"In {x.count} of {x.cells} cells the training step ran {way} ({lo if lo == hi else f'{lo} to {hi}'}) "
-        f"than the compute ceiling's ({rate(x.compute_img_per_s)} img/s); each of those cells ran "
-        "at the pace its own steps allow. A shared host's speed varies from minute to minute: the figures that "
-        "rest on the ceiling carry that much more uncertainty."
+    return _paced(
+        x.count,
+        x.cells,
+        x.own_min,
+        x.own_max,
+        "the training step ran",
+        f"than the compute ceiling's ({rate(x.compute_img_per_s)} img/s)",
+        "its own steps allow",
+        "ceiling",
     )
 
 
 def _decode_pace_varied(x: f.DecodePaceVaried) -> str:
-    lo, hi = f"{x.own_min:+.0%}", f"{x.own_max:+.0%}"
-    way = "faster" if x.own_min > 0 else "slower" if x.own_max < 0 else "at another pace"
+    return _paced(
+        x.count,
+        x.cells,
+        x.own_min,
+        x.own_max,
+        "the loader did its own work per sample (decode, transforms, collate; timed inside it)",
+        "than in its decode ceiling",
+        "its loader's own work allows",
+        "decode ceilings",
+    )
+
+
+def _paced(
+    count: int, cells: int, lo_: float, hi_: float, who: str, than: str, allows: str, rests: str
+) -> str:
+    """Cells that ran a stage at another pace than its ceiling, read at another moment: said once."""
+    lo, hi = f"{lo_:+.0%}", f"{hi_:+.0%}"
+    way = "faster" if lo_ > 0 else "slower" if hi_ < 0 else "at another pace"
     return (
-        f"In {x.count} of {x.cells} cells the loader did its own work per sample (decode, transforms, collate; "
-        f"timed inside it) {way} ({lo if lo == hi else f'{lo} to {hi}'}) than in its decode ceiling; each of "
-        "those cells ran at the pace its loader's own work allows. A shared host's speed varies from minute to "
-        "minute: the figures that rest on the decode ceilings carry that much more uncertainty."
+        f"In {count} of {cells} cells {who} {way} ({lo if lo == hi else f'{lo} to {hi}'}) {than}; each of "
+        f"those cells ran at the pace {allows}. A shared host's speed varies from minute to minute: the figures "
+        f"that rest on the {rests} carry that much more uncertainty."
     )
 
 

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,11 +105,10 @@ class _OnOneCpu:
         os.sched_setaffinity(0, {self.cpu})
 
 
-def test_a_worker_sharing_its_core_is_charged_its_own_time_and_the_wait_apart(
-    small_set: Path, tmp_path: Path
-) -> None:
-    """A worker pinned to one core with a busy loop: each stage holds its own work only (the
-    worker's CPU time, read from outside), and the time the loop held the core is counted apart."""
+def _two_passes_beside_a_busy_loop(make: Callable[[int], DataLoader]) -> tuple[float, float]:
+    """Two passes of the loader ``make(cpu)`` builds (its one persistent worker pinned to ``cpu``),
+    a busy loop pinned to the same CPU meanwhile: (when they began, the worker's CPU seconds, read
+    from outside). Skips where the kernel does not count a thread's wait for a core."""
     if not hasattr(os, "sched_setaffinity") or not os.path.exists(f"/proc/{os.getpid()}/schedstat"):
         pytest.skip("no per-thread run-queue counts here")
     cpu0 = min(os.sched_getaffinity(0))  # the first CPU this host lets the tests use
@@ -116,24 +116,7 @@ def test_a_worker_sharing_its_core_is_charged_its_own_time_and_the_wait_apart(
         [sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu0}}})\nwhile True: pass"]
     )
     try:
-        ds = datasets.ImageFolder(
-            str(small_set),
-            transforms.Compose(
-                [
-                    transforms.RandomResizedCrop(160),
-                    transforms.GaussianBlur(31, sigma=8.0),
-                    transforms.ToTensor(),
-                ]
-            ),
-        )
-        folder = str(tmp_path)
-        loader = DataLoader(
-            ds,
-            batch_size=4,
-            num_workers=1,
-            worker_init_fn=stages.WorkerStages(folder, 1, _OnOneCpu(cpu0)),
-            persistent_workers=True,
-        )
+        loader = make(cpu0)
         t0 = time.perf_counter()
         for _ in range(2):
             it = iter(loader)
@@ -143,7 +126,30 @@ def test_a_worker_sharing_its_core_is_charged_its_own_time_and_the_wait_apart(
     finally:
         busy.kill()
         busy.wait()
-    cpu = times.user + times.system
+    return t0, times.user + times.system
+
+
+def test_a_worker_sharing_its_core_is_charged_its_own_time_and_the_wait_apart(
+    small_set: Path, tmp_path: Path
+) -> None:
+    """A worker pinned to one core with a busy loop: each stage holds its own work only (the
+    worker's CPU time, read from outside), and the time the loop held the core is counted apart."""
+    folder = str(tmp_path)
+    ds = datasets.ImageFolder(
+        str(small_set),
+        transforms.Compose(
+            [transforms.RandomResizedCrop(160), transforms.GaussianBlur(31, sigma=8.0), transforms.ToTensor()]
+        ),
+    )
+    t0, cpu = _two_passes_beside_a_busy_loop(
+        lambda cpu0: DataLoader(
+            ds,
+            batch_size=4,
+            num_workers=1,
+            worker_init_fn=stages.WorkerStages(folder, 1, _OnOneCpu(cpu0)),
+            persistent_workers=True,
+        )
+    )
     rows = stage_rows.read_rows(folder, 1)
     wall = sum(r["fetch_s"] for r in rows)
     queued = sum(r["queued_s"] for r in rows)
@@ -174,19 +180,13 @@ def test_ioprofs_own_loader_charges_read_and_decode_their_own_time_not_the_wait(
     work (the worker's CPU time, read from outside: the files are in the page cache), the time the
     loop held the core apart — timed by the wall clock, they held most of that wait, and a decode
     ceiling with 8 workers on 2 cores read four times its decode at 1 worker."""
-    if not hasattr(os, "sched_setaffinity") or not os.path.exists(f"/proc/{os.getpid()}/schedstat"):
-        pytest.skip("no per-thread run-queue counts here")
     from ioprof.core.config import LoaderSetting
     from ioprof.measure.loader import make_loader
 
-    cpu0 = min(os.sched_getaffinity(0))
     paths = sorted(str(p) for p in large_set.rglob("*.jpg"))
     folder = str(tmp_path)
-    busy = subprocess.Popen(
-        [sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{cpu0}}})\nwhile True: pass"]
-    )
-    try:
-        loader = make_loader(
+    t0, cpu = _two_passes_beside_a_busy_loop(
+        lambda cpu0: make_loader(
             paths,
             [0] * len(paths),
             setting=LoaderSetting.multiprocess(1),
@@ -197,16 +197,7 @@ def test_ioprofs_own_loader_charges_read_and_decode_their_own_time_not_the_wait(
             persistent_workers=True,
             worker_init_fn=stages.WorkerStages(folder, 1, _OnOneCpu(cpu0)),
         )
-        t0 = time.perf_counter()
-        for _ in range(2):
-            it = iter(loader)
-            for _batch in it:
-                pass
-        times = psutil.Process(it._workers[0].pid).cpu_times()  # type: ignore[attr-defined]
-    finally:
-        busy.kill()
-        busy.wait()
-    cpu = times.user + times.system
+    )
     rows = stage_rows.read_rows(folder, 1)
     wall = sum(r["fetch_s"] for r in rows)
     queued = sum(r["queued_s"] for r in rows)
