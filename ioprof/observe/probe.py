@@ -18,7 +18,6 @@ them, so a fork server starts ours, where the dataset can be sent to one.
 
 from __future__ import annotations
 
-import math
 import pickle
 import pickletools
 import random
@@ -432,7 +431,7 @@ def _timed(phases: dict[str, float], name: str, fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
     finally:
-        phases[name] = time.perf_counter() - t0
+        phases[name] = phases.get(name, 0.0) + time.perf_counter() - t0  # a reading in halves: both
 
 
 def _probe_decode(
@@ -500,13 +499,11 @@ def _read_one(
     s: float,
     early: bool,
 ) -> DecodeCeiling:
-    """One decode reading: ``w`` worker processes (0: one process alone) or ``w`` threads, ``s`` seconds at most."""
-    again = "" if early else ", again"
+    """One decode reading: ``w`` worker processes (0: one process alone) or ``w`` threads, ``s`` seconds
+    at most (``early``: less, where its interval is narrow before)."""
     if kind == "threads":
-        return _timed(
-            phases, f"decode in {w} thread(s){again}", _threads_alone, loader, view, w, s, batch, early
-        )
-    name = (f"decode at {w} worker(s)" if w else "decode in one process") + again
+        return _timed(phases, f"decode in {w} thread(s)", _threads_alone, loader, view, w, s, batch, early)
+    name = f"decode at {w} worker(s)" if w else "decode in one process"
     return _timed(phases, name, _loader_alone, loader, view, w, s, batch, context if w else None, early)
 
 
@@ -514,35 +511,31 @@ def _read_decode(
     decode: list[DecodeCeiling], readings: list[tuple[int, str]], seconds: float, read: Any
 ) -> None:
     """The readings in turn, into ``decode``, sharing ``seconds``: what one did not need (its
-    interval narrow early) is left to those after it. Where threads are read, one share is kept
-    back: if the call between threads, one process and the processes (``conclude.threads``) is
-    undecided, the reading that widens it most is read again for what is left, to its end, and
-    pooled with its first — held to one look more, the call's."""
-    from ioprof.conclude.threads import call_of, trio
-
+    interval narrow early) is left to those after it. Where threads are read, the call between
+    threads, one process and the processes (``conclude.threads``) compares readings taken one after
+    another on a host whose pace moves between them (CI read the same processes at 159 and 180):
+    they are read in a palindrome instead — each in two halves, on the way there and back, the
+    threads' two in the middle, every half started afresh and given its whole share — and each
+    reading's halves pooled, so that all of them are centred on the same moment and a steady drift
+    of the host's pace moves them alike."""
     threads = next((w for w, kind in readings if kind == "threads"), 0)
-    shares = len(readings) + (1 if threads else 0)
-    left_s = seconds
-    for i, (w, kind) in enumerate(readings):
-        each_s = left_s / (shares - i)
-        decode.append(read(w, kind, each_s, True))
-        left_s -= min(each_s, decode[-1].elapsed_s)
-    if not threads or left_s <= 0:
+    if not threads:
+        left_s = seconds
+        for i, (w, kind) in enumerate(readings):
+            each_s = left_s / (len(readings) - i)
+            decode.append(read(w, kind, each_s, True))
+            left_s -= min(each_s, decode[-1].elapsed_s)
         return
-    found = trio(decode)
-    if found is None or call_of(*(d.throughput() for d in found)) != "undecided":
-        return
-    # the distance from midway is threads − ½ processes − ½ one: each reading's half-width, so weighted
-    weights = (1.0, 0.5, 0.5)
+    half_s = seconds / (2 * len(readings))
+    order = [r for r in readings if r[1] != "threads"] + [(threads, "threads")]
+    there = [read(w, kind, half_s, False) for w, kind in order]
+    back = [read(w, kind, half_s, False) for w, kind in reversed(order)]
+    decode.extend(_pooled(a, b) for a, b in zip(there, reversed(back), strict=True))
 
-    def widening(dw: tuple[DecodeCeiling, float]) -> float:
-        x = dw[0].throughput()
-        return dw[1] * (x.high - x.low) / 2 if x.known else math.inf
 
-    first = max(zip(found, weights, strict=True), key=widening)[0]
-    i = next(k for k, d in enumerate(decode) if d is first)
-    again = read(first.workers, "threads" if first.loader == "threads" else "processes", left_s, False)
-    decode[i] = replace(
+def _pooled(first: DecodeCeiling, again: DecodeCeiling) -> DecodeCeiling:
+    """Two readings of one setting as one: their batches together."""
+    return replace(
         first,
         img_per_s=(first.images + again.images) / (first.elapsed_s + again.elapsed_s),
         images=first.images + again.images,
@@ -550,7 +543,6 @@ def _read_decode(
         batch_images=first.batch_images + again.batch_images,
         batch_s=first.batch_s + again.batch_s,
         stopped_by=again.stopped_by,
-        looks=first.looks + 1,
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -236,55 +237,61 @@ def _noisy(loader: str, workers: int, img_per_s: float, seconds: float, spread: 
     )
 
 
-def test_the_probes_readings_share_its_seconds_and_an_undecided_call_reads_the_widest_again() -> None:
-    # one process 100 img/s, two 200, two threads 170: nearer the processes, but the threads'
-    # batches so uneven at first that the call cannot be made; read again, steadier, it can
+def _drifting(
+    pace_at: Callable[[float], float],
+) -> tuple[list[tuple[int, str, float, bool]], Callable[[int, str, float, bool], DecodeCeiling]]:
+    """A reader of one process (100 img/s), two (200) and two threads (190: the work releases the
+    GIL) on a host whose pace at second t is ``pace_at(t)``: each reading at the mean pace of the
+    seconds it took, read one after another. Returns the calls it got and the reader."""
     calls: list[tuple[int, str, float, bool]] = []
+    clock = [0.0]
 
     def read(w: int, kind: str, s: float, early: bool) -> DecodeCeiling:
         calls.append((w, kind, s, early))
+        t0, clock[0] = clock[0], clock[0] + s
+        pace = sum(pace_at(t0 + s * (i + 0.5) / 20) for i in range(20)) / 20
         if kind == "threads":
-            return _noisy("threads", w, 170.0, s, 0.15 if early else 0.02)
-        if w == 0:  # its interval narrow in 1 s: the rest of its share left to the others
-            return _noisy("serial", 0, 100.0, 1.0, 0.02)
-        return _noisy("multiprocess", w, 200.0, s, 0.05)
+            return _noisy("threads", w, 190.0 * pace, s, 0.02)
+        return _noisy("multiprocess" if w else "serial", w, (200.0 if w else 100.0) * pace, s, 0.02)
 
+    return calls, read
+
+
+def _slowing(t: float) -> float:
+    """A host that slows steadily, from its full pace to half over 12 s."""
+    return 1.0 - 0.5 * t / 12.0
+
+
+def test_threads_are_read_in_a_palindrome_so_a_drifting_host_moves_every_reading_alike() -> None:
+    """The host slows steadily, from its full pace to half over the probe's 12 s. Read one after
+    another, the threads (last, at two thirds of the pace the first reading had) fall below midway
+    between one process and two: "holds-the-gil", the wrong call. Read there and back, each
+    reading's halves pooled, all three are centred on the same moment: "releases-the-gil"."""
+    readings = [(0, "processes"), (2, "processes"), (2, "threads")]
+    calls, read = _drifting(_slowing)
     decode: list[DecodeCeiling] = []
-    probe._read_decode(decode, [(0, "processes"), (2, "processes"), (2, "threads")], 12.0, read)
-    first = threads_against_processes(
-        DatasetCeilings("d", (*decode[:2], _noisy("threads", 2, 170.0, 3.5, 0.15)), ())
-    )
-    assert first is not None and first.call == "undecided", first  # the case this test is about
-    assert [(w, k, e) for w, k, _, e in calls] == [
-        (0, "processes", True),
-        (2, "processes", True),
-        (2, "threads", True),
-        (2, "threads", False),  # the widest read again, to its end
-    ]
-    shares = [s for _, _, s, _ in calls]
-    assert shares[0] == pytest.approx(3.0)  # four shares of 12 s: three readings and one kept back
-    one_s = decode[0].elapsed_s  # narrow before its share's end: what it left is passed on
-    assert one_s < shares[0] and shares[1] == pytest.approx((12.0 - one_s) / 3)
-    assert shares[3] == pytest.approx(12.0 - one_s - min(shares[1], decode[1].elapsed_s) - shares[2], abs=0.1)
-    threads = decode[2]
-    assert len(threads.batch_s) == len(_noisy("threads", 2, 170.0, shares[2], 0.15).batch_s) + len(
-        _noisy("threads", 2, 170.0, shares[3], 0.02).batch_s
-    )  # pooled: both readings' batches
-    assert threads.looks == LOOKS + 1 and threads.elapsed_s == pytest.approx(sum(threads.batch_s))
+    probe._read_decode(decode, readings, 12.0, read)
+    order = [(w, k) for w, k, _, _ in calls]
+    assert order == [*readings, *reversed(readings)]
+    assert [s for _, _, s, _ in calls] == pytest.approx([2.0] * 6)  # each reading two shares of 12 s
+    assert not any(e for _, _, _, e in calls)  # every half its whole share: symmetric about the middle
+    assert [(d.loader, d.workers) for d in decode] == [("serial", 0), ("multiprocess", 2), ("threads", 2)]
+    one = decode[0]  # pooled: both halves' batches
+    assert one.elapsed_s == pytest.approx(sum(one.batch_s)) and len(one.batch_s) >= 2 * 20
     x = threads_against_processes(DatasetCeilings("d", tuple(decode), ()))
     assert x is not None and x.call == "releases-the-gil", x
+    # the same drift, the same seconds, read one after another: the wrong call
+    _, read = _drifting(_slowing)
+    in_turn = tuple(read(w, k, 4.0, False) for w, k in readings)
+    wrong = threads_against_processes(DatasetCeilings("d", in_turn, ()))
+    assert wrong is not None and wrong.call == "holds-the-gil", wrong
 
 
-def test_a_decided_call_is_not_read_again() -> None:
-    calls: list[bool] = []
-
-    def read(w: int, kind: str, s: float, early: bool) -> DecodeCeiling:
-        calls.append(early)
-        rate = 190.0 if kind == "threads" else (200.0 if w else 100.0)
-        return _noisy(
-            "threads" if kind == "threads" else ("multiprocess" if w else "serial"), w, rate, s, 0.02
-        )
-
+def test_without_threads_the_readings_share_the_seconds_in_turn() -> None:
+    """No threads read (a loader of one worker, or an iterable dataset): each reading in turn, and
+    what one did not need (its interval narrow early) left to those after it."""
+    calls, read = _drifting(lambda t: 1.0)
     decode: list[DecodeCeiling] = []
-    probe._read_decode(decode, [(0, "processes"), (2, "processes"), (2, "threads")], 12.0, read)
-    assert calls == [True, True, True] and len(decode) == 3
+    probe._read_decode(decode, [(0, "processes"), (1, "processes"), (2, "processes")], 12.0, read)
+    assert [(w, e) for w, _, _, e in calls] == [(0, True), (1, True), (2, True)] and len(decode) == 3
+    assert calls[0][2] == pytest.approx(4.0)
