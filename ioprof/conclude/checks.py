@@ -294,7 +294,11 @@ def off_prediction(result: SweepResult) -> list[Finding]:
     ]
     paced = [c for c in unexplained if c.verdict and c.verdict.own_compute_img_per_s is not None]
     decoded = [c for c in unexplained if c.verdict and c.verdict.own_decode_img_per_s is not None]
-    off = [c for c in unexplained if c not in paced and c not in decoded]
+    off = [
+        c
+        for c in unexplained
+        if c.verdict and c.verdict.own_compute_img_per_s is None and c.verdict.own_decode_img_per_s is None
+    ]
     return _pace_varied(result, paced) + _decode_pace_varied(result, decoded) + _off_prediction(result, off)
 
 

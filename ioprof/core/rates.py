@@ -117,8 +117,9 @@ def loader_rate(
     top = min(step_high, capacity.high if capacity else math.inf)
     turns = len(durations) / concurrency
     theirs = workers_rate(produced, workers, looks) if turns < MIN_BATCHES and not paced else None
-    steady = _steady(images, durations, concurrency)
-    if theirs is not None and _agrees(steady or (img_per_s, sum(durations)), theirs, produced):
+    if theirs is not None and _agrees(
+        _steady(images, durations, concurrency) or (img_per_s, sum(durations)), theirs, produced
+    ):
         low, high = min(img_per_s, theirs.low), max(img_per_s, min(theirs.high, top))
         return Interval(img_per_s, low, high, theirs.batches), "workers"
     method: Method = "steps" if paced else "loop"

@@ -199,7 +199,7 @@ def probe_decode(
         looks, stopped_by = probe_looks(setting, min_seconds, max_seconds), ""
         it: Iterator[Batch] = start_loader(dl)
         # the serial loader's stages timed in this process, as a cell's are (its work per sample)
-        undo = stages.time_in_process(it, folder, 0, dl.dataset) if not setting.workers else _nothing
+        undo = stages.time_in_process(it, folder, 0, dl.dataset) if not setting.workers else lambda: None
         started = clock()
         try:
             for _ in range(warm):
@@ -221,7 +221,7 @@ def probe_decode(
             undo()
             end_loader_workers(it)
             del it
-        made, work = _made(folder, setting, started, last), _work(folder, setting, started, last)
+        made, work = _made_and_work(folder, setting, started, last)
     elapsed = max(sum(spans), 1e-9)
     return DecodeCeiling(
         loader=setting.kind,
@@ -262,15 +262,15 @@ def _look(
     return _stop_reason(interval, above)
 
 
-def _nothing() -> None:
-    return None
-
-
-def _work(folder: str, setting: LoaderSetting, start_s: float, end_s: float) -> float | None:
-    """The loader's own work a sample took in the window but its read (``LoaderStages``)."""
+def _made_and_work(
+    folder: str, setting: LoaderSetting, start_s: float, end_s: float
+) -> tuple[tuple[Produced, ...], float | None]:
+    """From the window's rows, read once: the batches the workers completed (``_made``) and the
+    loader's own work a sample took but its read (``LoaderStages.work_s_per_sample``)."""
     rows = stage_rows.read_rows(folder, 0)
+    made = stage_rows.produced_in(rows, start_s, end_s) if setting.workers else ()
     timed = stage_rows.summarize(rows, start_s=start_s, end_s=end_s, workers=setting.workers)
-    return timed.work_s_per_sample if timed is not None else None
+    return made, timed.work_s_per_sample if timed is not None else None
 
 
 def _made(folder: str, setting: LoaderSetting, start_s: float, end_s: float) -> tuple[Produced, ...]:

@@ -36,9 +36,14 @@ def produced(folder: str | Path, start_s: float, end_s: float, tag: int = 0) -> 
     """Each batch a process of the loader whose rows are in ``folder`` completed between ``start_s``
     and ``end_s``: its cycle — since the same process completed its previous batch, 0 for its
     first —, the seconds its fetch took, and its images (``rates.Produced``)."""
+    return produced_in(read_rows(folder, tag), start_s, end_s)
+
+
+def produced_in(rows: Sequence[dict[str, Any]], start_s: float, end_s: float) -> tuple[Produced, ...]:
+    """``produced`` from rows already read (``read_rows``, in time order)."""
     last: dict[int, float] = {}
     out: list[Produced] = []
-    for r in read_rows(folder, tag):
+    for r in rows:
         pid, t = r["pid"], float(r["t"])
         if start_s <= t <= end_s and r["n"] > 0:
             out.append((t - last[pid] if pid in last else 0.0, float(r["fetch_s"]), int(r["n"])))
