@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import multiprocessing
+import multiprocessing.util
 import os
 import shutil
 import signal
@@ -174,6 +175,7 @@ def end_loader_workers(iterator: object) -> list[str]:
     for pid in pids:
         with contextlib.suppress(psutil.Error):
             open_now += [f.path for f in psutil.Process(pid).open_files()]
+    folders = _their_temp_folders(pids)
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
@@ -182,4 +184,25 @@ def end_loader_workers(iterator: object) -> list[str]:
     # wait forever. Its workers gone, nobody else shares it: the shutdown is given one of its own.
     cast(Any, iterator)._workers_done_event = multiprocessing.get_context().Event()
     shutdown()
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
     return open_now
+
+
+def _their_temp_folders(pids: list[int]) -> set[str]:
+    """The temporary folders multiprocessing made for these processes alone, which each removes as
+    it exits and none ended by a signal does: a worker that hands a batch's shared memory over
+    listens for the main process on a socket in a ``pymp-`` folder of its own, and a sweep ended
+    that way left one behind in /tmp for every worker of every cell. Found by the sockets they
+    listen on; a folder this process shares with them (a worker forked after it made its own uses
+    it) stays."""
+    found: set[str] = set()
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            for conn in psutil.Process(pid).net_connections(kind="unix"):
+                folder = os.path.dirname(conn.laddr) if isinstance(conn.laddr, str) else ""
+                if os.path.basename(folder).startswith("pymp-"):
+                    found.add(folder)
+    if found:
+        found.discard(multiprocessing.util.get_temp_dir())
+    return found

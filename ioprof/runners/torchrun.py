@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,9 @@ class Launched:
     log: Path | None  # None: the ranks ran in this very job (ioprof scale under torchrun)
 
 
-def torchrun_command(ranks: int, config_file: Path) -> list[str]:
+def torchrun_command(ranks: int, config_file: Path, log_dir: str) -> list[str]:
+    """``log_dir``: torchrun's folder of a folder per attempt and rank, made in /tmp and never
+    removed when none is given: one left behind by every launch."""
     return [
         sys.executable,
         "-m",
@@ -39,6 +42,7 @@ def torchrun_command(ranks: int, config_file: Path) -> list[str]:
         "--standalone",
         f"--nproc-per-node={ranks}",
         "--max-restarts=0",
+        f"--log-dir={log_dir}",
         "-m",
         "ioprof.runners.rank",
         str(config_file),
@@ -88,9 +92,9 @@ def launch(ranks: int, config: dict[str, Any], workdir: Path, name: str, timeout
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_path(), env.get("PYTHONPATH", "")) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
     t0 = time.perf_counter()
-    with open(log, "wb") as f:
+    with open(log, "wb") as f, tempfile.TemporaryDirectory(prefix="ioprof-torchrun-") as logs:
         proc = subprocess.Popen(
-            torchrun_command(ranks, cfg_file),
+            torchrun_command(ranks, cfg_file, logs),
             stdout=f,
             stderr=subprocess.STDOUT,
             env=env,

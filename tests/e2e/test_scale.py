@@ -70,12 +70,14 @@ def test_gloo_ranks_each_measured_and_gathered_and_a_killed_rank_fails_its_count
     """One run proves both (a run of its own each cost 20 s): a rank of the first count (3 ranks)
     is killed — that count fails with the reason, and the run goes on to 1 and 2 ranks, each
     measured and gathered."""
-    out = tmp_path / "o"
+    out, tmp = tmp_path / "o", tmp_path / "tmp"
+    tmp.mkdir()
     proc = ioprof_start(
         *"scale --data".split(),
         str(tiny),
         *"--compute sim:40 --ranks 3,1,2 --steps 15 --crop-px 64 --cache warm --out".split(),
         str(out),
+        env={"TMPDIR": str(tmp)},  # torchrun's own folders land here
     )
     killed = _kill_rank_when_running(1, 120)
     stdout, stderr = proc.communicate(timeout=400)
@@ -98,6 +100,7 @@ def test_gloo_ranks_each_measured_and_gathered_and_a_killed_rank_fails_its_count
     assert (out / "report.md").read_text().startswith("# ioprof scale")
     assert (out / "scale.png").stat().st_size > 0
     assert "Warm:" in stdout
+    assert not list(tmp.glob("torchelastic_*"))  # torchrun's logs of each launch, left by none
 
 
 @pytest.mark.slow

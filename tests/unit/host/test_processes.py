@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.util
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Any
@@ -155,3 +157,31 @@ def test_the_heaps_free_memory_is_handed_back_before_workers_fork() -> None:
     out = subprocess.run([sys.executable, "-c", _HEAP_LEFT_FREE], capture_output=True, text=True, check=True)
     before, after = (float(x) for x in out.stdout.split())
     assert before - after > 150, (before, after)
+
+
+def test_the_temp_folders_of_workers_it_ended_are_removed(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A worker that hands a batch over listens on a socket in a ``pymp-`` folder of its own, which
+    it removes as it exits; one ended by a signal cannot, so whoever ended it does."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the workers' folders land here
+    monkeypatch.setitem(multiprocessing.current_process()._config, "tempdir", None)  # type: ignore[attr-defined]
+    it = iter(DataLoader(_SlowAfterFirst(4), batch_size=2, num_workers=2, shuffle=False))
+    next(it)
+    next(it)  # both workers have handed a batch over
+    theirs = {str(p) for p in tmp_path.glob("pymp-*")}
+    assert len(theirs) == 2, theirs  # one each: else nothing here is tested
+    end_loader_workers(it)
+    assert not theirs & {str(p) for p in tmp_path.glob("pymp-*")}
+    del it
+
+
+def test_a_temp_folder_this_process_shares_with_its_workers_stays(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setitem(multiprocessing.current_process()._config, "tempdir", None)  # type: ignore[attr-defined]
+    ours = multiprocessing.util.get_temp_dir()  # made before the fork: the workers use it too
+    it = iter(DataLoader(_SlowAfterFirst(4), batch_size=2, num_workers=2, shuffle=False))
+    next(it)
+    next(it)
+    assert [p.name for p in tmp_path.glob("pymp-*/listener-*")], "the workers listen in ours"
+    end_loader_workers(it)
+    assert os.path.isdir(ours)
+    del it
