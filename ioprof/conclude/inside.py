@@ -35,6 +35,14 @@ def leading_stage(cell: CellResult) -> StageTime | None:
     return stages.leading() if stages is not None else None
 
 
+def waited_for_core(cell: CellResult) -> float | None:
+    """The share of a cell's workers' time per sample they waited for a core (None: not measured)."""
+    stages = cell.inside.stages if cell.inside is not None else None
+    if stages is None or not any(s.name == WAITING_FOR_A_CORE for s in stages.worker):
+        return None
+    return stages.share_of(WAITING_FOR_A_CORE)
+
+
 def _growth_per_sample(m: WorkerMemory) -> float:
     return (m.growth_bytes_per_1000_samples or 0.0) / 1000 if m.grows else 0.0
 

@@ -347,6 +347,7 @@ def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict |
         leading_share=lead.share if lead else None,
         leading_share_low=lead.share_low if lead else None,
         leading_share_high=lead.share_high if lead else None,
+        waited_for_core_share=inside.waited_for_core(top) if lead else None,
         tied_settings=tuple(c.setting.label for c in ties if c is not top),
         fastest_setting=fastest.setting.label if fastest is not top else "",
         loader_gain_max=gain_max,

@@ -151,6 +151,9 @@ class DatasetVerdict:
     leading_share: float | None = None
     leading_share_low: float | None = None
     leading_share_high: float | None = None
+    # the share of the same workers' time they waited for a core (where that was measured): the
+    # leading stage's share is of a time that includes it
+    waited_for_core_share: float | None = None
     # the other settings as fast as the fastest within their intervals: the best setting is the
     # least input-bound of them all
     tied_settings: tuple[str, ...] = ()

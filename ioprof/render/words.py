@@ -97,10 +97,18 @@ def leading(v: f.DatasetVerdict) -> str:
     """Where decode's time goes: the costliest stage in the workers, when they were timed."""
     if not v.leading_stage or v.leading_share is None:
         return ""
+    waited = v.waited_for_core_share
     return (
         f" Costliest stage in the loader: **{v.leading_stage}**, "
-        f"{share_range(v.leading_share, v.leading_share_low, v.leading_share_high)} of its time per sample "
-        "(see *Inside the loader*)."
+        f"{share_range(v.leading_share, v.leading_share_low, v.leading_share_high)} of the workers' time "
+        "per sample ("
+        # on a busy host most of that time can be the wait for a core, no stage's own: said beside it
+        + (
+            f"{pct(waited, 0)} of it they waited for a core; "
+            if waited is not None and waited >= 0.005
+            else ""
+        )
+        + "see *Inside the loader*)."
     )
 
 

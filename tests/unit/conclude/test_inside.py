@@ -11,7 +11,14 @@ import pytest
 from ioprof.conclude import inside
 from ioprof.conclude.sweep import conclude
 from ioprof.core.findings import CoresOversubscribed, ShmTooSmall, WorkerMemoryGrows, WorkersDoNotFit
-from ioprof.core.inside import CoreUse, LoaderInside, LoaderStages, StageTime, WorkerMemory
+from ioprof.core.inside import (
+    WAITING_FOR_A_CORE,
+    CoreUse,
+    LoaderInside,
+    LoaderStages,
+    StageTime,
+    WorkerMemory,
+)
 from ioprof.core.results import ScriptInfo
 from ioprof.render import sweep as report
 from ioprof.render import words
@@ -118,11 +125,34 @@ def test_a_decode_verdict_points_to_the_costliest_stage() -> None:
     r = conclude(builders.sweep_result((slow,), compute_rate=1000.0))
     line = words.verdict_line(r.analysis)
     assert r.analysis.overall_bottleneck == "decode"
-    assert "Costliest stage in the loader: **GaussianBlur**, 70 % [66–74]" in line
+    assert (
+        "Costliest stage in the loader: **GaussianBlur**, 70 % [66–74] of the workers' time per sample (see"
+        in line
+    )
     v = r.analysis.datasets[0]
     assert v.leading_stage == "GaussianBlur" and v.leading_share == pytest.approx(0.7)
     md = report.render_markdown(r)
     assert "## Inside the loader" in md and "| GaussianBlur | 7.00 [6.00–8.00] | 70 % [66–74] |" in md
+
+
+def test_a_leading_stage_on_a_busy_host_says_how_much_of_the_time_was_the_wait_for_a_core() -> None:
+    """On 2 cores with 8 workers, decode led at 9 % of the workers' time: 74 % was their wait for a
+    core, no stage's own work. The share alone read as if decode mattered little."""
+    waited = StageTime(WAITING_FOR_A_CORE, "worker", 0.030, 0.028, 0.032, 0.75, 0.74, 0.76)
+    s = stages()
+    s = replace(
+        s,
+        worker=(waited, *(replace(t, share=(t.share or 0) / 4) for t in s.worker)),
+        worker_s_per_sample=0.04,
+    )
+    slow = replace(builders.cell(workers=4, wait=0.3, step=0.1, jitter=0.01), inside=LoaderInside(s))
+    r = conclude(builders.sweep_result((slow,), compute_rate=1000.0))
+    v = r.analysis.datasets[0]
+    assert v.leading_stage == "GaussianBlur" and v.waited_for_core_share == pytest.approx(0.75)
+    assert (
+        "time per sample (75 % of it they waited for a core; see *Inside the loader*)"
+        in words.verdict_line(r.analysis)
+    )
 
 
 def test_rest_of_getitem_leads_only_when_nothing_else_was_timed() -> None:
