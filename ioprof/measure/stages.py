@@ -318,7 +318,7 @@ def _innermost(dataset: Any) -> Any:
     seen: set[int] = set()
     while id(dataset) not in seen:
         seen.add(id(dataset))
-        if hasattr(dataset, "transform") or hasattr(dataset, "loader"):
+        if hasattr(dataset, "transform") or hasattr(dataset, "loader") or _composes(dataset):
             return dataset
         inner = getattr(dataset, "dataset", None)
         if inner is None:
@@ -357,18 +357,15 @@ def instrument(dataset: Any) -> tuple[str, Callable[[], None]]:
             undo.append(untime)
             seen = "reads"
     transform = getattr(ds, "transform", None)
-    inner = getattr(transform, "transforms", None)
-    if (
-        transform is not None
-        and isinstance(inner, list)
-        and not any(isinstance(t, TimedStage) for t in inner)
-    ):
-        transform.transforms = [TimedStage(n, t) for n, t in zip(_names(inner), inner, strict=True)]
-        undo.append(lambda: setattr(transform, "transforms", inner))
+    if isinstance(getattr(transform, "transforms", None), list):
+        _time_each(transform, undo)
     elif callable(transform) and not isinstance(transform, TimedStage):
         ds.transform = TimedStage(type(transform).__name__, transform)
         undo.append(lambda: setattr(ds, "transform", transform))
-    if seen == "getitem" and transform is not None:
+    others = [c for c in _composes(ds) if c is not transform]
+    for compose in others:
+        _time_each(compose, undo)
+    if seen == "getitem" and (transform is not None or others):
         seen = "transforms"
     target = getattr(ds, "target_transform", None)
     if callable(target) and not isinstance(target, TimedStage):
@@ -380,6 +377,32 @@ def instrument(dataset: Any) -> tuple[str, Callable[[], None]]:
             u()
 
     return seen, undo_all
+
+
+def _time_each(compose: Any, undo: list[Callable[[], None]]) -> None:
+    """Time each transform of ``compose`` (a list in its ``transforms``) under its class name."""
+    inner = compose.transforms
+    if any(isinstance(t, TimedStage) for t in inner):
+        return
+    compose.transforms = [TimedStage(n, t) for n, t in zip(_names(inner), inner, strict=True)]
+    undo.append(lambda: setattr(compose, "transforms", inner))
+
+
+def _composes(dataset: Any) -> list[Any]:
+    """torchvision's ``Compose`` pipelines a dataset holds under any name (``self.tf``,
+    ``self.train_transforms``), not only ``transform``: each is timed, and only the one the
+    dataset calls shows. Other libraries' Compose classes (albumentations') look at their
+    transforms' types, which a timer would hide: they stay untouched."""
+    try:
+        from torchvision import transforms as v1
+        from torchvision.transforms import v2
+    except ImportError:
+        return []
+    kinds = (v1.Compose, v2.Compose)
+    held = getattr(dataset, "__dict__", {})
+    return [
+        v for v in held.values() if isinstance(v, kinds) and isinstance(getattr(v, "transforms", None), list)
+    ]
 
 
 def _is_pil_loader(loader: Any) -> bool:

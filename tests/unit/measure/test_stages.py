@@ -391,6 +391,50 @@ def test_a_transforms_v2_compose_is_timed_by_name_too(small_set: Path, tmp_path:
     }
 
 
+class _LazyPacked(Dataset):
+    """As users write them: its files' bytes read by a handle each worker opens at its first
+    sample, decoded from memory, and its pipeline held as ``self.tf`` with a spare one beside it."""
+
+    def __init__(self, root: Path) -> None:
+        self.paths = sorted(str(p) for p in root.rglob("*.jpg"))
+        self.handle: Any = None
+        self.tf = transforms.Compose(
+            [transforms.RandomResizedCrop(64), transforms.GaussianBlur(31, sigma=8.0), transforms.ToTensor()]
+        )
+        self.val_tf = transforms.Compose([transforms.Resize(64), transforms.ToTensor()])
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        from io import BytesIO
+
+        from PIL import Image
+
+        if self.handle is None:
+            self.handle = open(self.paths[0], "rb")  # noqa: SIM115 (held for the worker's life, as an HDF5 file is)
+        with open(self.paths[i], "rb") as f:
+            data = f.read()
+        return self.tf(Image.open(BytesIO(data)).convert("RGB"))
+
+
+def test_a_compose_held_under_another_name_is_timed_by_its_transforms(
+    small_set: Path, tmp_path: Path
+) -> None:
+    loader = DataLoader(
+        _LazyPacked(small_set),
+        batch_size=4,
+        num_workers=2,
+        worker_init_fn=stages.WorkerStages(str(tmp_path), 1, None),
+    )
+    s = _timed(loader, str(tmp_path))
+    assert s is not None
+    lead = s.leading()
+    assert lead is not None and lead.name == "GaussianBlur", s.worker
+    names = {st.name for st in s.worker}
+    assert {"RandomResizedCrop", "ToTensor"} <= names and "Resize" not in names, names  # the spare never ran
+
+
 class PlantedCollection:
     """A transform that starts a full garbage collection at its third call in each process."""
 
