@@ -360,9 +360,7 @@ def _run_cell(
     )
     if not plan.inside:
         return result
-    return _looked_inside(
-        result, plan, inside, window, (window_start, io_after.at_s, t_created), folder, pins
-    )
+    return _looked_inside(result, plan, inside, window, (window_start, io_after.at_s, t_created), pins)
 
 
 def _looked_inside(
@@ -371,7 +369,6 @@ def _looked_inside(
     inside: InsideRecorder,
     window: _Window,
     span: tuple[float, float, float],
-    folder: str,
     pins: PinTimes,
 ) -> CellResult:
     """The cell with what its workers made over the window (``span``: its start and end, and when
@@ -379,13 +376,16 @@ def _looked_inside(
     batches in order — what its slow samples cost the loop."""
     start, end, pass_start = span
     handed = window.handed
+    rows = inside.rows(None)  # read once: what the workers made, their stages and their hand-over
     if plan.setting.workers:
-        result = replace(result, produced=stage_rows.produced(folder, start, end))
+        result = replace(result, produced=stage_rows.produced_in(rows, start, end))
     main = [(stages.PIN, pins.between(None, start, end)), (stages.WAIT, window.waits)]
-    seen = inside.result(start, end, main)
+    seen = inside.result(start, end, main, rows=rows)
     if plan.setting.workers and plan.in_order and handed:
         first = len(handed) - len(window.waits)
-        seen = inside.with_handover(seen, [pass_start], handed, [(0, i) for i in range(first, len(handed))])
+        seen = inside.with_handover(
+            seen, [pass_start], handed, [(0, i) for i in range(first, len(handed))], rows=rows
+        )
     return replace(result, inside=seen)
 
 

@@ -162,12 +162,13 @@ class InsideRecorder:
         main: Sequence[tuple[str, Sequence[float]]],
         pids: set[int] | None = None,
         cpu: CpuTotals | None = None,
+        rows: Sequence[dict[str, Any]] | None = None,
     ) -> LoaderInside:
         """The look inside over [start_s, end_s]: rows of ``pids`` only, where given (the
         loader's own processes, not those of a probe run in between). ``cpu``: the window's CPU
         totals where its counters were read over its own spans (``ioprof run``); otherwise from
-        this recorder's readings."""
-        rows = self.rows(pids)
+        this recorder's readings. ``rows``: the loader's rows where the caller read them already."""
+        rows = self.rows(pids) if rows is None else rows
         return LoaderInside(
             stages=stage_rows.summarize(rows, start_s=start_s, end_s=end_s, workers=self.workers, main=main),
             memory=self._memory(rows, start_s, end_s),
@@ -181,6 +182,7 @@ class InsideRecorder:
         handed: Sequence[tuple[int, int, float, float]],
         window: Sequence[tuple[int, int]],
         pids: set[int] | None = None,
+        rows: Sequence[dict[str, Any]] | None = None,
     ) -> LoaderInside:
         """``seen`` with what its slow samples cost the loop (``stage_rows.handover``): its passes
         (begun at ``iters_s``) replayed through the in-order hand-over, the loop's calls for each
@@ -191,7 +193,12 @@ class InsideRecorder:
         if stages is None or stages.per_sample is None or not self.workers:
             return seen
         slow = stage_rows.handover(
-            self.rows(pids), iters_s, handed, window, self.workers, self.prefetch_factor
+            self.rows(pids) if rows is None else rows,
+            iters_s,
+            handed,
+            window,
+            self.workers,
+            self.prefetch_factor,
         )
         if slow is None:
             return seen

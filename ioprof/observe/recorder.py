@@ -310,19 +310,20 @@ class LoaderRecorder:
             self.watcher.pins.between(self.pin_thread, self.window_start_s, end) if self.watcher.pins else []
         )
         main = [(PIN, pins), (WAIT, list(self.window.waits))]
+        rows = self.inside.rows(self.window_pids)  # read once: its stages and its hand-over
         seen = self.inside.result(
-            self.window_start_s, end, main, pids=self.window_pids, cpu=self.cpu_totals()
+            self.window_start_s, end, main, pids=self.window_pids, cpu=self.cpu_totals(), rows=rows
         )
-        return self._with_handover(seen)
+        return self._with_handover(seen, rows)
 
-    def _with_handover(self, seen: LoaderInside) -> LoaderInside:
+    def _with_handover(self, seen: LoaderInside, rows: list[dict[str, Any]]) -> LoaderInside:
         """The look inside with what the slow samples cost the loop, where its batches are handed
         over in order (``in_order=False`` takes them as they come: nothing to replay)."""
         if self.inside is None or not self.settings["in_order"]:
             return seen
         iters = [m["iter_s"] for m in self.pass_marks]
         w = self.window
-        return self.inside.with_handover(seen, iters, w.handed, w.unit_keys, self.window_pids)
+        return self.inside.with_handover(seen, iters, w.handed, w.unit_keys, self.window_pids, rows=rows)
 
     def cpu_totals(self) -> CpuTotals:
         """The window's CPU, read with its byte counters over the same spans (pauses left out)."""
