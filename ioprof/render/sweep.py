@@ -433,7 +433,7 @@ DECODE_STOPS = {
     "interval": "interval ±5 %",
     "above-compute": f"interval above {DECODE_ABOVE_COMPUTE:g}× compute",
     "above-storage": f"interval above {DECODE_ABOVE_COMPUTE:g}× storage",
-    "decided": f"interval ±{DECIDED_REL_HALF_WIDTH:.0%}, below compute and storage",
+    "decided": f"interval ±{DECIDED_REL_HALF_WIDTH * 100:.0f} %, below compute and storage",
     "seconds": "time cap",
 }
 
@@ -454,14 +454,15 @@ def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
     ]
     sample = dc.decode[0]
     batches = (
-        f", in batches of fewer images than the training's {cell_batch} where a turn of the workers would be "
-        "long (the batch column): the same work per image, in more turns of the workers to read the interval from"
+        f" Where a turn of the workers (a batch each) would be long, a batch holds fewer images than the "
+        f"training's {cell_batch} (the batch column): the same work per image, in more turns to read the "
+        "interval from."
         if smaller
         else ""
     )
     return [
-        f"Decode — the real loader over an in-memory sample ({sample.sample_files} images, {mb(sample.sample_bytes)}, "
-        f"held in this process{batches}): decode + augment + collate, no training, no storage:",
+        f"Decode — the real loader over an in-memory sample of {sample.sample_files} images ({mb(sample.sample_bytes)}, "
+        f"held in this process): decode + augment + collate, no training, no storage.{batches}",
         "",
         *table(
             [

@@ -163,9 +163,7 @@ def test_a_decode_ceiling_takes_a_gpus_batch_in_batches_that_keep_a_turn_short(s
     result = sweep_result((cell("serial", 0),))
     result = replace(result, ceilings=(DatasetCeilings("500x375", (first, then), ()),))
     md = render_markdown(replace(result, run=replace(result.run, batch_size=256)))
-    assert (
-        "in batches of fewer images than the training's 256 where a turn of the workers would be long" in md
-    )
+    assert "a batch holds fewer images than the training's 256 (the batch column)" in md
     assert "| images timed | batch | stopped by |" in md and f"| {then.images} | 64 |" in md
     assert f"| {first.images} | 256 |" in md
     assert "| batch |" not in render_markdown(replace(result, run=replace(result.run, batch_size=32)))
