@@ -5,7 +5,7 @@ Attached by ``ioprof run`` (through a ``sitecustomize`` that calls ``attach_from
 PyTorch loop uses.
 
 - ``DataLoader.__iter__`` tags each iterator with its loader; ``_BaseDataLoaderIter.__next__``
-  is timed: the time blocked in it is the data wait of that batch, the time until the next call
+  is timed (and so a subclass's own of either, as torchdata's ``StatefulDataLoader`` has): the time blocked in it is the data wait of that batch, the time until the next call
   on the same iterator is the step (the user's forward, backward, update — whatever the loop
   does between batches). ``window`` keeps the window: warm-up and the batches queued after
   a pause skipped, pauses (an evaluation pass, a checkpoint) left out and counted, the loader's
@@ -34,7 +34,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ioprof.observe.observation import Observation
 from ioprof.observe.recorder import LoaderRecorder
@@ -81,6 +81,7 @@ class Watcher:
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0") or 0)
         self.local_world_size = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
         self.pins: Any = None  # the pin-memory copies' times (``pins.PinTimes``)
+        self._iter_kind: type = object  # torch's base of DataLoader iterators, once installed
         self.shm_failure = ""  # the one line, when a worker died for want of /dev/shm
         self._rows = os.path.join(config.out_dir, "stages") if config.out_dir else ""
 
@@ -95,52 +96,12 @@ class Watcher:
             "torch.utils.data.dataloader"
         )
         opt = sys.modules.get("torch.optim.optimizer") or importlib.import_module("torch.optim.optimizer")
-        watcher = self
-        original_iter, original_next = dl.DataLoader.__iter__, dl._BaseDataLoaderIter.__next__
-
-        def __iter__(loader: Any) -> Any:
-            rec = watcher.recorder(loader)
-            if rec is not None:
-                watcher.guard(rec, rec.before_new_pass)
-            if rec is not None and rec.inside is not None:
-                watcher.guard(rec, watcher.time_workers, loader, rec)
-            t_iter = time.perf_counter()
-            it = original_iter(loader)
-            if rec is not None:
-                it._ioprof_recorder = rec
-                rec.new_iterator(it, t_iter)
-            return it
-
-        def __next__(it: Any) -> Any:
-            rec = getattr(it, "_ioprof_recorder", None)
-            if rec is None:
-                return original_next(it)
-            t_call = time.perf_counter()
-            paused = watcher.probe_pause_s  # a probe run from here is its own pause, not this cost
-            rec.once = False  # set by what this call does once (``iter()`` may have ended a pass)
-            if watcher._warming is not None:
-                watcher.guard(rec, watcher.probe_when_ready, rec)
-            watcher.guard(rec, rec.before_next, it, t_call)
-            t_in = time.perf_counter()
-            try:
-                batch = original_next(it)
-            except StopIteration:
-                # workers not kept are stopped and joined in this call: the pass ends where it began
-                watcher.guard(rec, rec.pass_stopped, it, t_in, time.perf_counter() - t_in)
-                raise
-            t_return = time.perf_counter()
-            watcher.guard(rec, rec.after_next, it, t_call, t_return, batch)
-            # ioprof's own cost; the probe's pause, when the pass's last batch set it off, is said apart
-            own = t_in - t_call + time.perf_counter() - t_return - (watcher.probe_pause_s - paused)
-            if rec.once:
-                rec.once, rec.once_s = False, rec.once_s + own
-            else:
-                rec.own_s, rec.own_calls = rec.own_s + own, rec.own_calls + 1
-            return batch
-
-        dl.DataLoader.__iter__ = __iter__
-        dl._BaseDataLoaderIter.__next__ = __next__
-        handle = opt.register_optimizer_step_post_hook(lambda *_: watcher._count_step())
+        self._iter_kind = dl._BaseDataLoaderIter
+        # on DataLoader and its iterator, and on every subclass with its own (torchdata's
+        # StatefulDataLoader overrides both), those defined already and those defined later
+        self._undo.append(patch_everywhere(dl.DataLoader, "__iter__", self._timed_iter))
+        self._undo.append(patch_everywhere(dl._BaseDataLoaderIter, "__next__", self._timed_next))
+        handle = opt.register_optimizer_step_post_hook(lambda *_: self._count_step())
         if self.config.inside:
             from ioprof.measure.pins import PinTimes
 
@@ -148,8 +109,6 @@ class Watcher:
             self.pins.install()
 
         def undo() -> None:
-            dl.DataLoader.__iter__ = original_iter
-            dl._BaseDataLoaderIter.__next__ = original_next
             handle.remove()
             if self.pins is not None:
                 self.pins.uninstall()
@@ -158,6 +117,70 @@ class Watcher:
             self.stop_readings()
 
         self._undo.append(undo)
+
+    def _timed_iter(self, original_iter: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """A loader's ``__iter__`` that begins a pass of its recorder and tags the iterator."""
+
+        def __iter__(loader: Any) -> Any:
+            rec = self.recorder(loader)
+            if rec is None or rec.in_iter:  # an override's call of the one it overrides
+                return original_iter(loader)
+            self.guard(rec, rec.before_new_pass)
+            if rec.inside is not None:
+                self.guard(rec, self.time_workers, loader, rec)
+            t_iter = time.perf_counter()
+            rec.in_iter = True
+            try:
+                it = original_iter(loader)
+            finally:
+                rec.in_iter = False
+            if isinstance(it, self._iter_kind):
+                cast(Any, it)._ioprof_recorder = rec
+                rec.new_iterator(it, t_iter)
+            return it
+
+        return __iter__
+
+    def _timed_next(self, original_next: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """An iterator's ``__next__`` whose batch is timed once (not again where it calls the one
+        it overrides)."""
+
+        def __next__(it: Any) -> Any:
+            rec = getattr(it, "_ioprof_recorder", None)
+            if rec is None or getattr(it, "_ioprof_in_next", False):
+                return original_next(it)
+            it._ioprof_in_next = True
+            try:
+                return self._timed_batch(it, rec, original_next)
+            finally:
+                it._ioprof_in_next = False
+
+        return __next__
+
+    def _timed_batch(self, it: Any, rec: LoaderRecorder, original_next: Callable[[Any], Any]) -> Any:
+        """One batch from ``it``: its wait, the step before it, and ioprof's own cost."""
+        t_call = time.perf_counter()
+        paused = self.probe_pause_s  # a probe run from here is its own pause, not this cost
+        rec.once = False  # set by what this call does once (``iter()`` may have ended a pass)
+        if self._warming is not None:
+            self.guard(rec, self.probe_when_ready, rec)
+        self.guard(rec, rec.before_next, it, t_call)
+        t_in = time.perf_counter()
+        try:
+            batch = original_next(it)
+        except StopIteration:
+            # workers not kept are stopped and joined in this call: the pass ends where it began
+            self.guard(rec, rec.pass_stopped, it, t_in, time.perf_counter() - t_in)
+            raise
+        t_return = time.perf_counter()
+        self.guard(rec, rec.after_next, it, t_call, t_return, batch)
+        # ioprof's own cost; the probe's pause, when the pass's last batch set it off, is said apart
+        own = t_in - t_call + time.perf_counter() - t_return - (self.probe_pause_s - paused)
+        if rec.once:
+            rec.once, rec.once_s = False, rec.once_s + own
+        else:
+            rec.own_s, rec.own_calls = rec.own_s + own, rec.own_calls + 1
+        return batch
 
     def guard(self, rec: LoaderRecorder, fn: Callable[..., None], *a: Any) -> None:
         """Run a recorder's step; an error of ioprof's own stops watching that loader, never the script."""
@@ -508,6 +531,51 @@ class Watcher:
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(data, f)
         os.replace(tmp, path)
+
+
+def patch_everywhere(
+    base: Any, name: str, wrap: Callable[[Callable[..., Any]], Callable[..., Any]]
+) -> Callable[[], None]:
+    """``base.<name>`` replaced by ``wrap`` of it, and so on every subclass that defines its own:
+    those defined already and those a script defines later. Returns the undo."""
+    patched: list[tuple[type, Any]] = []
+
+    def patch(cls: type) -> None:
+        own = cls.__dict__.get(name)
+        if own is None or getattr(own, "_ioprof", False):
+            return
+        wrapped = wrap(own)
+        wrapped._ioprof = True  # type: ignore[attr-defined]
+        setattr(cls, name, wrapped)
+        patched.append((cls, own))
+
+    def walk(cls: type) -> None:
+        patch(cls)
+        subs: list[type] = cls.__subclasses__()
+        for sub in subs:
+            walk(sub)
+
+    walk(base)
+    before = base.__dict__.get("__init_subclass__")
+
+    def __init_subclass__(cls: type, **kwargs: Any) -> None:
+        if before is not None:
+            before.__get__(None, cls)(**kwargs)
+        else:
+            super(base, cls).__init_subclass__(**kwargs)
+        patch(cls)
+
+    base.__init_subclass__ = classmethod(__init_subclass__)
+
+    def undo() -> None:
+        for cls, own in reversed(patched):
+            setattr(cls, name, own)
+        if before is None:
+            del base.__init_subclass__
+        else:
+            base.__init_subclass__ = before
+
+    return undo
 
 
 def shutil_rmtree(path: str) -> None:

@@ -79,6 +79,9 @@ class LoaderRecorder:
         # work that comes once, not with each batch (the window's start and end, a pass's end, the
         # first batch's look, the files found open): its time is said apart, not spread per batch
         self.once = False  # the call under way did such work
+        self.in_iter = (
+            False  # inside the loader's iter(): an override's call of DataLoader's own is part of it
+        )
         self.once_s = 0.0
         self._iterator: Any = None
         self.untime: Callable[[], None] | None = None  # gives the loader its own worker_init_fn back

@@ -104,6 +104,42 @@ def test_watch_one_loader_by_iterating_it(small_set: Path) -> None:
     assert w.result().cells[0].steps == 3
 
 
+@pytest.mark.filterwarnings("ignore:'set_vital' is deprecated")  # torchdata's own call into torch
+def test_loaders_that_override_iter_and_next_are_watched_once(small_set: Path) -> None:
+    """torchdata's StatefulDataLoader overrides ``DataLoader.__iter__`` and its iterators'
+    ``__next__``: a script using it was told it iterated no DataLoader. Subclasses that override
+    them, defined before the watch or within it, are watched too — and one whose ``__iter__`` calls
+    DataLoader's own (directly, or as a generator) has each batch counted once."""
+    import torch
+    from torchdata.stateful_dataloader import StatefulDataLoader
+    from torchvision import datasets, transforms
+
+    import ioprof
+
+    ds = datasets.ImageFolder(
+        str(small_set), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()])
+    )
+    with ioprof.watch(steps=3, probe=False) as w:
+
+        class Calls(torch.utils.data.DataLoader):  # defined while watched
+            def __iter__(self):  # type: ignore[no-untyped-def]
+                return super().__iter__()
+
+        class Yields(torch.utils.data.DataLoader):
+            def __iter__(self):  # type: ignore[no-untyped-def]
+                yield from super().__iter__()
+
+        stateful = StatefulDataLoader(ds, batch_size=8, num_workers=2, persistent_workers=True)
+        for _ in range(2):  # two passes of 6 batches, the workers kept
+            _tiny_training(stateful, steps=100)
+        _tiny_training(Calls(ds, batch_size=4), steps=7)
+        _tiny_training(Yields(ds, batch_size=4), steps=5)
+    by_batches = sorted((lo.batches, lo.passes) for lo in w.result().loaders)
+    assert by_batches == [(5, 1), (7, 1), (12, 2)], by_batches
+    assert "ioprof" not in StatefulDataLoader.__iter__.__code__.co_filename  # all put back
+    assert "__init_subclass__" not in vars(torch.utils.data.DataLoader)
+
+
 class SlowItems:
     """``n`` tiny samples, each taking ``item_s`` to make (the decode a loader's worker does)."""
 
