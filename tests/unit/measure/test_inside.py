@@ -111,6 +111,29 @@ def test_growth_across_epochs_is_what_a_worker_keeps_not_what_it_gives_back() ->
     assert once.epochs == 1 and not once.per_epoch.known
 
 
+def test_workers_that_keep_different_amounts_leave_the_growth_undecided() -> None:
+    """The readings of one worker are no independent observations of a growth the workers share:
+    they rise in its allocator's steps, and workers differ. One that keeps 2 MB an epoch beside
+    one that keeps none: a growth of about 1 MB that the two workers cannot tell from none."""
+    from ioprof.core.thresholds import GROWTH_NOISE_BYTES
+    from ioprof.measure.inside import across_epochs
+
+    series, starts = _epochs(lambda e, k: 300e6, epochs=2)
+    series = {
+        pid: [(x, y + (2e6 * (x // 100) if pid == 2 else 0.0)) for x, y in pts] for pid, pts in series.items()
+    }
+    g = across_epochs(series, starts).per_epoch
+    assert g.value == pytest.approx(1e6, rel=0.05)
+    assert g.low < GROWTH_NOISE_BYTES and g.high > 2e6, g
+    # alike, the two are one growth, told as narrowly as their readings allow
+    alike = {
+        pid: [(x, y + 3e6 * (x // 100)) for x, y in pts]
+        for pid, pts in _epochs(lambda e, k: 300e6, 2)[0].items()
+    }
+    one = across_epochs(alike, starts).per_epoch
+    assert 2e6 < one.low < one.high < 4e6, one
+
+
 def test_a_worker_reads_its_own_memory_at_a_batchs_end_within_its_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Each worker of a user's loader reads its own smaps_rollup at the end of a batch — the count
     of its samples then exact — at most every MEMORY_EVERY_MIN_S and within its budget; the
