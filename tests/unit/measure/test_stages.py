@@ -129,6 +129,7 @@ def _two_passes_beside_a_busy_loop(make: Callable[[int], DataLoader]) -> tuple[f
     return t0, times.user + times.system
 
 
+@pytest.mark.rig  # a worker and a busy loop pinned to the first core: no other test's beside them
 def test_a_worker_sharing_its_core_is_charged_its_own_time_and_the_wait_apart(
     small_set: Path, tmp_path: Path
 ) -> None:
@@ -172,6 +173,7 @@ def test_a_worker_sharing_its_core_is_charged_its_own_time_and_the_wait_apart(
     assert sum(st.s_per_sample for st in s.worker) == pytest.approx(s.worker_s_per_sample)
 
 
+@pytest.mark.rig  # a worker and a busy loop pinned to the first core: no other test's beside them
 def test_ioprofs_own_loader_charges_read_and_decode_their_own_time_not_the_wait(
     large_set: Path, tmp_path: Path
 ) -> None:
