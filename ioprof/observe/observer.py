@@ -5,7 +5,8 @@ Attached by ``ioprof run`` (through a ``sitecustomize`` that calls ``attach_from
 PyTorch loop uses.
 
 - ``DataLoader.__iter__`` tags each iterator with its loader; ``_BaseDataLoaderIter.__next__``
-  is timed (and so a subclass's own of either, as torchdata's ``StatefulDataLoader`` has): the time blocked in it is the data wait of that batch, the time until the next call
+  is timed (and so a subclass's own of either, as torchdata's ``StatefulDataLoader`` has): the
+  time blocked in it is the data wait of that batch, the time until the next call
   on the same iterator is the step (the user's forward, backward, update — whatever the loop
   does between batches). ``window`` keeps the window: warm-up and the batches queued after
   a pause skipped, pauses (an evaluation pass, a checkpoint) left out and counted, the loader's
