@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import netfs
+import pace
 import pytest
 from cli import ioprof, ioprof_start, until_cell
 
@@ -42,19 +43,31 @@ def mount(tmp_path_factory: pytest.TempPathFactory) -> Iterator[netfs.NetMount]:
 
 def test_place_moves_data_off_a_mount_that_drops_its_pages(mount: netfs.NetMount, tmp_path: Path) -> None:
     """The dataset fits in RAM, but sshfs keeps no read pages: every epoch reads the link, so a
-    local copy pays for itself (it would not on a disk that keeps pages: see test_place)."""
+    local copy pays for itself (it would not on a disk that keeps pages: see test_place).
+
+    The copy keeps the accelerator busy only where this host's 2 workers decode faster than it
+    consumes, and the mount must not: the simulated step's demand is set between the two, a margin
+    from each — the decode's pace measured here from the export's local files, the link slowed
+    where it would carry more than that pace allows."""
+    decode = pace.training_pace(mount.export / "data", "place's decode", None, 8, 32, steps=30)
+    rate = decode.link_mbit(at_most=RATE_MBIT, margin=pace.MARGIN**2)
+    demand = decode.demand_between(decode.carried(rate))
     local = tmp_path / "local"
     local.mkdir()
     out = tmp_path / "o"
-    p = ioprof(
-        *"place --data".split(),
-        str(mount.mountpoint / "data"),
-        "--candidates",
-        str(local),
-        *"--workers 2 --compute sim:200 --model tiny --crop-px 32 --batch-size 8 --epochs 10 --out".split(),
-        str(out),
-        timeout=600,
-    )
+    mount.set_rate(rate)
+    try:
+        p = ioprof(
+            *"place --data".split(),
+            str(mount.mountpoint / "data"),
+            "--candidates",
+            str(local),
+            *f"--workers 2 --compute sim:{demand} --model tiny --crop-px 32 --batch-size 8 --epochs 10".split(),
+            *["--out", str(out)],
+            timeout=600,
+        )
+    finally:
+        mount.set_rate(RATE_MBIT)
     assert p.returncode == 0, p.stderr
     r = json.loads((out / "results.json").read_text())
     current = next(c for c in r["candidates"] if c["kind"] == "current")

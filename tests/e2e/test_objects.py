@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import netfs
+import pace
 import pytest
 from cli import ioprof, ioprof_start, until_cell
 from groundtruth import ProcStat
@@ -344,6 +345,7 @@ def test_place_stages_shards_from_a_bucket_and_bad_shards_are_one_line(
     and the sample's copy each read all of them at the link's 1 MB/s (36 took 9 s each)."""
     mount, served = netrig
     shards_dir = mount.export / "shards"
+    src = mount.export.parent / "shards-src"  # the JPEGs the shards hold
     uploaded = len(served.shard_urls) // 2
     rate = mount.rate_mbit
     mount.serve_s3()  # (a test before may have stopped it: a new one is empty)
@@ -360,6 +362,10 @@ def test_place_stages_shards_from_a_bucket_and_bad_shards_are_one_line(
         )
     finally:
         mount.set_rate(rate)
+    # the step's demand between what the link carries and what 2 workers decode here
+    packed = sum(f.stat().st_size for f in shards_dir.glob("*.tar")) / len(list(src.rglob("*.jpg")))
+    decode = pace.training_pace(src, "place's decode", None, 8, 32, steps=30, bytes_per_image=packed)
+    demand = decode.demand_between(store["plain_mb_per_s"] * 1e6 / packed)
     local = tmp_path / "local"
     local.mkdir()
     out = tmp_path / "o"
@@ -369,8 +375,8 @@ def test_place_stages_shards_from_a_bucket_and_bad_shards_are_one_line(
         f"s3://{BUCKET}/wds/",
         "--candidates",
         str(local),
-        *"--workers 2 --compute sim:400 --model tiny --crop-px 32 --batch-size 8 --epochs 10 --out".split(),
-        str(out),
+        *f"--workers 2 --compute sim:{demand} --model tiny --crop-px 32 --batch-size 8 --epochs 10".split(),
+        *["--out", str(out)],
     )
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads((out / "results.json").read_text())

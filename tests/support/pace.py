@@ -14,6 +14,7 @@ whichever of the others comes next.
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 import time
 import warnings
@@ -38,8 +39,20 @@ class Pace:
         rate = self.img_per_s * self.bytes_per_image * 8 / 1e6 / margin
         return max(0.1, round(min(at_most, rate), 1))
 
+    def carried(self, rate_mbit: float) -> float:
+        """The images a second a link of ``rate_mbit`` carries."""
+        return rate_mbit * 1e6 / 8 / self.bytes_per_image
+
+    def demand_between(self, carried_img_per_s: float) -> int:
+        """A simulated step's demand (img/s) as many times above what the storage carries as below
+        this pace (their geometric mean): the copy that escapes the storage keeps it busy, the
+        storage does not, each by the same margin on this host. At least ``MARGIN`` apart."""
+        ratio = self.img_per_s / carried_img_per_s
+        assert ratio >= MARGIN, f"{self.what}: {self.img_per_s:.0f} img/s is only {ratio:.1f}× the storage's"
+        return round(math.sqrt(self.img_per_s * carried_img_per_s))
+
     def said(self, rate_mbit: float) -> str:
-        carried = rate_mbit * 1e6 / 8 / self.bytes_per_image
+        carried = self.carried(rate_mbit)
         return (
             f"{self.what}: trains at {self.img_per_s:.1f} img/s from local data on this host; the link set "
             f"to {rate_mbit:.1f} Mbit/s carries {carried:.1f} img/s ({self.img_per_s / carried:.1f}× slower)"
@@ -49,7 +62,7 @@ class Pace:
 def training_pace(
     folder: Path,
     what: str,
-    arch: str,
+    arch: str | None,
     batch: int,
     crop: int,
     *,
@@ -58,10 +71,11 @@ def training_pace(
     steps: int = 10,
     bytes_per_image: float | None = None,
 ) -> Pace:
-    """Train ``arch`` (a torchvision model, or timm's with ``timm_model``) on the JPEG class folders
-    under ``folder`` for ``steps`` steps after two of warm-up: the images a second of the steps'
-    wall time. ``bytes_per_image``: what an image weighs on the link, where that is not the mean of
-    the files here (tar shards add their headers)."""
+    """Train ``arch`` (a torchvision model, or timm's with ``timm_model``; with None, only draw the
+    batches: the pace the decode alone allows) on the JPEG class folders under ``folder`` for
+    ``steps`` steps after two of warm-up: the images a second of the steps' wall time.
+    ``bytes_per_image``: what an image weighs on the link, where that is not the mean of the files
+    here (tar shards add their headers)."""
     import torch
     import torchvision
     from torchvision import datasets, transforms
@@ -75,13 +89,14 @@ def training_pace(
         ]
     )
     data = datasets.ImageFolder(str(folder), tf)
-    if timm_model:
+    model: torch.nn.Module | None = None
+    if arch is not None and timm_model:
         import timm
 
         model = timm.create_model(arch, num_classes=len(data.classes))
-    else:
+    elif arch is not None:
         model = getattr(torchvision.models, arch)(num_classes=len(data.classes))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01) if model is not None else None
     stamps: list[float] = []
     with warnings.catch_warnings():
         # the script's worker count on the cores this test was given (one, under --core-each), as
@@ -97,10 +112,11 @@ def training_pace(
         )
         while len(stamps) < steps + 3:
             for x, y in loader:
-                loss = torch.nn.functional.cross_entropy(model(x), y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
+                if model is not None and opt is not None:
+                    loss = torch.nn.functional.cross_entropy(model(x), y)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
                 stamps.append(time.perf_counter())
                 if len(stamps) >= steps + 3:
                     break
