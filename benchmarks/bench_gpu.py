@@ -11,10 +11,9 @@ Not a test: it runs the real thing and prints and saves what it saw.
 
     python benchmarks/bench_gpu.py --out reports/examples      # figures: <out>/gpu.json
 
-``--seconds S`` caps each sweep cell (the sweep's own ``--seconds``): on a GPU the default cap is
-60 s a cell, so the default sweep takes about a quarter of an hour where the slow cells never reach
-their interval; a machine lent for minutes needs the cap. ``--skip-compute`` leaves out the two
-compute probes (the sweep measures the tuned ceiling too).
+``--seconds S`` caps each sweep cell (the sweep's own ``--seconds``; without it, the sweep's
+default on CUDA: a cell stops once its answer is decided, the slowest at the cap).
+``--skip-compute`` leaves out the two compute probes (the sweep measures the tuned ceiling too).
 
 Refuses (exit 2) where torch sees no CUDA device.
 """

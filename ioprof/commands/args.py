@@ -28,11 +28,17 @@ from ioprof.commands.values import (
 from ioprof.core.config import (
     AUTO,
     CACHE_REGIMES,
+    CPU_RUN_LENGTH,
+    CPU_SIM_RUN_LENGTH,
+    CUDA_RUN_LENGTH,
+    DECIDED_REL_HALF_WIDTH,
     DEFAULT_RESOLUTIONS,
     MAX_DEFAULT_IMAGES_PER_DATASET,
     MODELS,
     PRECISIONS,
     START_METHODS,
+    TARGET_REL_HALF_WIDTH,
+    RunLength,
     SweepConfig,
 )
 from ioprof.core.presets import GPU_PRESETS, STORAGE_PROFILES
@@ -152,7 +158,8 @@ def add_batch(p: argparse.ArgumentParser) -> None:
         "--batch-size",
         type=typed(positive_int, "batch-size"),
         default=S,
-        help="images per batch (default 4 on the CPU with real compute, 8 with simulated, 256 on CUDA)",
+        help=f"images per batch (default {CPU_RUN_LENGTH.batch_size} on the CPU with real compute, "
+        f"{CPU_SIM_RUN_LENGTH.batch_size} with simulated, {CUDA_RUN_LENGTH.batch_size} on CUDA)",
     )
     p.add_argument(
         "--crop-px",
@@ -189,6 +196,10 @@ def add_training(p: argparse.ArgumentParser, *, compute_default: str = "real", t
     )
 
 
+def _warmup(length: RunLength) -> str:
+    return f"{length.warmup_steps} plus {length.burst_per_worker} a worker"
+
+
 def add_run(p: argparse.ArgumentParser) -> None:
     """How long cells run, their cache regime, emulated storage and the host-to-device path."""
     p.add_argument(
@@ -196,22 +207,24 @@ def add_run(p: argparse.ArgumentParser) -> None:
         type=typed(positive_int, "steps"),
         default=S,
         help="measure exactly this many steps per cell (default: until the throughput's 95 %% "
-        "interval is within ±5 %%, or the cap)",
+        f"interval is within ±{TARGET_REL_HALF_WIDTH * 100:.0f} %%, or ±{DECIDED_REL_HALF_WIDTH * 100:.0f} %% once the "
+        "cell's class and bottleneck are decided, or the cap)",
     )
     p.add_argument(
         "--warmup-steps",
         type=typed(non_negative_int, "warmup-steps"),
         default=S,
         help="steps run and excluded before measuring, plus each loader worker's start-up burst "
-        "(default 1 on the CPU and 5 with simulated compute, plus one a worker; 3 on CUDA, plus two a worker: "
-        "every batch it prefetches)",
+        f"(default {_warmup(CPU_RUN_LENGTH)} on the CPU, {_warmup(CPU_SIM_RUN_LENGTH)} with simulated "
+        f"compute, {_warmup(CUDA_RUN_LENGTH)} on CUDA: every batch it prefetches)",
     )
     p.add_argument(
         "--seconds",
         type=typed(positive_float, "seconds"),
         default=S,
-        help="stop a cell's measurement after this long (default 10 on the CPU, 15 with "
-        "simulated compute, 60 on CUDA)",
+        help=f"stop a cell's measurement after this long (default {CPU_RUN_LENGTH.max_seconds:g} on the "
+        f"CPU, {CPU_SIM_RUN_LENGTH.max_seconds:g} with simulated compute, {CUDA_RUN_LENGTH.max_seconds:g} "
+        "on CUDA)",
     )
     add_cache(
         p,
