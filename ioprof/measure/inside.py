@@ -34,25 +34,13 @@ from ioprof.core.thresholds import (
 )
 from ioprof.host.processes import BUSY_THREAD_SHARE, ProcessReading, read_process, shm_space
 from ioprof.measure import stage_rows
+from ioprof.measure.batchtree import tensor_bytes
 
 EVERY_S = 2.0  # memory and thread readings: often enough for a slope…
 # …but no more than this share of one core: the kernel walks each process's page tables to sum
 # its private pages (about 20 ms for a worker forked from a process that loaded torch)
 READING_BUDGET = 0.01
 PAIR_MAX_S = 3 * EVERY_S  # two readings further apart have a pause between them
-
-
-def batch_bytes(batch: Any) -> int:
-    """Bytes of the tensors in a batch (nested tuples, lists and dicts), as they cross /dev/shm."""
-    import torch
-
-    if isinstance(batch, torch.Tensor):
-        return int(batch.element_size() * batch.nelement())
-    if isinstance(batch, dict):
-        return sum(batch_bytes(v) for v in batch.values())
-    if isinstance(batch, (list, tuple)):
-        return sum(batch_bytes(v) for v in batch)
-    return 0
 
 
 class InsideRecorder:
@@ -95,7 +83,7 @@ class InsideRecorder:
 
     def first_batch(self, batch: Any) -> int:
         if not self.batch_bytes:
-            self.batch_bytes = batch_bytes(batch)
+            self.batch_bytes = tensor_bytes(batch)
         return self.batch_bytes
 
     def read(self, pids: Sequence[int], *, main: bool = True) -> None:

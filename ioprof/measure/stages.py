@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ioprof.core.inside import READ, REST_OF_GETITEM
+from ioprof.measure.batchtree import images_in
 from ioprof.measure.stageclock import StageClock
 
 ROWS_GLOB = "stages-*.jsonl"
@@ -289,7 +290,7 @@ def _timed_fetch(original: Callable[[Any, Any], Any], clock: Callable[[], StageC
         if getattr(fetcher, "auto_collation", False) and hasattr(index, "__len__"):
             samples = len(index)
         else:  # batch_size=None: the dataset makes whole batches itself (WebDataset's .batched())
-            samples = batch_images(data, 1)
+            samples = images_in(data, 1)
         first = not getattr(fetcher, "_ioprof_seen", False)  # torch makes a fetcher for every pass
         if first:
             fetcher._ioprof_seen = True
@@ -533,22 +534,6 @@ def time_in_process(iterator: Any, folder: str, tag: int, dataset: Any) -> Calla
         stop()
 
     return undo
-
-
-def batch_images(batch: Any, default: int) -> int:
-    """Samples in a batch: the leading dimension of its first tensor (however nested)."""
-    x = batch
-    for _ in range(4):
-        shape = getattr(x, "shape", None)
-        if shape is not None and len(shape) > 0:
-            return int(shape[0])
-        if isinstance(x, dict) and x:
-            x = next(iter(x.values()))
-        elif isinstance(x, (list, tuple)) and x:
-            x = x[0]
-        else:
-            break
-    return default
 
 
 @contextlib.contextmanager

@@ -300,7 +300,7 @@ def _time_batches(
     """Batches after the start-up burst, for ``seconds`` at most: from a share of it on
     (``PROBE_DECODE_MIN_SHARE``), until ±5 % at a fixed look (``stats.is_look``) where ``early``."""
     from ioprof.core.stats import Looks, ratio_interval
-    from ioprof.measure.stages import batch_images
+    from ioprof.measure.batchtree import images_in
 
     for _ in range(max(1, workers)):  # the start-up burst
         next(it)
@@ -310,7 +310,7 @@ def _time_batches(
     started = last = time.perf_counter()
     for b in it:
         now = time.perf_counter()
-        images.append(batch_images(b, batch))
+        images.append(images_in(b, batch))
         spans.append(now - last)
         last = now
         if now - started >= seconds:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ioprof.core.inside import LoaderInside
-from ioprof.measure.stages import batch_images
+from ioprof.measure.batchtree import images_in
 from ioprof.observe.observation import BeforeFields, LoaderObservation
 from ioprof.observe.producers import Producers
 from ioprof.observe.watching import Watching
@@ -184,7 +184,7 @@ class LoaderRecorder:
         if self._current() is not it:
             self.window.batches += 1
             return
-        images = batch_images(batch, self.settings["batch_size"] or 1)
+        images = images_in(batch, self.settings["batch_size"] or 1)
         split = self.producers.split(self._mark) if self._mark is not None else None
         self._mark = None
         self.window.returned(t_call, t_return, images, split)

@@ -3,10 +3,12 @@ watched."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import paths
 import pytest
@@ -385,6 +387,51 @@ def test_watch_names_a_planted_slow_transform_first(small_set: Path) -> None:
     )
     assert "| GaussianBlur |" in report.render_markdown(w.result())
     assert loader.worker_init_fn is None
+
+
+@dataclasses.dataclass
+class PackedBatch:
+    """A custom collate's batch: a dataclass, as users' collate functions return."""
+
+    images: Any
+    labels: Any
+
+
+class WholeBatches:
+    """A dataset that makes whole batches of 8 itself (``batch_size=None``), as WebDataset's
+    ``.batched()`` does."""
+
+    def __len__(self) -> int:
+        return 12
+
+    def __getitem__(self, i: int) -> tuple[Any, Any]:
+        import torch
+
+        return torch.rand(8, 3, 32, 32), torch.zeros(8, dtype=torch.long)
+
+
+def test_a_batch_packed_in_a_dataclass_counts_its_images_and_bytes() -> None:
+    """A dataclass from the collate around a batch the dataset made whole: each batch holds 8
+    images (not one), and 8 images' bytes cross /dev/shm (not none)."""
+    import torch
+
+    import ioprof
+
+    loader = torch.utils.data.DataLoader(
+        WholeBatches(), batch_size=None, num_workers=2, collate_fn=lambda b: PackedBatch(*b)
+    )
+    with ioprof.watch(steps=4, probe=False) as w:
+        model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        for b in loader:
+            loss = torch.nn.functional.cross_entropy(model(b.images), b.labels)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    (cell,) = w.result().cells
+    assert cell.steps == 4 and cell.images == 4 * 8
+    assert cell.inside is not None and cell.inside.memory is not None
+    assert cell.inside.memory.batch_bytes == 8 * (3 * 32 * 32 * 4 + 8)
 
 
 class KeepsAList:
