@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -393,13 +394,12 @@ def _composes(dataset: Any) -> list[Any]:
     """torchvision's ``Compose`` pipelines a dataset holds under any name (``self.tf``,
     ``self.train_transforms``), not only ``transform``: each is timed, and only the one the
     dataset calls shows. Other libraries' Compose classes (albumentations') look at their
-    transforms' types, which a timer would hide: they stay untouched."""
-    try:
-        from torchvision import transforms as v1
-        from torchvision.transforms import v2
-    except ImportError:
+    transforms' types, which a timer would hide: they stay untouched. Only the modules already
+    imported are looked in: a class never loaded has no instance, and importing torchvision's v2
+    (over a second) in every worker a loader starts would cost each epoch's start that much."""
+    kinds = _loaded("torchvision.transforms", "Compose") + _loaded("torchvision.transforms.v2", "Compose")
+    if not kinds:
         return []
-    kinds = (v1.Compose, v2.Compose)
     held = getattr(dataset, "__dict__", {})
     return [
         v for v in held.values() if isinstance(v, kinds) and isinstance(getattr(v, "transforms", None), list)
@@ -407,15 +407,20 @@ def _composes(dataset: Any) -> list[Any]:
 
 
 def _is_pil_loader(loader: Any) -> bool:
-    """torchvision's default loader with the PIL backend, or its pil_loader: read with PIL."""
-    try:
-        import torchvision
-        from torchvision.datasets import folder
-    except ImportError:
+    """torchvision's default loader with the PIL backend, or its pil_loader: read with PIL. (Where
+    torchvision's datasets were never imported, the loader is neither.)"""
+    folder = sys.modules.get("torchvision.datasets.folder")
+    if folder is None:
         return False
     if loader is folder.pil_loader:
         return True
-    return loader is folder.default_loader and torchvision.get_image_backend() == "PIL"
+    return loader is folder.default_loader and sys.modules["torchvision"].get_image_backend() == "PIL"
+
+
+def _loaded(module: str, name: str) -> tuple[type, ...]:
+    """``module.name`` where ``module`` is imported already, else nothing."""
+    found = getattr(sys.modules.get(module), name, None)
+    return (found,) if isinstance(found, type) else ()
 
 
 def calibrate(clock: StageClock, calls: int = 2000) -> float:

@@ -650,3 +650,26 @@ def test_timms_reader_files_are_timed_where_their_reads_reach_the_file_system(
     rows = stage_rows.read_rows(folder, 1)
     # per sample: its own timer, its reads' (a buffer's refill or two), the transforms'
     assert sum(r["calls"] for r in rows) / s.samples < 8
+
+
+def test_a_worker_timed_inside_imports_nothing_its_script_did_not(tmp_path: Path) -> None:
+    """Each worker a loader starts runs the look inside's start; importing torchvision's v2 there
+    (to know its Compose class) took about 2 s in every worker of a script that never imported it,
+    at every epoch where workers are not persistent. Run as a worker runs it, in a process that has
+    imported torch alone: afterwards it holds no module it did not hold before (ioprof's own aside)."""
+    code = f"""
+import sys, torch
+from torch.utils.data import Dataset
+class Plain(Dataset):
+    def __len__(self): return 4
+    def __getitem__(self, i): return torch.zeros(2)
+before = set(sys.modules)
+from ioprof.measure import stages
+after_import = set(sys.modules)
+stages.WorkerStages({str(tmp_path)!r}, 1, None, memory=True)(0)
+added = sorted(m for m in set(sys.modules) - after_import if not m.startswith("ioprof"))
+print(added)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    added = out.stdout.strip()
+    assert added == "[]", f"{added.count(',') + 1} modules imported: {added[:300]}"
