@@ -185,7 +185,9 @@ def test_a_decode_ceiling_far_above_compute_stops_at_its_first_look(small_set: P
         max_seconds=6.0,
         above=Above(1.0, "compute"),  # any decode on any machine lies above 1 img/s
     )
-    assert d.stopped_by in ("above-compute", "interval") and d.elapsed_s < 2.0, (d.stopped_by, d.elapsed_s)
+    # stopped by its rule, not its cap (a bound in seconds, the host's pace, failed once beside
+    # another test)
+    assert d.stopped_by in ("above-compute", "interval"), (d.stopped_by, d.elapsed_s)
     # the rule itself: wide and above → stop; wide and touching the rate → go on; narrow → stop
     wide = Interval(100.0, 80.0, 120.0, 10)
     assert _stop_reason(wide, Above(79.0, "compute")) == "above-compute"
