@@ -1,4 +1,5 @@
-"""Epoch boundaries (``ioprof run``): what a loader's workers cost at the start of every pass.
+"""Epoch boundaries (``ioprof run``): what a loader's workers cost at the start of every pass, and
+what a loop pays that takes its batches from fresh iterators.
 
 A DataLoader without ``persistent_workers`` starts its workers again at every ``iter()``: forked
 or spawned, the dataset sent to each (pickled, under spawn and forkserver), each worker's imports
@@ -13,7 +14,7 @@ against the pass's own time, with its 95 % interval over the passes; the first p
 
 from __future__ import annotations
 
-from ioprof.core.findings import EpochStartCost, Finding
+from ioprof.core.findings import EpochStartCost, Finding, FreshIterators
 from ioprof.core.results import CellResult, ObservedLoader, SweepResult
 from ioprof.core.stats import ratio_interval
 from ioprof.core.thresholds import MODERATELY_INPUT_BOUND_SHARE
@@ -63,4 +64,49 @@ def cost_of(lo: ObservedLoader, cell: CellResult) -> EpochStartCost | None:
         sent_s=lo.sent_s,
         sent_whole=lo.sent_whole,
         stop_s=sum(p.stop_s for p in later) / n,
+    )
+
+
+def fresh_iterators(result: SweepResult) -> tuple[Finding, ...]:
+    """Loaders that never held a pass long enough for a window, whose passes' first batches cost,
+    at the interval's low end, at least as much of the loop's time as makes it moderately
+    input-bound: the loop took every batch from a fresh iterator (or nearly)."""
+    if result.kind != "run":
+        return ()
+    measured = {c.dataset for c in result.cells if c.status == "ok"}
+    found = [fresh_cost(lo) for lo in result.loaders if lo.key not in measured]
+    return tuple(f for f in found if f is not None and f.share_low >= MODERATELY_INPUT_BOUND_SHARE)
+
+
+def fresh_cost(lo: ObservedLoader) -> FreshIterators | None:
+    """What each pass's wait for its first batch cost a loader whose passes all held fewer batches
+    than a window needs, or None: fewer than three passes timed to their end, or a pass as long as
+    a window. Every batch such a loop takes is among its pass's first; the wait before the first,
+    and the workers' stop where the loop let the iterator go, are what a kept iterator would not
+    pay (its workers already running, their batches made ahead), counted whole: the loop's own
+    time, no figure of the workers' needed."""
+    ended = [p for p in lo.pass_starts if p.pass_s is not None and p.pass_s > 0]
+    most = max((p.batches for p in lo.pass_starts), default=0)
+    if len(ended) < 3 or most >= lo.measured_batches_needed:
+        return None
+    # the loader's part of a pass: its first batch, and its workers stopped where the loop let the
+    # iterator go; the loop's time: the pass without ioprof's own
+    waits = [p.first_batch_s + p.stop_s for p in ended]
+    share = ratio_interval(waits, [(p.pass_s or 0.0) - p.own_s for p in ended])
+    n = len(ended)
+    return FreshIterators(
+        dataset=lo.key,
+        workers=lo.num_workers,
+        persistent=lo.persistent_workers,
+        passes=n,
+        batches=sum(p.batches for p in ended),
+        most_in_a_pass=most,
+        pass_holds=lo.batches_per_pass,
+        startup_s=sum(p.startup_s for p in ended) / n,
+        first_batch_s=sum(p.first_batch_s for p in ended) / n,
+        stop_s=sum(p.stop_s for p in ended) / n,
+        pass_s=sum((p.pass_s or 0.0) - p.own_s for p in ended) / n,
+        share=share.value,
+        share_low=share.low if share.known else 0.0,
+        share_high=share.high if share.known else 1.0,
     )

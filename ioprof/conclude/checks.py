@@ -37,7 +37,7 @@ from ioprof.core.findings import (
     UndecodableSamples,
     WorkersExceedCores,
 )
-from ioprof.core.results import CellResult, StorageCeiling, SweepResult, WaitSplit
+from ioprof.core.results import CellResult, ObservedLoader, StorageCeiling, SweepResult, WaitSplit
 from ioprof.core.thresholds import (
     CONTRADICTION_MIN_BYTES,
     CONTRADICTION_SHARE,
@@ -239,12 +239,20 @@ def script_roles(result: SweepResult) -> list[Finding]:
     roles = {lo.role for lo in result.loaders}
     training_measured = any(lo.role == "training" and lo.key in measured for lo in result.loaders)
     if result.loaders and not training_measured and result.script.optimizer_steps > 0:
-        rows = tuple((lo.key, lo.role, lo.batches, lo.measured_batches_needed) for lo in result.loaders)
+        rows = tuple(
+            (lo.key, lo.role, _most_in_a_pass(lo), lo.measured_batches_needed) for lo in result.loaders
+        )
         out.append(TrainingNotMeasured(rows, result.script.warmup_steps))
     if result.loaders and "no-optimizer" in roles:
         out.append(NoOptimizerSteps(tuple(lo.key for lo in result.loaders)))
     out += [IteratedOffThread(lo.key, lo.off_thread) for lo in result.loaders if lo.off_thread]
     return out
+
+
+def _most_in_a_pass(lo: ObservedLoader) -> int:
+    """The batches a loader delivered in its longest pass (all it delivered, where its passes were
+    not told apart)."""
+    return max((p.batches for p in lo.pass_starts), default=lo.batches) or lo.batches
 
 
 def splits_disagree(result: SweepResult) -> list[Finding]:

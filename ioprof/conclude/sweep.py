@@ -570,7 +570,8 @@ def conclude(result: SweepResult) -> SweepResult:
             advice=advice,
             findings=findings(analyzed, reference)
             + inside.findings(analyzed, advice)
-            + boundaries.epoch_starts(analyzed),
+            + boundaries.epoch_starts(analyzed)
+            + boundaries.fresh_iterators(analyzed),
             compute_reference=reference,
             overall_peers=peers,
             overall_peers_median_share=median,

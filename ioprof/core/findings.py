@@ -607,6 +607,31 @@ class EpochStartCost(Finding):
 
 
 @dataclass(frozen=True)
+class FreshIterators(Finding):
+    """A loader whose passes were all too short for a window (``next(iter(loader))`` at every
+    step, or a pass left after a batch or two): each batch the loop took came early in a pass, and
+    each pass first waited for its first batch — the workers started again (not persistent), or the
+    batches they had made ahead thrown away (persistent). ``share`` (with its 95 % interval over the
+    passes): those waits over the passes' own time, the loop's time with this loader."""
+
+    kind: ClassVar[str] = "fresh-iterators"
+    dataset: str
+    workers: int
+    persistent: bool
+    passes: int  # passes timed from iter() to the next iter() (or their end)
+    batches: int  # batches the loop took in them
+    most_in_a_pass: int
+    pass_holds: int | None  # batches a pass run out would give (len(loader)); None: not known
+    startup_s: float  # mean time inside iter() (workers started)
+    first_batch_s: float  # mean time from iter() to the first batch
+    stop_s: float  # mean time stopping its workers where the loop let the iterator go
+    pass_s: float  # mean pass, ioprof's own time taken off
+    share: float
+    share_low: float
+    share_high: float
+
+
+@dataclass(frozen=True)
 class Analysis:
     """The run's conclusions: the overall verdict (from the worst input-bound dataset), one
     verdict per dataset, advice, findings, and the compute ceiling against its published figure."""

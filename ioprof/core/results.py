@@ -585,14 +585,16 @@ class PassStart:
     (its workers started there, where they are not persistent: forked or spawned, the dataset sent
     to each), ``first_batch_s`` from ``iter()`` to the first batch in the loop's hands, ``pass_s``
     from ``iter()`` to the pass's end (None: it did not end) and ``stop_s`` the call that ran its
-    iterator out (workers not persistent are stopped and joined there; 0 where the loop left the
-    pass without running it out), ``batches`` the loop took in it."""
+    iterator out, or its collection where the loop let it go first (workers not persistent are
+    stopped and joined there), ``batches`` the loop took in it, ``own_s`` ioprof's own time in
+    the pass's calls (in ``pass_s``, no part of the loop's)."""
 
     startup_s: float
     first_batch_s: float
     pass_s: float | None
     batches: int
     stop_s: float = 0.0
+    own_s: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,7 @@ class Watcher:
         # StatefulDataLoader overrides both), those defined already and those defined later
         self._undo.append(patch_everywhere(dl.DataLoader, "__iter__", self._timed_iter))
         self._undo.append(patch_everywhere(dl._BaseDataLoaderIter, "__next__", self._timed_next))
+        self._undo.append(patch_everywhere(dl._MultiProcessingDataLoaderIter, "__del__", self._timed_del))
         handle = opt.register_optimizer_step_post_hook(lambda *_: self._count_step())
         if self.config.inside:
             from ioprof.measure.pins import PinTimes
@@ -158,6 +159,19 @@ class Watcher:
 
         return __next__
 
+    def _timed_del(self, original_del: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """An iterator's ``__del__``: where the loop let go of a pass's iterator before running it
+        out, its workers (not persistent) are stopped and joined here, in the loop's time."""
+
+        def __del__(it: Any) -> None:
+            rec = getattr(it, "_ioprof_recorder", None)
+            t0 = time.perf_counter()
+            original_del(it)
+            if rec is not None:
+                self.guard(rec, rec.pass_dropped, it, time.perf_counter() - t0)
+
+        return __del__
+
     def _timed_batch(self, it: Any, rec: LoaderRecorder, original_next: Callable[[Any], Any]) -> Any:
         """One batch from ``it``: its wait, the step before it, and ioprof's own cost."""
         t_call = time.perf_counter()
@@ -181,6 +195,7 @@ class Watcher:
             rec.once, rec.once_s = False, rec.once_s + own
         else:
             rec.own_s, rec.own_calls = rec.own_s + own, rec.own_calls + 1
+        self.guard(rec, rec.pass_own, it, own)
         return batch
 
     def guard(self, rec: LoaderRecorder, fn: Callable[..., None], *a: Any) -> None:

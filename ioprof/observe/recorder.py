@@ -115,7 +115,8 @@ class LoaderRecorder:
                 "started_s": now,
                 "first_s": None,
                 "end_s": None,
-                "stop_s": 0.0,  # the call that ran the iterator out (``pass_stopped``)
+                "stop_s": 0.0,  # the call that ran the iterator out, or its collection (``pass_dropped``)
+                "own_s": 0.0,  # ioprof's own time in the pass's calls (``pass_own``)
                 "paused_s": self.watcher.probe_pause_s,  # a probe's pause inside the pass is left out
             }
         )
@@ -257,6 +258,18 @@ class LoaderRecorder:
         if self._pass_open:
             self._end_pass()
         mark["end_s"], mark["stop_s"] = end, seconds
+
+    def pass_dropped(self, it: Any, seconds: float) -> None:
+        """The pass's iterator was collected in ``seconds`` before it ran out (the loop let it go:
+        ``next(iter(loader))``, a ``break``): its workers, not persistent, were stopped and joined
+        there — the pass's stop, as the call that runs an iterator out is."""
+        if self._pass_open and self.pass_marks and self._current() is it:
+            self.pass_marks[-1]["stop_s"] += seconds
+
+    def pass_own(self, it: Any, seconds: float) -> None:
+        """ioprof's own time in a call of the pass's iterator: no part of the loop's."""
+        if self._pass_open and self.pass_marks and self._current() is it:
+            self.pass_marks[-1]["own_s"] = self.pass_marks[-1].get("own_s", 0.0) + seconds
 
     def _end_pass(self) -> None:
         self.once = True

@@ -260,6 +260,7 @@ def _pass_starts(loader: LoaderObservation) -> tuple[PassStart, ...]:
             pass_s=None if m["end_s"] is None else m["end_s"] - m["iter_s"],
             batches=int(m.get("batches", 0)),
             stop_s=float(m.get("stop_s", 0.0)),
+            own_s=float(m.get("own_s", 0.0)),
         )
         for m in loader.get("pass_marks", [])
         if m["first_s"] is not None

@@ -277,14 +277,14 @@ def _borderline(x: f.BorderlineCells) -> str:
 
 def _training_not_measured(x: f.TrainingNotMeasured) -> str:
     rows = "; ".join(
-        f"{key} ({role}) delivered {batches} batch(es)"
+        f"{key} ({role}) delivered {batches} batch(es) in its longest pass"
         + (f", a window needs {need}" if batches < need else "")
         for key, role, batches, need in x.loaders
     )
     return (
         f"Your script stepped an optimizer, but no training loader's window was measured: {rows}. A window "
-        f"skips {x.warmup_steps} batches of warm-up plus one per worker: run with --warmup-steps 0, or let the "
-        "script train longer (more epochs or batches)."
+        f"is taken within one pass, after {x.warmup_steps} batches of warm-up plus one per worker: run with "
+        "--warmup-steps 0, or let the script train longer (more batches in a pass)."
     )
 
 
@@ -421,6 +421,31 @@ def _epoch_start(x: f.EpochStartCost) -> str:
     )
 
 
+def _fresh_iterators(x: f.FreshIterators) -> str:
+    """A loop that took its batches from fresh iterators, and what their first batches cost it."""
+    holds = f" (a pass holds {x.pass_holds:,})" if x.pass_holds else ""
+    started = (
+        f", {duration(x.startup_s)} of it in iter() starting its {worker_count(x.workers)} again"
+        if x.workers and not x.persistent
+        else ""
+    )
+    kept = (
+        "; with persistent_workers=True a new iterator still throws away the batches its workers made ahead"
+        if x.workers
+        else ""
+    )
+    return (
+        f"{x.dataset}: the loop took {x.batches:,} batches from {x.passes:,} iterators, at most "
+        f"{x.most_in_a_pass:,} from one{holds}: each iterator waited {duration(x.first_batch_s)} for its first "
+        f"batch{started}"
+        + (f", and {duration(x.stop_s)} stopping them when the loop let it go" if x.stop_s > 0 else "")
+        + f" — {pct(x.share, 0)} [{pct(x.share_low, 0)}–{pct(x.share_high, 0)}] of the loop's "
+        f"time with this loader (a pass of {duration(x.pass_s)}). Keep one iterator: it = iter(loader) once, "
+        f"next(it) at each step, and a new one only when it runs out (StopIteration){kept}. No window was "
+        "measured: it is taken within one pass."
+    )
+
+
 def first_pass(x: f.FirstPassWaits) -> str:
     """A first pass that waited mostly before its window, in words."""
     text = (
@@ -513,6 +538,7 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     f.WorkerMemoryGrows: _grows,
     f.FirstPassWaits: first_pass,
     f.EpochStartCost: _epoch_start,
+    f.FreshIterators: _fresh_iterators,
     f.ShmTooSmall: lambda x: (
         f"Your script failed because {x.line}." if x.failed else f"/dev/shm is too small: {x.line}."
     ),

@@ -153,3 +153,100 @@ def test_a_long_run_keeps_the_first_pass_and_the_latest_with_their_batches(monke
                     break  # the first pass left after 2 batches: told apart from the others
     (lo,) = w.result().loaders
     assert [p.batches for p in lo.pass_starts] == [2, 3, 3], lo.pass_starts
+
+
+class Quick(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        time.sleep(SAMPLE_S)
+        return torch.zeros(3, 16, 16), i % 2
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_a_loop_taking_each_batch_from_a_fresh_iterator_is_told_what_that_costs(persistent: bool) -> None:
+    """``next(iter(loader))`` at every step: no pass is long enough for a window, and every batch
+    waits as a pass's first does — its workers started again, or (persistent) the batches they made
+    ahead thrown away. The share ioprof gives those waits is the loop's own, timed here around each
+    ``next(iter(loader))`` and each step."""
+    from ioprof.render.findings import finding
+
+    loader = DataLoader(Quick(), batch_size=8, num_workers=2, persistent_workers=persistent)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 16 * 16, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    timed: list[tuple[float, float]] = []  # each step's wait in next(iter(loader)), and its whole time
+    with ioprof.watch(probe=False) as w:
+        for _ in range(12):
+            t0 = time.perf_counter()
+            x, y = next(iter(loader))  # the iterator is let go here: its workers stop in this line
+            t1 = time.perf_counter()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            timed.append((t1 - t0, time.perf_counter() - t0))
+    result = w.result()
+    assert not [c for c in result.cells if c.status == "ok"]  # no window: no pass long enough
+    (f,) = [x for x in result.analysis.findings if x.kind == "fresh-iterators"]
+    assert f.most_in_a_pass == 1 and f.pass_holds == 8 and f.persistent is persistent
+    (lo,) = result.loaders
+    assert f.passes == 11 and len(lo.pass_starts) == 12  # each ends at the next iter(); the last never
+    # the same passes as the loop timed them, less ioprof's own time in them (its own timer's)
+    own = sum(p.own_s for p in lo.pass_starts[:11])
+    truth = (sum(wait for wait, _ in timed[:11]) - own) / (sum(whole for _, whole in timed[:11]) - own)
+    assert f.share_low <= truth <= f.share_high, (f, truth)
+    if not persistent:  # each dropped iterator's workers were stopped in the loop's time, and counted
+        assert all(p.stop_s > 0 for p in lo.pass_starts[:11]), lo.pass_starts
+    words = finding(f)
+    assert "Keep one iterator" in words and ("starting its 2 workers again" in words) is not persistent
+    (not_measured,) = [x for x in result.analysis.findings if x.kind == "training-not-measured"]
+    assert not_measured.loaders[0][2] == 1  # its longest pass, not the 12 batches of all passes
+
+
+def test_a_loop_that_keeps_its_iterator_is_not_told_to() -> None:
+    """The same loop keeping one iterator over short passes of 3 batches: passes too short for a
+    window too, but its batches after each pass's first come from workers already at work — where
+    that is most of the loop's time the finding stays silent; where each pass is mostly its first
+    batch's wait it speaks, whatever the reason."""
+    from ioprof.conclude.boundaries import fresh_cost
+    from ioprof.core.results import PassStart
+
+    lo = _observed([PassStart(0.05, 0.15, pass_s=0.20, batches=1) for _ in range(5)], needed=9, holds=8)
+    cost = fresh_cost(lo)
+    assert cost is not None and cost.share == pytest.approx(0.75)
+    long = _observed([PassStart(0.05, 0.15, pass_s=3.0, batches=9) for _ in range(5)], needed=9, holds=8)
+    assert fresh_cost(long) is None  # a pass as long as a window: a cell measures it
+    few = _observed([PassStart(0.05, 0.15, pass_s=0.20, batches=1) for _ in range(2)], needed=9, holds=8)
+    assert fresh_cost(few) is None  # two passes: no interval over passes
+
+
+def _observed(passes: list[Any], needed: int, holds: int) -> Any:
+    from ioprof.core.results import ObservedLoader
+
+    fields = {f.name for f in dataclasses.fields(ObservedLoader)}
+    base = {
+        "key": "loader 1",
+        "rank": 0,
+        "role": "unknown",
+        "dataset_class": "Quick",
+        "dataset_len": 64,
+        "dataset_root": "",
+        "num_workers": 2,
+        "batch_size": 8,
+        "pin_memory": False,
+        "prefetch_factor": 2,
+        "persistent_workers": False,
+        "drop_last": False,
+        "sampler": "SequentialSampler",
+        "start_method": "fork",
+        "batches": sum(p.batches for p in passes),
+        "passes": len(passes),
+        "window": "none",
+        "pass_starts": tuple(passes),
+        "gaps_left_out": 0,
+        "files_known": 0,
+        "measured_batches_needed": needed,
+        "batches_per_pass": holds,
+    }
+    return ObservedLoader(**{k: v for k, v in base.items() if k in fields})
