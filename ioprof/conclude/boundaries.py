@@ -15,7 +15,7 @@ against the pass's own time, with its 95 % interval over the passes; the first p
 from __future__ import annotations
 
 from ioprof.core.findings import EpochStartCost, Finding, FreshIterators
-from ioprof.core.results import CellResult, ObservedLoader, SweepResult
+from ioprof.core.results import CellResult, ObservedLoader, PassStart, SweepResult
 from ioprof.core.stats import ratio_interval
 from ioprof.core.thresholds import MODERATELY_INPUT_BOUND_SHARE
 
@@ -44,27 +44,45 @@ def cost_of(lo: ObservedLoader, cell: CellResult) -> EpochStartCost | None:
     batch_s = (lo.batch_size or cell.batch_size) * per_sample
     # and its end: the call that ran the pass out stopped and joined the workers
     costs = [max(0.0, p.first_batch_s - batch_s) + p.stop_s for p in later]
-    lengths = [p.pass_s or 0.0 for p in later]
-    share = ratio_interval(costs, lengths)
-    n = len(later)
     return EpochStartCost(
         dataset=lo.key,
         workers=lo.num_workers,
         start_method=lo.start_method,
-        passes=n,
-        startup_s=sum(p.startup_s for p in later) / n,
-        first_batch_s=sum(p.first_batch_s for p in later) / n,
+        passes=len(later),
         batch_s=batch_s,
-        cost_s=sum(costs) / n,
-        pass_s=sum(lengths) / n,
-        share=share.value,
-        share_low=share.low if share.known else 0.0,
-        share_high=share.high if share.known else 1.0,
+        cost_s=sum(costs) / len(later),
         sent_bytes=lo.sent_bytes,
         sent_s=lo.sent_s,
         sent_whole=lo.sent_whole,
-        stop_s=sum(p.stop_s for p in later) / n,
+        **_means(later),
+        **_share(costs, later),
     )
+
+
+def _loop_s(p: PassStart) -> float:
+    """A pass as the loop lived it: from iter() to its end, ioprof's own time taken off."""
+    return (p.pass_s or 0.0) - p.own_s
+
+
+def _means(passes: list[PassStart]) -> dict[str, float]:
+    """The passes' mean start inside iter(), first batch, stop and length."""
+    n = len(passes)
+    return {
+        "startup_s": sum(p.startup_s for p in passes) / n,
+        "first_batch_s": sum(p.first_batch_s for p in passes) / n,
+        "stop_s": sum(p.stop_s for p in passes) / n,
+        "pass_s": sum(_loop_s(p) for p in passes) / n,
+    }
+
+
+def _share(costs: list[float], passes: list[PassStart]) -> dict[str, float]:
+    """The costs over the passes' own time, with its 95 % interval over the passes."""
+    share = ratio_interval(costs, [_loop_s(p) for p in passes])
+    return {
+        "share": share.value,
+        "share_low": share.low if share.known else 0.0,
+        "share_high": share.high if share.known else 1.0,
+    }
 
 
 def fresh_iterators(result: SweepResult) -> tuple[Finding, ...]:
@@ -90,23 +108,15 @@ def fresh_cost(lo: ObservedLoader) -> FreshIterators | None:
     if len(ended) < 3 or most >= lo.measured_batches_needed:
         return None
     # the loader's part of a pass: its first batch, and its workers stopped where the loop let the
-    # iterator go; the loop's time: the pass without ioprof's own
-    waits = [p.first_batch_s + p.stop_s for p in ended]
-    share = ratio_interval(waits, [(p.pass_s or 0.0) - p.own_s for p in ended])
-    n = len(ended)
+    # iterator go
     return FreshIterators(
         dataset=lo.key,
         workers=lo.num_workers,
         persistent=lo.persistent_workers,
-        passes=n,
+        passes=len(ended),
         batches=sum(p.batches for p in ended),
         most_in_a_pass=most,
         pass_holds=lo.batches_per_pass,
-        startup_s=sum(p.startup_s for p in ended) / n,
-        first_batch_s=sum(p.first_batch_s for p in ended) / n,
-        stop_s=sum(p.stop_s for p in ended) / n,
-        pass_s=sum((p.pass_s or 0.0) - p.own_s for p in ended) / n,
-        share=share.value,
-        share_low=share.low if share.known else 0.0,
-        share_high=share.high if share.known else 1.0,
+        **_means(ended),
+        **_share([p.first_batch_s + p.stop_s for p in ended], ended),
     )

@@ -596,7 +596,7 @@ class EpochStartCost(Finding):
     first_batch_s: float  # mean time from iter() to the first batch
     batch_s: float  # one worker's time to make a batch, in the window
     cost_s: float  # mean per pass: the first batch's time beyond batch_s, and stop_s
-    pass_s: float  # mean pass, iter() to its end
+    pass_s: float  # mean pass, iter() to its end, ioprof's own time taken off
     share: float
     share_low: float
     share_high: float
