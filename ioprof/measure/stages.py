@@ -396,7 +396,7 @@ def _composes(dataset: Any) -> list[Any]:
     dataset calls shows. Other libraries' Compose classes (albumentations') look at their
     transforms' types, which a timer would hide: they stay untouched. Only the modules already
     imported are looked in: a class never loaded has no instance, and importing torchvision's v2
-    (over a second) in every worker a loader starts would cost each epoch's start that much."""
+    (it loads sympy and triton) in every worker a loader starts would cost each epoch's start that much."""
     kinds = _loaded("torchvision.transforms", "Compose") + _loaded("torchvision.transforms.v2", "Compose")
     if not kinds:
         return []

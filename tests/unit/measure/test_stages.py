@@ -654,7 +654,7 @@ def test_timms_reader_files_are_timed_where_their_reads_reach_the_file_system(
 
 def test_a_worker_timed_inside_imports_nothing_its_script_did_not(tmp_path: Path) -> None:
     """Each worker a loader starts runs the look inside's start; importing torchvision's v2 there
-    (to know its Compose class) took about 2 s in every worker of a script that never imported it,
+    (to know its Compose class) took seconds in every worker of a script that never imported it,
     at every epoch where workers are not persistent. Run as a worker runs it, in a process that has
     imported torch alone: afterwards it holds no module it did not hold before (ioprof's own aside)."""
     code = f"""

@@ -214,7 +214,7 @@ def test_two_short_epochs_of_persistent_workers_are_compared_however_few_samples
     assert m is not None and m.growth_bytes_per_1000_samples is None, m  # no slope over the run
     assert m.epochs_seen == 2 and m.epoch_growth_bytes is not None, m
     # what each worker kept of its 40 samples an epoch lies within the interval two workers give
-    # (one degree of freedom between them: the figure itself read 13.2 MB for 10.5 once in CI)
+    # (one degree of freedom between them: the figure itself fell outside 25 % of it once in CI)
     assert m.epoch_growth_low is not None and m.epoch_growth_high is not None, m
     assert m.epoch_growth_low <= 40 * kept <= m.epoch_growth_high, m
 
