@@ -164,11 +164,15 @@ class Watcher:
         out, its workers (not persistent) are stopped and joined here, in the loop's time."""
 
         def __del__(it: Any) -> None:
-            rec = getattr(it, "_ioprof_recorder", None)
-            t0 = time.perf_counter()
+            rec, t0 = None, 0.0
+            try:
+                rec = getattr(it, "_ioprof_recorder", None)
+                t0 = time.perf_counter()
+            except Exception:  # at the interpreter's end, half its modules gone: stop the workers
+                rec = None
             original_del(it)
             if rec is not None:
-                self.guard(rec, rec.pass_dropped, it, time.perf_counter() - t0)
+                self.guard(rec, lambda: rec.pass_dropped(it, time.perf_counter() - t0))
 
         return __del__
 

@@ -645,3 +645,21 @@ def test_describing_the_dataset_at_a_pass_end_is_inside_the_stated_pause(
     (rec,) = watcher.loaders.values()
     assert watcher.probe_pause_s >= 1.0, watcher.probe_pause_s  # the probe and the description
     assert rec.own_s + rec.once_s < 0.25, (rec.own_s, rec.once_s)
+
+
+def test_a_dropped_iterators_workers_stop_even_when_the_clock_is_gone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """At the interpreter's end a module's globals may be gone before a loader's last iterator is
+    collected: timing the drop fails, and its workers must still be stopped and joined."""
+    from ioprof.observe import observer
+    from ioprof.observe.watching import WatchConfig
+
+    stopped: list[object] = []
+    w = observer.Watcher(WatchConfig(steps=10, seconds=None, probe=False))
+    timed = w._timed_del(stopped.append)
+    it = type("It", (), {"_ioprof_recorder": object()})()
+    monkeypatch.setattr(observer, "time", None)  # as at teardown
+    timed(it)
+    assert stopped == [it]
+    assert w.errors == [], "a failed clock read is not ioprof's error to report"
