@@ -57,7 +57,7 @@ def worker_peak_bytes(m: WorkerMemory, workers: int) -> float:
         # measured at the end of each life, moved to another count's share at the lives' own slope
         more = samples / max(1, workers) - samples / max(1, m.workers)
         return max(0.0, m.life_peak_bytes + m.life_growth_per_sample * more)
-    touched = samples if m.persistent_workers else samples / max(1, workers)
+    touched = (m.dataset_samples or samples) if m.persistent_workers else samples / max(1, workers)
     return (m.worker_uss_bytes or 0) + _growth_per_sample(m) * touched
 
 

@@ -141,7 +141,7 @@ class WorkerMemory:
     shm_free_bytes: int | None  # before the loader's first batch
     ram_available_bytes: int  # the host's available memory, or less under a cgroup limit
     ram_source: str
-    samples_per_epoch: int | None  # the dataset's length (what each worker may still touch)
+    samples_per_epoch: int | None  # one pass of the loader in this process (its samples, not batches)
     persistent_workers: bool = False
     growth_note: str = ""  # why no growth is given: the window too short to judge, a fit not steady
     growth_samples: int = 0  # samples per process the fit rests on, after the warm-up
@@ -160,6 +160,9 @@ class WorkerMemory:
     # per sample (None: not read — persistent workers, or no worker read twice)
     life_peak_bytes: float | None = None
     life_growth_per_sample: float | None = None
+    # the dataset's samples (what a persistent worker may still touch over its epochs; None: as
+    # ``samples_per_epoch``, as results written before it was kept)
+    dataset_samples: int | None = None
 
     @property
     def shm_in_flight_bytes(self) -> int:

@@ -56,13 +56,15 @@ class InsideRecorder:
         pin_memory: bool,
         persistent_workers: bool,
         samples_per_epoch: int | None,
+        batches_per_pass: int | None = None,
         ranks_on_host: int = 1,
         pauses: bool = True,
     ) -> None:
         self.folder, self.tag, self.workers = folder, tag, workers
         self.prefetch_factor = prefetch_factor or 0
         self.pin_memory, self.persistent = pin_memory, persistent_workers
-        self.samples_per_epoch = samples_per_epoch
+        self.samples_per_epoch = samples_per_epoch  # the dataset's length, in its own items
+        self.batches_per_pass = batches_per_pass  # ``len(loader)`` (None: not known)
         self.ranks_on_host = ranks_on_host
         self.pauses = pauses  # the loop may pause between readings (a user's evaluation, a probe)
         self.readings: dict[int, list[ProcessReading]] = {}
@@ -249,22 +251,23 @@ class InsideRecorder:
         for pid in {r["pid"] for r in rows if "uss" in r} - {os.getpid()}:  # workers that read themselves
             workers.setdefault(pid, [])
         producers = workers or {os.getpid(): main}  # no workers: the training process produces the samples
+        dataset, per_pass = samples_counted(rows, self.samples_per_epoch, self.batches_per_pass)
         batch = max((int(r["n"]) for r in rows), default=1)
         own: dict[int, list[dict[str, Any]]] = {}
         for r in rows:
             own.setdefault(r["pid"], []).append(r)
         warm = {pid: _warm_points(rs, own.get(pid, []), batch) for pid, rs in producers.items()}
-        fits = [_after_warmup(points, self.samples_per_epoch) for points in warm.values()]
+        fits = [_after_warmup(points, dataset) for points in warm.values()]
         kept = [f for f in fits if f is not None]
         growth = pooled_slope([f.points for f in kept]) if kept else None
         epochs = self._epochs(warm, rows) if self.persistent and workers else None
         lives = (
             one_life_peak(
                 [_samples_vs_uss(rs, own.get(pid, [])) for pid, rs in workers.items()],
-                (self.samples_per_epoch or 0) / self.workers,
+                (per_pass or 0) / self.workers,
                 [_samples_vs_uss(rs, own.get(pid, []), "rss") for pid, rs in workers.items()],
             )
-            if workers and not self.persistent and self.samples_per_epoch
+            if workers and not self.persistent and per_pass
             else None
         )
         latest = [_last(rs, own.get(pid, [])) for pid, rs in workers.items()]
@@ -273,7 +276,7 @@ class InsideRecorder:
         shm = self.shm_at_start
         held = min((m[1] for m in last), default=0) if workers else main[-1].uss_bytes
         spanned = max((f.samples for f in kept), default=0)
-        note, cause = self._growth_words(fits, growth, held, spanned)
+        note, cause = self._growth_words(fits, growth, held, spanned, dataset)
         known = growth is not None and growth.batches and not note
         return WorkerMemory(
             main_uss_bytes=main[-1].uss_bytes,
@@ -291,7 +294,8 @@ class InsideRecorder:
             shm_free_bytes=shm[1] if shm else None,
             ram_available_bytes=available,
             ram_source=source,
-            samples_per_epoch=self.samples_per_epoch,
+            samples_per_epoch=per_pass,
+            dataset_samples=dataset,
             persistent_workers=self.persistent,
             growth_note=note,
             growth_samples=spanned,
@@ -305,7 +309,12 @@ class InsideRecorder:
         )
 
     def _growth_words(
-        self, fits: Sequence[GrowthFit | None], growth: Interval | None, held: int, spanned: int
+        self,
+        fits: Sequence[GrowthFit | None],
+        growth: Interval | None,
+        held: int,
+        spanned: int,
+        dataset: int | None,
     ) -> tuple[str, str]:
         """Why no growth is reported (``note``), or what causes it (``cause``): copy-on-read,
         leak, or unknown — named only with evidence."""
@@ -334,7 +343,7 @@ class InsideRecorder:
         objects, size_bytes, capped = self.objects if self.objects else (0, 0, False)
         if revisited:
             return "", "leak"
-        epoch = growth.value * (self.samples_per_epoch or 0)
+        epoch = growth.value * (dataset or 0)
         if objects >= COPY_ON_READ_MIN_OBJECTS and (capped or epoch <= size_bytes * COPY_ON_READ_PAGE_FACTOR):
             return "", "copy-on-read"
         return "", "unknown"
@@ -437,6 +446,24 @@ def _first_full_gc(rows: Sequence[dict[str, Any]]) -> float:
         if row.get("full_gcs"):
             return float(produced) if k > 0 else 0.0
     return 0.0
+
+
+def samples_counted(
+    rows: Sequence[dict[str, Any]], dataset_items: int | None, batches_per_pass: int | None
+) -> tuple[int | None, int | None]:
+    """The dataset's samples and one pass's, in the unit the rows count (``n``: a batch's images).
+
+    A dataset's length counts its own items: one sample each where the loader batches them, a whole
+    batch each where the dataset makes its batches itself (``batch_size=None``; a row's ``items``
+    says how many it fetched). One pass of the loader in this process is its ``len(loader)``
+    batches at the rows' mean: fewer than the dataset where a sampler shards it across ranks, or
+    drops the last batch."""
+    n = sum(int(r["n"]) for r in rows)
+    items = sum(int(r.get("items", r["n"])) for r in rows)
+    per_item = n / items if n and items else 1.0
+    dataset = round(dataset_items * per_item) if dataset_items else None
+    per_pass = round(batches_per_pass * n / len(rows)) if batches_per_pass and n else dataset
+    return dataset, per_pass
 
 
 def _after_warmup(points: list[tuple[float, float]], epoch: int | None) -> GrowthFit | None:

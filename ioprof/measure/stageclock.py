@@ -122,12 +122,14 @@ class StageClock:
         first: bool = False,
         queued_s: float | None = None,
         gc_s: float = 0.0,
+        items: int | None = None,
     ) -> None:
         """One batch made: its row. ``first``: the first batch of a pass in this process (a new
         fetcher): its memory is read whatever the budget says, so that a persistent worker is read
         at the same point of every epoch it makes batches in, however costly its readings.
         ``queued_s``: what the fetch waited for a core (None where the kernel does not say); the
-        stages' own times have it taken off, as the collector's pauses (``gc_s``)."""
+        stages' own times have it taken off, as the collector's pauses (``gc_s``). ``items``: the
+        dataset's items fetched, where not one a sample (a dataset that makes whole batches)."""
         row = {
             "pid": os.getpid(),
             "tag": self.tag,
@@ -140,6 +142,8 @@ class StageClock:
             "cost_s_per_call": self.cost_s_per_call,
             "seen": self.seen,
         }
+        if items is not None and items != samples:
+            row["items"] = items
         if queued_s is not None:
             row["queued_s"] = queued_s
         if gc_s > 0:

@@ -289,14 +289,15 @@ def _timed_fetch(original: Callable[[Any, Any], Any], clock: Callable[[], StageC
         t1, q1 = c.mark()
         collected = c.gc_s - g0  # the mark's waits hold it too: the queue's share is the rest
         if getattr(fetcher, "auto_collation", False) and hasattr(index, "__len__"):
-            samples = len(index)
+            samples = items = len(index)
         else:  # batch_size=None: the dataset makes whole batches itself (WebDataset's .batched())
             samples = images_in(data, 1)
+            items = len(index) if hasattr(index, "__len__") else 1  # the dataset's items it took
         first = not getattr(fetcher, "_ioprof_seen", False)  # torch makes a fetcher for every pass
         if first:
             fetcher._ioprof_seen = True
         queued = q1 - q0 - collected if c.queue.here() else None
-        c.batch(samples, t1 - t0, collate.last_s, t1, first, queued, collected)
+        c.batch(samples, t1 - t0, collate.last_s, t1, first, queued, collected, items)
         return data
 
     fetch._ioprof = True  # type: ignore[attr-defined]

@@ -110,7 +110,8 @@ _ROLES = (
 
 def _loader_row(lo: ObservedLoader) -> list[str]:
     dataset = lo.dataset_class + (f" `{lo.dataset_root}`" if lo.dataset_root else "")
-    dataset += f", {lo.dataset_len:,} samples" if lo.dataset_len is not None else ""
+    if lo.dataset_len is not None:  # a dataset that makes whole batches (batch_size None) counts them
+        dataset += f", {lo.dataset_len:,} {'items' if lo.batch_size is None else 'samples'}"
     role = lo.role + (f" (on {lo.off_thread})" if lo.off_thread else "")
     window = (
         lo.window if lo.window != "none" else f"none (needs {lo.measured_batches_needed} batches in a pass)"

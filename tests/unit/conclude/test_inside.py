@@ -282,6 +282,20 @@ def test_workers_forked_each_epoch_have_a_peak_not_a_growth_finding() -> None:
     }
 
 
+def test_a_kept_worker_may_touch_the_whole_dataset_a_forked_one_its_share_of_a_pass() -> None:
+    """On one of two ranks a pass is half the dataset: a worker forked each epoch touches its
+    share of that half; a worker kept across epochs, reshuffled each, all of the dataset."""
+    grows = dict(growth_bytes_per_1000_samples=80 * MB, growth_low=47 * MB, growth_high=115 * MB)
+    rank = memory(workers=2, samples_per_epoch=400, dataset_samples=800, **grows)
+    assert inside.worker_peak_bytes(rank, 2) == pytest.approx(100 * MB + 200 * 80_000)
+    kept = replace(rank, persistent_workers=True)
+    assert inside.worker_peak_bytes(kept, 2) == pytest.approx(100 * MB + 800 * 80_000)
+    # results written before the dataset's samples were kept: the pass stands for it
+    assert inside.worker_peak_bytes(replace(kept, dataset_samples=None), 2) == pytest.approx(
+        100 * MB + 400 * 80_000
+    )
+
+
 def test_the_storages_headroom_is_what_bounds_a_slow_samples_wait() -> None:
     """What a storage at its ceiling would have saved the loop: nothing where the cell fetched at
     the ceiling measured at its readers, half where it fetched at half of it; unknown without a

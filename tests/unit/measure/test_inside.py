@@ -216,3 +216,18 @@ def test_a_cells_round_of_readings_longer_than_their_reach_still_counts_every_pr
     cpu = rec._cpu(start, end)
     assert cpu.cpu_s == pytest.approx(1.8 * 10.23 + 0.1 * (10.05 + 10.0))
     assert cpu.window_s == pytest.approx(10.23)
+
+
+def test_a_datasets_items_are_counted_in_the_samples_its_rows_count() -> None:
+    """Rows count a batch's images (``n``); a dataset's length counts its own items: one sample each
+    where the loader batches, a batch each where the dataset makes them (``items`` per row)."""
+    from ioprof.measure.inside import samples_counted
+
+    batched = [{"n": 8}] * 3
+    assert samples_counted(batched, 100, 13) == (100, 104)  # 13 batches of 8 (the last one short)
+    whole = [{"n": 8, "items": 1}] * 3  # each item a batch of 8 images
+    assert samples_counted(whole, 12, 12) == (96, 96)
+    lists = [{"n": 8}] * 3  # batch_size=None, the sampler handing lists of 8 indices: items are samples
+    assert samples_counted(lists, 96, 12) == (96, 96)
+    assert samples_counted([], 96, 12) == (96, 96)  # no rows yet: the dataset's own count
+    assert samples_counted(batched, None, None) == (None, None)

@@ -432,6 +432,34 @@ def test_a_batch_packed_in_a_dataclass_counts_its_images_and_bytes() -> None:
     assert cell.steps == 4 and cell.images == 4 * 8
     assert cell.inside is not None and cell.inside.memory is not None
     assert cell.inside.memory.batch_bytes == 8 * (3 * 32 * 32 * 4 + 8)
+    # its 12 items are 96 samples, as the memory's growth counts them (per sample, not per item)
+    assert cell.inside.memory.samples_per_epoch == cell.inside.memory.dataset_samples == 12 * 8
+
+
+def test_a_pass_of_a_sharded_sampler_counts_its_own_samples_not_the_datasets() -> None:
+    """Under torch.distributed each rank's sampler takes its share of the dataset: a worker forked
+    again each epoch touches its share of that rank's pass, and the dataset's whole length only
+    over the epochs of workers kept."""
+    import torch
+    from torch.utils.data.distributed import DistributedSampler
+
+    import ioprof
+
+    data = torch.utils.data.TensorDataset(torch.rand(128, 3, 32, 32), torch.zeros(128, dtype=torch.long))
+    sampler = DistributedSampler(data, num_replicas=2, rank=0, shuffle=False)
+    loader = torch.utils.data.DataLoader(data, batch_size=4, sampler=sampler, num_workers=2)
+    with ioprof.watch(steps=4, probe=False) as w:
+        model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    (cell,) = w.result().cells
+    assert cell.inside is not None and cell.inside.memory is not None
+    assert cell.inside.memory.samples_per_epoch == 64
+    assert cell.inside.memory.dataset_samples == 128
 
 
 class KeepsAList:
