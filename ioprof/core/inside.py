@@ -119,7 +119,8 @@ NO_STAGE = (WAITING_FOR_A_CORE, GARBAGE_COLLECTOR)  # rows of what is no stage's
 class WorkerMemory:
     """Memory of the loader's processes over the window, and what more workers would need.
 
-    USS: memory only that process holds (what it costs to add one); PSS: with shared pages split.
+    USS: memory only that process holds and no file holds for it (what it costs to add one: the
+    pages of a file it maps are page cache); PSS: every page it maps, shared pages split.
     ``growth_bytes_per_1000_samples``: a worker's USS growth per 1,000 samples it produced — copy-
     on-read of the dataset's Python objects shows as growth. ``shm_*``: /dev/shm, where batches
     travel from workers to the training process (``batch_bytes`` × ``prefetch_factor`` × workers

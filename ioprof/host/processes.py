@@ -28,7 +28,8 @@ BUSY_THREAD_SHARE = 0.10
 
 @dataclass(frozen=True)
 class ProcessReading:
-    """One process at one moment: memory only it holds (USS), its proportional share (PSS), its
+    """One process at one moment: memory only it holds and no file holds for it (USS, ``memory_of``),
+    its proportional share of every page it maps (PSS), its
     CPU seconds (all its threads and the children it reaped), and each living thread's CPU and
     run-queue seconds so far."""
 
@@ -45,14 +46,14 @@ class ProcessReading:
 def read_process(pid: int, at_s: float, *, memory: bool = True) -> ProcessReading | None:
     """USS, PSS, CPU and thread times of ``pid`` (None when it is gone or cannot be read).
 
-    Memory comes from ``/proc/PID/smaps_rollup``, the kernel's own sums (psutil parses the whole
+    Memory comes from ``/proc/PID/smaps_rollup`` (``memory_of``; psutil parses the whole
     ``smaps`` in Python, holding the interpreter lock for tens of ms in a large process); CPU and
     run-queue times from ``/proc`` directly (``procstat``). ``memory=False``: CPU only (cheap)."""
     got = procstat.sample(pid)
     if got is None:
         return None
     try:
-        uss, pss, rss = (rollup(pid) or _full_info(psutil.Process(pid))) if memory else (0, 0, 0)
+        uss, pss, rss = (memory_of(pid) or _full_info(psutil.Process(pid))) if memory else (0, 0, 0)
     except (psutil.Error, OSError):
         return None
     return ProcessReading(
@@ -67,8 +68,16 @@ def read_process(pid: int, at_s: float, *, memory: bool = True) -> ProcessReadin
     )
 
 
-def rollup(pid: int) -> tuple[int, int, int] | None:
-    """(USS, PSS, RSS) from smaps_rollup: USS is the private pages, clean, dirty and huge."""
+def memory_of(pid: int) -> tuple[int, int, int] | None:
+    """(USS, PSS, RSS) of ``pid`` from ``/proc/PID/smaps_rollup``, the kernel's own sums (None:
+    gone). Its full ``smaps`` would tell each mapping apart, but reading it is counted among the
+    process's reads (``rchar``: hundreds of kB a time), where the loader's bytes are counted.
+
+    USS here is the private pages the kernel cannot drop: the dirty ones (and huge). The clean
+    pages a process alone maps are those of a file (a memory-mapped Arrow table, a numpy memmap,
+    a library's code): page cache, which the file holds and the kernel drops when RAM runs short,
+    though it counts them among that process's private pages. A file's dirty pages (written and not
+    yet written back; a tmpfs file's) cannot be told from the process's own there, and count."""
     try:
         with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as f:
             text = f.read()
@@ -80,7 +89,7 @@ def rollup(pid: int) -> tuple[int, int, int] | None:
         value = rest.split()
         if value and value[0].isdigit():
             kb[name] = int(value[0])
-    uss = kb.get("Private_Clean", 0) + kb.get("Private_Dirty", 0) + kb.get("Private_Hugetlb", 0)
+    uss = kb.get("Private_Dirty", 0) + kb.get("Private_Hugetlb", 0)
     return uss * 1024, kb.get("Pss", 0) * 1024, kb.get("Rss", 0) * 1024
 
 

@@ -180,11 +180,11 @@ class StageClock:
 
     def _read_memory(self, row: dict[str, Any]) -> None:
         """This process's USS, PSS and RSS, into the batch's row; the next reading held to the budget."""
-        from ioprof.host.processes import rollup
+        from ioprof.host.processes import memory_of
 
         t0 = time.perf_counter()
         try:
-            got = rollup(os.getpid())
+            got = memory_of(os.getpid())
         except OSError:
             got = None
         took = time.perf_counter() - t0

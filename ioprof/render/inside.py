@@ -29,7 +29,9 @@ HOW = (
     "file object's reads are timed and the rest is decode), each transform of the dataset's "
     "`transforms.Compose` by its class name; `rest of __getitem__` is what the fetch took beyond them. "
     "Shares are of the workers' time per sample; intervals are 95 %, from batch means. Memory is read "
-    "from `/proc/PID/smaps_rollup` every few seconds; its growth per sample: " + GROWTH_RULE + "."
+    "from `/proc/PID/smaps_rollup` every few seconds: a process's own (USS) is its dirty private pages "
+    "(the clean pages of a file it maps, such as a memory-mapped table, are page cache, left out); its "
+    "growth per sample: " + GROWTH_RULE + "."
 )
 
 

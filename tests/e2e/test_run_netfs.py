@@ -431,7 +431,7 @@ def _kept_per_epoch_against_smaps(run: dict[str, Any], cell: dict[str, Any]) -> 
     """timm's persistent workers keep a little more each epoch (a worker grew 1.5-1.9 MB from the
     end of its first epoch to the end of its second here, read from outside): what ioprof says
     they keep from epoch to epoch against each worker's USS at the end of each of its stretches
-    of work, read from ``smaps_rollup`` outside ioprof — within 30 %, or inside ioprof's interval.
+    of work, read from ``smaps`` outside ioprof — within 30 %, or inside ioprof's interval.
     No warning, though: the RAM there is outlasts any training at that rate."""
     m = cell["inside"]["memory"]
     said = {
@@ -451,7 +451,7 @@ def _kept_per_epoch_against_smaps(run: dict[str, Any], cell: dict[str, Any]) -> 
     low, high = m["epoch_growth_low"], m["epoch_growth_high"]
     run["figure"](
         f"run {run['name']}: each worker keeps {m['epoch_growth_bytes'] / 1e6:.2f} MB [{low / 1e6:.2f}–"
-        f"{high / 1e6:.2f}] more each epoch; smaps_rollup read from outside, end of epoch to end of epoch: "
+        f"{high / 1e6:.2f}] more each epoch; smaps read from outside, end of epoch to end of epoch: "
         + ", ".join(f"{g / 1e6:.2f}" for g in per_worker)
         + " MB"
     )

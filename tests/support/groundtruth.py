@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import threading
 import time
 import uuid
@@ -239,11 +240,32 @@ def stock_truths(
         assert off <= 0.02 * loop_s, (slow, loop_s)
 
 
+def private_pages(pid: int) -> tuple[int, int]:
+    """(its own, a file's) private pages of ``pid``, in bytes, mapping by mapping of
+    ``/proc/PID/smaps`` (its own parser, not ioprof's): pages of its anonymous mappings and the
+    copies written over in a file's; and the pages of files that only it maps (page cache)."""
+    own = files = 0
+    with open(f"/proc/{pid}/smaps", encoding="utf-8", errors="replace") as f:
+        blocks = re.split(r"^(?=[0-9a-f]+-[0-9a-f]+ )", f.read(), flags=re.M)
+    for block in filter(None, blocks):
+        head, _, body = block.partition("\n")
+        fields = head.split(maxsplit=5)
+        kb = {k: int(v.split()[0]) for k, v in re.findall(r"^(\w+):\s+(\d+ kB)$", body, flags=re.M)}
+        private = kb.get("Private_Clean", 0) + kb.get("Private_Dirty", 0) + kb.get("Private_Hugetlb", 0)
+        if fields[4] == "0" or fields[-1].startswith("/dev/zero"):
+            own += private
+        else:
+            copied = min(kb.get("Anonymous", 0), kb.get("Private_Dirty", 0))
+            own += copied
+            files += private - copied
+    return own * 1024, files * 1024
+
+
 class Smaps:
     """Each process whose command line holds ``match`` (a training script's path: its DataLoader
     workers are forked from it and keep its command line), read from outside every ``every_s``:
-    its USS from ``smaps_rollup`` (psutil's reader, not ioprof's) and its CPU seconds — the ground
-    truth for what ioprof says a worker's memory does."""
+    its own memory (``private_pages``: the private pages no file holds for it) and the pages of
+    files only it maps (page cache), and its CPU seconds; the ground truth for what a worker's memory does."""
 
     def __init__(self, match: str | None, every_s: float = 0.25, parent: int | None = None) -> None:
         """``match``: a part of the command line; ``parent``: or the children this process forked
@@ -252,6 +274,7 @@ class Smaps:
         self.parent = parent
         self.every_s = every_s
         self.readings: dict[int, list[tuple[float, int, float]]] = {}  # pid: (wall time, USS, CPU s)
+        self.files: dict[int, list[tuple[float, int]]] = {}  # pid: (wall time, file pages only it maps)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._before: set[int] = set()
@@ -267,11 +290,13 @@ class Smaps:
                     if int(name) in self._before or not self._ours(name):
                         continue
                     p = psutil.Process(int(name))
-                    uss = p.memory_full_info().uss
+                    uss, files = private_pages(int(name))
                     cpu = sum(p.cpu_times()[:2])
-                except (OSError, psutil.Error):
+                except (OSError, ValueError, psutil.Error):
                     continue
-                self.readings.setdefault(int(name), []).append((time.time(), uss, cpu))
+                now = time.time()
+                self.readings.setdefault(int(name), []).append((now, uss, cpu))
+                self.files.setdefault(int(name), []).append((now, files))
 
     def _ours(self, pid: str) -> bool:
         if self.parent is not None:  # its forked children: same command line (a fork server has its own)

@@ -135,12 +135,12 @@ def test_workers_that_keep_different_amounts_leave_the_growth_undecided() -> Non
 
 
 def test_a_worker_reads_its_own_memory_at_a_batchs_end_within_its_budget(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Each worker of a user's loader reads its own smaps_rollup at the end of a batch — the count
+    """Each worker of a user's loader reads its own smaps at the end of a batch — the count
     of its samples then exact — at most every MEMORY_EVERY_MIN_S and within its budget; the
     readings join the recorder's, in order of the samples."""
     import os
 
-    from ioprof.host.processes import rollup
+    from ioprof.host.processes import memory_of
     from ioprof.measure import stage_rows, stages
     from ioprof.measure.inside import _samples_vs_uss
 
@@ -151,7 +151,7 @@ def test_a_worker_reads_its_own_memory_at_a_batchs_end_within_its_budget(tmp_pat
     rows = stage_rows.read_rows(tmp_path)
     own = [r for r in rows if "uss" in r]
     assert len(rows) == 3 and len(own) == 1 and own[0] is rows[0]
-    uss, _, _ = rollup(os.getpid()) or (0, 0, 0)
+    uss, _, _ = memory_of(os.getpid()) or (0, 0, 0)
     assert own[0]["uss"] == pytest.approx(uss, rel=0.2) and own[0]["pss"] > 0
     assert _samples_vs_uss([], rows) == [(4.0, float(own[0]["uss"]))]
     # without ``memory`` (a sweep's own workers) no reading is taken

@@ -496,8 +496,8 @@ def test_worker_memory_growth_from_copy_on_read_is_seen_and_costed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, figure
 ) -> None:  # type: ignore[no-untyped-def]
     """Copy-on-read with many workers: found, named, and its rate per 1,000 samples a worker
-    produces within 25 % of what each worker's USS did, read from ``smaps_rollup`` outside
-    ioprof (psutil's reader) against the samples it had produced (the loop's batches, dealt to
+    produces within 25 % of what each worker's USS did, read from ``smaps`` outside
+    ioprof (``groundtruth``'s own reader) against the samples it had produced (the loop's batches, dealt to
     the workers in turn: ``shuffle=False``, in order)."""
     import time
 
@@ -561,10 +561,91 @@ def test_worker_memory_growth_from_copy_on_read_is_seen_and_costed(
     truth = float(np.mean(slopes))
     figure(
         f"copy-on-read, {WORKERS_MANY} workers: ioprof {m.growth_bytes_per_1000_samples / 1e6:.1f} MB "
-        f"[{m.growth_low / 1e6:.1f}–{m.growth_high / 1e6:.1f}] per 1,000 samples a worker; smaps_rollup from "
+        f"[{m.growth_low / 1e6:.1f}–{m.growth_high / 1e6:.1f}] per 1,000 samples a worker; smaps from "
         f"outside {truth / 1e6:.1f} MB (each worker: " + ", ".join(f"{x / 1e6:.1f}" for x in slopes) + ")"
     )
     assert m.growth_bytes_per_1000_samples == pytest.approx(truth, rel=0.25), (truth, slopes, m)
+
+
+class MappedRows:
+    """Samples read as rows of one memory-mapped file, as a Hugging Face dataset's Arrow table is:
+    each row's pages, faulted in by the worker that reads it, are mapped by that worker alone."""
+
+    def __init__(self, path: Path, rows: int, row_bytes: int) -> None:
+        import numpy as np
+
+        self.rows = np.memmap(path, dtype=np.uint8, mode="r", shape=(rows, row_bytes))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int):  # type: ignore[no-untyped-def]
+        import time
+
+        import numpy as np
+        import torch
+
+        time.sleep(0.004)  # a decode's time: a worker's 1,200 samples span about ten of its readings
+        row = np.array(self.rows[i])  # the whole row read, as a decoder reads its record
+        return torch.from_numpy(row[: 3 * 32 * 32].astype("float32")).view(3, 32, 32), i % 4
+
+
+@pytest.mark.slow
+def test_a_memory_mapped_files_pages_are_page_cache_not_a_workers_growth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, figure
+) -> None:  # type: ignore[no-untyped-def]
+    """A worker reading rows of a memory-mapped file maps each row's pages: read from outside, the
+    clean pages only it maps grow with every sample (what a count of all its private pages calls
+    its own). They are page cache, which the kernel drops when RAM runs short: no growth, no
+    warning, and no worker held to fewer for them."""
+    import numpy as np
+    import torch
+    from groundtruth import Smaps
+
+    import ioprof
+    from ioprof.measure import inside, stageclock
+
+    monkeypatch.setattr(inside, "EVERY_S", 0.5)  # as the copy-on-read test: the fit, not the cadence
+    monkeypatch.setattr(inside, "READING_BUDGET", 0.05)
+    monkeypatch.setattr(stageclock, "MEMORY_BUDGET", 0.05)
+    rows, row_bytes, batch, workers = 4_000, 64 * 1024, 16, 2
+    path = tmp_path / "rows.u8"
+    with open(path, "wb") as f:
+        f.write(np.random.default_rng(0).integers(0, 255, row_bytes, dtype=np.uint8).tobytes() * rows)
+        f.flush()
+        os.fsync(f.fileno())  # written back: its pages clean, as a dataset's made before training
+    # worker k makes batches k, k + 2, ... (in order): each its own half of the file, so that no
+    # page (nor the kernel's larger folio of pages) of one worker's rows is mapped by the other
+    halves = [range(h * rows // 2, (h + 1) * rows // 2) for h in range(workers)]
+    order = [i for j in range(0, rows // 2, batch) for half in halves for i in half[j : j + batch]]
+    loader = torch.utils.data.DataLoader(
+        MappedRows(path, rows, row_bytes), batch_size=batch, sampler=order, num_workers=workers
+    )
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    steps = 150  # 1,200 samples a worker: 75 MB of a file's pages each, far above the noise floor
+    with Smaps(None, parent=os.getpid()) as smaps, ioprof.watch(steps=steps, seconds=None, probe=False) as w:
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    r = w.result()
+    (cell,) = r.cells
+    m = cell.inside.memory if cell.inside else None
+    assert m is not None and m.readings >= 6, m
+    # the truth outside ioprof: each worker's clean private pages rose by its rows' pages
+    mapped = [rs[-1][1] - rs[0][1] for rs in smaps.files.values() if len(rs) >= 2]
+    assert mapped and max(mapped) >= 50e6, smaps.files
+    figure(
+        f"memory-mapped rows, {workers} workers: file pages each worker mapped alone "
+        + ", ".join(f"{x / 1e6:.0f}" for x in mapped)
+        + f" MB; ioprof's growth {(m.growth_bytes_per_1000_samples or 0) / 1e6:.2f} MB per 1,000 samples"
+        + f" [{(m.growth_low or 0) / 1e6:.2f}–{(m.growth_high or 0) / 1e6:.2f}] over {m.growth_samples} samples"
+    )
+    assert m.growth_samples >= 100 and not m.growth_note.startswith("too short"), m  # judged
+    assert not m.grows, m
+    assert not [f for f in r.analysis.findings if f.kind in ("worker-memory-grows", "workers-do-not-fit")]
 
 
 def _probe_pausing(seconds: float, monkeypatch: pytest.MonkeyPatch) -> None:
