@@ -73,11 +73,12 @@ def memory_of(pid: int) -> tuple[int, int, int] | None:
     gone). Its full ``smaps`` would tell each mapping apart, but reading it is counted among the
     process's reads (``rchar``: hundreds of kB a time), where the loader's bytes are counted.
 
-    USS here is the private pages the kernel cannot drop: the dirty ones (and huge). The clean
-    pages a process alone maps are those of a file (a memory-mapped Arrow table, a numpy memmap,
-    a library's code): page cache, which the file holds and the kernel drops when RAM runs short,
-    though it counts them among that process's private pages. A file's dirty pages (written and not
-    yet written back; a tmpfs file's) cannot be told from the process's own there, and count."""
+    USS here is the private pages no file holds for the process: its dirty ones (and huge), less
+    its share of a tmpfs file's pages (``Pss_Shmem``: a dataset in /dev/shm, the batches in flight,
+    which are counted apart). The clean pages a process alone maps are a file's (a memory-mapped
+    Arrow table, a numpy memmap, a library's code): page cache, which the file holds and the kernel
+    drops when RAM runs short, though it counts them among that process's private pages. A disk
+    file's dirty pages (written and not yet written back) cannot be told apart there, and count."""
     try:
         with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as f:
             text = f.read()
@@ -89,7 +90,7 @@ def memory_of(pid: int) -> tuple[int, int, int] | None:
         value = rest.split()
         if value and value[0].isdigit():
             kb[name] = int(value[0])
-    uss = kb.get("Private_Dirty", 0) + kb.get("Private_Hugetlb", 0)
+    uss = max(0, kb.get("Private_Dirty", 0) + kb.get("Private_Hugetlb", 0) - kb.get("Pss_Shmem", 0))
     return uss * 1024, kb.get("Pss", 0) * 1024, kb.get("Rss", 0) * 1024
 
 

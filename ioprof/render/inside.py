@@ -30,7 +30,8 @@ HOW = (
     "`transforms.Compose` by its class name; `rest of __getitem__` is what the fetch took beyond them. "
     "Shares are of the workers' time per sample; intervals are 95 %, from batch means. Memory is read "
     "from `/proc/PID/smaps_rollup` every few seconds: a process's own (USS) is its dirty private pages "
-    "(the clean pages of a file it maps, such as a memory-mapped table, are page cache, left out); its "
+    "less its share of tmpfs files' (the pages of a file it maps, such as a memory-mapped table, are the "
+    "file's, left out); its "
     "growth per sample: " + GROWTH_RULE + "."
 )
 

@@ -591,13 +591,15 @@ class MappedRows:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("where", ["disk", "/dev/shm"])
 def test_a_memory_mapped_files_pages_are_page_cache_not_a_workers_growth(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, figure
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, figure
 ) -> None:  # type: ignore[no-untyped-def]
     """A worker reading rows of a memory-mapped file maps each row's pages: read from outside, the
     clean pages only it maps grow with every sample (what a count of all its private pages calls
     its own). They are page cache, which the kernel drops when RAM runs short: no growth, no
-    warning, and no worker held to fewer for them."""
+    warning, and no worker held to fewer for them. On /dev/shm (tmpfs) the file's pages are memory,
+    held by the file whether a worker maps them or not, and the kernel counts them as dirty."""
     import numpy as np
     import torch
     from groundtruth import Smaps
@@ -609,7 +611,10 @@ def test_a_memory_mapped_files_pages_are_page_cache_not_a_workers_growth(
     monkeypatch.setattr(inside, "READING_BUDGET", 0.05)
     monkeypatch.setattr(stageclock, "MEMORY_BUDGET", 0.05)
     rows, row_bytes, batch, workers = 4_000, 64 * 1024, 16, 2
-    path = tmp_path / "rows.u8"
+    path = tmp_path / "rows.u8" if where == "disk" else Path(f"/dev/shm/ioprof-test-rows-{os.getpid()}")
+    if where != "disk" and not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm here")
+    request.addfinalizer(lambda: path.unlink(missing_ok=True))
     with open(path, "wb") as f:
         f.write(np.random.default_rng(0).integers(0, 255, row_bytes, dtype=np.uint8).tobytes() * rows)
         f.flush()
@@ -638,7 +643,7 @@ def test_a_memory_mapped_files_pages_are_page_cache_not_a_workers_growth(
     mapped = [rs[-1][1] - rs[0][1] for rs in smaps.files.values() if len(rs) >= 2]
     assert mapped and max(mapped) >= 50e6, smaps.files
     figure(
-        f"memory-mapped rows, {workers} workers: file pages each worker mapped alone "
+        f"memory-mapped rows on {where}, {workers} workers: file pages each worker mapped alone "
         + ", ".join(f"{x / 1e6:.0f}" for x in mapped)
         + f" MB; ioprof's growth {(m.growth_bytes_per_1000_samples or 0) / 1e6:.2f} MB per 1,000 samples"
         + f" [{(m.growth_low or 0) / 1e6:.2f}–{(m.growth_high or 0) / 1e6:.2f}] over {m.growth_samples} samples"
