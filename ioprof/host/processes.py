@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import glob
 import multiprocessing
 import multiprocessing.util
 import os
@@ -196,7 +197,20 @@ def end_loader_workers(iterator: object) -> list[str]:
     shutdown()
     for folder in folders:
         shutil.rmtree(folder, ignore_errors=True)
+    _remove_their_shm(pids)
     return open_now
+
+
+def _remove_their_shm(pids: list[int]) -> None:
+    """The names in /dev/shm of batches these workers were making when they were ended. torch
+    names a batch's shared memory after the worker that makes it (``torch_PID_…``) and removes the
+    name as soon as the memory is mapped; a worker ended between the two leaves it, holding the
+    batch's whole size of /dev/shm for good (a simulated GPU's batches of 256: 154 MB each). A
+    process that mapped one keeps its pages; only the name goes."""
+    for pid in pids:
+        for path in glob.glob(os.path.join(SHM_DIR, f"torch_{pid}_*")):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
 
 
 def _their_temp_folders(pids: list[int]) -> set[str]:

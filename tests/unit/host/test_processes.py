@@ -185,3 +185,27 @@ def test_a_temp_folder_this_process_shares_with_its_workers_stays(tmp_path, monk
     end_loader_workers(it)
     assert os.path.isdir(ours)
     del it
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm here")
+def test_the_shared_memory_names_of_workers_it_ended_are_removed() -> None:
+    """torch names a batch's shared memory after the worker making it (``torch_PID_…``) and removes
+    the name once mapped: a worker ended between the two leaves the name, and the batch's whole
+    size of /dev/shm with it (a sweep with a simulated GPU's batches left 270 MB in three). Such a
+    name, as the worker leaves it, goes with the worker; another process's stays."""
+    it = iter(DataLoader(_SlowAfterFirst(2), batch_size=2, num_workers=2, shuffle=False))
+    next(it)
+    left = [f"/dev/shm/torch_{w.pid}_1_1" for w in it._workers]
+    other = f"/dev/shm/torch_{os.getpid()}_1_1"
+    try:
+        for path in [*left, other]:
+            with open(path, "wb") as f:
+                f.truncate(4096)
+        end_loader_workers(it)
+        assert not [p for p in left if os.path.exists(p)]
+        assert os.path.exists(other)
+    finally:
+        for path in [*left, other]:
+            if os.path.exists(path):
+                os.unlink(path)
+    del it
