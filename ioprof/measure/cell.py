@@ -435,7 +435,7 @@ def _recorder(plan: CellPlan, folder: str) -> InsideRecorder:
         prefetch_factor=(plan.prefetch_factor or PREFETCH_FACTOR) if workers else 0,
         pin_memory=plan.pin_memory,
         persistent_workers=False,
-        samples_per_epoch=files,
+        dataset_items=files,
         pauses=False,
     )
 

@@ -55,7 +55,7 @@ class InsideRecorder:
         prefetch_factor: int | None,
         pin_memory: bool,
         persistent_workers: bool,
-        samples_per_epoch: int | None,
+        dataset_items: int | None,
         batches_per_pass: int | None = None,
         ranks_on_host: int = 1,
         pauses: bool = True,
@@ -63,7 +63,7 @@ class InsideRecorder:
         self.folder, self.tag, self.workers = folder, tag, workers
         self.prefetch_factor = prefetch_factor or 0
         self.pin_memory, self.persistent = pin_memory, persistent_workers
-        self.samples_per_epoch = samples_per_epoch  # the dataset's length, in its own items
+        self.dataset_items = dataset_items  # the dataset's length, in its own items
         self.batches_per_pass = batches_per_pass  # ``len(loader)`` (None: not known)
         self.ranks_on_host = ranks_on_host
         self.pauses = pauses  # the loop may pause between readings (a user's evaluation, a probe)
@@ -251,7 +251,7 @@ class InsideRecorder:
         for pid in {r["pid"] for r in rows if "uss" in r} - {os.getpid()}:  # workers that read themselves
             workers.setdefault(pid, [])
         producers = workers or {os.getpid(): main}  # no workers: the training process produces the samples
-        dataset, per_pass = samples_counted(rows, self.samples_per_epoch, self.batches_per_pass)
+        dataset, per_pass = samples_counted(rows, self.dataset_items, self.batches_per_pass)
         batch = max((int(r["n"]) for r in rows), default=1)
         own: dict[int, list[dict[str, Any]]] = {}
         for r in rows:

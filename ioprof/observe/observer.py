@@ -291,7 +291,7 @@ class Watcher:
             prefetch_factor=s["prefetch_factor"],
             pin_memory=s["pin_memory"],
             persistent_workers=s["persistent_workers"],
-            samples_per_epoch=s["dataset_len"],
+            dataset_items=s["dataset_len"],
             batches_per_pass=s["batches_per_pass"],
             ranks_on_host=self.local_world_size,
         )

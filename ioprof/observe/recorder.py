@@ -263,13 +263,19 @@ class LoaderRecorder:
         """The pass's iterator was collected in ``seconds`` before it ran out (the loop let it go:
         ``next(iter(loader))``, a ``break``): its workers, not persistent, were stopped and joined
         there — the pass's stop, as the call that runs an iterator out is."""
-        if self._pass_open and self.pass_marks and self._current() is it:
-            self.pass_marks[-1]["stop_s"] += seconds
+        mark = self._open_mark(it)
+        if mark is not None:
+            mark["stop_s"] += seconds
 
     def pass_own(self, it: Any, seconds: float) -> None:
         """ioprof's own time in a call of the pass's iterator: no part of the loop's."""
-        if self._pass_open and self.pass_marks and self._current() is it:
-            self.pass_marks[-1]["own_s"] = self.pass_marks[-1].get("own_s", 0.0) + seconds
+        mark = self._open_mark(it)
+        if mark is not None:
+            mark["own_s"] += seconds
+
+    def _open_mark(self, it: Any) -> dict[str, Any] | None:
+        """The open pass's mark, where ``it`` is that pass's iterator."""
+        return self.pass_marks[-1] if self._pass_open and self.pass_marks and self._current() is it else None
 
     def _end_pass(self) -> None:
         self.once = True

@@ -31,8 +31,7 @@ HOW = (
     "Shares are of the workers' time per sample; intervals are 95 %, from batch means. Memory is read "
     "from `/proc/PID/smaps_rollup` every few seconds: a process's own (USS) is its dirty private pages "
     "less its share of tmpfs files' (the pages of a file it maps, such as a memory-mapped table, are the "
-    "file's, left out); its "
-    "growth per sample: " + GROWTH_RULE + "."
+    "file's, left out); its growth per sample: " + GROWTH_RULE + "."
 )
 
 

@@ -199,7 +199,7 @@ def test_a_cells_round_of_readings_longer_than_their_reach_still_counts_every_pr
         prefetch_factor=2,
         pin_memory=False,
         persistent_workers=False,
-        samples_per_epoch=None,
+        dataset_items=None,
         pauses=False,
     )
     start, end = 100.0, 108.0
