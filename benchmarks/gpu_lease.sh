@@ -19,7 +19,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 part=${1:?"part: sweep, watch or check"}
-export PYTHONPATH=. PYTHONUNBUFFERED=1
+repo=$PWD
+export PYTHONPATH=$repo PYTHONUNBUFFERED=1
 out=${OUT:-$(mktemp -d)}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -43,8 +44,9 @@ imagenet() {  # the example script on generated data: SIZE train images, then it
   [ -e "$work/imagenet/train" ] || mv "$work/gen/256x192" "$work/imagenet/train"
   python -m ioprof gen --resolutions 256x192 --images 256 --seed 1 --out "$work/genval" >>"$log" 2>&1
   [ -e "$work/imagenet/val" ] || mv "$work/genval/256x192" "$work/imagenet/val"
-  step "$1" python -m ioprof run --out "$work/reports/run-imagenet-example" -- \
-    python tests/scripts/thirdparty/pytorch_examples_imagenet/main.py "$work/imagenet" "${@:2}"
+  # from the work folder: the script saves its checkpoints where it runs
+  (cd "$work" && step "$1" python -m ioprof run --out "$work/reports/run-imagenet-example" -- \
+    python "$repo/tests/scripts/thirdparty/pytorch_examples_imagenet/main.py" "$work/imagenet" "${@:2}")
 }
 
 { nvidia-smi || true; python -c "import torch, torchvision; print(torch.__version__, torchvision.__version__)"; } >>"$log" 2>&1
