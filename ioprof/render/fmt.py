@@ -1,8 +1,9 @@
 """Number formatting for humans: the only place values are rounded.
 
 A figure with an interval reads ``252 ± 3 %`` (the half-width of its 95 % interval relative to
-it), or ``5.2 [0–12.6]`` where that interval is wider than the figure and ends at 0; a share
-reads ``31 % [28–34]``. Where too few samples give no interval, it says so.
+it) where the interval is symmetric about it as far as the figure shows, else its ends:
+``2,691 [2,691–3,009]`` (an interval held to a bound, or stretched to take in the figure); a
+share reads ``31 % [28–34]``. Where too few samples give no interval, it says so.
 """
 
 from __future__ import annotations
@@ -29,15 +30,25 @@ def pct(x: float | None, digits: int = 1) -> str:
 def plus_minus(i: Interval) -> str:
     """`` ± 3 %``, or `` (± ?)`` where the samples were too few for any interval (empty for an exact
     figure); an interval wider than the figure (cut off at 0: a rate cannot be negative) in words,
-    with its range: `` (too few to tell: 0–12.6)``."""
+    with its range: `` (too few to tell: 0–12.6)``; an interval whose two sides differ as shown
+    (held to a bound on one side) by its ends: `` [2,691–3,009]``."""
     if i.batches == 0 and i.low == i.high:
         return ""
     if not i.known:
         return " (± ?)"
     if i.low <= 0 < i.value and i.high - i.value > i.value:
         return f" (too few to tell: 0–{rate(i.high)})"
+    if i.value > 0 and _percent(i.value - i.low, i.value) != _percent(i.high - i.value, i.value):
+        return f" [{rate(i.low)}–{rate(i.high)}]"
     half = i.rel_half_width * 100
     return f" ± {half:.0f} %" if half >= 1 else f" ± {half:.1f} %"
+
+
+def _percent(part: float, whole: float) -> str:
+    """``part`` as a percentage of ``whole`` to the digits ``plus_minus`` shows: whole from 1 %,
+    one decimal under it."""
+    x = part / whole * 100
+    return f"{x:.0f}" if x >= 1 else f"{x:.1f}"
 
 
 def rate_ci(i: Interval) -> str:

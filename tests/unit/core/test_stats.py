@@ -112,6 +112,19 @@ def test_a_rate_whose_interval_is_wider_than_itself_ends_at_zero_and_is_said_in_
     assert signed.low < 0
 
 
+def test_an_interval_held_on_one_side_shows_its_ends_not_a_half_width() -> None:
+    from ioprof.render.fmt import rate_ci
+
+    # the loop's own total at the lower end of the workers' interval (a sweep cell on an H200)
+    held = Interval(2691.0, 2691.0, 3009.4, 10)
+    assert rate_ci(held) == "2,691 [2,691–3,009]"  # "± 6 %" would reach down to 2,530
+    # a rate held to what the step allows: its upper side shorter than its lower
+    assert rate_ci(Interval(4600.0, 4300.0, 4700.0, 10)) == "4,600 [4,300–4,700]"
+    # symmetric as far as shown: the half-width, as before
+    assert rate_ci(Interval(252.0, 244.5, 259.6, 10)) == "252 ± 3 %"
+    assert rate_ci(Interval(1000.0, 996.0, 1004.2, 10)) == "1,000 ± 0.4 %"
+
+
 def statistics_sd(xs: list[float]) -> float:
     import statistics
 
