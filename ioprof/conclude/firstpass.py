@@ -52,6 +52,10 @@ def _judged(lo: ObservedLoader, cell: CellResult) -> FirstPassWaits | None:
         return None
     busy = b.busy_share
     by = "" if busy is None else ("storage" if busy < 0.5 else "loader")
+    if by == "storage" and b.fetched.known and b.fetched.method != "unknown" and not b.fetched.bytes:
+        # off the CPU, yet a counter that sees the dataset's storage counted nothing from it:
+        # not its storage — workers starting, a download to a local copy, a lock
+        by = "start"
     return FirstPassWaits(
         lo.key,
         b.seconds,

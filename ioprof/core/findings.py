@@ -560,7 +560,8 @@ class FirstPassWaits(Finding):
     time before the window and the rest of the pass at the window's pace) it is more input-bound
     than its window says — a streaming dataset downloading before it yields, a cache filled on the
     first pass. ``by``: storage where its processes were mostly off the CPU meanwhile (waiting on
-    I/O), loader where they were busy, "" where their CPU was not read."""
+    I/O), start where they were, but a counter that sees the dataset's storage counted nothing
+    from it, loader where they were busy, "" where their CPU was not read."""
 
     kind: ClassVar[str] = "first-pass-waits"
     dataset: str
@@ -575,7 +576,7 @@ class FirstPassWaits(Finding):
     window_share: float
     window_class: str
     busy_share: float | None
-    by: str  # storage | loader | ""
+    by: str  # storage | start | loader | ""
     fetched_bytes: int | None = None
     fetched_method: str = ""
 

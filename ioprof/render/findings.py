@@ -455,11 +455,13 @@ def first_pass(x: f.FirstPassWaits) -> str:
         + (f" (the first after {duration(x.first_batch_s)})" if x.first_batch_s is not None else "")
     )
     if x.busy_share is not None:
-        doing = (
-            "waiting on I/O — the storage, or a download"
-            if x.by == "storage"
-            else "busy making them — a cache built, or costly first samples"
-        )
+        doing = {
+            "storage": "waiting on I/O — the storage, or a download",
+            "start": (
+                f"the rest off it, yet nothing came from the dataset's storage ({x.fetched_method} counted none): "
+                "not the storage — its workers starting, a download to a local copy, or a lock"
+            ),
+        }.get(x.by, "busy making them — a cache built, or costly first samples")
         text += f"; its processes were on a CPU {pct(x.busy_share, 0)} of that time: {doing}"
     if x.fetched_bytes:
         text += f", {mb(x.fetched_bytes)} fetched ({x.fetched_method})"

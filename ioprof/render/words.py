@@ -49,7 +49,8 @@ def verdict_line(a: f.Analysis | None) -> str:
     if a is not None and a.first_pass is not None:
         fp = a.first_pass
         steady = verdict_line(replace(a, first_pass=None)).replace("**Verdict: ", "", 1).replace("**", "", 1)
-        by = {"storage": " — the bottleneck is storage", "loader": " — the bottleneck is its loader's start"}
+        start = " — the bottleneck is its loader's start"
+        by = {"storage": " — the bottleneck is storage", "loader": start, "start": start}
         return (
             f"**Verdict: {fp.pass_class} input-bound over its first pass{by.get(fp.by, '')}**: {first_pass(fp)} "
             f"In its window after them, the steady state: {steady}"
