@@ -29,6 +29,7 @@ import numpy as np
 from PIL import Image
 
 from ioprof.core.errors import IoprofError
+from ioprof.host.machine import usable_cores
 
 GENERATOR_VERSION = 2  # 2: synthesized in float32 (1: float64), same statistics
 JPEG_QUALITY = 92
@@ -148,7 +149,7 @@ def generate(
             (tmp / f"class_{c:03d}").mkdir()
         started = time.perf_counter()
         jobs = [(spec, i, str(tmp)) for i in range(spec.images)]
-        n = processes or min(os.cpu_count() or 1, 8)
+        n = processes or usable_cores()  # one a core: each image is its own work
         if n > 1 and spec.images > 8:
             # fork: the children need nothing but this module, and start in milliseconds
             ctx = multiprocessing.get_context("fork")
