@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class GpuTelemetry:
     sm_clock_mhz: tuple[float, ...] = ()
     power_w: tuple[float, ...] = ()
     driver_util_pct: tuple[float, ...] = ()  # nvmlDeviceGetSamples buffer since the window opened
+    driver_t_s: tuple[float, ...] = ()  # when the driver took each of them, on the clock of t_s
     interval_s: float = 0.0  # sampling period asked for
     sampler_cpu_s: float = 0.0  # CPU time the sampling thread itself used
     sampled_s: float = 0.0  # wall time it ran
@@ -29,6 +31,43 @@ class GpuTelemetry:
         readings every ``interval_s`` repeat the driver's last value until it updates it, about
         every 0.17-0.2 s: two readings of one value are one observation), else those readings."""
         return self.driver_util_pct or self.gpu_util_pct
+
+    def within(self, spans: Sequence[tuple[float, float]]) -> GpuTelemetry:
+        """Only the samples taken within ``spans`` (seconds on the clock of ``t_s``): a window's
+        measured stretches, the pauses between them and whatever ran after it left out."""
+        if not self.available:
+            return self
+
+        def kept(times: tuple[float, ...], *columns: tuple[float, ...]) -> list[tuple[float, ...]]:
+            keep = [i for i, t in enumerate(times) if any(a <= t <= b for a, b in spans)]
+            return [tuple(c[i] for i in keep) for c in (times, *columns)]
+
+        t_s, util, mem, used, clock, power = kept(
+            self.t_s,
+            self.gpu_util_pct,
+            self.mem_util_pct,
+            self.mem_used_bytes,
+            self.sm_clock_mhz,
+            self.power_w,
+        )
+        driver_t, driver = kept(self.driver_t_s, self.driver_util_pct)
+        if not t_s:
+            return GpuTelemetry(
+                False,
+                f"no NVML reading fell within the window's measured time ({sum(b - a for a, b in spans):.2f} s)",
+                device_name=self.device_name,
+            )
+        return replace(
+            self,
+            t_s=t_s,
+            gpu_util_pct=util,
+            mem_util_pct=mem,
+            mem_used_bytes=used,
+            sm_clock_mhz=clock,
+            power_w=power,
+            driver_util_pct=driver,
+            driver_t_s=driver_t,
+        )
 
     @property
     def sampler_core_share(self) -> float:

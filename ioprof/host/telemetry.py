@@ -61,15 +61,16 @@ class DriverBuffer(Protocol):
     def start(self) -> None:
         """From now on: samples older than this call are never returned."""
 
-    def read(self) -> list[float]:
-        """Samples taken since the last read (or since ``start``)."""
+    def read(self) -> list[tuple[float, float]]:
+        """Samples taken since the last read (or since ``start``): (when, as ``time.time()``; value)."""
 
 
-def new_samples(samples: list[tuple[int, float]], last_seen_us: int) -> tuple[list[float], int]:
-    """Values of the ``(timestamp µs, value)`` samples newer than ``last_seen_us``, and the newest
-    timestamp seen. The driver's buffer holds samples from before a window opened; they are dropped."""
+def new_samples(samples: list[tuple[int, float]], last_seen_us: int) -> tuple[list[tuple[float, float]], int]:
+    """The ``(timestamp µs, value)`` samples newer than ``last_seen_us`` as (seconds, value), and
+    the newest timestamp seen. The driver's buffer holds samples from before a window opened; they
+    are dropped."""
     fresh = [(t, v) for t, v in samples if t > last_seen_us]
-    return [v for _, v in fresh], max([last_seen_us, *(t for t, _ in fresh)])
+    return [(t / 1e6, v) for t, v in fresh], max([last_seen_us, *(t for t, _ in fresh)])
 
 
 class ThreadSampler:
@@ -94,11 +95,12 @@ class ThreadSampler:
         self._clock = clock
         self._driver_buffer = driver
         self._samples: list[GpuSample] = []
-        self._driver: list[float] = []
+        self._driver: list[tuple[float, float]] = []  # (s since start, value)
         self._failure = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
+        self._t0_wall = time.time()  # the driver stamps its samples on this clock
         self._cpu_s = 0.0
         self._driver_read_at = -float("inf")
 
@@ -112,7 +114,7 @@ class ThreadSampler:
             if self._driver_buffer is not None and (
                 not reading or t_s - self._driver_read_at >= DRIVER_BUFFER_READ_S
             ):
-                self._driver.extend(self._driver_buffer.read())
+                self._driver.extend((t - self._t0_wall, v) for t, v in self._driver_buffer.read())
                 self._driver_read_at = t_s
         except Exception as e:  # any NVML failure mid-run: keep what we have, say why
             self._failure = f"NVML stopped answering mid-run ({type(e).__name__}: {e}); telemetry is partial"
@@ -134,7 +136,7 @@ class ThreadSampler:
             self._cpu_s = time.thread_time() - cpu0
 
     def start(self) -> None:
-        self._t0 = self._clock()
+        self._t0, self._t0_wall = self._clock(), time.time()
         if self._driver_buffer is not None:
             self._driver_buffer.start()
         self._thread = threading.Thread(target=self._loop, name="ioprof-nvml", daemon=True)
@@ -151,7 +153,7 @@ class ThreadSampler:
 
 
 def telemetry_from_samples(
-    name: str, samples: list[GpuSample], driver_util: list[float], failure: str
+    name: str, samples: list[GpuSample], driver_util: list[tuple[float, float]], failure: str
 ) -> GpuTelemetry:
     if not samples:
         return GpuTelemetry(available=False, reason=failure or "no NVML sample was taken", device_name=name)
@@ -166,7 +168,8 @@ def telemetry_from_samples(
         mem_used_bytes=tuple(s.mem_used_bytes for s in samples),
         sm_clock_mhz=tuple(s.sm_clock_mhz for s in samples),
         power_w=tuple(s.power_w for s in samples),
-        driver_util_pct=tuple(driver_util),
+        driver_util_pct=tuple(v for _, v in driver_util),
+        driver_t_s=tuple(t for t, _ in driver_util),
     )
 
 
@@ -286,7 +289,7 @@ class NvmlDriverBuffer:
         # NVML stamps its samples with the CPU clock in microseconds since the epoch
         self._last_seen_us = int(time.time() * 1e6)
 
-    def read(self) -> list[float]:
+    def read(self) -> list[tuple[float, float]]:
         import pynvml
 
         try:

@@ -72,6 +72,7 @@ class LoaderRecorder:
         self._undo_in_process: Callable[[], None] | None = None
 
         self.gpu: Any = None  # the NVML sampler of the window (CUDA), or None
+        self.gpu_t0 = 0.0  # perf_counter when it started: its readings' clock begins there
         self.telemetry: Any = None  # its GpuTelemetry once the window ended
         self.thread_names: dict[int, str] = {}  # the threads that called next(), by ident
         self.own_s = 0.0  # time spent in ioprof's own code around next(), batch by batch
@@ -176,6 +177,7 @@ class LoaderRecorder:
                 self.inside.start(lambda: list(self.window._pids))
             self.gpu = self.watcher.gpu_sampler()
             if self.gpu is not None:
+                self.gpu_t0 = time.perf_counter()
                 self.gpu.start()
         if finished:
             self.once = True
@@ -290,13 +292,20 @@ class LoaderRecorder:
         self.window.pass_ended(time.perf_counter())
         self.watcher.pass_ended(self)
 
+    def _stop_gpu(self) -> None:
+        """The NVML sampler stopped, its readings cut to the window's measured stretches: a window
+        left partial (its pass ended first) or paused (evaluation, a checkpoint) had the sampler
+        running on through what the window leaves out."""
+        if self.gpu is not None:
+            t0 = self.gpu_t0
+            self.telemetry = self.gpu.stop().within([(a - t0, b - t0) for a, b in self.window.spans])
+            self.gpu = None
+
     def _current(self) -> Any:
         return self._iterator() if self._iterator is not None else None
 
     def _finished(self) -> None:
-        if self.gpu is not None:
-            self.telemetry = self.gpu.stop()
-            self.gpu = None
+        self._stop_gpu()
         self.window_end_s = time.perf_counter()
         self.window_ended_at = time.time()
         if self.inside is not None and not self._memory_goes_on():
@@ -393,10 +402,8 @@ class LoaderRecorder:
 
     def observed(self) -> LoaderObservation:
         """This loader's window as plain data (``result.build_result`` reads it). A window the run
-        left partial keeps the GPU's readings up to now: its sampler is stopped here."""
-        if self.gpu is not None:
-            self.telemetry = self.gpu.stop()
-            self.gpu = None
+        left partial keeps the GPU's readings of its measured time: its sampler is stopped here."""
+        self._stop_gpu()
         w = self.window
         waits, steps, clock = list(w.waits), list(w.step_times), "host"
         if w.marks is not None and w.units and len(w.units) == len(w.waits):

@@ -298,6 +298,9 @@ class LoaderWindow:
     _pass_k: int = 0
     _by_size: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))  # steps, units
     _measured: float = 0.0  # the window's seconds so far: its waits and steps
+    # the window's measured stretches (perf_counter s, from a segment's first call to the call after
+    # its last unit): what ran in its pauses and after it is no part of them
+    spans: list[list[float]] = field(default_factory=list)
 
     # -- events from the patched iterator ------------------------------------------------------
 
@@ -399,6 +402,7 @@ class LoaderWindow:
         bisect.insort(steps, step)  # kept in order as they come: a batch's cost stays flat
         bisect.insort(units, p.wait_s + step)
         self._measured += p.wait_s + step
+        self.spans[-1][1] = t_call
         self.images.append(p.images)
         self.splits.append(p.split)
         self.unit_keys.append(p.key)
@@ -420,6 +424,7 @@ class LoaderWindow:
             self._seg_start = self._seg_last = self.read(self._pids, t_call)
             self._seg_first_piece = len(self.pieces)
             self.segments += 1
+            self.spans.append([t_call, t_call])
             b = self.before
             if not self.started and b is not None:
                 b.seconds = t_call - b.started_s

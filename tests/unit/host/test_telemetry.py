@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from ioprof.host.telemetry import GpuSample, ThreadSampler, UnavailableSampler, nvml_status, open_gpu_sampler
 
 RECORDED = [  # utilization as an input-starved GPU shows it: bursts of work between waits
@@ -40,8 +42,9 @@ class _Buffer:
     def start(self) -> None:
         self.started = True
 
-    def read(self) -> list[float]:
-        return [50.0] if self.started else [99.0, 50.0]
+    def read(self) -> list[tuple[float, float]]:
+        now = time.time()
+        return [(now, 50.0)] if self.started else [(now - 20, 99.0), (now, 50.0)]
 
 
 def test_sampler_keeps_the_recorded_sequence() -> None:
@@ -89,8 +92,6 @@ def test_failure_mid_run_marks_telemetry_partial() -> None:
 def test_thread_samples_in_background() -> None:
     s = ThreadSampler(lambda t: GpuSample(t, 50, 0, 0, 0, 0), "Fake", interval_s=0.01)
     s.start()
-    import time
-
     time.sleep(0.15)
     t = s.stop()
     assert len(t.gpu_util_pct) >= 5
@@ -132,7 +133,7 @@ def test_the_driver_buffer_yields_only_samples_from_inside_the_window() -> None:
     from ioprof.host.telemetry import new_samples
 
     buffered = [(1_000, 97.0), (2_000, 12.0), (3_000, 88.0), (4_000, 5.0)]
-    assert new_samples(buffered, 2_500) == ([88.0, 5.0], 4_000)  # the cell opened at 2,500 µs
+    assert new_samples(buffered, 2_500) == ([(0.003, 88.0), (0.004, 5.0)], 4_000)  # opened at 2,500 µs
     assert new_samples(buffered, 4_000) == ([], 4_000)
     s = ThreadSampler(_recorded_reader(), "Fake GPU", driver=_Buffer())
     s.start()  # the window opens: the buffer is read from now on
@@ -165,3 +166,28 @@ def test_readings_keep_the_interval_however_long_a_reading_takes() -> None:
     t = s.stop()
     gaps = [b - a for a, b in zip(t.t_s[:-1], t.t_s[1:], strict=True)]
     assert len(gaps) >= 8 and sum(gaps) / len(gaps) < 0.115
+
+
+def test_only_the_samples_within_a_windows_stretches_are_kept() -> None:
+    """A window with a pause in it (evaluation, a checkpoint) and a script that runs on after it:
+    the readings and the driver's samples taken meanwhile are no part of the window."""
+    from ioprof.core.gpu import GpuTelemetry
+
+    t = GpuTelemetry(
+        True,
+        "",
+        t_s=(0.0, 0.1, 0.2, 0.3, 0.4, 0.5),
+        gpu_util_pct=(90.0, 91.0, 0.0, 0.0, 92.0, 0.0),
+        mem_util_pct=(1.0,) * 6,
+        mem_used_bytes=(1.0,) * 6,
+        sm_clock_mhz=(1.0,) * 6,
+        power_w=(10.0, 11.0, 12.0, 13.0, 14.0, 15.0),
+        driver_util_pct=(88.0, 0.0, 89.0, 0.0),
+        driver_t_s=(0.05, 0.25, 0.45, 0.55),
+    )
+    kept = t.within([(0.0, 0.15), (0.35, 0.45)])
+    assert kept.t_s == (0.0, 0.1, 0.4) and kept.gpu_util_pct == (90.0, 91.0, 92.0)
+    assert kept.power_w == (10.0, 11.0, 14.0)
+    assert kept.driver_util_pct == (88.0, 89.0) and kept.driver_t_s == (0.05, 0.45)
+    none = t.within([(0.6, 0.7)])
+    assert not none.available and "no NVML reading fell within" in none.reason
