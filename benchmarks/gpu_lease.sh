@@ -14,11 +14,14 @@
 #   run(command="bash benchmarks/gpu_lease.sh sweep", timeout_s=540)
 #   run(command="bash benchmarks/gpu_lease.sh watch", timeout_s=300)
 #
+#   long   (about 1.5 min) the ImageNet example under `run` for 4 epochs: its observing cost a
+#          batch over a run of 192 batches, not one of 48
+#
 # `bash benchmarks/gpu_lease.sh check` runs here, without a GPU: every command the parts run, at
 # toy sizes on the CPU, so a lease is not spent finding a wrong option.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-part=${1:?"part: sweep, watch or check"}
+part=${1:?"part: sweep, watch, long or check"}
 repo=$PWD
 export PYTHONPATH=$repo PYTHONUNBUFFERED=1
 out=${OUT:-$(mktemp -d)}
@@ -60,13 +63,16 @@ case "$part" in
       --out "$work/reports/devices"
     step 20 python benchmarks/bench_nvml_calls.py
     ;;
+  long)
+    imagenet 3072 200 -a resnet18 -b 64 -j 8 --epochs 4 --print-freq 48
+    ;;
   check)
     imagenet 64 300 -a resnet18 -b 16 -j 2 --epochs 1 --print-freq 2 --no-accel
     step 200 python -m ioprof devices --models mlp --batch-sizes 32 --seconds 4 --out "$work/reports/devices"
     step 60 python benchmarks/bench_gpu.py --skip-compute --out "$work/reports"  # refuses here: exit 2
     ;;
   *)
-    echo "gpu_lease: no part $part (sweep, watch or check)" >&2
+    echo "gpu_lease: no part $part (sweep, watch, long or check)" >&2
     exit 2
     ;;
 esac
