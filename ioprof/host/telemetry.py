@@ -39,6 +39,9 @@ class GpuSample:
 class GpuSampler(Protocol):
     def start(self) -> None: ...
 
+    def so_far(self) -> GpuTelemetry:
+        """What it has read until now; it reads on."""
+
     def stop(self) -> GpuTelemetry: ...
 
 
@@ -50,6 +53,9 @@ class UnavailableSampler:
 
     def start(self) -> None:
         pass
+
+    def so_far(self) -> GpuTelemetry:
+        return self.stop()
 
     def stop(self) -> GpuTelemetry:
         return GpuTelemetry(available=False, reason=self.reason)
@@ -142,13 +148,29 @@ class ThreadSampler:
         self._thread = threading.Thread(target=self._loop, name="ioprof-nvml", daemon=True)
         self._thread.start()
 
+    def so_far(self) -> GpuTelemetry:
+        """The readings until now, the sampler reading on (a run's results saved mid-run)."""
+        cpu_s = self._cpu_s
+        thread = self._thread
+        if thread is not None and thread.is_alive() and thread.ident is not None:
+            try:
+                cpu_s = time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+            except (AttributeError, OSError):  # no per-thread CPU clock here: its cost is not known yet
+                cpu_s = 0.0
+        return self._telemetry(list(self._samples), list(self._driver), cpu_s)
+
     def stop(self) -> GpuTelemetry:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        t = telemetry_from_samples(self._name, self._samples, self._driver, self._failure)
+        return self._telemetry(self._samples, self._driver, self._cpu_s)
+
+    def _telemetry(
+        self, samples: list[GpuSample], driver: list[tuple[float, float]], cpu_s: float
+    ) -> GpuTelemetry:
+        t = telemetry_from_samples(self._name, samples, driver, self._failure)
         return replace(
-            t, interval_s=self._interval_s, sampler_cpu_s=self._cpu_s, sampled_s=self._clock() - self._t0
+            t, interval_s=self._interval_s, sampler_cpu_s=cpu_s, sampled_s=self._clock() - self._t0
         )
 
 

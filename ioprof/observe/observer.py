@@ -216,10 +216,16 @@ class Watcher:
 
     def stop_readings(self) -> None:
         """End every loader's memory and thread readings, with a last one now (the block or the
-        script ends with windows still open)."""
+        script ends with windows still open), and its GPU sampler."""
         for rec in list(self.loaders.values()):
             if rec.inside is not None:  # an open window's, or persistent workers' read past theirs
                 rec.inside.stop(list(rec.window._pids))
+        self.stop_samplers()
+
+    def stop_samplers(self) -> None:
+        """Stop every loader's NVML sampler: a window left open keeps what it read."""
+        for rec in list(self.loaders.values()):
+            rec.stop_gpu()
 
     def failed(self, error: BaseException) -> None:
         """The script failed with ``error``: one line where a loader's worker ran out of /dev/shm."""

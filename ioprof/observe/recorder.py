@@ -292,20 +292,25 @@ class LoaderRecorder:
         self.window.pass_ended(time.perf_counter())
         self.watcher.pass_ended(self)
 
-    def _stop_gpu(self) -> None:
-        """The NVML sampler stopped, its readings cut to the window's measured stretches: a window
-        left partial (its pass ended first) or paused (evaluation, a checkpoint) had the sampler
-        running on through what the window leaves out."""
+    def stop_gpu(self) -> None:
+        """The NVML sampler stopped (the window full, or the run over), its readings cut to the
+        window's measured stretches."""
         if self.gpu is not None:
-            t0 = self.gpu_t0
-            self.telemetry = self.gpu.stop().within([(a - t0, b - t0) for a, b in self.window.spans])
+            self.telemetry = self._cut(self.gpu.stop())
             self.gpu = None
+
+    def _cut(self, telemetry: Any) -> Any:
+        """The readings taken in the window's measured stretches: a window paused (evaluation, a
+        checkpoint, the probe), carried on into a later pass or left partial had its sampler
+        reading on through what it leaves out."""
+        t0 = self.gpu_t0
+        return telemetry.within([(a - t0, b - t0) for a, b in self.window.spans])
 
     def _current(self) -> Any:
         return self._iterator() if self._iterator is not None else None
 
     def _finished(self) -> None:
-        self._stop_gpu()
+        self.stop_gpu()
         self.window_end_s = time.perf_counter()
         self.window_ended_at = time.time()
         if self.inside is not None and not self._memory_goes_on():
@@ -401,9 +406,11 @@ class LoaderRecorder:
         return sources.describe(source, self.settings["dataset_root"]) if source is not None else None
 
     def observed(self) -> LoaderObservation:
-        """This loader's window as plain data (``result.build_result`` reads it). A window the run
-        left partial keeps the GPU's readings of its measured time: its sampler is stopped here."""
-        self._stop_gpu()
+        """This loader's window as plain data (``result.build_result`` reads it). A window still
+        open (partial, or to go on in a later pass) has the GPU's readings of its measured time
+        so far; its sampler reads on until the window fills or the run ends (``stop_gpu``)."""
+        if self.gpu is not None:
+            self.telemetry = self._cut(self.gpu.so_far())
         w = self.window
         waits, steps, clock = list(w.waits), list(w.step_times), "host"
         if w.marks is not None and w.units and len(w.units) == len(w.waits):

@@ -29,6 +29,7 @@ class Watch:
 
     def __exit__(self, kind: Any, error: Any, tb: Any) -> None:
         self.watcher.uninstall()
+        self.watcher.stop_samplers()
         if isinstance(error, BaseException):
             self.watcher.failed(error)
 

@@ -84,3 +84,33 @@ def test_readings_from_a_pause_and_after_a_partial_window_are_left_out(
     # what is kept is the window's own time: about one reading each 0.01 s of it
     measured = sum(cell.wait_s) + sum(cell.step_s)
     assert len(g.t_s) <= measured / 0.01 + 5, (len(g.t_s), measured)
+
+
+def test_a_window_that_goes_on_into_later_passes_keeps_their_readings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`run` saves what it observed at each pass's end; the window goes on in the next pass. On a
+    GPU the save stopped the sampler: a 100-batch window over three passes kept the readings of
+    its first 29 batches alone."""
+    monkeypatch.setattr(Watcher, "gpu_sampler", lambda self: _Sampler())
+    _Sampler.started.clear()
+    loader = DataLoader(TensorDataset(torch.zeros(40, 4)), batch_size=2)  # 20 batches a pass
+    passes = []
+    with ioprof.watch(steps=45, seconds=None, probe=False) as w:  # the window: three passes
+        for _ in range(3):
+            t = time.perf_counter()
+            for _ in loader:
+                time.sleep(STEP_S)
+            passes.append((t, time.perf_counter()))
+            w.watcher.observation()  # saved at the pass's end, as `run` does
+            time.sleep(0.3)  # evaluation between passes
+    r = w.result()
+    (cell,) = r.cells
+    g = cell.gpu
+    assert len(cell.step_s) >= 40 and g.available, (len(cell.step_s), g.reason)
+    t0 = _Sampler.started[0]
+    taken = [t0 + t for t in g.t_s]
+    for a, b in passes[1:]:  # each later pass's stretch has its readings
+        assert sum(a < t < b for t in taken) >= (b - a) / 0.01 / 3, (a, b, len(taken))
+    measured = sum(cell.wait_s) + sum(cell.step_s)
+    assert measured / 0.01 / 2 <= len(g.t_s) <= measured / 0.01 + 5, (len(g.t_s), measured)
