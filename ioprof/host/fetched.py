@@ -27,7 +27,9 @@ import psutil
 
 from ioprof.core.counts import CacheInfo, CrossCheck, Fetched, IoCounts
 from ioprof.host import iocounters
+from ioprof.host.libc import read_held, read_whole_held
 from ioprof.host.pagecache import FilesystemInfo
+from ioprof.host.procstat import parse_io
 
 MOUNTSTATS = "/proc/self/mountstats"
 # In a mountstats "bytes:" line: normal read, normal write, direct read, direct write, server read, …
@@ -36,12 +38,11 @@ _SERVER_READ_FIELD = 4
 
 def nfs_server_read_bytes(mountpoint: str, text: str | None = None) -> int | None:
     """Bytes this NFS client has read from the server for ``mountpoint`` (None: not found)."""
-    if text is None:
-        try:
-            with open(MOUNTSTATS, encoding="utf-8") as f:
-                text = f.read()
-        except OSError:
+    if text is None:  # read holding the GIL: it is read at a batch, in the training loop (``libc``)
+        whole = read_whole_held(MOUNTSTATS)
+        if whole is None:
             return None
+        text = whole.decode("utf-8", "replace")
     current = None
     for line in text.splitlines():
         if line.startswith("device "):
@@ -96,17 +97,23 @@ class MountCounters:
 
         self.fs = fs
         self._daemon = fuse_daemon(fs)
+        self._daemon_name = ""
+        if self._daemon is not None:
+            try:
+                self._daemon_name = self._daemon.name()
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                self._daemon = None
         self._iface = interface_for(store_host(fs.source)) if fs.object_store else None
 
     def snapshot(self) -> FetchSnapshot:
         nfs = nfs_server_read_bytes(self.fs.mountpoint) if self.fs.kind == "network" else None
         pid = name = chars = None
         if self._daemon is not None:
-            try:
-                chars = int(self._daemon.io_counters().read_chars)
-                pid, name = self._daemon.pid, self._daemon.name()
-            except (psutil.NoSuchProcess, psutil.AccessDenied):
-                chars = None
+            pid, name = self._daemon.pid, self._daemon_name
+            io = read_held(f"/proc/{pid}/io")  # holding the GIL, as psutil's read does not
+            chars = parse_io(io).get("rchar") if io else None
+            if chars is None:
+                pid = name = None
         net = None
         if self._iface is not None:
             from ioprof.host.netdev import rx_bytes

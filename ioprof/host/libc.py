@@ -48,6 +48,14 @@ def pread_held(fd: int, size: int) -> bytes:
     return buf.raw[:got]
 
 
+def open_held(path: str) -> int:
+    """A /proc file opened for reading holding the GIL (close it with ``os.close``)."""
+    fd = _HELD.open(os.fsencode(path), os.O_RDONLY | os.O_CLOEXEC)
+    if fd < 0:
+        raise _error(f"open {path}")
+    return fd
+
+
 def read_held(path: str, size: int = 4096) -> bytes | None:
     """A /proc file's first ``size`` bytes holding the GIL, or None where it cannot be read."""
     fd = _HELD.open(os.fsencode(path), os.O_RDONLY | os.O_CLOEXEC)
@@ -57,6 +65,24 @@ def read_held(path: str, size: int = 4096) -> bytes | None:
         return pread_held(fd, size)
     except OSError:
         return None
+    finally:
+        _HELD.close(fd)
+
+
+def read_whole_held(path: str, chunk: int = 1 << 16) -> bytes | None:
+    """A whole /proc file holding the GIL (``/proc/self/net/dev``, ``mountstats``: a line an
+    interface or a mount, of any length), or None where it cannot be read."""
+    fd = _HELD.open(os.fsencode(path), os.O_RDONLY | os.O_CLOEXEC)
+    if fd < 0:
+        return None
+    parts = []
+    buf = ctypes.create_string_buffer(chunk)
+    offset = 0
+    try:
+        while (got := _HELD.pread(fd, buf, chunk, offset)) > 0:
+            parts.append(buf.raw[:got])
+            offset += got
+        return b"".join(parts) if got == 0 else None
     finally:
         _HELD.close(fd)
 

@@ -16,6 +16,8 @@ import struct
 import time
 from collections.abc import Callable
 
+from ioprof.host.libc import read_whole_held
+
 
 def interface_for(host: str) -> str | None:
     """The interface the kernel routes ``host`` through (``lo`` for a loopback address), or None."""
@@ -47,14 +49,13 @@ def interface_for(host: str) -> str | None:
 
 
 def rx_all() -> dict[str, int]:
-    """Bytes each interface has received so far (this process's network namespace); {} unreadable."""
-    try:
-        with open("/proc/self/net/dev", encoding="ascii") as f:
-            rows = f.read().splitlines()[2:]
-    except OSError:
+    """Bytes each interface has received so far (this process's network namespace); {} unreadable.
+    Read holding the GIL: it is read at a batch, in the training loop (``libc``)."""
+    text = read_whole_held("/proc/self/net/dev")
+    if text is None:
         return {}
     out = {}
-    for row in rows:
+    for row in text.decode("ascii", "replace").splitlines()[2:]:
         name, _, rest = row.partition(":")
         out[name.strip()] = int(rest.split()[0])
     return out

@@ -22,7 +22,7 @@ import os
 import threading
 from dataclasses import dataclass
 
-from ioprof.host.libc import listdir_held, pread_held, read_held, readlink_held
+from ioprof.host.libc import listdir_held, open_held, pread_held, read_held, readlink_held
 
 TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
 
@@ -150,11 +150,12 @@ class ThreadClock:
         process's line costs the kernel a walk over all its threads (a training process has dozens)."""
         self.pid = pid
         self.tid = tid or pid
-        self._sched = os.open(f"/proc/{pid}/task/{self.tid}/schedstat", os.O_RDONLY)
+        # opened holding the GIL: a clock is opened at a batch, for a worker first awaited then
+        self._sched = open_held(f"/proc/{pid}/task/{self.tid}/schedstat")
         self._stat: int | None = None
         if process:
             try:
-                self._stat = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+                self._stat = open_held(f"/proc/{pid}/stat")
             except OSError:
                 os.close(self._sched)
                 raise
