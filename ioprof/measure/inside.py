@@ -655,18 +655,37 @@ def _samples_vs_uss(
 ) -> list[tuple[float, float]]:
     """(samples this process had produced, its USS — or ``memory="rss"``, its RSS) at each reading:
     its own, taken at the end of a batch (``stageclock.StageClock``: the count exact), and this
-    recorder's (the count of the batches done by then), in order of the samples."""
+    recorder's, in order of the samples. A reading of this recorder's falls anywhere in a batch:
+    it counts the batches done by then and the share of the one in progress its fetch had made
+    (the samples of a batch come one after another over its fetch; counting the batches alone put
+    a reading up to a batch's samples short of what the process held, and a persistent worker's
+    growth from one epoch to the next a quarter too high where such readings fell late in one)."""
     out, produced = [], 0
     for row in rows:
         produced += row["n"]
         if row.get(memory):
             out.append((float(produced), float(row[memory])))
     for r in readings:
-        done = sum(row["n"] for row in rows if row["t"] <= r.at_s)
         value = r.uss_bytes if memory == "uss" else r.rss_bytes
         if value:
-            out.append((float(done), float(value)))
+            out.append((_made_by(rows, r.at_s), float(value)))
     return sorted(out)
+
+
+def _made_by(rows: Sequence[dict[str, Any]], at_s: float) -> float:
+    """The samples a process had made at ``at_s``: its batches done, and of the next, the share
+    its fetch had run (a batch is fetched, then collated, and ends at its row's ``t``)."""
+    done = 0.0
+    for row in rows:
+        if row["t"] <= at_s:
+            done += row["n"]
+            continue
+        fetch_s = float(row.get("fetch_s") or 0.0)
+        begun = row["t"] - float(row.get("collate_s") or 0.0) - fetch_s
+        if fetch_s > 0 and at_s > begun:
+            done += row["n"] * min(1.0, (at_s - begun) / fetch_s)
+        break
+    return done
 
 
 def python_objects(root: Any, limit: int = 2_000_000) -> tuple[int, int, bool]:

@@ -231,3 +231,23 @@ def test_a_datasets_items_are_counted_in_the_samples_its_rows_count() -> None:
     assert samples_counted(lists, 96, 12) == (96, 96)
     assert samples_counted([], 96, 12) == (96, 96)  # no rows yet: the dataset's own count
     assert samples_counted(batched, None, None) == (None, None)
+
+
+def test_a_reading_taken_while_a_batch_is_made_counts_what_of_it_was_made() -> None:
+    """A recorder's reading of a worker falls anywhere in a batch: the worker holds the samples of
+    the batch in progress it has made, so the reading counts them (its fetch's share by then), not
+    only the batches done."""
+    from ioprof.host.processes import ProcessReading
+    from ioprof.measure.inside import _samples_vs_uss
+
+    # batches of 8, each fetched over 0.8 s and collated in 0.2 s, ending at t = 1, 2, 3
+    rows = [{"pid": 7, "t": float(k), "n": 8, "fetch_s": 0.8, "collate_s": 0.2} for k in (1, 2, 3)]
+
+    def at(t: float) -> float:
+        ((x, _),) = _samples_vs_uss([ProcessReading(7, t, 100, 100, {})], rows)
+        return x
+
+    assert at(1.0) == 8.0  # at a batch's end: the batches done
+    assert at(1.4) == pytest.approx(8 + 8 * 0.4 / 0.8)  # the next fetched from 1.0: half of it made
+    assert at(1.9) == 16.0  # fetched, collating
+    assert at(9.0) == 24.0  # after the last
