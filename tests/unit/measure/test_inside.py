@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ioprof.core.stats import pooled_slope
-from ioprof.measure.inside import GrowthFit, goes_on
+from ioprof.measure.growth import GrowthFit, goes_on
 
 KB = 1024
 
@@ -96,7 +96,7 @@ def _epochs(uss, epochs: int, per_epoch: int = 100, every: int = 10):  # type: i
 
 
 def test_growth_across_epochs_is_what_a_worker_keeps_not_what_it_gives_back() -> None:
-    from ioprof.measure.inside import across_epochs
+    from ioprof.measure.growth import across_epochs
 
     # keeps 64 kB of every sample: 6.4 MB more at each point of each epoch than of the last
     kept = across_epochs(*_epochs(lambda e, k: 300e6 + 64_000 * 100 * (e + k), epochs=3))
@@ -116,7 +116,7 @@ def test_workers_that_keep_different_amounts_leave_the_growth_undecided() -> Non
     they rise in its allocator's steps, and workers differ. One that keeps 2 MB an epoch beside
     one that keeps none: a growth of about 1 MB that the two workers cannot tell from none."""
     from ioprof.core.thresholds import GROWTH_NOISE_BYTES
-    from ioprof.measure.inside import across_epochs
+    from ioprof.measure.growth import across_epochs
 
     series, starts = _epochs(lambda e, k: 300e6, epochs=2)
     series = {
@@ -142,7 +142,7 @@ def test_a_worker_reads_its_own_memory_at_a_batchs_end_within_its_budget(tmp_pat
 
     from ioprof.host.processes import memory_of
     from ioprof.measure import stage_rows, stages
-    from ioprof.measure.inside import _samples_vs_uss
+    from ioprof.measure.growth import samples_vs_uss
 
     clock = stages.StageClock(str(tmp_path), 0, "stages", memory=True)
     for i in range(3):  # three batches at once: one reading, the next held back
@@ -153,7 +153,7 @@ def test_a_worker_reads_its_own_memory_at_a_batchs_end_within_its_budget(tmp_pat
     assert len(rows) == 3 and len(own) == 1 and own[0] is rows[0]
     uss, _, _ = memory_of(os.getpid()) or (0, 0, 0)
     assert own[0]["uss"] == pytest.approx(uss, rel=0.2) and own[0]["pss"] > 0
-    assert _samples_vs_uss([], rows) == [(4.0, float(own[0]["uss"]))]
+    assert samples_vs_uss([], rows) == [(4.0, float(own[0]["uss"]))]
     # without ``memory`` (a sweep's own workers) no reading is taken
     quiet = stages.StageClock(str(tmp_path / "q"), 0, "stages")
     os.makedirs(tmp_path / "q")
@@ -167,7 +167,7 @@ def test_a_forked_workers_life_is_never_carried_above_what_it_maps() -> None:
     at the fork becoming its alone as the training process wrote its own copies — while its RSS
     stayed at 1.1 GB: carried to its share of 200 samples at that slope it would hold 1.84 GB, more
     than it maps. Its peak is what it maps, carried at what it allocated itself."""
-    from ioprof.measure.inside import one_life_peak
+    from ioprof.measure.growth import one_life_peak
 
     mb = 1e6
     uss = [(0.0, 340 * mb), (10.0, 415 * mb), (20.0, 490 * mb)]
@@ -238,13 +238,13 @@ def test_a_reading_taken_while_a_batch_is_made_counts_what_of_it_was_made() -> N
     the batch in progress it has made, so the reading counts them (its fetch's share by then), not
     only the batches done."""
     from ioprof.host.processes import ProcessReading
-    from ioprof.measure.inside import _samples_vs_uss
+    from ioprof.measure.growth import samples_vs_uss
 
     # batches of 8, each fetched over 0.8 s and collated in 0.2 s, ending at t = 1, 2, 3
     rows = [{"pid": 7, "t": float(k), "n": 8, "fetch_s": 0.8, "collate_s": 0.2} for k in (1, 2, 3)]
 
     def at(t: float) -> float:
-        ((x, _),) = _samples_vs_uss([ProcessReading(7, t, 100, 100, {})], rows)
+        ((x, _),) = samples_vs_uss([ProcessReading(7, t, 100, 100, {})], rows)
         return x
 
     assert at(1.0) == 8.0  # at a batch's end: the batches done
