@@ -500,6 +500,16 @@ def _ceilings(result: SweepResult) -> list[str]:
     return out
 
 
+def _sampled_over(result: SweepResult) -> str:
+    """What a window's NVML samples leave out: a script's window also its pauses and what follows."""
+    if result.kind == "run":
+        return (
+            "warm-up and worker start-up excluded, and the pauses between its batches that the window leaves "
+            "out — evaluation, a checkpoint, ioprof's probe — and what ran after it"
+        )
+    return "warm-up and worker start-up excluded"
+
+
 def _gpu_utilization(result: SweepResult) -> list[str]:
     out = ["## GPU utilization (NVML)", ""]
     gpu_cells = [c for c in result.cells if c.gpu.available and c.gpu.gpu_util_pct]
@@ -532,7 +542,7 @@ def _gpu_utilization(result: SweepResult) -> list[str]:
         "",
         *table(["dataset", "loader", "mean %", "p5 %", "p50 %", "p95 %", "samples < 50 %", "samples"], rows),
         "",
-        f"Sampled over each cell's measured window only (warm-up and worker start-up excluded): the driver's own "
+        f"Sampled over each cell's measured window only ({_sampled_over(result)}): the driver's own "
         "samples, each once (its buffer, `nvmlDeviceGetSamples`), or where that could not be read, readings "
         f"every {every:g} s, which repeat the driver's value until it updates it (marked). The sampler used at "
         f"most {cost:.2%} of one CPU core.",
