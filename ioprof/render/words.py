@@ -297,8 +297,8 @@ def _undecided_words(a: f.Advice) -> str:
     n, i = a.workers_needed or 0, a.workers_needed_interval
     assert i is not None
     return (
-        f"Whether {worker_count(n)} {'keeps' if n == 1 else 'keep'} up with decoding is not decided: "
-        f"{'it decodes' if n == 1 else 'they decode'} {rate_ci(i)} img/s against the {rate(a.demand_img_per_s)} img/s "
+        f"Whether {worker_count(n)} {'keeps' if n == 1 else 'keep'} up with decoding is not decided: measured "
+        f"alone, {'it decodes' if n == 1 else 'they decode'} {rate_ci(i)} img/s against the {rate(a.demand_img_per_s)} img/s "
         f"the training step consumes; a longer run narrows it."
     )
 

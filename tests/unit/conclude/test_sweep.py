@@ -299,8 +299,8 @@ def test_workers_that_meet_the_demand_only_in_their_intervals_middle_are_not_sai
     assert i is not None and i.low < 800.0 < i.value, i
     assert "suffice for decoding" not in text, text
     assert text.startswith(
-        f"Whether 4 workers keep up with decoding is not decided: they decode {fmt.rate_ci(i)} img/s against "
-        "the 800 img/s the training step consumes"
+        f"Whether 4 workers keep up with decoding is not decided: measured alone, they decode {fmt.rate_ci(i)} "
+        "img/s against the 800 img/s the training step consumes"
     ), text
 
 
