@@ -60,7 +60,10 @@ class Watcher:
         self, config: WatchConfig, *, only: Any = None, marks: Callable[[], Any] | None = None
     ) -> None:
         self.config = config
-        self.loaders: dict[int, LoaderRecorder] = {}
+        self.loaders: dict[int, LoaderRecorder] = {}  # by its index: every loader seen, gone or not
+        # a loader's recorder by id(loader): a loader made after another was freed can take its id,
+        # and is a loader of its own (a script that makes its DataLoader again at every epoch)
+        self._by_id: dict[int, LoaderRecorder] = {}
         self.optimizer_steps = 0
         self.step_threads: set[int] = set()
         self.probes: dict[str, Any] = {}
@@ -258,10 +261,11 @@ class Watcher:
         if self._only is not None and self._only() is not loader:
             return None  # watch(loader) observes that loader only
         with self._lock:
-            rec = self.loaders.get(id(loader))
+            rec = self._by_id.get(id(loader))
             if rec is None or rec.loader() is not loader:
                 rec = LoaderRecorder(self, loader, len(self.loaders) + 1)
-                self.loaders[id(loader)] = rec
+                self.loaders[rec.index] = rec
+                self._by_id[id(loader)] = rec
         return rec
 
     def time_workers(self, loader: Any, rec: LoaderRecorder) -> None:

@@ -142,6 +142,32 @@ def test_loaders_that_override_iter_and_next_are_watched_once(small_set: Path) -
     assert "__init_subclass__" not in vars(torch.utils.data.DataLoader)
 
 
+def test_a_loader_made_again_where_a_freed_one_was_is_a_loader_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A script that makes its DataLoader again at each epoch frees the last one first, and the
+    new one can take its ``id()`` (its memory): each is still reported, none replacing another's
+    measurements — one CI run lost a 7-batch loader this way, its id taken by the next. Which
+    address the allocator hands out is its own choice: here every loader is given the same id."""
+    import gc
+
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    import ioprof
+    from ioprof.observe import observer
+
+    monkeypatch.setattr(observer, "id", lambda obj: 1, raising=False)  # each loader in the freed one's place
+    data = TensorDataset(torch.zeros(24, 3 * 32 * 32), torch.zeros(24, dtype=torch.long))
+    with ioprof.watch(steps=3, probe=False) as w:
+        for steps in (6, 5, 4):
+            loader = DataLoader(data, batch_size=4)
+            _tiny_training(loader, steps=steps)
+            del loader
+            gc.collect()
+    assert sorted(lo.batches for lo in w.result().loaders) == [4, 5, 6]
+
+
 class SlowItems:
     """``n`` tiny samples, each taking ``item_s`` to make (the decode a loader's worker does)."""
 
