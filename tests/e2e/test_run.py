@@ -48,9 +48,8 @@ def test_an_unchanged_imagenet_style_script_is_observed(
     """On local disk with the files cached and a model far slower than two workers decode (resnet50
     at 112 px): compute-bound, said as such; train and val reported apart; the pipeline measured
     alone. On 2 cores the workers share them with the training's threads, and each batch waits a
-    few ms for a core whatever the step: at 64 px (a step of about 0.1 s on a host that trains
-    ResNet-50 at 9.6 img/s at 224 px) that was 3 % of it, and once 4 % with its interval over 5 %
-    (borderline, rightly); at 112 px, about 1 %."""
+    few ms for a core whatever the step: a step of 64 px left that wait near the 5 % line (once
+    borderline, rightly); one of 112 px, twice as long, halves its share."""
     out = tmp_path / "o"
     with ProcStat(rig=True) as stat:
         p = ioprof_run(

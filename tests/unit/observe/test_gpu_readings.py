@@ -2,9 +2,9 @@
 
 A window can pause (evaluation, a checkpoint between batches: left out) and can be left partial
 (the pass ends before it fills); the sampler, started when the window opens, runs on through both
-until it is stopped. On a GPU this left a 48-batch run's window of 0.7 s holding 11.6 s of
-readings, most of them from its evaluation and the probe's pause: the GPU "4 % busy" in a loop
-that waited for data 16 % of its time. No GPU here: a sampler of NVML's shape, reading a clock."""
+until it is stopped. On a GPU that left a short run's window holding the readings of its
+evaluation and of the probe's pause: the GPU looked idle in a loop that was not. No GPU here:
+a sampler of NVML's shape, reading a clock."""
 
 from __future__ import annotations
 
