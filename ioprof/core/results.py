@@ -119,7 +119,8 @@ class WaitSplit:
     the batch's producer — its thread on a CPU, that thread runnable but waiting for a CPU
     (run-queue delay), its process's other threads on a CPU (an OpenMP team, a decoder's
     threads); what is left it was off-CPU: blocked reading its source, or on a lock. Units whose
-    producer could not be told (the batch had already arrived) are left out.
+    producer could not be told (the batch had already arrived), and those not drawn where a fast
+    loop's waits are split at a random share of its batches (``observe.producers``), are left out.
     """
 
     # the stage each part of the producer's time blames: off-CPU is the source; on a CPU, or

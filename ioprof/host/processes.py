@@ -50,7 +50,7 @@ def read_process(pid: int, at_s: float, *, memory: bool = True) -> ProcessReadin
     Memory comes from ``/proc/PID/smaps_rollup`` (``memory_of``; psutil parses the whole
     ``smaps`` in Python, holding the interpreter lock for tens of ms in a large process); CPU and
     run-queue times from ``/proc`` directly (``procstat``). ``memory=False``: CPU only (cheap)."""
-    got = procstat.sample(pid)
+    got = procstat.sample(pid, own=False)
     if got is None:
         return None
     try:

@@ -98,8 +98,10 @@ def own_rchar(pid: int, tids: list[str] | None = None) -> int:
     return total
 
 
-def sample(pid: int, *, threads: bool = True) -> ProcSample | None:
-    """``pid`` now (None when it is gone or cannot be read)."""
+def sample(pid: int, *, threads: bool = True, own: bool = True) -> ProcSample | None:
+    """``pid`` now (None when it is gone or cannot be read). Each of its threads is read twice
+    for ``threads`` and ``own`` (its scheduler totals, its own reads): a training process has
+    dozens, so a caller asks only for what it uses (``own_rchar`` is 0 without ``own``)."""
     stat, io = read_held(f"/proc/{pid}/stat"), read_held(f"/proc/{pid}/io")
     if not stat or not io:
         return None
@@ -108,16 +110,29 @@ def sample(pid: int, *, threads: bool = True) -> ProcSample | None:
         counters = parse_io(io)
     except (ValueError, IndexError):
         return None
-    tids = _tids(pid)
+    tids = _tids(pid) if threads or own else []
     return ProcSample(
         pid=pid,
         cpu_s=cpu,
         children_cpu_s=children,
         rchar=counters.get("rchar", 0),
         read_bytes=counters.get("read_bytes", 0),
-        own_rchar=own_rchar(pid, tids),
+        own_rchar=own_rchar(pid, tids) if own else 0,
         threads=thread_times(pid, tids) if threads else {},
     )
+
+
+def reads(pid: int) -> tuple[int, int, int] | None:
+    """``pid``'s reads now, nothing else: (``rchar``, ``read_bytes``, its living threads' own
+    ``rchar``); None when it is gone or cannot be read."""
+    io = read_held(f"/proc/{pid}/io")
+    if not io:
+        return None
+    try:
+        counters = parse_io(io)
+    except ValueError:
+        return None
+    return counters.get("rchar", 0), counters.get("read_bytes", 0), own_rchar(pid)
 
 
 def descriptors(pid: int) -> list[tuple[str, str]]:

@@ -198,10 +198,12 @@ class Watcher:
         self.guard(rec, rec.after_next, it, t_call, t_return, batch)
         # ioprof's own cost; the probe's pause, when the pass's last batch set it off, is said apart
         own = t_in - t_call + time.perf_counter() - t_return - (self.probe_pause_s - paused)
+        first = rec.producers.first_cost()  # the first waits' split: the window pays it once
         if rec.once:
             rec.once, rec.once_s = False, rec.once_s + own
         else:
-            rec.own_s, rec.own_calls = rec.own_s + own, rec.own_calls + 1
+            rec.own_s, rec.own_calls = rec.own_s + own - first, rec.own_calls + 1
+            rec.once_s += first
         self.guard(rec, rec.pass_own, it, own)
         return batch
 
@@ -332,18 +334,27 @@ class Watcher:
 
         return open_gpu_sampler(nvml_for_device(torch.device(self.device()))[1])
 
-    def read_counters(self, rec: LoaderRecorder, pids: Sequence[int], at_s: float) -> Reading:
-        """The I/O and CPU counters of a loader's processes (and of the training process: its CPU),
-        and its mount's counters, now."""
+    def read_counters(
+        self, rec: LoaderRecorder, pids: Sequence[int], at_s: float, cpu: bool = True
+    ) -> Reading:
+        """The I/O counters of a loader's processes and its mount's, now; with ``cpu``, the CPU
+        of those processes and of the training process, and each of their threads' totals (the
+        costly part: a training process has dozens of threads)."""
         from ioprof.host import procstat
         from ioprof.observe.window import Reading
 
-        procs, own, cpu, threads = {}, {}, {}, {}
-        for pid in {*pids, os.getpid()}:
-            got = procstat.sample(pid)
-            if got is None:  # gone (a worker reaped), or not readable
+        t0 = time.perf_counter()
+        procs, own, cpus, threads = {}, {}, {}, {}
+        for pid in {*pids, os.getpid()} if cpu else pids:
+            if not cpu:
+                io = procstat.reads(pid)
+                if io is not None:  # None: gone (a worker reaped), or not readable
+                    procs[pid], own[pid] = (io[1], io[0]), io[2]
                 continue
-            cpu[pid] = got.cpu_s + got.children_cpu_s
+            got = procstat.sample(pid, own=pid in pids)
+            if got is None:
+                continue
+            cpus[pid] = got.cpu_s + got.children_cpu_s
             threads[pid] = {tid: (t.cpu_s, t.runq_s) for tid, t in got.threads.items()}
             if pid in pids:
                 procs[pid] = (got.read_bytes, got.rchar)
@@ -369,12 +380,13 @@ class Watcher:
             nfs,
             daemon,
             own_chars=own,
-            cpu=cpu,
+            cpu=cpus,
             threads=threads,
             wall_s=time.time(),
             net_bytes=net,
             iface=rec.iface,
             rx=rx,
+            took_s=time.perf_counter() - t0,
         )
 
     def mount_counters(self, root: str) -> MountCounters | None:

@@ -12,13 +12,23 @@ source (disk, network, a pipe), or on a lock. This needs no knowledge of the dat
 from __future__ import annotations
 
 import os
+import random
 import threading
+import time
 from typing import Any
 
+from ioprof.core.thresholds import KERNEL_SPLIT_MIN_UNITS
 from ioprof.host.procstat import ThreadClock, ThreadTimes
 
 # ((pid, tid), the producing thread's totals, its process's CPU s, the calling thread's totals)
 Mark = tuple[tuple[int, int], ThreadTimes, float, ThreadTimes | None]
+
+# A wait is split (three small files of /proc read at the call and again at the return: tens of
+# µs each on a host whose caches the step left cold) at a random share of the loop's batches that
+# keeps that cost under this share of the loop's time — the first as many as a stage decided from
+# the splits asks for always (their cost is learnt meanwhile): the sampling never takes a verdict away.
+SPLIT_BUDGET = 0.002
+SPLITS_FIRST = KERNEL_SPLIT_MIN_UNITS
 
 
 def awaited(it: Any) -> tuple[int, int] | None:
@@ -46,6 +56,31 @@ class Producers:
 
     def __init__(self) -> None:
         self._clocks: dict[tuple[int, int, bool], ThreadClock | None] = {}  # (pid, tid, its process read)
+        self._cost_s = 0.0  # what the splits taken so far cost the loop, marks included
+        self._splits = 0
+        self._pick = random.Random()  # its own: the script's random state is never touched
+        # what the first splits cost, not yet taken by ``first_cost``: a cost the window pays once,
+        # however many batches it has
+        self._first_s = 0.0
+
+    def _spent(self, seconds: float) -> None:
+        self._cost_s += seconds
+        if self._splits < SPLITS_FIRST:
+            self._first_s += seconds
+
+    def first_cost(self) -> float:
+        """What the first splits cost since the last call: once, not with each batch."""
+        took, self._first_s = self._first_s, 0.0
+        return took
+
+    def wanted(self, unit_s: float | None) -> bool:
+        """Whether to split the wait of the batch about to be asked for, where the loop's unit
+        (its wait and step, the median so far) is ``unit_s``: a random choice, independent of the
+        wait, so the waits split are a fair sample of all."""
+        if self._splits < SPLITS_FIRST or not unit_s or self._cost_s <= 0:
+            return True
+        share = SPLIT_BUDGET * unit_s * self._splits / self._cost_s
+        return share >= 1 or self._pick.random() < share
 
     def _clock(self, who: tuple[int, int], process: bool = True) -> ThreadClock | None:
         key = (*who, process)
@@ -66,14 +101,18 @@ class Producers:
 
     def mark(self, it: Any) -> Mark | None:
         """The awaited producer's totals now, at a call to ``next()``."""
-        who = awaited(it)
-        if who is None:
-            return None
-        clock = self._clock(who)
-        read = clock.read() if clock is not None else None
-        if read is None:
-            return None
-        return who, read[0], read[1], self._caller(who)[1]
+        t0 = time.perf_counter()
+        try:
+            who = awaited(it)
+            if who is None:
+                return None
+            clock = self._clock(who)
+            read = clock.read() if clock is not None else None
+            if read is None:
+                return None
+            return who, read[0], read[1], self._caller(who)[1]
+        finally:
+            self._spent(time.perf_counter() - t0)
 
     def split(self, start: Mark | None) -> tuple[float, float, float, float, float] | None:
         """(its thread's CPU s, its thread's run-queue s, its other threads' CPU s, the calling
@@ -83,6 +122,14 @@ class Producers:
         busy machine that is where the last part of a wait goes, and off-CPU it is not."""
         if start is None:
             return None
+        began = time.perf_counter()
+        try:
+            return self._split(start)
+        finally:
+            self._spent(time.perf_counter() - began)
+            self._splits += 1
+
+    def _split(self, start: Mark) -> tuple[float, float, float, float, float] | None:
         who, t0, proc0, caller0 = start
         clock = self._clocks.get((*who, True))
         now = clock.read() if clock is not None else None

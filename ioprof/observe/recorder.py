@@ -44,7 +44,7 @@ class LoaderRecorder:
             warmup=cfg.warmup_steps,
             workers=workers,
             prefetch_depth=(self.settings["prefetch_factor"] or 0) * workers,
-            read=lambda pids, at: watcher.read_counters(self, pids, at),
+            read=lambda pids, at, cpu: watcher.read_counters(self, pids, at, cpu),
             marks=watcher.gpu_marks(),
         )
         self.counters = watcher.mount_counters(self.settings["dataset_root"])
@@ -78,7 +78,8 @@ class LoaderRecorder:
         self.own_s = 0.0  # time spent in ioprof's own code around next(), batch by batch
         self.own_calls = 0
         # work that comes once, not with each batch (the window's start and end, a pass's end, the
-        # first batch's look, the files found open): its time is said apart, not spread per batch
+        # first batch's look, the files found open, the first waits' split): its time is said apart, not
+        # spread per batch
         self.once = False  # the call under way did such work
         self.in_iter = (
             False  # inside the loader's iter(): an override's call of DataLoader's own is part of it
@@ -168,7 +169,8 @@ class LoaderRecorder:
         if ident not in self.thread_names:
             self.thread_names[ident] = threading.current_thread().name
         finished = w.call(t_call, self.watcher.optimizer_steps, ident)
-        self._mark = self.producers.mark(it) if w.started and not w.done else None
+        taken = w.started and not w.done and self.producers.wanted(w.median_unit_s)
+        self._mark = self.producers.mark(it) if taken else None
         if w.started and not started:
             self.once = True
             self.window_start_s = t_call
@@ -187,7 +189,8 @@ class LoaderRecorder:
         if self._current() is not it:
             self.window.batches += 1
             return
-        images = images_in(batch, self.settings["batch_size"] or 1)
+        # a finished window counts no more images (the batch's tree walked for nothing)
+        images = images_in(batch, self.settings["batch_size"] or 1) if not self.window.done else 0
         split = self.producers.split(self._mark) if self._mark is not None else None
         self._mark = None
         self.window.returned(t_call, t_return, images, split)

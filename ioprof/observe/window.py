@@ -38,8 +38,14 @@ from typing import Any, Protocol
 # batch ahead during it. A 4 ms hiccup after steps of 0.2 ms is no pause when a batch takes 60.
 GAP_FACTOR = 20.0
 GAP_MIN_STEPS = 5
-# While a segment is open the counters are read at a unit boundary at most this often.
+# While a segment is open the counters are read at a unit boundary at most this often, and no
+# more often than keeps their cost (a few files of /proc for each process) under this share of the
+# loop's time…
 COUNTERS_EVERY_S = 0.5
+READ_BUDGET = 0.002
+# …and the CPU and each thread's totals with them (dozens of threads in a training process:
+# milliseconds to read) no more often than keeps theirs under this share.
+CPU_READ_BUDGET = 0.001
 # the most batches a window keeps the loop's times of, for the replay of its hand-over (its own
 # passes only; about 170 bytes each)
 HANDED_MAX = 100_000
@@ -69,6 +75,7 @@ class Reading:
     # taken before the loader's source was known (its workers' connections are found at its first
     # batch): every interface's count, so that a span from here is counted once one is known
     rx: dict[str, int] = field(default_factory=dict)
+    took_s: float = 0.0  # what this reading cost the loop
 
     def net_on(self, iface: str | None) -> int | None:
         """What ``iface`` had received at this reading, where it was read."""
@@ -97,12 +104,13 @@ class Totals:
     thread_runq_s: dict[str, float] = field(default_factory=dict)  # "pid/tid" → run-queue s
     cpu_spans_wall: list[tuple[float, float]] = field(default_factory=list)  # the CPU spans, wall-clock
 
-    def add(self, a: Reading, b: Reading) -> None:
+    def add(self, a: Reading, b: Reading, cpu_to: Reading | None = None) -> None:
         """The span from ``a`` to ``b``: its seconds and the host's counters (the network
         interface's, the NFS client's, the FUSE daemon's) always; the processes' own counters over
         the processes read at both ends — none where those read at ``a`` are all gone at ``b``
         (their bytes went with them: pieces of a segment then fall short of its whole, and a
-        process-counted figure gets no interval), while the host's still add up."""
+        process-counted figure gets no interval), while the host's still add up. CPU from ``a``
+        to ``cpu_to`` (the span's last reading that read it), none where not given."""
         if b.at_s <= a.at_s:
             return
         common = a.procs.keys() & b.procs.keys()
@@ -114,7 +122,8 @@ class Totals:
         )
         self.processes = max(self.processes, len(common))
         self.spans += 1
-        self._add_cpu(a, b)
+        if cpu_to is not None:
+            self._add_cpu(a, cpu_to)
         if a.nfs_bytes is not None and b.nfs_bytes is not None:
             self.nfs_bytes = (self.nfs_bytes or 0) + b.nfs_bytes - a.nfs_bytes
         net_a, net_b = a.net_on(b.iface), b.net_on(b.iface)
@@ -141,7 +150,7 @@ class Totals:
                 self.thread_cpu_s[key] = self.thread_cpu_s.get(key, 0.0) + max(0.0, cpu - c0)
                 self.thread_runq_s[key] = self.thread_runq_s.get(key, 0.0) + max(0.0, runq - r0)
 
-    def plus(self, a: Reading | None, b: Reading | None) -> Totals:
+    def plus(self, a: Reading | None, b: Reading | None, cpu_to: Reading | None = None) -> Totals:
         """These totals with one more span (an open segment's), without changing them."""
         out = Totals(
             **{
@@ -151,7 +160,7 @@ class Totals:
             }
         )
         if a is not None and b is not None:
-            out.add(a, b)
+            out.add(a, b, cpu_to)
         return out
 
 
@@ -258,7 +267,7 @@ class LoaderWindow:
     warmup: int
     workers: int
     prefetch_depth: int  # batches ready in the queue after a pause: prefetch_factor × workers
-    read: Callable[[Sequence[int], float], Reading]
+    read: Callable[[Sequence[int], float, bool], Reading]  # (pids, at, with their CPU)
     marks: GpuMarks | None = None
     waits: list[float] = field(default_factory=list)
     step_times: list[float] = field(default_factory=list)
@@ -286,6 +295,8 @@ class LoaderWindow:
     _pending: _Pending | None = None
     _seg_start: Reading | None = None
     _seg_last: Reading | None = None
+    _seg_cpu: Reading | None = None  # the open segment's last reading that read the CPU
+    _bytes_took_s: float = 0.0  # what the last reading of the bytes alone cost
     # the counters' deltas between consecutive readings of each segment (the pieces its total is
     # made of): the spread that gives the fetched MB/s its interval
     pieces: list[Piece] = field(default_factory=list)
@@ -311,7 +322,7 @@ class LoaderWindow:
         self._pids = list(pids)
         if self.passes == 1:
             now = time.perf_counter()
-            self.before = BeforeWindow(now, self.read(self._pids, now))
+            self.before = BeforeWindow(now, self.read(self._pids, now, True))
         self._skip = (self.warmup if self.passes == 1 else 0) + self.workers
         self._pass_k = 0
         if not self.started:  # the passes before the window's are never replayed
@@ -324,7 +335,7 @@ class LoaderWindow:
         """The pass is over: the segment ends at the last unit's end, or — where its processes are
         still there to be read (a pass that ended by its length, not by running out) — ``at_s``."""
         if at_s is not None and self._seg_start is not None:
-            last = self.read(self._pids, at_s)
+            last = self.read(self._pids, at_s, True)
             if last.procs.keys() == self._seg_start.procs.keys():  # a pass that ran out: its workers are gone
                 self._advance(last)
         self.close_segment()
@@ -408,8 +419,10 @@ class LoaderWindow:
         self.unit_keys.append(p.key)
         if self.marks is not None:
             self.units.append((p.call_mark, p.return_mark, mark))
-        if self._seg_last is not None and t_call - self._seg_last.at_s >= COUNTERS_EVERY_S:
-            self._read_now(t_call)
+        last = self._seg_last
+        if last is not None and t_call - last.at_s >= max(COUNTERS_EVERY_S, self._bytes_took_s / READ_BUDGET):
+            cpu = self._seg_cpu
+            self._read_now(t_call, cpu is None or t_call - cpu.at_s >= cpu.took_s / CPU_READ_BUDGET)
         return True
 
     def _pause(self) -> None:
@@ -421,7 +434,7 @@ class LoaderWindow:
 
     def _begin(self, t_call: float, mark: Any) -> None:
         if self._seg_start is None:
-            self._seg_start = self._seg_last = self.read(self._pids, t_call)
+            self._seg_start = self._seg_last = self._seg_cpu = self.read(self._pids, t_call, True)
             self._seg_first_piece = len(self.pieces)
             self.segments += 1
             self.spans.append([t_call, t_call])
@@ -430,23 +443,28 @@ class LoaderWindow:
                 b.seconds = t_call - b.started_s
                 if b.reading is not None:
                     b.totals = Totals()
-                    b.totals.add(b.reading, self._seg_start)
+                    b.totals.add(b.reading, self._seg_start, self._seg_start)
             self.started = True
         self._open = True
         self._call_mark = mark
 
-    def _read_now(self, t: float) -> None:
+    def _read_now(self, t: float, cpu: bool = True) -> None:
         if self._seg_start is not None:
-            self._advance(self.read(self._pids, t))
+            self._advance(self.read(self._pids, t, cpu), cpu)
 
-    def _advance(self, reading: Reading) -> None:
-        """The segment's last reading is now ``reading``: the piece since the one before is kept."""
+    def _advance(self, reading: Reading, cpu: bool = True) -> None:
+        """The segment's last reading is now ``reading`` (with ``cpu``: its CPU's too): the piece
+        since the one before is kept."""
         if self._seg_last is not None:
             piece = Totals()
             piece.add(self._seg_last, reading)
             if piece.spans:
                 self.pieces.append(Piece.of(piece))
         self._seg_last = reading
+        if cpu:
+            self._seg_cpu = reading
+        else:
+            self._bytes_took_s = reading.took_s
 
     def _full(self) -> bool:
         return len(self.step_times) >= self.steps or (
@@ -455,13 +473,13 @@ class LoaderWindow:
 
     def close_segment(self) -> None:
         if self._seg_start is not None and self._seg_last is not None:
-            self.totals.add(self._seg_start, self._seg_last)
+            self.totals.add(self._seg_start, self._seg_last, self._seg_cpu)
             # a last piece shorter than the readings' spacing (the window's end, a pause) joins the
             # one before it: a batch's bytes over a few hundredths of a second are no rate
             if len(self.pieces) - self._seg_first_piece >= 2 and self.pieces[-1].seconds < COUNTERS_EVERY_S:
                 last = self.pieces.pop()
                 self.pieces[-1] = self.pieces[-1].then(last)
-        self._seg_start = self._seg_last = None
+        self._seg_start = self._seg_last = self._seg_cpu = None
         self._pending = None
         self._open = False
 
@@ -472,8 +490,14 @@ class LoaderWindow:
 
     def totals_now(self) -> Totals:
         """The totals, with the open segment's span so far (a window the script cut short)."""
-        return self.totals.plus(self._seg_start, self._seg_last)
+        return self.totals.plus(self._seg_start, self._seg_last, self._seg_cpu)
 
     @property
     def measured_s(self) -> float:
         return self._measured
+
+    @property
+    def median_unit_s(self) -> float | None:
+        """The median unit (wait and step) so far; None before the first."""
+        units = self._by_size[1]
+        return units[len(units) // 2] if units else None

@@ -295,7 +295,7 @@ def _own_cost(result: SweepResult) -> list[str]:
         + "; ".join(out)
         + (
             " (*once*: what comes once, not with each batch — the window's start and end, each pass's end, the "
-            "first batch's look — in all; the pause for the probe is stated above, apart)."
+            "first batch's look, the first waits' split — in all; the pause for the probe is stated above, apart)."
             if any(lo.own_once_s >= 1e-3 for lo in result.loaders)
             else " (the pause for the probe is stated above, apart)."
         )

@@ -12,26 +12,47 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from ioprof.host import netdev, procstat
 
 MB = 1_000_000
 
 
-def test_own_threads_count_a_childs_piped_bytes_once(tmp_path: Path) -> None:
+def _reads_sampled(pid: int) -> tuple[int, int, int]:
+    got = procstat.sample(pid)
+    assert got is not None
+    return got.rchar, got.read_bytes, got.own_rchar
+
+
+def _reads_alone(pid: int) -> tuple[int, int, int]:
+    got = procstat.reads(pid)  # the reads alone: what a window reads every half second
+    assert got is not None
+    return got
+
+
+@pytest.mark.parametrize("read", [_reads_sampled, _reads_alone])
+def test_own_threads_count_a_childs_piped_bytes_once(read, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     blob = tmp_path / "blob"
     blob.write_bytes(b"x" * (5 * MB))
-    before = procstat.sample(os.getpid())
-    assert before is not None
+    before = read(os.getpid())
     with subprocess.Popen(["cat", str(blob)], stdout=subprocess.PIPE) as child:
         assert child.stdout is not None
         got = len(child.stdout.read())
-    after = procstat.sample(os.getpid())
-    assert after is not None and got == 5 * MB
-    own = after.own_rchar - before.own_rchar
-    total = after.rchar - before.rchar
+    after = read(os.getpid())
+    assert got == 5 * MB
+    own = after[2] - before[2]
+    total = after[0] - before[0]
     assert 5 * MB <= own < 5.2 * MB  # the pipe's bytes, read by this process: once
     assert total >= 10 * MB  # …and the reaped child's reads of the file on top
-    assert after.children_cpu_s >= before.children_cpu_s
+
+
+def test_a_sample_reads_only_what_is_asked() -> None:
+    full = procstat.sample(os.getpid())
+    bare = procstat.sample(os.getpid(), threads=False, own=False)
+    assert full is not None and bare is not None
+    assert full.threads and full.own_rchar > 0 and full.children_cpu_s <= bare.children_cpu_s
+    assert not bare.threads and bare.own_rchar == 0
 
 
 def test_plain_recv_is_not_in_rchar_but_the_interface_counts_it() -> None:

@@ -142,3 +142,27 @@ def test_what_the_awaited_worker_did_decides_the_stage(kind: str, slow_server: i
         assert v.kernel_call in ("cpu", "cores") and v.bottleneck == "decode", shares
     report = Path(w.write_report(str(tmp_path / "r"))).read_text()
     assert "| the kernel's split of the waits |" in report
+
+
+def test_a_fast_loops_waits_are_split_at_a_random_share_that_keeps_their_cost_in_budget() -> None:
+    """Splitting a wait costs reads of /proc at the call and the return: where that is more than
+    its budget of the loop's time, a random share of the waits is split — a fair sample, drawn
+    with ioprof's own generator (the script's random state is never touched)."""
+    import math
+    import random
+
+    from ioprof.observe.producers import SPLIT_BUDGET, SPLITS_FIRST, Producers
+
+    state = random.getstate()
+    p = Producers()
+    p._pick.seed(7)
+    assert all(p.wanted(0.001) for _ in range(50))  # the first splits are taken, their cost unknown
+    cost_s = 200e-6
+    p._splits, p._cost_s = SPLITS_FIRST, SPLITS_FIRST * cost_s
+    unit_s = 0.020  # a GPU's step: the splits' whole cost would be 1 % of the loop
+    share = SPLIT_BUDGET * unit_s / cost_s
+    n = 20_000
+    drawn = sum(p.wanted(unit_s) for _ in range(n)) / n
+    assert abs(drawn - share) < 4 * math.sqrt(share * (1 - share) / n), (drawn, share)
+    assert all(p.wanted(cost_s / SPLIT_BUDGET) for _ in range(1000))  # a loop slow enough: every wait
+    assert random.getstate() == state

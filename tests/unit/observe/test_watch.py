@@ -756,6 +756,47 @@ def test_work_that_comes_once_is_said_apart_from_a_batchs_cost(
     assert lo.own_s_per_batch < 0.2 / lo.batches, (lo.own_s_per_batch, lo.batches)
 
 
+def _workers_pass(folder: Path, batches: int) -> None:
+    """``batches`` of a 2-worker loader over ``folder``, then out of the loop (the iterator dropped)."""
+    import torch
+    from torchvision import datasets, transforms
+
+    ds = datasets.ImageFolder(
+        str(folder), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()])
+    )
+    loader = torch.utils.data.DataLoader(ds, batch_size=1, num_workers=2)
+    for i, _ in enumerate(loader):
+        if i + 1 >= batches:
+            break
+
+
+def test_the_first_waits_split_is_a_cost_paid_once(small_set: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first waits are always split (a stage decided from the splits asks for that many);
+    after them a random share that keeps the splits' cost in budget. Splitting faked to take 20 ms:
+    the first splits are the window's once-only cost, and later batches are not made to carry it."""
+    import time
+
+    import ioprof
+    from ioprof.observe import producers
+    from ioprof.observe.producers import SPLITS_FIRST
+
+    awaited = producers.awaited
+
+    def slowly(it):  # type: ignore[no-untyped-def]
+        time.sleep(0.02)
+        return awaited(it)
+
+    monkeypatch.setattr(producers, "awaited", slowly)
+    with ioprof.watch(steps=20, seconds=None, probe=False) as w:
+        _workers_pass(small_set, 44)
+    (lo,) = w.result().loaders
+    (cell,) = w.result().cells
+    assert lo.window == "complete" and lo.own_once_s >= SPLITS_FIRST * 0.02, lo
+    assert lo.own_s_per_batch < 0.02 / 2, (lo.own_s_per_batch, lo.batches)
+    split = cell.wait_split
+    assert split is not None and SPLITS_FIRST <= len(split.wait_s) < split.units, split
+
+
 def test_describing_the_dataset_at_a_pass_end_is_inside_the_stated_pause(
     small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -21,11 +21,26 @@ class Counters:
         self.daemon = 0
         self.reads: list[tuple[Sequence[int], float]] = []
         self.unread: set[int] = set()  # processes a reading misses (gone, or not readable then)
+        self.cpu_reads: list[float] = []  # when the CPU was read with them
+        self.cpu_took_s = 0.0  # what reading the CPU costs
+        self.bytes_took_s = 0.0  # what reading the bytes alone costs
+        self.busy = 0.0  # the processes' CPU: each busy this share of the time
 
-    def read(self, pids: Sequence[int], at: float) -> Reading:
+    def read(self, pids: Sequence[int], at: float, cpu: bool = True) -> Reading:
         self.reads.append((tuple(pids), at))
         procs = {p: (self.by_pid.get(p, 0), self.by_pid.get(p, 0)) for p in pids if p not in self.unread}
-        return Reading(at, procs, None, (99, "sshfs", self.daemon))
+        if not cpu:
+            return Reading(at, procs, None, (99, "sshfs", self.daemon), took_s=self.bytes_took_s)
+        self.cpu_reads.append(at)
+        return Reading(
+            at,
+            procs,
+            None,
+            (99, "sshfs", self.daemon),
+            cpu={p: self.busy * at for p in procs},
+            threads={p: {p: (self.busy * at, 0.0)} for p in procs},
+            took_s=self.cpu_took_s,
+        )
 
     def add(self, pid: int, n: int) -> None:
         self.by_pid[pid] = self.by_pid.get(pid, 0) + n
@@ -258,3 +273,59 @@ def test_a_span_begun_before_the_interface_was_known_is_counted_on_it() -> None:
     blind = Totals()
     blind.add(Reading(0.0, {}), found)  # no count of it at the start: none over the span
     assert blind.net_bytes is None
+
+
+def test_cpu_is_read_at_the_segments_ends_and_between_as_its_cost_allows() -> None:
+    """Bytes every half second; the CPU (each thread of a training process: milliseconds) where a
+    segment opens and closes, and between only as often as keeps its cost within its budget."""
+    from ioprof.observe.window import CPU_READ_BUDGET
+
+    c = Counters()
+    c.cpu_took_s, c.busy = 3 * CPU_READ_BUDGET, 0.5  # a costly reading: at most one each 3 s
+    w = window(c)
+    w.pass_started([11])
+    batch(w, 0.0, 0.1)  # start-up
+    for i in range(10):
+        batch(w, 1.0 + i, 0.25)  # a unit each second: the bytes read at each
+    every_s = c.cpu_took_s / CPU_READ_BUDGET
+    assert every_s == pytest.approx(3.0)
+    w.call(11.0, 0, 1)  # completes the tenth unit
+    # the pass runs out: the segment closes at its last reading, whose CPU was not read
+    w.pass_ended()
+    at = [a for _, a in c.reads[1:]]  # after the one before the window (on the host's clock)
+    assert at == [1.0, *[2.0 + k for k in range(10)]]  # its start, then at each unit
+    assert c.cpu_reads[1:] == [1.0, 4.0, 7.0, 10.0]  # the start, then each 3 s
+    assert w.totals.seconds == pytest.approx(10.0)  # the bytes' span: to the last reading
+    assert w.totals.cpu_window_s == pytest.approx(9.0)  # the CPU's: to its last reading
+    assert w.totals.cpu_s == pytest.approx(0.5 * 9.0)
+    assert w.totals.thread_cpu_s == {"11/11": pytest.approx(4.5)}
+    # a window that fills reads its CPU at its end
+    c2 = Counters()
+    c2.cpu_took_s = 3 * CPU_READ_BUDGET
+    w2 = window(c2, steps=4)
+    w2.pass_started([11])
+    batch(w2, 0.0, 0.1)
+    for i in range(5):
+        batch(w2, 1.0 + i, 0.25)
+    assert w2.done and c2.cpu_reads[1:] == [1.0, 4.0, 5.0]
+    assert w2.totals.cpu_window_s == pytest.approx(4.0)
+
+
+def test_the_bytes_are_read_no_more_often_than_their_cost_allows() -> None:
+    from ioprof.observe.window import CPU_READ_BUDGET, READ_BUDGET
+
+    # a reading of the bytes alone that costs 1 % of 2 s, of the CPU 1 % of 5 s
+    c3 = Counters()
+    c3.bytes_took_s, c3.cpu_took_s = 2 * READ_BUDGET, 5 * CPU_READ_BUDGET
+    w3 = window(c3)
+    w3.pass_started([11])
+    batch(w3, 0.0, 0.1)
+    for i in range(12):
+        c3.add(11, 100)
+        batch(w3, 1.0 + i, 0.25)
+    w3.call(13.0, 0, 1)
+    w3.pass_ended()
+    # 2 s apart once a reading of the bytes alone has shown its cost (the first at 2 s)
+    assert [a for _, a in c3.reads[1:]] == [1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0]
+    assert c3.cpu_reads[1:] == [1.0, 6.0, 12.0]  # the CPU's 5 s apart, with the bytes'
+    assert w3.totals.read_bytes == 1100  # the bytes of the units between the first reading and the last
