@@ -225,6 +225,7 @@ class Watcher:
         for rec in list(self.loaders.values()):
             if rec.inside is not None:  # an open window's, or persistent workers' read past theirs
                 rec.inside.stop(list(rec.window._pids))
+            rec.producers.close()  # the files of /proc its waits were split with
         self.stop_samplers()
 
     def stop_samplers(self) -> None:

@@ -314,6 +314,7 @@ class LoaderRecorder:
 
     def _finished(self) -> None:
         self.stop_gpu()
+        self.producers.close()  # no wait is split past the window: its files of /proc are closed
         self.window_end_s = time.perf_counter()
         self.window_ended_at = time.time()
         if self.inside is not None and not self._memory_goes_on():

@@ -797,6 +797,25 @@ def test_the_first_waits_split_is_a_cost_paid_once(small_set: Path, monkeypatch:
     assert split is not None and SPLITS_FIRST <= len(split.wait_s) < split.units, split
 
 
+def test_a_watch_leaves_no_descriptor_open(small_set: Path) -> None:
+    """Each wait's split reads its producer's files of /proc through descriptors held open; they
+    close with the window, and with the block where the window is left open."""
+    import gc
+
+    import ioprof
+
+    def open_now() -> int:
+        gc.collect()
+        return len(os.listdir("/proc/self/fd"))
+
+    _workers_pass(small_set, 4)  # torch's own descriptors, opened once
+    before = open_now()
+    for steps in (5, 100):  # a window that fills, and one the loop leaves open
+        with ioprof.watch(steps=steps, seconds=None, probe=False):
+            _workers_pass(small_set, 12)
+        assert open_now() == before, steps
+
+
 def test_describing_the_dataset_at_a_pass_end_is_inside_the_stated_pause(
     small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
