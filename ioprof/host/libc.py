@@ -48,9 +48,14 @@ def pread_held(fd: int, size: int) -> bytes:
     return buf.raw[:got]
 
 
+def _open(path: str) -> int:
+    """A /proc file opened for reading holding the GIL: its descriptor, or -1 (``errno`` set)."""
+    return int(_HELD.open(os.fsencode(path), os.O_RDONLY | os.O_CLOEXEC))
+
+
 def open_held(path: str) -> int:
     """A /proc file opened for reading holding the GIL (close it with ``os.close``)."""
-    fd = _HELD.open(os.fsencode(path), os.O_RDONLY | os.O_CLOEXEC)
+    fd = _open(path)
     if fd < 0:
         raise _error(f"open {path}")
     return fd
@@ -58,7 +63,7 @@ def open_held(path: str) -> int:
 
 def read_held(path: str, size: int = 4096) -> bytes | None:
     """A /proc file's first ``size`` bytes holding the GIL, or None where it cannot be read."""
-    fd = _HELD.open(os.fsencode(path), os.O_RDONLY | os.O_CLOEXEC)
+    fd = _open(path)
     if fd < 0:
         return None
     try:
@@ -72,7 +77,7 @@ def read_held(path: str, size: int = 4096) -> bytes | None:
 def read_whole_held(path: str, chunk: int = 1 << 16) -> bytes | None:
     """A whole /proc file holding the GIL (``/proc/self/net/dev``, ``mountstats``: a line an
     interface or a mount, of any length), or None where it cannot be read."""
-    fd = _HELD.open(os.fsencode(path), os.O_RDONLY | os.O_CLOEXEC)
+    fd = _open(path)
     if fd < 0:
         return None
     parts = []
