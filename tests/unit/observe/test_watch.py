@@ -794,7 +794,8 @@ def test_the_first_waits_split_is_a_cost_paid_once(small_set: Path, monkeypatch:
     assert lo.window == "complete" and lo.own_once_s >= SPLITS_FIRST * 0.02, lo
     assert lo.own_s_per_batch < 0.02 / 2, (lo.own_s_per_batch, lo.batches)
     split = cell.wait_split
-    assert split is not None and SPLITS_FIRST <= len(split.wait_s) < split.units, split
+    # the later waits drawn at a share far below one (what a split costs against the loop's unit)
+    assert split is not None and 0 < len(split.wait_s) < split.units, split
 
 
 def test_a_watch_leaves_no_descriptor_open(small_set: Path) -> None:
