@@ -8,7 +8,7 @@ from typing import Any
 
 from ioprof.core import findings as f
 from ioprof.core.config import worker_count
-from ioprof.core.thresholds import TRAINING_EPOCHS_AT_MOST
+from ioprof.core.thresholds import KERNEL_SPLIT_MIN_UNITS, TRAINING_EPOCHS_AT_MOST
 from ioprof.render.fmt import duration, mb, pct, rate, size
 
 
@@ -320,9 +320,10 @@ def wait_split(split: Any, call: str) -> str:
         return "not read"
     parts = split.shares()
     text = " · ".join(f"{KERNEL_PARTS[k]} {pct(i.value, 0)}{_ci(i)}" for k, i in parts.items())
-    verdict = {"": "too few waits to judge", "mixed": "no part stands out"}.get(
-        call, f"mostly {KERNEL_PARTS.get(call, call)}"
-    )
+    # no call: too few waits read, or a loop that hardly waits (whose waits are not judged)
+    few = len(split.wait_s) < KERNEL_SPLIT_MIN_UNITS or not sum(split.wait_s)
+    nothing = "too few waits to judge" if few else "not judged: the loop is not clearly input-bound"
+    verdict = {"": nothing, "mixed": "no part stands out"}.get(call, f"mostly {KERNEL_PARTS.get(call, call)}")
     return f"{text} ({verdict}; {len(split.wait_s)} of {split.units} waits)"
 
 

@@ -438,3 +438,20 @@ def test_a_ceiling_pooled_with_the_serial_cells_says_how_many_steps_of_each() ->
     )
     alone = render_markdown(conclude(replace(result, compute=compute(40.0, simulated=False))))
     assert "synthetic batches already on the device, 3 steps." in alone
+
+
+def test_the_kernels_split_says_why_it_made_no_call() -> None:
+    """No call from the kernel's split has two reasons the report must not mix up: too few waits
+    read, or a loop not clearly input-bound (its waits, however many, are not judged)."""
+    from ioprof.core.results import WaitSplit
+    from ioprof.core.thresholds import KERNEL_SPLIT_MIN_UNITS
+    from ioprof.render.findings import wait_split
+
+    def split(n: int) -> WaitSplit:
+        return WaitSplit((0.01,) * n, (0.005,) * n, (0.0,) * n, (0.0,) * n, "worker", n)
+
+    many, few = KERNEL_SPLIT_MIN_UNITS * 3, KERNEL_SPLIT_MIN_UNITS - 1
+    assert f"not judged: the loop is not clearly input-bound; {many} of {many} waits" in wait_split(
+        split(many), ""
+    )
+    assert f"too few waits to judge; {few} of {few} waits" in wait_split(split(few), "")
