@@ -26,7 +26,10 @@ Mark = tuple[tuple[int, int], ThreadTimes, float, ThreadTimes | None]
 # A wait is split (three small files of /proc read at the call and again at the return: tens of
 # µs each on a host whose caches the step left cold) at a random share of the loop's batches that
 # keeps that cost under this share of the loop's time — the first as many as a stage decided from
-# the splits asks for always (their cost is learnt meanwhile): the sampling never takes a verdict away.
+# the splits asks for always (their cost is learnt meanwhile). Only the time the loop does not
+# wait can be slowed: while it waits, its workers go on making the batch it waits for, and
+# ioprof's time in its thread shortens that wait instead. So a loop that mostly waits (where the
+# splits decide the stage) has its waits split nearly all.
 SPLIT_BUDGET = 0.002
 SPLITS_FIRST = KERNEL_SPLIT_MIN_UNITS
 
@@ -73,13 +76,14 @@ class Producers:
         took, self._first_s = self._first_s, 0.0
         return took
 
-    def wanted(self, unit_s: float | None) -> bool:
+    def wanted(self, unit_s: float | None, busy: float = 1.0) -> bool:
         """Whether to split the wait of the batch about to be asked for, where the loop's unit
-        (its wait and step, the median so far) is ``unit_s``: a random choice, independent of the
-        wait, so the waits split are a fair sample of all."""
-        if self._splits < SPLITS_FIRST or not unit_s or self._cost_s <= 0:
+        (its wait and step, the median so far) is ``unit_s`` and ``busy`` the share of its time it
+        did not wait: a random choice, independent of the wait, so the waits split are a fair
+        sample of all."""
+        if self._splits < SPLITS_FIRST or not unit_s or self._cost_s <= 0 or busy <= 0:
             return True
-        share = SPLIT_BUDGET * unit_s * self._splits / self._cost_s
+        share = SPLIT_BUDGET * unit_s * self._splits / (self._cost_s * busy)
         return share >= 1 or self._pick.random() < share
 
     def _clock(self, who: tuple[int, int], process: bool = True) -> ThreadClock | None:

@@ -169,7 +169,7 @@ class LoaderRecorder:
         if ident not in self.thread_names:
             self.thread_names[ident] = threading.current_thread().name
         finished = w.call(t_call, self.watcher.optimizer_steps, ident)
-        taken = w.started and not w.done and self.producers.wanted(w.median_unit_s)
+        taken = w.started and not w.done and self.producers.wanted(w.median_unit_s, w.busy_share)
         self._mark = self.producers.mark(it) if taken else None
         if w.started and not started:
             self.once = True

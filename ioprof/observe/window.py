@@ -309,6 +309,7 @@ class LoaderWindow:
     _pass_k: int = 0
     _by_size: tuple[list[float], list[float]] = field(default_factory=lambda: ([], []))  # steps, units
     _measured: float = 0.0  # the window's seconds so far: its waits and steps
+    _waited: float = 0.0  # …of them, its waits
     # the window's measured stretches (perf_counter s, from a segment's first call to the call after
     # its last unit): what ran in its pauses and after it is no part of them
     spans: list[list[float]] = field(default_factory=list)
@@ -413,6 +414,7 @@ class LoaderWindow:
         bisect.insort(steps, step)  # kept in order as they come: a batch's cost stays flat
         bisect.insort(units, p.wait_s + step)
         self._measured += p.wait_s + step
+        self._waited += p.wait_s
         self.spans[-1][1] = t_call
         self.images.append(p.images)
         self.splits.append(p.split)
@@ -495,6 +497,11 @@ class LoaderWindow:
     @property
     def measured_s(self) -> float:
         return self._measured
+
+    @property
+    def busy_share(self) -> float:
+        """The share of the window's time so far the loop did not wait for its data (1 before any)."""
+        return 1.0 - self._waited / self._measured if self._measured > 0 else 1.0
 
     @property
     def median_unit_s(self) -> float | None:

@@ -165,4 +165,8 @@ def test_a_fast_loops_waits_are_split_at_a_random_share_that_keeps_their_cost_in
     drawn = sum(p.wanted(unit_s) for _ in range(n)) / n
     assert abs(drawn - share) < 4 * math.sqrt(share * (1 - share) / n), (drawn, share)
     assert all(p.wanted(cost_s / SPLIT_BUDGET) for _ in range(1000))  # a loop slow enough: every wait
+    # a loop that waits 90 % of its time: a split slows only the tenth it does not wait
+    busy = 0.1
+    assert all(p.wanted(unit_s, busy) for _ in range(1000))  # 3 × the budget's share: every wait
+    assert sum(p.wanted(unit_s / 10, busy) for _ in range(n)) / n == pytest.approx(share, abs=0.02)
     assert random.getstate() == state

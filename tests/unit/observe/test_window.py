@@ -72,6 +72,7 @@ def test_units_are_wait_then_step_and_bytes_share_their_seconds() -> None:
     w.call(7.0, 0, 1)  # completes the sixth unit
     w.pass_ended()
     assert w.waits == pytest.approx([0.25] * 6) and w.step_times == pytest.approx([0.75] * 6)
+    assert w.busy_share == pytest.approx(0.75)  # the share of its time the loop did not wait
     assert w.totals.seconds == pytest.approx(6.0)  # the spans from the first call to the last
     assert w.totals.read_bytes == 500  # read during those spans: the reads at 2, 3, 4, 5, 6
     assert w.totals.daemon_bytes == 500
