@@ -60,7 +60,8 @@ class Producers:
     def __init__(self) -> None:
         self._clocks: dict[tuple[int, int, bool], ThreadClock | None] = {}  # (pid, tid, its process read)
         self._cost_s = 0.0  # what the splits taken so far cost the loop, marks included
-        self._splits = 0
+        self._splits = 0  # taken, those that found no producer left included: their cost is paid
+        self._made = 0  # …of them, those that gave a split
         self._pick = random.Random()  # its own: the script's random state is never touched
         # what the first splits cost, not yet taken by ``first_cost``: a cost the window pays once,
         # however many batches it has
@@ -68,7 +69,7 @@ class Producers:
 
     def _spent(self, seconds: float) -> None:
         self._cost_s += seconds
-        if self._splits < SPLITS_FIRST:
+        if self._made < SPLITS_FIRST:
             self._first_s += seconds
 
     def first_cost(self) -> float:
@@ -81,7 +82,7 @@ class Producers:
         (its wait and step, the median so far) is ``unit_s`` and ``busy`` the share of its time it
         did not wait: a random choice, independent of the wait, so the waits split are a fair
         sample of all."""
-        if self._splits < SPLITS_FIRST or not unit_s or self._cost_s <= 0 or busy <= 0:
+        if self._made < SPLITS_FIRST or not unit_s or self._cost_s <= 0 or busy <= 0:
             return True
         share = SPLIT_BUDGET * unit_s * self._splits / (self._cost_s * busy)
         return share >= 1 or self._pick.random() < share
@@ -127,11 +128,14 @@ class Producers:
         if start is None:
             return None
         began = time.perf_counter()
+        made = None
         try:
-            return self._split(start)
+            made = self._split(start)
+            return made
         finally:
             self._spent(time.perf_counter() - began)
             self._splits += 1
+            self._made += made is not None
 
     def _split(self, start: Mark) -> tuple[float, float, float, float, float] | None:
         who, t0, proc0, caller0 = start

@@ -4,6 +4,7 @@ apart without ioprof knowing anything of the dataset — and the verdict follows
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -157,8 +158,13 @@ def test_a_fast_loops_waits_are_split_at_a_random_share_that_keeps_their_cost_in
     p = Producers()
     p._pick.seed(7)
     assert all(p.wanted(0.001) for _ in range(50))  # the first splits are taken, their cost unknown
+    # a split that found its producer gone (its clock closed) is paid for, yet gives no split
+    gone = ((os.getpid(), 1), None, 0.0, None)
+    assert p.split(gone) is None and (p._splits, p._made) == (1, 0)  # type: ignore[arg-type]
     cost_s = 200e-6
     p._splits, p._cost_s = SPLITS_FIRST, SPLITS_FIRST * cost_s
+    assert all(p.wanted(0.001) for _ in range(50))  # none of them split a wait: still the first
+    p._made = SPLITS_FIRST
     unit_s = 0.020  # a GPU's step: the splits' whole cost would be 1 % of the loop
     share = SPLIT_BUDGET * unit_s / cost_s
     n = 20_000
