@@ -8,6 +8,7 @@ ssh and sshd carrying the link, the HTTP server, this test process), read from t
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import threading
@@ -263,18 +264,31 @@ def private_pages(pid: int) -> tuple[int, int]:
 
 class Smaps:
     """Each process whose command line holds ``match`` (a training script's path: its DataLoader
-    workers are forked from it and keep its command line), read from outside every ``every_s``:
-    its own memory (``private_pages``: the private pages no file holds for it) and the pages of
-    files only it maps (page cache), and its CPU seconds; the ground truth for what a worker's memory does."""
+    workers are forked from it and keep its command line), read from outside: its CPU seconds every
+    ``every_s``; its own memory (``private_pages``: the private pages no file holds for it) and the
+    pages of files only it maps (page cache) as often too, or — under a ``budget`` — where it
+    matters; the ground truth for what a worker's memory does."""
 
-    def __init__(self, match: str | None, every_s: float = 0.25, parent: int | None = None) -> None:
+    def __init__(
+        self, match: str | None, every_s: float = 0.25, parent: int | None = None, budget: float | None = None
+    ) -> None:
         """``match``: a part of the command line; ``parent``: or the children this process forked
-        (a DataLoader's workers, forked from the test itself; not a fork server it started)."""
+        (a DataLoader's workers, forked from the test itself; not a fork server it started).
+
+        ``budget``: the share of a core the memory readings may take, where the run they read is
+        timed on the same core. The kernel writes a torch process's ``smaps`` (some 800 mappings)
+        in tens of ms: a training process and its workers read every quarter second took half of the
+        core from the steps whose wait the test checks. Under a budget a process's memory is read
+        where its work stops (its CPU time no longer advancing: the end of an epoch for a persistent
+        worker), where it starts again, and otherwise only as the budget's credit allows."""
         self.match = match.encode() if match else None
         self.parent = parent
         self.every_s = every_s
+        self.budget = budget
         self.readings: dict[int, list[tuple[float, int, float]]] = {}  # pid: (wall time, USS, CPU s)
         self.files: dict[int, list[tuple[float, int]]] = {}  # pid: (wall time, file pages only it maps)
+        self.cpu: dict[int, list[tuple[float, float]]] = {}  # pid: (wall time, CPU s), every round
+        self._credit = 0.0  # CPU seconds of memory readings the budget allows now
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._before: set[int] = set()
@@ -282,21 +296,61 @@ class Smaps:
     def _loop(self) -> None:
         import psutil
 
+        last = time.perf_counter()
         while not self._stop.wait(self.every_s):
+            now = time.perf_counter()
+            # credit for at most a few seconds' readings: no burst after a quiet spell
+            self._credit = min(self._credit + (self.budget or 0.0) * (now - last), (self.budget or 0.0) * 4.0)
+            last = now
+            found: list[tuple[int, float]] = []
             for name in os.listdir("/proc"):
                 if not name.isdigit():
                     continue
                 try:
-                    if int(name) in self._before or not self._ours(name):
-                        continue
-                    p = psutil.Process(int(name))
-                    uss, files = private_pages(int(name))
-                    cpu = sum(p.cpu_times()[:2])
+                    if int(name) not in self._before and self._ours(name):
+                        found.append((int(name), sum(psutil.Process(int(name)).cpu_times()[:2])))
                 except (OSError, ValueError, psutil.Error):
                     continue
-                now = time.time()
-                self.readings.setdefault(int(name), []).append((now, uss, cpu))
-                self.files.setdefault(int(name), []).append((now, files))
+            self._round(found)
+
+    def _round(self, found: list[tuple[int, float]]) -> None:
+        """Each process's CPU time, and its memory where it is due: every round without a budget;
+        under one, first where a process's work turned (its credit spent down to none), then the
+        longest unread while the credit stays above a reserve for the next turn."""
+        now = time.time()
+        for pid, cpu in found:
+            self.cpu.setdefault(pid, []).append((now, cpu))
+        if not self.budget:
+            due, first = [pid for pid, _ in found], len(found)
+        else:
+            turned = [pid for pid, _ in found if self._turned(pid)]
+            due = [pid for pid in turned if self._credit > 0]
+            first = len(due)
+            due += sorted((pid for pid, _ in found if pid not in turned), key=self._last_read)
+        cpu_of = dict(found)
+        for k, pid in enumerate(due):
+            if k >= first and self._credit < (self.budget or 0.0) * 2.0:
+                break
+            began = time.thread_time()
+            try:
+                uss, files = private_pages(pid)
+            except (OSError, ValueError):
+                continue
+            finally:
+                self._credit -= time.thread_time() - began
+            self.readings.setdefault(pid, []).append((now, uss, cpu_of[pid]))
+            self.files.setdefault(pid, []).append((now, files))
+
+    def _turned(self, pid: int) -> bool:
+        """Whether the process's work stopped or started again in the last round."""
+        seen = self.cpu.get(pid, [])[-3:]
+        if len(seen) < 3:
+            return False
+        worked = [b[1] - a[1] >= 0.01 * (b[0] - a[0]) for a, b in itertools.pairwise(seen)]
+        return worked[0] != worked[1]
+
+    def _last_read(self, pid: int) -> float:
+        return self.readings[pid][-1][0] if self.readings.get(pid) else -math.inf
 
     def _ours(self, pid: str) -> bool:
         if self.parent is not None:  # its forked children: same command line (a fork server has its own)
@@ -322,19 +376,21 @@ class Smaps:
 
     def epoch_ends(self, pid: int, epochs: int) -> list[tuple[float, int]]:
         """A persistent worker's (wall time, USS) at the end of each of the script's ``epochs``: its
-        readings parted into working and idle runs (on a CPU at least 1 % of the interval or not),
-        and the epochs parted by the ``epochs`` − 1 longest idle runs between working ones. Between
-        epochs a worker idles through the evaluation loader, a checkpoint or ioprof's probes; inside
-        one it idles only while its prefetched batches wait for the loop. How long either lasts
-        depends on the script and the host (a small evaluation split parts epochs only briefly),
-        so no length of idling tells them apart; their order does."""
-        runs: list[list[Any]] = []  # [working?, start, end, USS at its end]
-        for a, b in itertools.pairwise(self.readings.get(pid, [])):
-            working = b[2] - a[2] >= 0.01 * (b[0] - a[0])
+        CPU readings parted into working and idle runs (on a CPU at least 1 % of the interval or
+        not), and the epochs parted by the ``epochs`` − 1 longest idle runs between working ones.
+        Between epochs a worker idles through the evaluation loader, a checkpoint or ioprof's
+        probes; inside one it idles only while its prefetched batches wait for the loop. How long
+        either lasts depends on the script and the host (a small evaluation split parts epochs only
+        briefly), so no length of idling tells them apart; their order does. Its USS at an epoch's
+        end: the first memory reading from there to its next work (read as its work stopped, under
+        a budget), else the last before."""
+        runs: list[list[Any]] = []  # [working?, start, end]
+        for a, b in itertools.pairwise(self.cpu.get(pid, [])):
+            working = b[1] - a[1] >= 0.01 * (b[0] - a[0])
             if runs and runs[-1][0] == working:
-                runs[-1][2:] = [b[0], b[1]]
+                runs[-1][2] = b[0]
             else:
-                runs.append([working, a[0], b[0], b[1]])
+                runs.append([working, a[0], b[0]])
         while runs and not runs[-1][0]:  # idling after its last epoch parts nothing
             runs.pop()
         while runs and not runs[0][0]:
@@ -343,4 +399,13 @@ class Smaps:
         parts = sorted(gaps[len(gaps) - (epochs - 1) :] if epochs > 1 else [])
         if len(parts) != epochs - 1:
             return []
-        return [(runs[i - 1][2], int(runs[i - 1][3])) for i in [*parts, len(runs)]]
+        read = self.readings.get(pid, [])
+        out = []
+        for k, i in enumerate([*parts, len(runs)]):
+            end, until = runs[i - 1][2], runs[i][2] if k < len(parts) else math.inf
+            after = [(t, u) for t, u, _ in read if end <= t <= until]
+            before = [(t, u) for t, u, _ in read if t <= end]
+            if not after and not before:
+                return []
+            out.append(after[0] if after else before[-1])
+        return out
