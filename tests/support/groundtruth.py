@@ -302,32 +302,31 @@ class Smaps:
             # credit for at most a few seconds' readings: no burst after a quiet spell
             self._credit = min(self._credit + (self.budget or 0.0) * (now - last), (self.budget or 0.0) * 4.0)
             last = now
-            found: list[tuple[int, float]] = []
+            found: list[int] = []
             for name in os.listdir("/proc"):
                 if not name.isdigit():
                     continue
                 try:
                     if int(name) not in self._before and self._ours(name):
-                        found.append((int(name), sum(psutil.Process(int(name)).cpu_times()[:2])))
+                        cpu = sum(psutil.Process(int(name)).cpu_times()[:2])
+                        self.cpu.setdefault(int(name), []).append((time.time(), cpu))
+                        found.append(int(name))
                 except (OSError, ValueError, psutil.Error):
                     continue
             self._round(found)
 
-    def _round(self, found: list[tuple[int, float]]) -> None:
-        """Each process's CPU time, and its memory where it is due: every round without a budget;
-        under one, first where a process's work turned (its credit spent down to none), then the
-        longest unread while the credit stays above a reserve for the next turn."""
-        now = time.time()
-        for pid, cpu in found:
-            self.cpu.setdefault(pid, []).append((now, cpu))
+    def _round(self, found: list[int]) -> None:
+        """Each process's memory where it is due: every round without a budget; under one, first
+        where a process's work turned (its credit spent down to none), then the longest unread while
+        the credit stays above a reserve for the next turn. Each reading is stamped when it was read,
+        with the CPU time read before it."""
         if not self.budget:
-            due, first = [pid for pid, _ in found], len(found)
+            due, first = found, len(found)
         else:
-            turned = [pid for pid, _ in found if self._turned(pid)]
+            turned = [pid for pid in found if self._turned(pid)]
             due = [pid for pid in turned if self._credit > 0]
             first = len(due)
-            due += sorted((pid for pid, _ in found if pid not in turned), key=self._last_read)
-        cpu_of = dict(found)
+            due += sorted((pid for pid in found if pid not in turned), key=self._last_read)
         for k, pid in enumerate(due):
             if k >= first and self._credit < (self.budget or 0.0) * 2.0:
                 break
@@ -338,8 +337,21 @@ class Smaps:
                 continue
             finally:
                 self._credit -= time.thread_time() - began
-            self.readings.setdefault(pid, []).append((now, uss, cpu_of[pid]))
+            now = time.time()
+            self.readings.setdefault(pid, []).append((now, uss, self.cpu[pid][-1][1]))
             self.files.setdefault(pid, []).append((now, files))
+
+    def in_fork_order(self) -> list[int]:
+        """The processes read, in the order they were started: by pid, which the kernel hands out
+        in turn up to ``pid_max`` and then again from the lowest free, so a run of them that
+        straddles the wrap starts after the widest gap between them, not at the lowest."""
+        pids = sorted(self.readings)
+        if len(pids) < 2:
+            return pids
+        top = int(Path("/proc/sys/kernel/pid_max").read_text())
+        gaps = [(b - a) % top for a, b in itertools.pairwise([*pids, pids[0]])]
+        first = (gaps.index(max(gaps)) + 1) % len(pids)
+        return pids[first:] + pids[:first]
 
     def _turned(self, pid: int) -> bool:
         """Whether the process's work stopped or started again in the last round."""

@@ -6,9 +6,10 @@ import os
 import subprocess
 import sys
 from functools import partial
+from pathlib import Path
 
 import pytest
-from groundtruth import CpuGroup
+from groundtruth import CpuGroup, Smaps
 
 SPIN = "import time\nt = time.process_time()\nwhile time.process_time() - t < {s}: pass"
 
@@ -42,3 +43,16 @@ def test_a_runs_cgroup_counts_its_processes_cpu_and_nothing_beside_it() -> None:
     assert inside.returncode == 0
     assert used > 0.8  # both spun 0.4 s of CPU, on top of their start-up
     assert counted == pytest.approx(used, rel=0.05), (counted, used)
+
+
+def test_workers_are_put_in_the_order_they_were_started_across_the_pid_wrap() -> None:
+    """Six workers forked as the kernel's pids wrapped (``pid_max`` here): the last four got the
+    lowest pids, yet come after the first two. Sorted by pid alone they would be taken for the first
+    four, and each worker's samples compared with another's batches."""
+    top = int(Path("/proc/sys/kernel/pid_max").read_text())
+    smaps = Smaps(None)
+    started = [top - 9, top - 4, 300, 301, 305, 306]
+    smaps.readings = {pid: [] for pid in started}
+    assert smaps.in_fork_order() == started
+    smaps.readings = {pid: [] for pid in (1000, 1002, 1003)}
+    assert smaps.in_fork_order() == [1000, 1002, 1003]

@@ -574,7 +574,7 @@ def test_worker_memory_growth_from_copy_on_read_is_seen_and_costed(
     start, end = cell.window_wall_s or (consumed[0][0], consumed[-1][0])
     times, done = np.array([t for t, _ in consumed]), np.array([n for _, n in consumed])
     slopes = []
-    for k, pid in enumerate(sorted(smaps.readings)):
+    for k, pid in enumerate(smaps.in_fork_order()):
         rs = [(t, u) for t, u, _ in smaps.readings[pid] if start <= t <= end]
         at = np.searchsorted(times, [t for t, _ in rs], side="right")
         made = [
