@@ -262,6 +262,12 @@ def private_pages(pid: int) -> tuple[int, int]:
     return own * 1024, files * 1024
 
 
+def _worked(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether a process worked between two (wall time, CPU s) readings: on a CPU at least 1 % of
+    the interval."""
+    return b[1] - a[1] >= 0.01 * (b[0] - a[0])
+
+
 class Smaps:
     """Each process whose command line holds ``match`` (a training script's path: its DataLoader
     workers are forked from it and keep its command line), read from outside: its CPU seconds every
@@ -358,7 +364,7 @@ class Smaps:
         seen = self.cpu.get(pid, [])[-3:]
         if len(seen) < 3:
             return False
-        worked = [b[1] - a[1] >= 0.01 * (b[0] - a[0]) for a, b in itertools.pairwise(seen)]
+        worked = [_worked(a, b) for a, b in itertools.pairwise(seen)]
         return worked[0] != worked[1]
 
     def _last_read(self, pid: int) -> float:
@@ -398,7 +404,7 @@ class Smaps:
         a budget), else the last before."""
         runs: list[list[Any]] = []  # [working?, start, end]
         for a, b in itertools.pairwise(self.cpu.get(pid, [])):
-            working = b[1] - a[1] >= 0.01 * (b[0] - a[0])
+            working = _worked(a, b)
             if runs and runs[-1][0] == working:
                 runs[-1][2] = b[0]
             else:
