@@ -28,6 +28,18 @@ class CacheInfo:
 
 
 @dataclass(frozen=True)
+class ReadBack:
+    """The pages of a user's files that a cold read evicted while the page cache held them, read
+    back after it (``pagecache.read_back``): what the cache holds for their training afterwards is
+    what it held before, or ``left_bytes`` short of it."""
+
+    files: int  # files that had pages in the cache when they were evicted
+    bytes: int  # read back
+    left_bytes: int  # not read back: the time allowed ran out, or a file could no longer be read
+    seconds: float
+
+
+@dataclass(frozen=True)
 class CrossCheck:
     """A second count of the bytes fetched, by another method, shown beside the primary one."""
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from ioprof.core.config import LoaderSetting
-from ioprof.core.counts import UNKNOWN_FETCH, CacheInfo, Fetched, IoCounts
+from ioprof.core.counts import UNKNOWN_FETCH, CacheInfo, Fetched, IoCounts, ReadBack
 from ioprof.core.gpu import CudaStepTimes, GpuTelemetry
 from ioprof.core.inside import LoaderInside
 from ioprof.core.rates import CellRates, Method, cell_rates, loader_rate
@@ -663,6 +663,7 @@ class ScriptInfo:
     probe_refused: str = ""  # why the training loader was never probed (the condition that failed)
     probe_when: str = ""  # when it was probed: after its window, at the end of a pass, at exit
     probe_start: str = ""  # how the probe's workers started, where not as the loader's own
+    probe_read_back: ReadBack | None = None  # your files' cached pages the storage read evicted, read back
     shm_failure: str = ""  # a worker died for want of /dev/shm: the one line that says so
     shm_warnings: tuple[str, ...] = ()  # batches in flight that would not fit, seen at the first batch
 

@@ -15,12 +15,13 @@ import itertools
 import mmap
 import os
 import platform
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import psutil
 
-from ioprof.core.counts import CacheInfo, Fetched
+from ioprof.core.counts import CacheInfo, Fetched, ReadBack
 from ioprof.core.results import REQUEST_FS_TYPES
 from ioprof.core.thresholds import CONTRADICTION_MIN_BYTES, WARM_MAX_FETCHED_SHARE
 from ioprof.core.vocab import cache_regime
@@ -181,8 +182,13 @@ def resident_pages_cachestat(fd: int) -> int | None:
 
 def resident_pages_mincore(fd: int, size_bytes: int) -> int:
     """Resident pages of an open file via mincore(2) on a read-only shared mapping."""
+    return sum(_resident_vector(fd, size_bytes))
+
+
+def _resident_vector(fd: int, size_bytes: int) -> list[bool]:
+    """Whether each page of an open file is resident, by mincore(2) on a read-only shared mapping."""
     if size_bytes == 0:
-        return 0
+        return []
     addr = _libc.mmap(None, size_bytes, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
     if addr in (None, _MAP_FAILED):
         err = ctypes.get_errno()
@@ -193,9 +199,28 @@ def resident_pages_mincore(fd: int, size_bytes: int) -> int:
         if _libc.mincore(ctypes.c_void_p(addr), size_bytes, vec) != 0:
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err))
-        return sum(b & 1 for b in vec)
+        return [bool(b & 1) for b in vec]
     finally:
         _libc.munmap(ctypes.c_void_p(addr), size_bytes)
+
+
+# Of each file, the runs of its pages the page cache held: (first page, pages)
+PageRuns = dict[str, list[tuple[int, int]]]
+
+
+def resident_runs(fd: int, size_bytes: int) -> list[tuple[int, int]]:
+    """The runs of an open file's pages that are resident, as (first page, pages)."""
+    if size_bytes == 0 or resident_pages_cachestat(fd) == 0:  # most files of a cold dataset: one call
+        return []
+    runs: list[tuple[int, int]] = []
+    for page, resident in enumerate(_resident_vector(fd, size_bytes)):
+        if not resident:
+            continue
+        if runs and runs[-1][0] + runs[-1][1] == page:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((page, 1))
+    return runs
 
 
 @dataclass(frozen=True)
@@ -267,19 +292,69 @@ def keeps_pages(paths: Sequence[str], fs: FilesystemInfo) -> bool | None:
     return residency(chosen).resident_pages * _PAGE_SIZE >= 0.5 * read
 
 
-def evict(paths: Iterable[str | os.PathLike[str]]) -> None:
-    """Ask the kernel to drop the files' clean pages (POSIX_FADV_DONTNEED). Never writes the files."""
+def evict(paths: Iterable[str | os.PathLike[str]], found: PageRuns | None = None) -> None:
+    """Ask the kernel to drop the files' clean pages (POSIX_FADV_DONTNEED). Never writes the files.
+    ``found``: filled with the runs of pages each file had resident before (``read_back``)."""
     for p in paths:
         try:
             fd = os.open(p, os.O_RDONLY)
         except OSError:
             continue
         try:
+            if found is not None:
+                runs = resident_runs(fd, os.fstat(fd).st_size)
+                if runs:
+                    found[os.fspath(p)] = runs
             # Dirty pages cannot be dropped; flushing them persists what is pending and changes no data.
             os.fdatasync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+
+
+def read_back(
+    found: PageRuns, max_seconds: float, clock: Callable[[], float] = time.perf_counter
+) -> ReadBack:
+    """Read back the pages ``evict`` found resident and dropped, so that the page cache holds them
+    again, and only them: readahead is off for these reads (POSIX_FADV_RANDOM). Stops once it has
+    taken ``max_seconds``; what is left is counted, not read."""
+    t0 = clock()
+    back = left = 0
+    for path, runs in found.items():
+        wanted = sum(n for _, n in runs) * _PAGE_SIZE
+        if clock() - t0 > max_seconds:
+            left += wanted
+            continue
+        try:
+            got = _read_runs(path, runs)
+        except OSError:
+            left += wanted
+            continue
+        back += got
+        left += max(0, wanted - _pages(got) * _PAGE_SIZE)  # a file's last page may end short
+    return ReadBack(files=len(found), bytes=back, left_bytes=left, seconds=clock() - t0)
+
+
+def _read_runs(path: str, runs: Sequence[tuple[int, int]]) -> int:
+    """Bytes read from ``path``'s page runs, readahead off."""
+    got = 0
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        for first, pages in runs:
+            offset, end = first * _PAGE_SIZE, (first + pages) * _PAGE_SIZE
+            while offset < end:
+                piece = os.pread(fd, min(READ_BACK_PIECE_BYTES, end - offset), offset)
+                if not piece:
+                    break
+                got += len(piece)
+                offset += len(piece)
+    finally:
+        os.close(fd)
+    return got
+
+
+READ_BACK_PIECE_BYTES = 1 << 20
 
 
 def warm(paths: Iterable[str | os.PathLike[str]]) -> None:
@@ -310,13 +385,16 @@ COLD_MAX_RESIDENT_FRACTION = 0.02
 WARM_MIN_RESIDENT_FRACTION = 0.98
 
 
-def prepare(paths: Sequence[str], regime: str, fs: FilesystemInfo) -> CacheInfo:
+def prepare(
+    paths: Sequence[str], regime: str, fs: FilesystemInfo, found: PageRuns | None = None
+) -> CacheInfo:
     """Bring ``paths`` into the cache regime asked for, and say whether that worked.
 
     Cold: every file evicted and residency verified; the readers then evict each file again after
     reading it (``evict_after_read``), so a file read twice is read cold twice.
     An object store's objects are never in this host's page cache: every GET fetches the object
-    again (cold, and nothing to evict), and a warm regime cannot be made.
+    again (cold, and nothing to evict), and a warm regime cannot be made. ``found``: filled with
+    what the cold eviction dropped that was resident (``evict``), to be read back after.
     """
     if fs.object_store:
         note = f"an object store ({fs.source}): no page cache on this host holds its objects — every read is a GET"
@@ -324,7 +402,7 @@ def prepare(paths: Sequence[str], regime: str, fs: FilesystemInfo) -> CacheInfo:
             return CacheInfo("warm", 0.0, False, "object store", f"not warm: {note}")
         return CacheInfo(cache_regime(regime), 0.0, True, "object store", note)
     if regime == "cold":
-        evict(paths)
+        evict(paths, found)
         res = residency(paths)
         verified = res.fraction <= COLD_MAX_RESIDENT_FRACTION
         note = ""

@@ -44,7 +44,7 @@ from ioprof.core.results import StorageCeiling
 from ioprof.core.stats import LOOKS, gaps, is_look, percentile, ratio_interval, steady_start
 from ioprof.datasets import objects, shards
 from ioprof.host.fetched import MountCounters, decide
-from ioprof.host.pagecache import FilesystemInfo, drop_after_read, filesystem_of, prepare
+from ioprof.host.pagecache import FilesystemInfo, PageRuns, drop_after_read, filesystem_of, prepare
 
 # A read failing with one of these means the storage itself may have stopped answering (a
 # dropped network or FUSE mount, a vanished device), not that one file is bad.
@@ -415,11 +415,14 @@ def probe_storage(
     clock: Callable[[], float] = time.perf_counter,
     keep: dict[str, bytes] | None = None,
     keep_bytes: int = 0,
+    found: PageRuns | None = None,
 ) -> StorageCeiling:
     """Read files in shuffled order with ``concurrency`` readers: bandwidth, files/s, latency.
 
     ``keep``: filled with the bytes of the first files read, up to ``keep_bytes`` (a copy in
     memory for the decode ceiling, made from the same cold reads instead of reading them again).
+    ``found``: filled with the pages the cold regime's eviction dropped that were resident (to be
+    read back after, ``pagecache.read_back``).
 
     ``blobs``: read an in-memory sample (aligned with ``paths``) instead of the files — only
     through emulated storage. The kernel's per-process counters (``read_bytes``) sum over the
@@ -436,7 +439,7 @@ def probe_storage(
         )
         readers = _Readers(order, lambda i: len(read_blob(blobs[i], emulated)), clock)
     else:
-        cache = prepare([paths[i] for i in order], regime, fs)
+        cache = prepare([paths[i] for i in order], regime, fs, found)
         lock = threading.Lock()
         stop = threading.Event()
 

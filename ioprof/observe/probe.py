@@ -33,6 +33,7 @@ from ioprof.core.config import TARGET_REL_HALF_WIDTH, LoaderSetting
 from ioprof.core.counts import CacheInfo
 from ioprof.core.results import DecodeCeiling, StorageCeiling
 from ioprof.core.stats import LOOKS
+from ioprof.host.pagecache import PageRuns, read_back
 from ioprof.host.processes import end_loader_workers
 
 # ``probe_seconds`` is the pause's length: the storage read alone gets this share of it, each
@@ -340,6 +341,7 @@ def probe_pipeline(
     storage_s = seconds * PROBE_STORAGE_SHARE
     decode_s = seconds - storage_s
     kept: dict[str, bytes] = {}
+    found: PageRuns = {}  # the pages of your files the storage read evicted while cached
     storage: list[StorageCeiling] = []
     storage_note = ""
     files_first = source is not None and source.kind == "files" and local_rank == 0
@@ -354,6 +356,7 @@ def probe_pipeline(
             local_world_size,
             storage_s,
             kept,
+            found,
         )
     decode, note, start, error, per_sample = _probe_decode(
         loader, settings, decode_s, batch_images, phases, kept
@@ -369,9 +372,18 @@ def probe_pipeline(
             local_world_size,
             storage_s,
             None,
+            found,
         )
+    # what your training had in the page cache, it has again: read back, in no more time than the
+    # storage read itself took (what is left is said)
+    back = (
+        _timed(phases, "cached pages read back", read_back, found, phases["storage read alone"])
+        if found
+        else None
+    )
     return {
         "phases_s": phases,
+        "read_back": back,
         "decode": decode,
         "storage": storage,
         "sent": _timed(phases, "dataset pickled", sent_to_each_worker, loader, settings),
@@ -553,6 +565,7 @@ def _probe_storage(
     local_world_size: int,
     seconds: float,
     keep: dict[str, bytes] | None,
+    found: PageRuns,
 ) -> tuple[list[StorageCeiling], str]:
     """The source read alone, once per host, at every local rank's readers together."""
     from ioprof import sources
@@ -570,6 +583,7 @@ def _probe_storage(
             max_seconds=seconds,
             bytes_per_sample=per_sample if source.urls or source.kind != "files" else None,
             keep=keep,
+            found=found,
         )
     except OSError as e:
         return [], f"the storage was not read alone: {source.where} could not be read ({e})"

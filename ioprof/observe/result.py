@@ -21,6 +21,7 @@ from ioprof.core.counts import (
     CrossCheck,
     Fetched,
     IoCounts,
+    ReadBack,
 )
 from ioprof.core.gpu import GpuTelemetry
 from ioprof.core.inside import LoaderInside
@@ -486,6 +487,9 @@ def _script(
         probe_when=next(((o.get("probes") or {}).get("when", "") for o in ordered if o.get("probes")), ""),
         probe_start=next(
             ((o.get("probes") or {}).get("start_note", "") for o in ordered if o.get("probes")), ""
+        ),
+        probe_read_back=next(
+            (ReadBack(**back) for o in ordered if (back := (o.get("probes") or {}).get("read_back"))), None
         ),
         shm_failure=next((o["shm_failure"] for o in ordered if o.get("shm_failure")), ""),
         shm_warnings=tuple(

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ioprof.core.results import DatasetInfo, StorageCeiling
 from ioprof.sources import arrow, custom, files, memory, opened, shards
 from ioprof.sources.memory import MemoryView
 from ioprof.sources.source import Source, SourceKind
+
+if TYPE_CHECKING:
+    from ioprof.host.pagecache import PageRuns
 
 __all__ = [
     "KINDS",
@@ -92,10 +95,12 @@ def read_alone(
     max_seconds: float,
     bytes_per_sample: float | None = None,
     keep: dict[str, bytes] | None = None,
+    found: PageRuns | None = None,
 ) -> StorageCeiling:
     """The source read alone at ``readers`` concurrent readers: files cold (evicted, verified),
     URLs streamed whole (every byte crosses the network). ``keep``: filled with the first loose
-    files read (what a copy in memory needs), so that they are not read twice."""
+    files read (what a copy in memory needs), so that they are not read twice. ``found``: filled
+    with the pages of the files that the page cache held when they were evicted (to read back)."""
     count = min(len(source.items), max(READ_ALONE_ITEMS, READ_ALONE_ITEMS_PER_READER * readers))
     sample = random.Random(0).sample(list(source.items), count)
     if source.root:
@@ -110,6 +115,7 @@ def read_alone(
             root=source.root,
             keep=keep,
             keep_bytes=memory.MEMORY_SAMPLE_BYTES if source.kind == "files" else 0,
+            found=found,
         )
         if source.kind == "files" or not bytes_per_sample:
             return ceiling

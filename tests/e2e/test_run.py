@@ -15,7 +15,7 @@ from typing import Any
 import paths
 import pytest
 from cli import ioprof, ioprof_run
-from groundtruth import ProcStat, stock_truths
+from groundtruth import ProcStat, no_more_than_chance, resident_pages, stock_truths
 
 from ioprof.datasets.synth import DatasetSpec, generate
 
@@ -51,6 +51,16 @@ def test_an_unchanged_imagenet_style_script_is_observed(
     few ms for a core whatever the step: a step of 64 px left that wait near the 5 % line (once
     borderline, rightly); one of 112 px, twice as long, halves its share."""
     out = tmp_path / "o"
+    # the training files all in the page cache, as the script finds them: the probe reads them
+    # cold, and must leave the cache as it found it for the training that goes on. Beside them as
+    # many files nothing reads, cached at the same moment: what the host's own reclaim takes (a
+    # DAMON pageout scheme took 1-4 of the training files' 3,200 pages in a run here) falls on both
+    files = sorted(str(f) for f in (small_folder / "train").rglob("*") if f.is_file())
+    generate(DatasetSpec(256, 192, len(files), seed=2), tmp_path / "untouched")
+    untouched = sorted(str(f) for f in (tmp_path / "untouched").rglob("*") if f.is_file())
+    for f in files + untouched:
+        Path(f).read_bytes()
+    cached = resident_pages(files + untouched)
     with ProcStat(rig=True) as stat:
         p = ioprof_run(
             *"--steps 30 --probe-seconds 2 --out".split(),
@@ -85,10 +95,21 @@ def test_an_unchanged_imagenet_style_script_is_observed(
     kinds = [(d["loader"], d["workers"]) for d in ceilings["decode"]]
     assert kinds == [("serial", 0), ("multiprocess", 2), ("multiprocess", 4), ("threads", 2)], kinds
     assert ceilings["storage"][0]["files"] > 0
+    back = r["script"]["probe_read_back"]
+    after = resident_pages(files + untouched)
+    lost, lost_untouched = (sum(max(0, cached[f] - after[f]) for f in group) for group in (files, untouched))
+    figure(
+        f"imagenet-like: pages the run left out of the cache {lost}, of as many files untouched {lost_untouched}"
+    )
+    assert no_more_than_chance(
+        lost, sum(cached[f] for f in files), lost_untouched, sum(cached[f] for f in untouched)
+    ), back
+    assert back["files"] > 0 and back["bytes"] > 0 and back["left_bytes"] == 0, back
     assert "**Threads against processes**: your pipeline makes" in (out / "report.md").read_text()
     assert {d["cache"]["regime"] for d in ceilings["decode"]} == {"memory"}
     report = (out / "report.md").read_text()
     assert report.startswith("# ioprof run") and "## Your script" in report
+    assert "so your training finds the cache as it left it." in report
     assert "## loader 1 alone (no model)" in report and "**Verdict: compute-bound**" in report
     last = p.stderr.strip().splitlines()[-1]
     assert last.startswith("ioprof: your script finished; observed loader 1 (training, 40 batches)")

@@ -11,12 +11,16 @@ import itertools
 import math
 import os
 import re
+import shutil
+import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 RIG_COMMANDS = ("sshfs", "ssh", "sshd")  # what carries the test rig's link
 
@@ -239,6 +243,43 @@ def stock_truths(
             f"batches, the loop measured {slow['measured_wait_s']:.3f} s ({off / loop_s:.2%} of its {loop_s:.1f} s)"
         )
         assert off <= 0.02 * loop_s, (slow, loop_s)
+
+
+def resident_pages(paths: Sequence[str | Path]) -> dict[str, int]:
+    """Each file's pages in the page cache as util-linux's ``fincore`` counts them (outside ioprof)."""
+    fincore = shutil.which("fincore")
+    if fincore is None:
+        pytest.skip("fincore (util-linux) is not installed")
+    out = subprocess.run(
+        [fincore, "-n", "-r", "-o", "PAGES,FILE", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return {line.split(" ", 1)[1]: int(line.split(" ", 1)[0]) for line in out.stdout.splitlines()}
+
+
+def no_more_than_chance(
+    lost: int, pages: int, control_lost: int, control_pages: int, alpha: float = 1e-3
+) -> bool:
+    """Whether ``lost`` of ``pages`` is no more than the loss ``control_lost`` of ``control_pages``
+    makes likely by chance: given the losses of both, each lost page falls on the first set with
+    the first set's share of the pages, and ``lost`` or more there has probability above ``alpha``
+    (an exact binomial tail)."""
+    k, p = lost + control_lost, pages / (pages + control_pages)
+    if lost <= 0 or k == 0:
+        return True
+    tail = sum(
+        math.exp(
+            math.lgamma(k + 1)
+            - math.lgamma(i + 1)
+            - math.lgamma(k - i + 1)
+            + i * math.log(p)
+            + (k - i) * math.log1p(-p)
+        )
+        for i in range(lost, k + 1)
+    )
+    return tail > alpha
 
 
 def private_pages(pid: int) -> tuple[int, int]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from groundtruth import resident_pages
 
 from ioprof.host import pagecache
 
@@ -262,3 +263,41 @@ def test_a_local_disk_and_tmpfs_keep_read_pages(tmp_path: Path) -> None:
     assert keeps_pages([], filesystem_of(files[0])) is None
     shm = filesystem_of("/dev/shm")
     assert shm.ram_backed and keeps_pages([], shm) is True
+
+
+def test_what_a_cold_read_evicted_is_read_back_page_for_page(tmp_path: Path) -> None:
+    """A file the page cache held whole, one it held two stretches of, one it held none of: what
+    eviction found is read back, those pages and no others (no readahead around them), as
+    ``fincore`` counts them before and after. Where the time allowed has run out, nothing more is
+    read and what is left is counted."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    whole, parts, none = (str(tmp_path / n) for n in ("whole", "parts", "none"))
+    for p, pages in ((whole, 10), (parts, 256), (none, 50)):
+        Path(p).write_bytes(os.urandom(pages * page))
+    fs = pagecache.filesystem_of(whole)
+    if fs.ram_backed:
+        pytest.skip(f"the test folder is on {fs.fs_type}: nothing can be evicted there")
+    pagecache.evict([whole, parts, none])
+    _read_all([whole])
+    fd = os.open(parts, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+        for first, pages in ((0, 4), (100, 10)):  # at a file's start a read is read ahead, unless random
+            os.pread(fd, pages * page, first * page)
+    finally:
+        os.close(fd)
+    before = resident_pages([whole, parts, none])
+    assert before == {whole: 10, parts: 14, none: 0}, before  # the scene as set
+
+    found: pagecache.PageRuns = {}
+    pagecache.evict([whole, parts, none], found)
+    assert found == {whole: [(0, 10)], parts: [(0, 4), (100, 10)]}
+    assert sum(resident_pages([whole, parts, none]).values()) == 0
+    back = pagecache.read_back(found, max_seconds=60)
+    assert (back.files, back.bytes, back.left_bytes) == (2, 24 * page, 0)
+    assert resident_pages([whole, parts, none]) == before
+
+    pagecache.evict([whole, parts])
+    ticks = iter([0.0, 0.0, 1.0, 2.0])  # its start, before the first file, before the second, its end
+    late = pagecache.read_back(found, max_seconds=0.5, clock=lambda: next(ticks))
+    assert (late.bytes, late.left_bytes) == (10 * page, 14 * page)  # the first file read, then out of time

@@ -455,3 +455,33 @@ def test_the_kernels_split_says_why_it_made_no_call() -> None:
         split(many), ""
     )
     assert f"too few waits to judge; {few} of {few} waits" in wait_split(split(few), "")
+
+
+@pytest.mark.parametrize(
+    ("left", "said"),
+    [
+        (0, "7.9 MB were read back in 30 ms, so your training finds the cache as it left it."),
+        (2_000_000, "and 2.0 MB were not (the read-back stops after as long as the read itself took)"),
+    ],
+)
+def test_a_run_says_what_its_cold_read_evicted_and_read_back(tmp_path: Path, left: int, said: str) -> None:
+    """The pages of the user's files the probe's cold read evicted, read back: said where the pause
+    is, with what had no time to be read back; kept in results.json and read back from it."""
+    from ioprof.core.counts import ReadBack
+    from ioprof.core.results import ScriptInfo
+    from ioprof.render.run import render_run_markdown
+
+    back = ReadBack(files=200, bytes=7_900_000, left_bytes=left, seconds=0.03)
+    script = ScriptInfo(
+        "python train.py", 0, "finished", 1, 40, 5, 30, None, False, True, 2.5, probe_read_back=back
+    )
+    r = replace(sweep_result((cell(),)), script=script)
+    resultfile.save(r, tmp_path / "results.json")
+    loaded = resultfile.load(tmp_path)
+    assert (
+        isinstance(loaded, SweepResult)
+        and loaded.script is not None
+        and loaded.script.probe_read_back == back
+    )
+    line = next(x for x in render_run_markdown(loaded).splitlines() if "measured alone" in x)
+    assert "evicted the pages the page cache held of 200 of them" in line and said in line, line
