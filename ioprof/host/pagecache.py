@@ -209,11 +209,16 @@ PageRuns = dict[str, list[tuple[int, int]]]
 
 
 def resident_runs(fd: int, size_bytes: int) -> list[tuple[int, int]]:
-    """The runs of an open file's pages that are resident, as (first page, pages)."""
+    """The runs of an open file's pages that are resident, as (first page, pages); none where the
+    file cannot be mapped to read them (a FUSE mount in direct I/O): nothing to read back."""
     if size_bytes == 0 or resident_pages_cachestat(fd) == 0:  # most files of a cold dataset: one call
         return []
+    try:
+        vector = _resident_vector(fd, size_bytes)
+    except OSError:
+        return []
     runs: list[tuple[int, int]] = []
-    for page, resident in enumerate(_resident_vector(fd, size_bytes)):
+    for page, resident in enumerate(vector):
         if not resident:
             continue
         if runs and runs[-1][0] + runs[-1][1] == page:

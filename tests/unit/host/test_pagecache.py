@@ -301,3 +301,25 @@ def test_what_a_cold_read_evicted_is_read_back_page_for_page(tmp_path: Path) -> 
     ticks = iter([0.0, 0.0, 1.0, 2.0])  # its start, before the first file, before the second, its end
     late = pagecache.read_back(found, max_seconds=0.5, clock=lambda: next(ticks))
     assert (late.bytes, late.left_bytes) == (10 * page, 14 * page)  # the first file read, then out of time
+
+
+def test_a_file_whose_pages_cannot_be_mapped_is_evicted_with_nothing_to_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a file cannot be mapped to see its pages (a FUSE mount in direct I/O refuses mmap),
+    the eviction still happens and nothing is recorded to read back: recording never fails it."""
+    f = tmp_path / "f"
+    f.write_bytes(os.urandom(8 * os.sysconf("SC_PAGE_SIZE")))
+    fs = pagecache.filesystem_of(f)
+    if fs.ram_backed:
+        pytest.skip(f"the test folder is on {fs.fs_type}: nothing can be evicted there")
+    _read_all([str(f)])
+
+    def refused(fd: int, size_bytes: int) -> list[bool]:
+        raise OSError(19, "No such device")
+
+    monkeypatch.setattr(pagecache, "resident_pages_cachestat", lambda fd: None)  # a kernel before cachestat
+    monkeypatch.setattr(pagecache, "_resident_vector", refused)
+    found: pagecache.PageRuns = {}
+    pagecache.evict([str(f)], found)
+    assert found == {} and resident_pages([f]) == {str(f): 0}
