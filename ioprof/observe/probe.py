@@ -88,6 +88,7 @@ def start_method(loader: Any, settings: dict[str, Any], dataset: Any) -> tuple[A
         return own, f"its workers were forked, as yours were, though later than yours ({why})"
     import multiprocessing
 
+    _claim_fork_server()
     context = multiprocessing.get_context("forkserver")
     # what each worker would import to unpickle the dataset, imported once by the server instead:
     # without it every worker paid torch's and the dataset's imports (timm's: 3.3 s to start 2
@@ -95,6 +96,44 @@ def start_method(loader: Any, settings: dict[str, Any], dataset: Any) -> tuple[A
     # No effect where the server is already running.
     context.set_forkserver_preload(modules)
     return context, "its workers were started by a fork server (yours were forked before training began)"
+
+
+# The preload list multiprocessing's fork server had where ioprof started it for the probe (the
+# script ran none): present while that server is ioprof's to stop
+_OURS: list[list[str]] = []
+
+
+def _claim_fork_server() -> None:
+    """Before ioprof first asks for the fork server: where none runs yet, the one it starts is
+    ioprof's, to stop after the probe (``release_fork_server``)."""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    if not _OURS and getattr(server, "_forkserver_pid", 0) is None:
+        _OURS.append(list(getattr(server, "_preload_modules", ["__main__"])))
+
+
+def release_fork_server() -> bool:
+    """Stop the fork server ioprof started for the probe, once the probe's workers are gone, where
+    nothing of the script's runs from it: what it imported (torch's and the dataset's modules,
+    about half a GB) would otherwise stay beside the training to its end. A fork server the script
+    asks for later starts afresh, with the preload list it had. True where it was stopped."""
+    from multiprocessing import forkserver
+
+    import psutil
+
+    server = forkserver._forkserver
+    pid, stop = getattr(server, "_forkserver_pid", None), getattr(server, "_stop", None)
+    if not _OURS or pid is None or stop is None:
+        return False
+    try:
+        if psutil.Process(pid).children():  # the script's own, started from it since: left running
+            return False
+    except psutil.Error:
+        pass
+    stop()
+    server.set_forkserver_preload(_OURS.pop())
+    return True
 
 
 def _forked_persistent(settings: dict[str, Any]) -> bool:
@@ -127,6 +166,7 @@ def warm_fork_server(loader: Any, settings: dict[str, Any]) -> Any | None:
         getattr(type(loader.dataset), "__module__", ""),
         getattr(loader.collate_fn, "__module__", ""),
     }
+    _claim_fork_server()
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(sorted(n for n in names if n and n not in _NOT_PRELOADED))
 
@@ -361,6 +401,8 @@ def probe_pipeline(
     decode, note, start, error, per_sample = _probe_decode(
         loader, settings, decode_s, batch_images, phases, kept
     )
+    if release_fork_server():
+        start += ", a server stopped once they were done, so that its imports do not stay beside your training"
     if not files_first:
         storage, storage_note = _timed(
             phases,

@@ -295,3 +295,59 @@ def test_without_threads_the_readings_share_the_seconds_in_turn() -> None:
     probe._read_decode(decode, [(0, "processes"), (1, "processes"), (2, "processes")], 12.0, read)
     assert [(w, e) for w, _, _, e in calls] == [(0, True), (1, True), (2, True)] and len(decode) == 3
     assert calls[0][2] == pytest.approx(4.0)
+
+
+_TRAINS_WITH_PERSISTENT_FORKED_WORKERS = """
+import sys
+import psutil, torch
+from torchvision import datasets, transforms
+from ioprof.observe.watch import Watch
+from ioprof.observe.watching import WatchConfig
+
+
+def servers():
+    return [c.pid for c in psutil.Process().children() if "forkserver" in " ".join(c.cmdline())]
+
+
+if __name__ == "__main__":
+    ds = datasets.ImageFolder(sys.argv[1], transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()]))
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=2, persistent_workers=True)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with Watch(None, WatchConfig(warmup_steps=2, steps=5, seconds=None, probe_seconds=2.0)) as w:
+        for epoch in range(3):
+            for x, y in loader:
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                opt.step()
+            print("epoch", epoch, "servers", *servers(), flush=True)
+    print("probe", w.result().script.probe_start)
+"""
+
+
+def test_the_fork_server_started_for_the_probe_is_stopped_once_it_is_done(
+    small_set: Path, tmp_path: Path
+) -> None:
+    """Persistent workers forked before training get probe workers from a fork server, which
+    imports torch and the dataset's modules (about half a GB): ioprof started it, so it stops it
+    once the probe's workers are done, and the training goes on without it. Read from the process
+    table after each epoch, in a fresh interpreter (no fork server of this test run running)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "train.py").write_text(_TRAINS_WITH_PERSISTENT_FORKED_WORKERS)
+    p = subprocess.run(
+        [sys.executable, str(tmp_path / "train.py"), str(small_set)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    lines = p.stdout.splitlines()
+    epochs = [x.split("servers")[1].split() for x in lines if x.startswith("epoch ")]
+    assert len(epochs) == 3 and epochs[-1] == [], lines  # none left beside the training
+    probe_start = next(x for x in lines if x.startswith("probe "))
+    assert (
+        "started by a fork server" in probe_start and "a server stopped once they were done" in probe_start
+    ), lines
