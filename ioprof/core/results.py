@@ -664,6 +664,7 @@ class ScriptInfo:
     probe_when: str = ""  # when it was probed: after its window, at the end of a pass, at exit
     probe_start: str = ""  # how the probe's workers started, where not as the loader's own
     probe_read_back: ReadBack | None = None  # your files' cached pages the storage read evicted, read back
+    probe_fork_server_stopped: bool = False  # the fork server ioprof started for the probe, stopped after it
     shm_failure: str = ""  # a worker died for want of /dev/shm: the one line that says so
     shm_warnings: tuple[str, ...] = ()  # batches in flight that would not fit, seen at the first batch
 

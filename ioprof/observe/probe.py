@@ -401,8 +401,7 @@ def probe_pipeline(
     decode, note, start, error, per_sample = _probe_decode(
         loader, settings, decode_s, batch_images, phases, kept
     )
-    if release_fork_server():
-        start += ", a server stopped once they were done, so that its imports do not stay beside your training"
+    stopped = release_fork_server()
     if not files_first:
         storage, storage_note = _timed(
             phases,
@@ -426,6 +425,7 @@ def probe_pipeline(
     return {
         "phases_s": phases,
         "read_back": back,
+        "fork_server_stopped": stopped,
         "decode": decode,
         "storage": storage,
         "sent": _timed(phases, "dataset pickled", sent_to_each_worker, loader, settings),

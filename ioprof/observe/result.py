@@ -488,6 +488,7 @@ def _script(
         probe_start=next(
             ((o.get("probes") or {}).get("start_note", "") for o in ordered if o.get("probes")), ""
         ),
+        probe_fork_server_stopped=any((o.get("probes") or {}).get("fork_server_stopped") for o in ordered),
         probe_read_back=next(
             (ReadBack(**back) for o in ordered if (back := (o.get("probes") or {}).get("read_back"))), None
         ),

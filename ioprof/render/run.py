@@ -72,7 +72,14 @@ def _script(result: SweepResult) -> list[str]:
         start = f"; {s.probe_start}" if s.probe_start else ""
         out.append(
             f"- Your training loader's pipeline was measured alone{when} (below), in a pause of your training of "
-            f"{duration(s.probe_pause_s)}{start}." + _read_back(s.probe_read_back)
+            f"{duration(s.probe_pause_s)}{start}."
+            + _read_back(s.probe_read_back)
+            + (
+                " The fork server ioprof started for its workers was stopped once they were done, so the "
+                "modules it imported do not stay beside your training."
+                if s.probe_fork_server_stopped
+                else ""
+            )
         )
     elif s.probe_refused:
         out.append(f"- Your training loader's pipeline was not measured alone: {s.probe_refused}.")

@@ -464,7 +464,9 @@ def test_the_kernels_split_says_why_it_made_no_call() -> None:
         (2_000_000, "and 2.0 MB were not (the read-back stops after as long as the read itself took)"),
     ],
 )
-def test_a_run_says_what_its_cold_read_evicted_and_read_back(tmp_path: Path, left: int, said: str) -> None:
+def test_a_run_says_what_its_probe_evicted_and_read_back_and_stopped(
+    tmp_path: Path, left: int, said: str
+) -> None:
     """The pages of the user's files the probe's cold read evicted, read back: said where the pause
     is, with what had no time to be read back; kept in results.json and read back from it."""
     from ioprof.core.counts import ReadBack
@@ -472,9 +474,11 @@ def test_a_run_says_what_its_cold_read_evicted_and_read_back(tmp_path: Path, lef
     from ioprof.render.run import render_run_markdown
 
     back = ReadBack(files=200, bytes=7_900_000, left_bytes=left, seconds=0.03)
+    stopped = left == 0  # and the fork server ioprof started for the probe stopped, or not
     script = ScriptInfo(
-        "python train.py", 0, "finished", 1, 40, 5, 30, None, False, True, 2.5, probe_read_back=back
-    )
+        "python train.py", 0, "finished", 1, 40, 5, 30, None, False, True, 2.5,
+        probe_read_back=back, probe_fork_server_stopped=stopped,
+    )  # fmt: skip
     r = replace(sweep_result((cell(),)), script=script)
     resultfile.save(r, tmp_path / "results.json")
     loaded = resultfile.load(tmp_path)
@@ -485,3 +489,6 @@ def test_a_run_says_what_its_cold_read_evicted_and_read_back(tmp_path: Path, lef
     )
     line = next(x for x in render_run_markdown(loaded).splitlines() if "measured alone" in x)
     assert "evicted the pages the page cache held of 200 of them" in line and said in line, line
+    assert (
+        "The fork server ioprof started for its workers was stopped once they were done" in line
+    ) is stopped
