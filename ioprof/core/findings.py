@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from ioprof.core.inside import threads_wanted
 from ioprof.core.vocab import (
     Bottleneck,
     CacheRegime,
@@ -468,6 +469,16 @@ class CoresOversubscribed(Finding):
     pin_memory_thread: bool
     the_limit: bool  # the cell waits for data: the shared cores are what limits it
     runq_share: float | None = None  # of runnable time, waiting for a core
+
+    @property
+    def threads_wanted(self) -> int:
+        return threads_wanted(
+            self.intra_op_threads,
+            self.ranks_on_host,
+            self.pin_memory_thread,
+            self.workers,
+            self.threads_per_worker,
+        )
 
 
 @dataclass(frozen=True)

@@ -187,6 +187,14 @@ class WorkerMemory:
         )
 
 
+def threads_wanted(
+    intra_op_threads: int, ranks_on_host: int, pin_memory_thread: bool, workers: int, threads_per_worker: int
+) -> int:
+    """The threads a training's ranks on one host have to run: each rank's intra-op threads, its
+    pin-memory thread and its workers' busy threads."""
+    return (intra_op_threads + int(pin_memory_thread) + workers * threads_per_worker) * ranks_on_host
+
+
 @dataclass(frozen=True)
 class CoreUse:
     """The threads that ran against the cores this process may use (``sched_getaffinity``).
@@ -209,10 +217,13 @@ class CoreUse:
 
     @property
     def threads_wanted(self) -> int:
-        per_rank = (
-            self.intra_op_threads + int(self.pin_memory_thread) + self.workers * self.threads_per_worker
+        return threads_wanted(
+            self.intra_op_threads,
+            self.ranks_on_host,
+            self.pin_memory_thread,
+            self.workers,
+            self.threads_per_worker,
         )
-        return per_rank * self.ranks_on_host
 
     @property
     def oversubscribed(self) -> bool:

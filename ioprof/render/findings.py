@@ -32,7 +32,8 @@ def _oversubscribed(x: f.CoresOversubscribed) -> str:
         else ""
     )
     return (
-        f"{x.dataset} {x.setting}: oversubscribed — {x.threads_busy} threads ran ({', '.join(parts)}) on "
+        f"{x.dataset} {x.setting}: oversubscribed — {x.threads_busy} threads ran a tenth of the window or more, "
+        f"of the {x.threads_wanted} it has ({', '.join(parts)}), on "
         f"{x.affinity_cores} core(s) of the affinity mask, which were {rate(x.cpu_busy_cores)} cores busy{queued}."
         + limit
     )
