@@ -54,7 +54,7 @@ def test_an_unchanged_imagenet_style_script_is_observed(
     # the training files all in the page cache, as the script finds them: the probe reads them
     # cold, and must leave the cache as it found it for the training that goes on. Beside them as
     # many files nothing reads, cached at the same moment: what the host's own reclaim takes (a
-    # DAMON pageout scheme took 1-4 of the training files' 3,200 pages in a run here) falls on both
+    # DAMON pageout scheme, where one runs) falls on both
     files = sorted(str(f) for f in (small_folder / "train").rglob("*") if f.is_file())
     generate(DatasetSpec(256, 192, len(files), seed=2), tmp_path / "untouched")
     untouched = sorted(str(f) for f in (tmp_path / "untouched").rglob("*") if f.is_file())
