@@ -532,6 +532,7 @@ class RunInfo:
     decided_rel_half_width: float = 0.0  # a cell whose class was decided could stop within ± this
     resumed_from: str = ""  # started_at of the first run whose finished cells this one kept (--resume)
     kept_cells: int = 0  # cells taken from that run, not measured again
+    read_back: ReadBack | None = None  # what its cold reads evicted of the user's cached files, read back
 
 
 @dataclass(frozen=True)

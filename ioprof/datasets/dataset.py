@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import IO
@@ -15,7 +15,7 @@ from ioprof.datasets import objects, shards
 from ioprof.datasets.cache import ensure_datasets
 from ioprof.datasets.discover import ImageList, bits_per_pixel, describe, find_images, mean_resolution
 from ioprof.datasets.synth import DatasetSpec
-from ioprof.host.pagecache import FilesystemInfo, filesystem_of
+from ioprof.host.pagecache import FilesystemInfo, PageRuns, filesystem_of
 
 # An object store's images: the first bytes of this many are read for their resolution.
 STORE_HEADER_OBJECTS = 8
@@ -29,6 +29,9 @@ class Dataset:
     info: DatasetInfo
     images: ImageList
     fs: FilesystemInfo
+    # a user's files: what the page cache held of them when ioprof's cold reads first evicted them
+    # (``pagecache.evict``), read back when the command is done; None for ioprof's own files
+    evicted: PageRuns | None = field(default=None, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -64,7 +67,10 @@ def load_datasets(
         images = find_images(data_path)
         return [
             Dataset(
-                describe(images, data_path, generated=False, seed=seed), images, filesystem_of(images.root)
+                describe(images, data_path, generated=False, seed=seed),
+                images,
+                filesystem_of(images.root),
+                evicted={},
             )
         ]
     specs = [DatasetSpec(w, h, images_per_dataset, seed=seed) for w, h in resolutions]

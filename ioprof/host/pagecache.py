@@ -297,9 +297,33 @@ def keeps_pages(paths: Sequence[str], fs: FilesystemInfo) -> bool | None:
     return residency(chosen).resident_pages * _PAGE_SIZE >= 0.5 * read
 
 
+def remember(paths: Iterable[str | os.PathLike[str]], found: PageRuns | None) -> None:
+    """Record the runs of pages each file has resident now, as ``evict`` does, without evicting:
+    for cold reads made in other processes (``scale``'s ranks), to be read back after them."""
+    if found is None:
+        return
+    for p in paths:
+        try:
+            fd = os.open(p, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            _remember(fd, os.fspath(p), found)
+        finally:
+            os.close(fd)
+
+
+def _remember(fd: int, path: str, found: PageRuns) -> None:
+    """An open file's resident page runs, unless it has its record: the first is the user's."""
+    if path not in found:
+        found[path] = resident_runs(fd, os.fstat(fd).st_size)
+
+
 def evict(paths: Iterable[str | os.PathLike[str]], found: PageRuns | None = None) -> None:
     """Ask the kernel to drop the files' clean pages (POSIX_FADV_DONTNEED). Never writes the files.
-    ``found``: filled with the runs of pages each file had resident before (``read_back``)."""
+    ``found``: filled with the runs of pages each file had resident before its first eviction
+    (``read_back``); a file evicted again keeps that record, for the pages a later eviction finds
+    are those ioprof's own reads left, not the user's."""
     for p in paths:
         try:
             fd = os.open(p, os.O_RDONLY)
@@ -307,9 +331,7 @@ def evict(paths: Iterable[str | os.PathLike[str]], found: PageRuns | None = None
             continue
         try:
             if found is not None:
-                runs = resident_runs(fd, os.fstat(fd).st_size)
-                if runs:
-                    found[os.fspath(p)] = runs
+                _remember(fd, os.fspath(p), found)
             # Dirty pages cannot be dropped; flushing them persists what is pending and changes no data.
             os.fdatasync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
@@ -322,10 +344,11 @@ def read_back(
 ) -> ReadBack:
     """Read back the pages ``evict`` found resident and dropped, so that the page cache holds them
     again, and only them: readahead is off for these reads (POSIX_FADV_RANDOM). Stops once it has
-    taken ``max_seconds``; what is left is counted, not read."""
+    taken ``max_seconds``; what is left is counted, not read (``LEAVE_ALL``: all of it)."""
     t0 = clock()
     back = left = 0
-    for path, runs in found.items():
+    held = {path: runs for path, runs in found.items() if runs}
+    for path, runs in held.items():
         wanted = sum(n for _, n in runs) * _PAGE_SIZE
         if clock() - t0 > max_seconds:
             left += wanted
@@ -337,7 +360,28 @@ def read_back(
             continue
         back += got
         left += max(0, wanted - _pages(got) * _PAGE_SIZE)  # a file's last page may end short
-    return ReadBack(files=len(found), bytes=back, left_bytes=left, seconds=clock() - t0)
+    return ReadBack(files=len(held), bytes=back, left_bytes=left, seconds=clock() - t0)
+
+
+# read_back's time for a command stopped by its user: nothing is read, what is left is counted
+LEAVE_ALL = -1.0
+
+
+def held_any(found: PageRuns | None) -> bool:
+    """Whether the files ``evict`` recorded had any page in the cache when it dropped them."""
+    return found is not None and any(found.values())
+
+
+def read_back_since(
+    found: PageRuns | None, since: float, clock: Callable[[], float] = time.perf_counter
+) -> ReadBack | None:
+    """What a command's cold reads evicted of a user's cached files, read back in no more time
+    than the command has measured ``since`` (it never takes more than twice as long); None where
+    the files held nothing in the cache."""
+    if not held_any(found):
+        return None
+    assert found is not None
+    return read_back(found, clock() - since, clock)
 
 
 def _read_runs(path: str, runs: Sequence[tuple[int, int]]) -> int:

@@ -88,13 +88,20 @@ def storage_ceilings(
                 root=ds.root,
                 keep=keep,
                 keep_bytes=SAMPLE_MAX_BYTES if keep is not None else 0,
+                found=ds.evicted,
             )
         out.append(s)
         progress.measured(s, dataset=ds.label)
     real = None
     if emulated is not None:
         real = probe_storage(
-            ds.images.paths, 1, ds.fs, max_files=STORAGE_PROBE_MAX_FILES, seed=seed, root=ds.root
+            ds.images.paths,
+            1,
+            ds.fs,
+            max_files=STORAGE_PROBE_MAX_FILES,
+            seed=seed,
+            root=ds.root,
+            found=ds.evicted,
         )
         progress.measured(real, dataset=f"{ds.label} (the real device)")
     return tuple(out), real

@@ -223,7 +223,7 @@ def _cell_loader(plan: CellPlan, stage_folder: str) -> tuple[Iterable[Batch], Ca
         )
     else:
         paths, labels, blobs = ds.images.paths, ds.images.labels, None
-        cache = prepare(paths, plan.regime, ds.fs)
+        cache = prepare(paths, plan.regime, ds.fs, ds.evicted)
         if plan.keep_warm:  # the share the page cache would hold: warmed after the rest was evicted
             cache = keep_warm(cache, sorted(plan.keep_warm), len(paths))
     if plan.loader is not None:

@@ -15,9 +15,11 @@ from typing import Protocol
 import torch
 
 from ioprof.core.config import RunLength
+from ioprof.core.counts import ReadBack
 from ioprof.core.results import MachineInfo, RunInfo
 from ioprof.core.version import __version__
 from ioprof.host.machine import machine_info
+from ioprof.host.pagecache import PageRuns, held_any, read_back_since
 from ioprof.host.telemetry import NvmlStatus, nvml_for_device
 
 
@@ -49,7 +51,9 @@ class Session:
     start_method: str
     started_at: str
 
-    def run_info(self, *, interrupted: bool = False, finished: bool = True) -> RunInfo:
+    def run_info(
+        self, *, interrupted: bool = False, finished: bool = True, read_back: ReadBack | None = None
+    ) -> RunInfo:
         r = self.run
         return RunInfo(
             command=self.command,
@@ -67,6 +71,7 @@ class Session:
             min_steps=r.min_steps,
             target_rel_half_width=r.target_rel_half_width,
             decided_rel_half_width=r.decided_rel_half_width,
+            read_back=read_back,
         )
 
 
@@ -89,3 +94,12 @@ def open_session(
 
 def with_run(session: Session, run: RunLength) -> Session:
     return replace(session, run=run)
+
+
+def put_back(evicted: PageRuns | None, since: float, progress: Progress) -> ReadBack | None:
+    """The pages of a user's files the page cache held before a command's cold reads evicted them,
+    read back in no more time than the command has measured ``since``; None where it held none."""
+    if not held_any(evicted):
+        return None
+    progress("reading back the pages of your files the page cache held before the cold reads…")
+    return read_back_since(evicted, since)

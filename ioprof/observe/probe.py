@@ -33,7 +33,7 @@ from ioprof.core.config import TARGET_REL_HALF_WIDTH, LoaderSetting
 from ioprof.core.counts import CacheInfo
 from ioprof.core.results import DecodeCeiling, StorageCeiling
 from ioprof.core.stats import LOOKS
-from ioprof.host.pagecache import PageRuns, read_back
+from ioprof.host.pagecache import PageRuns, held_any, read_back
 from ioprof.host.processes import end_loader_workers
 
 # ``probe_seconds`` is the pause's length: the storage read alone gets this share of it, each
@@ -419,7 +419,7 @@ def probe_pipeline(
     # storage read itself took (what is left is said)
     back = (
         _timed(phases, "cached pages read back", read_back, found, phases["storage read alone"])
-        if found
+        if held_any(found)
         else None
     )
     return {

@@ -182,6 +182,7 @@ def render_place_markdown(result: PlaceResult) -> str:
         f"- Predicted rate at each worker count = the lowest of compute, decode at that worker count, and storage "
         f"at that concurrency; the table shows the best worker count. Machine: {result.machine.cpu_model}, "
         f"{result.machine.cpu_cores_usable} cores, device {result.run.device}.",
+        *words.read_back_lines(result.run),
         "",
         f"Command: `{result.run.command}`; ioprof {result.run.ioprof_version}.",
         "",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results_profile import EpochPrediction, PhaseTimes, ProfileConclusions, ProfileResult
+from ioprof.render import words
 from ioprof.render.fmt import duration, ms, pct, size
 from ioprof.render.mdtable import table
 from ioprof.render.plots import plot_layers
@@ -176,6 +177,7 @@ def _how(r: ProfileResult, c: ProfileConclusions) -> list[str]:
         "- Layers: each leaf module's forward between a pre- and a post-hook; its backward from the moment the "
         "gradient of its output is ready (a tensor hook) to the next such moment, so the backward of each layer "
         "and whatever the autograd engine runs right after it are charged to it.",
+        *words.read_back_lines(r.run),
         "",
         f"Command: `{r.run.command}`; ioprof {r.run.ioprof_version}.",
         "",

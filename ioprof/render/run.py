@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ioprof.conclude.threads import ThreadsAgainstProcesses, threads_against_processes
-from ioprof.core.counts import ReadBack
 from ioprof.core.results import (
     DatasetCeilings,
     ObservedLoader,
@@ -73,7 +72,7 @@ def _script(result: SweepResult) -> list[str]:
         out.append(
             f"- Your training loader's pipeline was measured alone{when} (below), in a pause of your training of "
             f"{duration(s.probe_pause_s)}{start}."
-            + _read_back(s.probe_read_back)
+            + (" " + words.read_back(s.probe_read_back, "the read itself took") if s.probe_read_back else "")
             + (
                 " The fork server ioprof started for its workers was stopped once they were done, so the "
                 "modules it imported do not stay beside your training."
@@ -85,23 +84,6 @@ def _script(result: SweepResult) -> list[str]:
         out.append(f"- Your training loader's pipeline was not measured alone: {s.probe_refused}.")
     out += [f"- Not measured: {note}." for note in s.probe_notes]
     return [*out, "", *table(_LOADER_HEAD, [_loader_row(lo) for lo in result.loaders]), "", _ROLES, ""]
-
-
-def _read_back(back: ReadBack | None) -> str:
-    """What the storage read alone evicted of the page cache your training had, and read back."""
-    if back is None:
-        return ""
-    said = (
-        f" Reading your files cold evicted the pages the page cache held of {back.files:,} of them; "
-        f"{size(back.bytes)} were read back in {duration(back.seconds)}"
-    )
-    if back.left_bytes <= 0:
-        return said + ", so your training finds the cache as it left it."
-    return (
-        said
-        + f", and {size(back.left_bytes)} were not (the read-back stops after as long as the read itself "
-        "took): your training reads those from storage again."
-    )
 
 
 _LOADER_HEAD = [

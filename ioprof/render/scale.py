@@ -311,6 +311,7 @@ def _how(result: ScaleResult) -> list[str]:
         "-m ioprof scale --data /shared/path --out DIR` (one rank count: all the ranks torchrun starts); every "
         "rank is gathered on rank 0, which writes the report.",
         f"- Settings: {', '.join(f'{k}={v}' for k, v in cfg.items() if k not in ('out_dir', 'cache_dir', 'compute') and v is not None)}.",
+        *words.read_back_lines(result.run),
         "",
     ]
 

@@ -573,6 +573,7 @@ def _how_measured(result: SweepResult, sweep: bool) -> list[str]:
         out.append(f"  - {d.label} ({kind}): {words.dataset_facts(d)}")
     return [
         *out,
+        *words.read_back_lines(r),
         "",
         f"Command: `{r.command}` — started {r.started_at}, finished {r.finished_at or '—'}{_resumed(r)}; "
         f"ioprof {r.ioprof_version}. Raw samples: `results.json`, one row per cell: `results.csv`.",

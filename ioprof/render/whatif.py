@@ -220,6 +220,7 @@ def _how(result: WhatifResult) -> list[str]:
             else []
         ),
         f"- Machine: {m.cpu_model}, {m.cpu_cores_usable} usable cores; device {result.run.device}.",
+        *words.read_back_lines(result.run),
         "",
         f"Command: `{result.run.command}`; ioprof {result.run.ioprof_version}.",
         "",

@@ -12,20 +12,21 @@ from dataclasses import replace
 
 from ioprof.core import findings as f
 from ioprof.core.config import worker_count
-from ioprof.core.counts import Fetched
+from ioprof.core.counts import Fetched, ReadBack
 from ioprof.core.results import (
     CellResult,
     ComputeCeiling,
     DatasetInfo,
     DecodeCeiling,
     ProbeFailure,
+    RunInfo,
     StorageCeiling,
 )
 from ioprof.core.results_devices import DeviceCell
 from ioprof.core.results_scale import RankCountResult
 from ioprof.core.stats import MIN_BATCHES, Interval
 from ioprof.render.findings import finding, first_pass
-from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, share_ci
+from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, share_ci, size
 
 PLACE_HINT = "`ioprof place --data PATH --candidates /local/nvme,/dev/shm`"
 
@@ -553,3 +554,25 @@ def transient_cut(storage: Sequence[StorageCeiling]) -> str:
             for s in cut
         )
     )
+
+
+# how long a command's read-back may take, in the words of its report
+READ_BACK_LIMIT = "the measurements took, and an interrupted run reads none back"
+
+
+def read_back(back: ReadBack, limit: str = READ_BACK_LIMIT) -> str:
+    """What reading a user's files cold evicted of the page cache they had, and what was read back
+    (``pagecache.read_back``); ``limit``: what the read-back's time is bounded by."""
+    said = f"Reading your files cold evicted the pages the page cache held of {back.files:,} of them; "
+    why = f"(the read-back stops after as long as {limit}): your training reads "
+    if back.bytes <= 0:
+        return said + f"none of their {size(back.left_bytes)} were read back {why}them from storage again."
+    said += f"{size(back.bytes)} were read back in {duration(back.seconds)}"
+    if back.left_bytes <= 0:
+        return said + ", so your training finds the cache as it left it."
+    return said + f", and {size(back.left_bytes)} were not {why}those from storage again."
+
+
+def read_back_lines(run: RunInfo) -> list[str]:
+    """The report's line on what the command's cold reads evicted of the user's cached files."""
+    return [f"- Page cache: {read_back(run.read_back)}"] if run.read_back is not None else []

@@ -34,7 +34,7 @@ from ioprof.host.pagecache import FilesystemInfo, filesystem_of, keeps_pages
 from ioprof.measure.ceilings import compute_ceiling, decode_ceilings, store_ceilings
 from ioprof.measure.compute import make_step
 from ioprof.measure.sample import load_sample
-from ioprof.measure.session import Progress, Session
+from ioprof.measure.session import Progress, Session, put_back
 from ioprof.measure.storage import EmulatedStorage, copy_to, per_sample, probe_storage
 
 # The sample copied to each candidate: at least this many files and bytes (or the whole dataset).
@@ -103,7 +103,8 @@ def measure_current(
         kept: bool | None = False  # nothing on this host keeps an object between GETs
     else:
         fs = filesystem_of(root)
-        storage = tuple(probe_storage(paths, c, fs, seed=seed, root=root) for c in concurrencies)
+        found = dataset.evicted if dataset is not None else None
+        storage = tuple(probe_storage(paths, c, fs, seed=seed, root=root, found=found) for c in concurrencies)
         kept = keeps_pages(paths, fs)
     return CandidateResult(
         label="current location",
@@ -220,6 +221,7 @@ def measure_candidate(
 
 def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress: Progress) -> PlaceResult:
     """Measure the ceilings once, then every location; predict training at each."""
+    since = time.perf_counter()
     step = make_step(
         config.compute,
         session.device,
@@ -278,10 +280,11 @@ def run_place(config: PlaceConfig, session: Session, dataset: Dataset, progress:
         progress(f"{profile.name} (emulated): reading through the emulated device…")
         candidates.append(measure_emulated(dataset, profile, config.workers, config.seed))
     ram, ram_source = (config.ram_bytes, "--ram") if config.ram_bytes is not None else memory_for_cache()
+    back = put_back(dataset.evicted, since, progress)
     return PlaceResult(
         schema_version=SCHEMA_VERSION,
         kind="place",
-        run=session.run_info(),
+        run=session.run_info(read_back=back),
         machine=session.machine,
         config=to_jsonable(asdict(config)),
         dataset=dataset.info,

@@ -24,7 +24,7 @@ from ioprof.host.machine import memory_for_cache
 from ioprof.host.pagecache import prepare
 from ioprof.measure.layers import LayerHooks, StepRunner, phase_times, trace
 from ioprof.measure.loader import make_loader, start_loader
-from ioprof.measure.session import Progress, Session
+from ioprof.measure.session import Progress, Session, put_back
 
 TRACE_FILE = "trace.json"
 # Plain and hooked steps alternate in blocks of this many.
@@ -68,7 +68,7 @@ def _loader(
     seed: int,
     start_method: str | None,
 ) -> Any:
-    cache = prepare(dataset.images.paths, regime, dataset.fs)
+    cache = prepare(dataset.images.paths, regime, dataset.fs, dataset.evicted)
     return make_loader(
         dataset.images.paths,
         dataset.images.labels,
@@ -189,6 +189,7 @@ def run_profile(
 
     setting = LoaderSetting.multiprocess(config.workers) if config.workers else LoaderSetting.serial()
     model = build_model(config.model, max(len(dataset.images.classes), 2))
+    since = time.perf_counter()
     m = measure(
         model,
         dataset,
@@ -203,10 +204,11 @@ def run_profile(
         start_method=config.start_method,
         progress=progress,
     )
+    back = put_back(dataset.evicted, since, progress)
     return ProfileResult(
         schema_version=SCHEMA_VERSION,
         kind="profile",
-        run=session.run_info(),
+        run=session.run_info(read_back=back),
         machine=session.machine,
         config={**to_jsonable(asdict(config)), "precision": precision_words(session.device)},
         dataset=dataset.info,

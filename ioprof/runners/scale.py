@@ -9,17 +9,20 @@ ranks do not finish is kept as failed, with the first failure's reason, and the 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ioprof.core.config import RunLength, ScaleConfig, run_length_for
+from ioprof.core.counts import ReadBack
 from ioprof.core.resultfile import from_jsonable, to_jsonable
 from ioprof.core.results import SCHEMA_VERSION, CellResult, StorageCeiling
 from ioprof.core.results_scale import RankCountResult, RankResult, ScaleResult
 from ioprof.datasets.dataset import Dataset
+from ioprof.host.pagecache import remember
 from ioprof.measure.ceilings import STORAGE_PROBE_MAX_FILES, first_line
-from ioprof.measure.session import Progress, Session
+from ioprof.measure.session import Progress, Session, put_back
 from ioprof.measure.storage import StorageLost, probe_storage
 from ioprof.runners.torchrun import Launched, launch
 
@@ -113,11 +116,11 @@ def run_scale(
         def start(n: int, cfg: dict[str, Any], name: str) -> Launched:
             return launch(n, cfg, logs, name, config.rank_timeout_s)
 
-    def result() -> ScaleResult:
+    def result(back: ReadBack | None = None) -> ScaleResult:
         return ScaleResult(
             schema_version=SCHEMA_VERSION,
             kind="scale",
-            run=session.run_info(),
+            run=session.run_info(read_back=back),
             machine=session.machine,
             config=to_jsonable(config),
             dataset=dataset.info,
@@ -129,6 +132,9 @@ def run_scale(
             counts=tuple(counts),
         )
 
+    since = time.perf_counter()
+    if "cold" in config.cache:  # the ranks evict in their own processes: what is cached now, read back after
+        remember(dataset.images.paths, dataset.evicted)
     for n in config.ranks:
         storage, storage_error = None, ""
         if "cold" in config.cache:
@@ -164,7 +170,7 @@ def run_scale(
             counts.append(count)
             progress.measured(count)
             keep(result())
-    return result()
+    return result(put_back(dataset.evicted, since, progress))
 
 
 # -- under torchrun: every rank runs `ioprof scale`; rank 0 measures the storage and writes the report --

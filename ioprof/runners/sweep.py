@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from ioprof.core.config import SweepConfig
+from ioprof.core.counts import ReadBack
 from ioprof.core.errors import IoprofError
 from ioprof.core.resultfile import to_jsonable
 from ioprof.core.results import (
@@ -28,12 +29,13 @@ from ioprof.core.results import (
     TransferCeiling,
 )
 from ioprof.datasets.dataset import Dataset
+from ioprof.host.pagecache import LEAVE_ALL, held_any, read_back
 from ioprof.host.telemetry import open_gpu_sampler
 from ioprof.measure.ceilings import compute_ceiling, decode_ceilings, first_line, storage_ceilings
 from ioprof.measure.cell import CellPlan, Failures, failed_cell, run_cell
 from ioprof.measure.compute import IMAGENET_CLASSES, TrainStep, make_step, probe_transfer
 from ioprof.measure.sample import MemorySample, load_sample
-from ioprof.measure.session import Progress, Session
+from ioprof.measure.session import Progress, Session, put_back
 from ioprof.measure.storage import EmulatedStorage
 
 
@@ -52,6 +54,7 @@ class Tally:
     failures: Failures = field(default_factory=Failures)
     phases_s: dict[str, float] = field(default_factory=dict)
     previous: SweepResult | None = None  # the run resumed, whose finished cells are kept
+    read_back: ReadBack | None = None  # the user's cached pages the cold reads evicted, read back
 
     def timed(self, phase: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)``, its seconds added to ``phase``."""
@@ -61,8 +64,19 @@ class Tally:
         finally:
             self.phases_s[phase] = self.phases_s.get(phase, 0.0) + time.perf_counter() - t0
 
+    def put_back(self, since: float, progress: Progress, *, interrupted: bool = False) -> None:
+        """What the cold reads evicted of the user's cached files, read back in no more time than
+        the sweep has measured ``since`` — or, interrupted, counted and left (a Ctrl-C asks to stop)."""
+        found = next((d.evicted for d in self.datasets if held_any(d.evicted)), None)
+        if found is None:
+            return
+        if interrupted:
+            self.read_back = read_back(found, LEAVE_ALL)
+            return
+        self.read_back = self.timed("cached pages read back", put_back, found, since, progress)
+
     def snapshot(self, *, interrupted: bool = False, finished: bool = False) -> SweepResult:
-        run = self.session.run_info(interrupted=interrupted, finished=finished)
+        run = self.session.run_info(interrupted=interrupted, finished=finished, read_back=self.read_back)
         if self.previous is not None:
             first = self.previous.run.resumed_from or self.previous.run.started_at
             run = replace(run, resumed_from=first, kept_cells=kept_cells(self.previous))
@@ -135,6 +149,7 @@ def run_sweep(
             tally.phases_s[phase] = tally.phases_s.get(phase, 0.0) + s
     step = _training_step(config, session, datasets)
     emulated = EmulatedStorage(config.storage_profile) if config.storage_profile else None
+    since = time.perf_counter()
     try:
         _compute_and_transfer(tally, step, progress)
         checkpoint(tally.snapshot())
@@ -154,7 +169,12 @@ def run_sweep(
                 _check_failures(tally, config)
     except KeyboardInterrupt:
         progress("interrupted: keeping the cells that finished")
+        tally.put_back(since, progress, interrupted=True)
         return tally.snapshot(interrupted=True, finished=True)
+    except IoprofError:
+        tally.put_back(since, progress)
+        raise
+    tally.put_back(since, progress)
     return tally.snapshot(finished=True)
 
 

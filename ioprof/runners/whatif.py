@@ -38,7 +38,7 @@ from ioprof.measure.cell import CellPlan, Failures, run_cell
 from ioprof.measure.compute import TrainStep, make_step
 from ioprof.measure.loader import make_loader, shard_batches, start_loader
 from ioprof.measure.sample import load_sample
-from ioprof.measure.session import Progress, Session
+from ioprof.measure.session import Progress, Session, put_back
 from ioprof.measure.storage import EmulatedStorage, copy_to, probe_storage
 from ioprof.runners import pipelines as alt
 
@@ -89,7 +89,7 @@ def pick_sample(dataset: Dataset, images: int, seed: int) -> Dataset:
         mean_file_bytes=(per_sample if sharded else size / len(chosen)) if chosen else None,
         samples=max(1, round(size / per_sample)) if sharded else dataset.info.samples,
     )
-    return Dataset(info, sample, dataset.fs)
+    return Dataset(info, sample, dataset.fs, dataset.evicted)
 
 
 def _copy_dataset(label: str, paths: Sequence[str], labels: Sequence[int], like: Dataset) -> Dataset:
@@ -432,11 +432,14 @@ def data_storage(trial: Trial) -> StorageCeiling | None:
     trial.progress("the data's own storage, read alone (cold)…")
     if trial.sample.fs.object_store:
         return store_ceilings(trial.sample, [max(1, trial.workers)], seed=0, progress=trial.progress)[0]
-    return probe_storage(paths, max(1, trial.workers), trial.sample.fs, root=trial.sample.root)
+    return probe_storage(
+        paths, max(1, trial.workers), trial.sample.fs, root=trial.sample.root, found=trial.sample.evicted
+    )
 
 
 def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progress: Progress) -> WhatifResult:
     """The baseline and every alternative that applies, on a sample; the scratch folder removed after."""
+    since = time.perf_counter()
     sample = pick_sample(dataset, config.sample_images, config.seed)
     if not dataset.fs.object_store:  # a store's or a server's sample is described from its listing
         sample = replace(
@@ -463,6 +466,7 @@ def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progres
         )
         alts = _all(trial, dataset)
         storage = data_storage(trial)
+        back = put_back(sample.evicted, since, progress)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         if uploaded:
@@ -471,7 +475,7 @@ def run_whatif(config: WhatifConfig, session: Session, dataset: Dataset, progres
     return WhatifResult(
         schema_version=SCHEMA_VERSION,
         kind="whatif",
-        run=session.run_info(),
+        run=session.run_info(read_back=back),
         machine=session.machine,
         config=to_jsonable(asdict(config)),
         dataset=dataset.info,

@@ -492,3 +492,36 @@ def test_a_run_says_what_its_probe_evicted_and_read_back_and_stopped(
     assert (
         "The fork server ioprof started for its workers was stopped once they were done" in line
     ) is stopped
+
+
+@pytest.mark.parametrize(
+    ("name", "left", "read", "said"),
+    [
+        ("compare/one", 0, 7_900_000, "7.9 MB were read back in 30 ms, so your training finds the cache as it left it."),
+        ("place/fast-and-slow", 2_000_000, 7_900_000, "and 2.0 MB were not (the read-back stops after as long as the "
+         "measurements took, and an interrupted run reads none back): your training reads those from storage again."),
+        ("whatif/compute-bound", 7_900_000, 0, "none of their 7.9 MB were read back (the read-back stops after as long as the measurements"),
+    ],
+)  # fmt: skip
+def test_a_command_says_what_its_cold_reads_evicted_of_your_cache_and_read_back(
+    tmp_path: Path, name: str, left: int, read: int, said: str
+) -> None:
+    """A sweep's, a placement's and a what-if's report: what their cold reads of the user's files
+    evicted while the page cache held them, what was read back and what was not (the time allowed
+    ran out, or the run was interrupted); kept in results.json and read back from it."""
+    from replay import replay
+
+    from ioprof.core.counts import ReadBack
+
+    result, _ = replay(name)
+    back = ReadBack(files=200, bytes=read, left_bytes=left, seconds=0.03)
+    result = replace(result, run=replace(result.run, read_back=back))
+    resultfile.save(result, tmp_path / "results.json")
+    assert resultfile.load(tmp_path).run.read_back == back
+    write_report(result, tmp_path)
+    report = (tmp_path / "report.md").read_text()
+    (line,) = [x for x in report.splitlines() if x.startswith("- Page cache: ")]
+    assert "Reading your files cold evicted the pages the page cache held of 200 of them; " in line, line
+    assert said in line, line
+    write_report(replace(result, run=replace(result.run, read_back=None)), tmp_path)
+    assert "- Page cache: " not in (tmp_path / "report.md").read_text()
