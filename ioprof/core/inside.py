@@ -108,6 +108,8 @@ READ = "read"  # a sample's file read, timed apart from its decode where the loa
 # the time a worker was ready to run and waited for a core (others held them all): counted apart
 # from the stage it fell in, and never the stage to act on (the stages' own work is)
 WAITING_FOR_A_CORE = "waiting for a core"
+# the training process's own stages, per batch (``LoaderStages.main``)
+PIN_MEMORY_COPY, WAIT_FOR_THE_BATCH = "pin-memory copy", "wait for the batch"
 # Python's garbage collections that fell inside the stages, counted apart from the stage that
 # happened to allocate when one began: a worker's full collection walks every object it inherited
 # from the training process (hundreds of ms where that process holds a few hundred thousand)

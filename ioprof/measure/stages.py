@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ioprof.core.inside import READ, REST_OF_GETITEM
+from ioprof.core.inside import PIN_MEMORY_COPY, READ, REST_OF_GETITEM, WAIT_FOR_THE_BATCH
 from ioprof.measure.batchtree import images_in
 from ioprof.measure.stageclock import StageClock
 
@@ -48,7 +48,7 @@ REST_NAMES = {
     "getitem": GETITEM,
     "iterator": NEXT,
 }
-PIN, WAIT = "pin-memory copy", "wait for the batch"
+PIN, WAIT = PIN_MEMORY_COPY, WAIT_FOR_THE_BATCH
 
 _CLOCK: StageClock | None = None  # this process's clock while its loader is timed
 

@@ -5,19 +5,24 @@ the loader's processes against RAM and /dev/shm, and the threads that ran agains
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from ioprof.conclude.inside import MAX_WORKERS_CHECKED, max_workers_ram, max_workers_shm, worker_peak_bytes
 from ioprof.core.config import worker_count
 from ioprof.core.inside import (
     GARBAGE_COLLECTOR,
+    WAIT_FOR_THE_BATCH,
     WAITING_FOR_A_CORE,
     CoreUse,
     LoaderStages,
     SampleTimes,
+    StageTime,
     WorkerMemory,
 )
+from ioprof.core.rates import wait_per_batch
 from ioprof.core.results import CellResult, SweepResult
+from ioprof.core.stats import Interval
 from ioprof.core.thresholds import GROWTH_RULE
 from ioprof.render import words
 from ioprof.render.fmt import pct, rate, size
@@ -75,7 +80,8 @@ def _cell(c: CellResult) -> list[str]:
     assert c.inside is not None
     out = [f"### {c.dataset} — {c.setting.label}", ""]
     if c.inside.stages is not None:
-        out += stages_table(c.inside.stages, in_workers=c.workers > 0)
+        wait = wait_per_batch(c.wait_share(), c.step_s) if c.steps else None
+        out += stages_table(c.inside.stages, in_workers=c.workers > 0, wait=wait)
     else:
         out += [
             "Stages: not timed (too few batches in the window, or the workers could not be instrumented).",
@@ -156,9 +162,10 @@ def _slow_line(t: SampleTimes, queued: float) -> str:
     return out
 
 
-def stages_table(s: LoaderStages, *, in_workers: bool = True) -> list[str]:
+def stages_table(s: LoaderStages, *, in_workers: bool = True, wait: Interval | None = None) -> list[str]:
     """The stages' table and what it adds up to; ``in_workers``: timed in the loader's workers,
-    else in the training process (a serial loader: ``num_workers=0``)."""
+    else in the training process (a serial loader: ``num_workers=0``). ``wait``: the loop's wait
+    per batch with its cell's data-wait interval (``rates.wait_per_batch``), said in its place."""
     where = "the workers" if in_workers else "the training process"
     rows = [
         [
@@ -192,9 +199,7 @@ def stages_table(s: LoaderStages, *, in_workers: bool = True) -> list[str]:
     if s.per_sample is not None:
         out.append(per_sample_line(s.per_sample, s.share_of(WAITING_FOR_A_CORE)))
     if s.main:
-        main = "; ".join(
-            f"{st.name} {_ms(st.s_per_batch)} ms {_ms_range(st.low_s, st.high_s)}" for st in s.main
-        )
+        main = "; ".join(_main_stage(st, wait) for st in s.main)
         pinned = any(st.name == "pin-memory copy" for st in s.main)
         out.append(
             f"In the training process, per batch: {main}"
@@ -205,6 +210,19 @@ def stages_table(s: LoaderStages, *, in_workers: bool = True) -> list[str]:
             )
         )
     return [*out, ""]
+
+
+def _main_stage(st: StageTime, wait: Interval | None) -> str:
+    """A stage of the training process per batch; the wait for the batch with the interval of its
+    cell's data wait where that is known: the waits one by one are not independent observations."""
+    # the cell's waits are this stage's where their means agree: on a GPU they are its stalls by
+    # CUDA events, another series than the loop's own time in next()
+    same = wait is not None and math.isclose(wait.value, st.s_per_batch, rel_tol=1e-6)
+    if st.name == WAIT_FOR_THE_BATCH and same and wait is not None and wait.known:
+        return (
+            f"{st.name} {_ms(wait.value)} ms {_ms_range(wait.low, wait.high)} (its interval the data wait's)"
+        )
+    return f"{st.name} {_ms(st.s_per_batch)} ms {_ms_range(st.low_s, st.high_s)}"
 
 
 def memory_line(m: WorkerMemory) -> str:

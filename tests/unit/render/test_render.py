@@ -525,3 +525,24 @@ def test_a_command_says_what_its_cold_reads_evicted_of_your_cache_and_read_back(
     assert said in line, line
     write_report(replace(result, run=replace(result.run, read_back=None)), tmp_path)
     assert "- Page cache: " not in (tmp_path / "report.md").read_text()
+
+
+def test_the_wait_for_the_batch_takes_the_interval_of_its_cells_data_wait(tmp_path: Path) -> None:
+    """The loop's wait per batch in the look inside the loader: on the host's clock, said with the
+    interval of its cell's data wait (``rates.wait_per_batch``), not with the waits' own batch means;
+    on CUDA, where the cell's waits are the GPU's stalls and not the loop's, as it was measured."""
+    from replay import replay
+
+    from ioprof.core.rates import wait_per_batch
+    from ioprof.render.inside import _cell, _ms_range
+
+    (c,) = [c for c in replay("compare/one")[0].cells if c.inside is not None and c.workers]
+    w = wait_per_batch(c.wait_share(), c.step_s)
+    (line,) = [x for x in _cell(c) if x.startswith("In the training process, per batch:")]
+    assert (
+        f"wait for the batch {w.value * 1e3:,.2f} ms {_ms_range(w.low, w.high)} (its interval the data wait's)"
+        in line
+    )
+    (gpu,) = [c for c in replay("gpu-imagenet/one-epoch")[0].cells if c.inside is not None and c.workers]
+    (line,) = [x for x in _cell(gpu) if x.startswith("In the training process, per batch:")]
+    assert "wait for the batch" in line and "the data wait's" not in line
