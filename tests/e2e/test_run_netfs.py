@@ -322,12 +322,22 @@ def _stock_truths(run: dict[str, Any]) -> None:
     stock_truths(run["result"], run["report"], run["observed"], run["stat"], run["figure"], run["name"])
 
 
+def _input_bound_by_storage(cell: dict[str, Any]) -> None:
+    """Storage planted 3× below the pace measured before the run: input-bound by storage, and
+    highly where the class is decided. The step's own pace in the run can fall to half that (one
+    core shared with the workers and the mount's daemon: Lightning's stepped at 21 img/s against
+    36.9 in its pace), leaving a wait near a third, whose interval over a short window may reach
+    below 20 %: borderline moderately/highly is then the honest answer, not a wrong one."""
+    v = cell["verdict"]
+    assert v["bottleneck"] == "storage", v
+    assert set(v["input_bound_range"]) <= {"moderately", "highly"}, v
+    assert v["input_bound"] in ("highly", "borderline"), v
+
+
 def _storage_verdict(run: dict[str, Any], plain_mb_per_s: float, method: str) -> dict[str, Any]:
     r = run["result"]
     cell = _training(r)
-    assert (cell["verdict"]["bottleneck"], cell["verdict"]["input_bound"]) == ("storage", "highly"), cell[
-        "verdict"
-    ]
+    _input_bound_by_storage(cell)
     assert r["analysis"]["overall_bottleneck"] == "storage"
     assert cell["fetched"]["method"] == method
     # the truth of the figure: what the link carried over the spans ioprof counted (its namespace's
@@ -571,8 +581,7 @@ def test_lightning_is_probed_after_its_first_training_pass(runs: Any) -> None:
     # a model light enough at 224 px (mobilenet_v3_small) that the 5 Mbit link, not the CPU, sets
     # the pace: squeezenet1_1 trained at about what an 8 Mbit link feeds and read borderline, and so
     # did mobilenet_v3_small at 8 Mbit on a host with AVX2 alone (26 img/s, 1.8 % wait: compute)
-    v = cell["verdict"]
-    assert (v["bottleneck"], v["input_bound"]) == ("storage", "highly"), v
+    _input_bound_by_storage(cell)
     assert cell["fetched_mb_per_s"] == pytest.approx(run["plain_mb_per_s"], rel=0.15)
     _stock_truths(run)
 
