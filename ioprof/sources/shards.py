@@ -48,9 +48,23 @@ def shard_stage(dataset: Any) -> tuple[int, Any] | None:
     return None
 
 
+def split_reader(dataset: Any) -> Any | None:
+    """timm's WebDataset reader (``create_dataset("wds/…")``: ``ReaderWds`` on the dataset's
+    ``reader``), which builds its pipeline only inside each worker: the shards of its split are
+    ``split_info.filenames`` under its ``root``. None for any other dataset."""
+    reader = getattr(dataset, "reader", None)
+    names = getattr(getattr(reader, "split_info", None), "filenames", None)
+    if not isinstance(getattr(reader, "root", None), str) or not isinstance(names, (list, tuple)):
+        return None
+    return reader if names and all(isinstance(n, str) for n in names) else None
+
+
 def urls_of(dataset: Any) -> list[str]:
     found = shard_stage(dataset)
-    return list(found[1].urls) if found else []
+    if found:
+        return list(found[1].urls)
+    reader = split_reader(dataset)
+    return [os.path.join(reader.root, n) for n in reader.split_info.filenames] if reader else []
 
 
 def scheme(url: str) -> str:
@@ -202,10 +216,9 @@ def copy_in_memory(
     few of its shards), or why not."""
     why = unavailable()
     found = shard_stage(dataset)
-    if why or found is None:
+    if why or not urls_of(dataset):
         return why or "no shard list in this pipeline"
-    index, stage = found
-    urls = list(stage.urls)
+    urls = urls_of(dataset)
     random.Random(seed).shuffle(urls)
     copies = MemoryCopies()
     held = 0
@@ -222,12 +235,18 @@ def copy_in_memory(
         return copies.fail(f"its shards could not be copied into memory ({e})")
     if not held:
         return copies.fail("its shards held no samples")
-    copy = shallow(dataset)
-    copy.pipeline = list(dataset.pipeline)
-    shards = shallow(stage)
     # every worker gets shards to read, for as long as the probe runs
-    shards.urls = links * max(1, -(-8 * max(1, workers) // len(links)))
-    copy.pipeline[index] = shards
+    named = links * max(1, -(-8 * max(1, workers) // len(links)))
+    copy = shallow(dataset)
+    if found is not None:
+        index, stage = found
+        copy.pipeline = list(dataset.pipeline)
+        copy.pipeline[index] = shards = shallow(stage)
+        shards.urls = named
+    else:  # timm's reader: its split names the copies (absolute: its root is joined to nothing)
+        copy.reader = reader = shallow(dataset.reader)
+        reader.split_info = shallow(reader.split_info)
+        reader.split_info.filenames, reader.ds = tuple(named), None
     view = copies.done(copy, None, f"the first {held} samples of {len(links)} of your shards")
     view.files = held  # samples, for the report's "n of your …"
     return view

@@ -365,3 +365,60 @@ def test_slow_samples_are_found_with_the_share_of_the_wait_they_cause(
 
 def pct(share: dict[str, float]) -> str:
     return f"{share['value']:.3f} [{share['low']:.3f}–{share['high']:.3f}]"
+
+
+@pytest.mark.slow
+def test_timms_train_script_on_webdataset_shards_is_read_alone_from_its_readers_split(tmp_path: Path) -> None:
+    """timm's ``train.py``, unchanged, reading tar shards through its own WebDataset reader
+    (``--dataset wds/…``): the reader builds its pipeline only inside each worker, and on a small
+    set its shuffle buffer reads every shard before the first batch, so no worker holds one open to
+    be seen. The shards are its split's files under its root: found there, the storage is read
+    alone, the pipeline measured alone from an in-memory copy of the first samples of two shards
+    (named in a copy of the reader's split), and what an image weighs is the shards' own."""
+    pytest.importorskip("timm", reason="timm is not installed (pip install -e '.[test]')")
+    pytest.importorskip("webdataset", reason="webdataset is not installed (pip install -e '.[test]')")
+    import tarfile
+
+    from ioprof.datasets.discover import find_images
+    from ioprof.runners.pipelines import write_shards
+
+    data = tmp_path / "data"
+    samples = {"train": 640, "validation": 160}
+    for split, n in samples.items():
+        generate(DatasetSpec(128, 96, n, seed=len(split)), tmp_path / "src" / split)
+        images = find_images(str(tmp_path / "src" / split))
+        write_shards(images.paths, images.labels, data / split, 200_000)
+    shards = sorted((data / "train").glob("*.tar"))
+    per_shard = []  # each shard's bytes per sample: what an estimate from some of its samples lies among
+    for s in shards:
+        with tarfile.open(s) as tar:
+            per_shard.append(s.stat().st_size / sum(m.name.endswith(".jpg") for m in tar))
+    split = {
+        k: f"{k}/shard-{{00000..{len(list((data / k).glob('*.tar'))) - 1:05d}}}.tar|{n}"
+        for k, n in samples.items()
+    }
+    out = tmp_path / "o"
+    p = ioprof_run(
+        "--out",
+        str(out),
+        "--",
+        sys.executable,
+        str(paths.SCRIPTS / "thirdparty" / "timm_train" / "train.py"),
+        *f"--data-dir {data} --dataset wds/synth --model mobilenetv3_small_050 --device cpu".split(),
+        *f"--no-prefetcher -j 2 -b 16 --epochs 2 --img-size 96 --num-classes 5 --output {tmp_path / 'out'}".split(),
+        *("--train-split", split["train"], "--val-split", split["validation"]),
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads((out / "results.json").read_text())
+    train, val = r["loaders"]
+    assert (train["role"], val["role"]) == ("training", "evaluation")
+    assert (train["dataset_class"], train["dataset_root"]) == ("IterableImageDataset", str(data / "train"))
+    (ceilings,) = [c for c in r["ceilings"] if c["dataset"] == train["key"]]
+    assert [(d["loader"], d["workers"]) for d in ceilings["decode"]][:1] == [("multiprocess", 2)], ceilings
+    (storage,) = ceilings["storage"]
+    assert storage["files"] > 0 and storage["bytes_per_sample"] is not None
+    assert min(per_shard) <= storage["bytes_per_sample"] <= max(per_shard), (storage, per_shard)
+    (info,) = [d for d in r["datasets"] if d["label"] == train["key"]]
+    assert (info["files"], info["total_bytes"]) == (len(shards), sum(s.stat().st_size for s in shards))
+    report = (out / "report.md").read_text()
+    assert "IterableImageDataset does not say what it reads" not in report
