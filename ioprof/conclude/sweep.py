@@ -396,6 +396,7 @@ def advise(
         demand_img_per_s=demand,
         cores_usable=cores_usable,
         mean_file_bytes=info.mean_file_bytes,
+        files_known=info.files is not None and info.total_bytes is not None,
         network_storage=info.fs_kind in ("network", "fuse"),
         object_store=info.object_store,
         serial_suffices=None

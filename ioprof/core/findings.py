@@ -114,6 +114,7 @@ class Advice:
     best_cell_wait_share: float | None = None
     consumer: str = "training"  # what consumes the batches: training, or a script's evaluation
     object_store: bool = False  # its data is in an object store (read by GETs)
+    files_known: bool = False  # the files it reads are known (their count and bytes), if not per image
     # the intervals of the decode ceilings the worker figures are read from (None: not known)
     per_worker_interval: Interval | None = None
     best_decode_interval: Interval | None = None

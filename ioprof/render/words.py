@@ -231,10 +231,14 @@ def _storage_need(a: f.Advice) -> str:
             "or the page cache)"
         )
     if a.storage_mb_per_s_needed is None or a.mean_file_bytes is None:
+        why = (
+            "the files it reads are known, but not how many samples they hold: its pipeline was not measured alone"
+            if a.files_known
+            else "its dataset does not say what it reads"
+        )
         return (
             f"{a.consumer.capitalize()} at {rate(a.demand_img_per_s)} img/s (the pace its step allows): the bytes "
-            f"it reads per image are not known (its dataset does not say what it reads), so neither is the "
-            f"bandwidth it would need{where}."
+            f"it reads per image are not known ({why}), so neither is the bandwidth it would need{where}."
         )
     return (
         f"{a.consumer.capitalize()} at {rate(a.demand_img_per_s)} img/s (the pace its step allows) would draw "
