@@ -16,7 +16,7 @@ import mmap
 import os
 import platform
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import psutil
@@ -302,13 +302,19 @@ def remember(paths: Iterable[str | os.PathLike[str]], found: PageRuns | None) ->
     for cold reads made in other processes (``scale``'s ranks), to be read back after them."""
     if found is None:
         return
+    for path, fd in _each_open(paths):
+        _remember(fd, path, found)
+
+
+def _each_open(paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[str, int]]:
+    """Each file that can be opened to read, with its descriptor (closed once the next is asked for)."""
     for p in paths:
         try:
             fd = os.open(p, os.O_RDONLY)
         except OSError:
             continue
         try:
-            _remember(fd, os.fspath(p), found)
+            yield os.fspath(p), fd
         finally:
             os.close(fd)
 
@@ -324,19 +330,12 @@ def evict(paths: Iterable[str | os.PathLike[str]], found: PageRuns | None = None
     ``found``: filled with the runs of pages each file had resident before its first eviction
     (``read_back``); a file evicted again keeps that record, for the pages a later eviction finds
     are those ioprof's own reads left, not the user's."""
-    for p in paths:
-        try:
-            fd = os.open(p, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            if found is not None:
-                _remember(fd, os.fspath(p), found)
-            # Dirty pages cannot be dropped; flushing them persists what is pending and changes no data.
-            os.fdatasync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+    for path, fd in _each_open(paths):
+        if found is not None:
+            _remember(fd, path, found)
+        # Dirty pages cannot be dropped; flushing them persists what is pending and changes no data.
+        os.fdatasync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
 def read_back(
