@@ -122,3 +122,48 @@ def test_full_and_read_only_candidates(small_set: Path, tmp_path: Path) -> None:
     finally:
         subprocess.run(["umount", str(full)], check=False)
         subprocess.run(["umount", str(ro)], check=False)
+
+
+@pytest.mark.slow
+def test_reading_your_data_cold_where_it_is_leaves_its_cached_pages_as_they_were(tmp_path: Path) -> None:
+    """``place --data`` over files the page cache holds: the current location is read cold (its
+    sample evicted, each file again once read), and what the cache held is read back once the
+    locations are measured, and said. Every other location reads the sample again (a copy into a
+    folder, or into memory for an emulated one), so here the cache would hold it even without the
+    read-back (with it removed, only the record fails); ``fincore`` still counts, outside ioprof,
+    that no file is left gone whole, against as many untouched files cached at the same moment."""
+    from groundtruth import no_more_than_chance, resident_pages
+
+    from ioprof.datasets.synth import DatasetSpec, generate
+    from ioprof.host.pagecache import filesystem_of
+
+    data, untouched = tmp_path / "data", tmp_path / "untouched"
+    generate(DatasetSpec(128, 96, 96, seed=7), data)
+    generate(DatasetSpec(128, 96, 96, seed=8), untouched)
+    if filesystem_of(data).ram_backed:
+        pytest.skip("the test folder is RAM-backed: nothing there can be evicted")
+    files, others = (sorted(str(f) for f in d.rglob("*.jpg")) for d in (data, untouched))
+    for f in files + others:
+        Path(f).read_bytes()
+    cached = resident_pages(files + others)
+    out = tmp_path / "o"
+    # an emulated location, not a folder: a copy into one reads the sample again, which caches it
+    # whatever is read back
+    p = place(
+        "--data",
+        str(data),
+        "--storage-profile",
+        "custom:500:20",
+        "--compute",
+        "sim:300",
+        *SMALL,
+        "--out",
+        str(out),
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    after = resident_pages(files + others)
+    gone, gone_others = (sum(cached[f] > 0 and after[f] == 0 for f in g) for g in (files, others))
+    assert no_more_than_chance(gone, len(files), gone_others, len(others)), (gone, gone_others)
+    back = json.loads((out / "results.json").read_text())["run"]["read_back"]
+    assert back is not None and back["files"] > 0 and back["left_bytes"] == 0, back
+    assert "- Page cache: Reading your files cold evicted" in (out / "report.md").read_text()
