@@ -132,26 +132,15 @@ def test_reading_your_data_cold_where_it_is_leaves_its_cached_pages_as_they_were
     folder, or into memory for an emulated one), so here the cache would hold it even without the
     read-back (with it removed, only the record fails); ``fincore`` still counts, outside ioprof,
     that no file is left gone whole, against as many untouched files cached at the same moment."""
-    from groundtruth import no_more_than_chance, resident_pages
+    from groundtruth import CachedBeside
 
-    from ioprof.datasets.synth import DatasetSpec, generate
-    from ioprof.host.pagecache import filesystem_of
-
-    data, untouched = tmp_path / "data", tmp_path / "untouched"
-    generate(DatasetSpec(128, 96, 96, seed=7), data)
-    generate(DatasetSpec(128, 96, 96, seed=8), untouched)
-    if filesystem_of(data).ram_backed:
-        pytest.skip("the test folder is RAM-backed: nothing there can be evicted")
-    files, others = (sorted(str(f) for f in d.rglob("*.jpg")) for d in (data, untouched))
-    for f in files + others:
-        Path(f).read_bytes()
-    cached = resident_pages(files + others)
+    cache = CachedBeside(tmp_path, 128, 96, 96, seed=7)
     out = tmp_path / "o"
     # an emulated location, not a folder: a copy into one reads the sample again, which caches it
     # whatever is read back
     p = place(
         "--data",
-        str(data),
+        str(cache.data),
         "--storage-profile",
         "custom:500:20",
         "--compute",
@@ -161,9 +150,7 @@ def test_reading_your_data_cold_where_it_is_leaves_its_cached_pages_as_they_were
         str(out),
     )
     assert p.returncode == 0, p.stderr[-2000:]
-    after = resident_pages(files + others)
-    gone, gone_others = (sum(cached[f] > 0 and after[f] == 0 for f in g) for g in (files, others))
-    assert no_more_than_chance(gone, len(files), gone_others, len(others)), (gone, gone_others)
+    assert cache.as_found(), cache.gone_whole()
     back = json.loads((out / "results.json").read_text())["run"]["read_back"]
     assert back is not None and back["files"] > 0 and back["left_bytes"] == 0, back
     assert "- Page cache: Reading your files cold evicted" in (out / "report.md").read_text()

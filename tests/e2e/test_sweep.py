@@ -174,30 +174,18 @@ def test_a_sweep_over_your_data_leaves_the_page_cache_as_it_found_it(
     ``fincore`` tells, outside ioprof. Beside them as many files nothing reads, cached at the same
     moment: the host's own reclaim takes pages from both, and only files gone whole from the
     data more often than from those by chance are the sweep's."""
-    from groundtruth import no_more_than_chance, resident_pages
+    from groundtruth import CachedBeside
 
-    from ioprof.datasets.synth import DatasetSpec, generate
-    from ioprof.host.pagecache import filesystem_of
-
-    data, untouched = tmp_path / "data", tmp_path / "untouched"
-    generate(DatasetSpec(256, 192, 120, seed=3), data)
-    generate(DatasetSpec(256, 192, 120, seed=4), untouched)
-    if filesystem_of(data).ram_backed:
-        pytest.skip("the test folder is RAM-backed: nothing there can be evicted")
-    files, others = (sorted(str(f) for f in d.rglob("*.jpg")) for d in (data, untouched))
-    for f in files + others:
-        Path(f).read_bytes()
-    cached = resident_pages(files + others)
+    cache = CachedBeside(tmp_path, 256, 192, 120, seed=3)
     out = tmp_path / "o"
     args = "--workers 2 --loaders multiprocess --compute sim:h200 --batch-size 16 --crop-px 64 --seconds 3"
-    p = ioprof("sweep", "--data", str(data), *args.split(), "--out", str(out))
+    p = ioprof("sweep", "--data", str(cache.data), *args.split(), "--out", str(out))
     assert p.returncode == 0, p.stderr[-2000:]
-    after = resident_pages(files + others)
-    gone, gone_others = (sum(cached[f] > 0 and after[f] == 0 for f in g) for g in (files, others))
+    gone, gone_others = cache.gone_whole()
     figure(
-        f"sweep --data: files gone whole after it {gone} of {len(files)}, of as many untouched {gone_others}"
+        f"sweep --data: files gone whole after it {gone} of {len(cache.files)}, of as many untouched {gone_others}"
     )
-    assert no_more_than_chance(gone, len(files), gone_others, len(others)), (gone, gone_others)
+    assert cache.as_found(), (gone, gone_others)
     r = json.loads((out / "results.json").read_text())
     back = r["run"]["read_back"]
     figure(
@@ -205,7 +193,7 @@ def test_a_sweep_over_your_data_leaves_the_page_cache_as_it_found_it(
         f"{back['seconds']:.2f} s"
     )
     assert r["config"]["cache"] == "cold" and r["cells"] and r["ceilings"][0]["storage"]
-    assert back["files"] == sum(cached[f] > 0 for f in files) and back["left_bytes"] == 0, back
+    assert back["files"] == sum(cache.cached[f] > 0 for f in cache.files) and back["left_bytes"] == 0, back
     report = (out / "report.md").read_text()
     assert "- Page cache: Reading your files cold evicted the pages the page cache held of" in report
     assert "so your training finds the cache as it left it." in report

@@ -117,31 +117,18 @@ def test_the_pipeline_read_cold_where_your_data_is_leaves_its_cached_pages_as_th
     cache held is read back once the alternatives are done. ``fincore`` counts, outside ioprof, the
     files gone whole from the cache after it, against as many untouched files cached at the same
     moment (the host's own reclaim takes pages from both)."""
-    from groundtruth import no_more_than_chance, resident_pages
+    from groundtruth import CachedBeside
 
-    from ioprof.datasets.synth import DatasetSpec, generate
-    from ioprof.host.pagecache import filesystem_of
-
-    data, untouched = tmp_path / "data", tmp_path / "untouched"
-    generate(DatasetSpec(128, 96, 96, seed=5), data)
-    generate(DatasetSpec(128, 96, 96, seed=6), untouched)
-    if filesystem_of(data).ram_backed:
-        pytest.skip("the test folder is RAM-backed: nothing there can be evicted")
-    files, others = (sorted(str(f) for f in d.rglob("*.jpg")) for d in (data, untouched))
-    for f in files + others:
-        Path(f).read_bytes()
-    cached = resident_pages(files + others)
+    cache = CachedBeside(tmp_path, 128, 96, 96, seed=5)
     _, r = whatif(
         "--data",
-        str(data),
+        str(cache.data),
         *"--workers 2 --compute sim:5000 --seconds 1 --only pin_memory --scratch".split(),
         str(tmp_path),
         "--out",
         str(tmp_path / "o"),
     )
-    after = resident_pages(files + others)
-    gone, gone_others = (sum(cached[f] > 0 and after[f] == 0 for f in g) for g in (files, others))
-    assert no_more_than_chance(gone, len(files), gone_others, len(others)), (gone, gone_others)
+    assert cache.as_found(), cache.gone_whole()
     back = r["run"]["read_back"]
     assert back is not None and back["files"] > 0 and back["left_bytes"] == 0, back
     assert "- Page cache: Reading your files cold evicted" in (tmp_path / "o" / "report.md").read_text()

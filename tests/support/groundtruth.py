@@ -282,6 +282,40 @@ def no_more_than_chance(
     return tail > alpha
 
 
+class CachedBeside:
+    """A generated dataset under ``root/data``, cached whole as a host that trains on it holds it,
+    beside as many untouched files under ``root/untouched`` cached at the same moment: the host's
+    own reclaim takes pages from both, and only files gone whole from the data more often than
+    from those by chance are what a command left out of the cache (``no_more_than_chance``)."""
+
+    def __init__(self, root: Path, width: int, height: int, images: int, seed: int) -> None:
+        from ioprof.datasets.synth import DatasetSpec, generate
+        from ioprof.host.pagecache import filesystem_of
+
+        self.data, untouched = root / "data", root / "untouched"
+        generate(DatasetSpec(width, height, images, seed=seed), self.data)
+        generate(DatasetSpec(width, height, images, seed=seed + 1), untouched)
+        if filesystem_of(self.data).ram_backed:
+            pytest.skip("the test folder is RAM-backed: nothing there can be evicted")
+        self.files, self.others = (sorted(str(f) for f in d.rglob("*.jpg")) for d in (self.data, untouched))
+        for f in self.files + self.others:
+            Path(f).read_bytes()
+        self.cached = resident_pages(self.files + self.others)
+
+    def gone_whole(self) -> tuple[int, int]:
+        """Files of the data, and of the untouched ones, cached before and out of the cache whole now."""
+        after = resident_pages(self.files + self.others)
+        gone, others = (
+            sum(self.cached[f] > 0 and after[f] == 0 for f in g) for g in (self.files, self.others)
+        )
+        return gone, others
+
+    def as_found(self) -> bool:
+        """Whether the data's files are cached as they were, but for what reclaim takes by chance."""
+        gone, others = self.gone_whole()
+        return no_more_than_chance(gone, len(self.files), others, len(self.others))
+
+
 def private_pages(pid: int) -> tuple[int, int]:
     """(its own, a file's) private pages of ``pid``, in bytes, mapping by mapping of
     ``/proc/PID/smaps`` (its own parser, not ioprof's): pages of its anonymous mappings and the
