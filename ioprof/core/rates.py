@@ -218,9 +218,9 @@ def wait_per_batch(share: Interval, step_s: Sequence[float]) -> Interval:
     or where its top leaves the step no time."""
     n = len(step_s)
     step = ratio_interval(list(step_s), [1.0] * n) if n else Interval.unknown(0.0)
-    value = step.value * share.value / (1 - share.value) if share.value < 1 else math.inf
-    if not share.known or not step.known or share.high >= 1 or not math.isfinite(value):
-        return Interval.unknown(value if math.isfinite(value) else 0.0)
+    value = step.value * share.value / (1 - share.value) if share.value < 1 else 0.0
+    if not share.known or not step.known or share.high >= 1:
+        return Interval.unknown(value)
     low = step.low * share.low / (1 - share.low)
     high = step.high * share.high / (1 - share.high)
     return Interval(value, min(value, low), max(value, high), share.batches)

@@ -371,18 +371,6 @@ def held_any(found: PageRuns | None) -> bool:
     return found is not None and any(found.values())
 
 
-def read_back_since(
-    found: PageRuns | None, since: float, clock: Callable[[], float] = time.perf_counter
-) -> ReadBack | None:
-    """What a command's cold reads evicted of a user's cached files, read back in no more time
-    than the command has measured ``since`` (it never takes more than twice as long); None where
-    the files held nothing in the cache."""
-    if not held_any(found):
-        return None
-    assert found is not None
-    return read_back(found, clock() - since, clock)
-
-
 def _read_runs(path: str, runs: Sequence[tuple[int, int]]) -> int:
     """Bytes read from ``path``'s page runs, readahead off."""
     got = 0

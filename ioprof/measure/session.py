@@ -8,6 +8,7 @@ happen in one place, and ``RunInfo`` is written the same way for a sweep and a p
 from __future__ import annotations
 
 import multiprocessing
+import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Protocol
@@ -19,7 +20,7 @@ from ioprof.core.counts import ReadBack
 from ioprof.core.results import MachineInfo, RunInfo
 from ioprof.core.version import __version__
 from ioprof.host.machine import machine_info
-from ioprof.host.pagecache import PageRuns, held_any, read_back_since
+from ioprof.host.pagecache import PageRuns, held_any, read_back
 from ioprof.host.telemetry import NvmlStatus, nvml_for_device
 
 
@@ -98,8 +99,9 @@ def with_run(session: Session, run: RunLength) -> Session:
 
 def put_back(evicted: PageRuns | None, since: float, progress: Progress) -> ReadBack | None:
     """The pages of a user's files the page cache held before a command's cold reads evicted them,
-    read back in no more time than the command has measured ``since``; None where it held none."""
-    if not held_any(evicted):
+    read back in no more time than the command has measured ``since`` (so it never takes more
+    than twice as long); None where it held none."""
+    if evicted is None or not held_any(evicted):
         return None
     progress("reading back the pages of your files the page cache held before the cold reads…")
-    return read_back_since(evicted, since)
+    return read_back(evicted, time.perf_counter() - since)

@@ -217,8 +217,12 @@ def _main_stage(st: StageTime, wait: Interval | None) -> str:
     cell's data wait where that is known: the waits one by one are not independent observations."""
     # the cell's waits are this stage's where their means agree: on a GPU they are its stalls by
     # CUDA events, another series than the loop's own time in next()
-    same = wait is not None and math.isclose(wait.value, st.s_per_batch, rel_tol=1e-6)
-    if st.name == WAIT_FOR_THE_BATCH and same and wait is not None and wait.known:
+    if (
+        st.name == WAIT_FOR_THE_BATCH
+        and wait is not None
+        and wait.known
+        and math.isclose(wait.value, st.s_per_batch, rel_tol=1e-6)
+    ):
         return (
             f"{st.name} {_ms(wait.value)} ms {_ms_range(wait.low, wait.high)} (its interval the data wait's)"
         )

@@ -216,9 +216,9 @@ def copy_in_memory(
     few of its shards), or why not."""
     why = unavailable()
     found = shard_stage(dataset)
-    if why or not urls_of(dataset):
-        return why or "no shard list in this pipeline"
     urls = urls_of(dataset)
+    if why or not urls:
+        return why or "no shard list in this pipeline"
     random.Random(seed).shuffle(urls)
     copies = MemoryCopies()
     held = 0
