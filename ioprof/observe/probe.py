@@ -384,7 +384,7 @@ def probe_pipeline(
     found: PageRuns = {}  # the pages of your files the storage read evicted while cached
     storage: list[StorageCeiling] = []
     storage_note = ""
-    files_first = source is not None and source.kind == "files" and local_rank == 0
+    files_first = source is not None and source.file_a_sample and local_rank == 0
     if files_first:
         storage, storage_note = _timed(
             phases,
@@ -623,7 +623,7 @@ def _probe_storage(
             source,
             readers,
             max_seconds=seconds,
-            bytes_per_sample=per_sample if source.urls or source.kind != "files" else None,
+            bytes_per_sample=per_sample if source.urls or not source.file_a_sample else None,
             keep=keep,
             found=found,
         )

@@ -114,10 +114,10 @@ def read_alone(
             max_seconds=max_seconds,
             root=source.root,
             keep=keep,
-            keep_bytes=memory.MEMORY_SAMPLE_BYTES if source.kind == "files" else 0,
+            keep_bytes=memory.MEMORY_SAMPLE_BYTES if source.file_a_sample else 0,
             found=found,
         )
-        if source.kind == "files" or not bytes_per_sample:
+        if source.file_a_sample or not bytes_per_sample:
             return ceiling
         # a file of many samples (a shard): the samples/s its bandwidth feeds
         return replace(
@@ -152,7 +152,7 @@ def describe(source: Source, label: str, samples: int | None = None) -> DatasetI
         info = describe_files(
             ImageList(source.root, source.items, (0,) * n, ("",), "listed"), label, False, stat_limit=2000
         )
-        if source.kind == "files":
+        if source.file_a_sample:
             return replace(info, samples=samples)
         if source.kind == "arrow" and info.keeps_pages is False:
             # a FUSE mount drops a file's pages when it is opened again; an Arrow file is opened and

@@ -1,13 +1,18 @@
 """Hugging Face ``datasets``: a ``datasets.Dataset`` reads its rows from Arrow files it
 memory-maps (``cache_files``: what ``load_dataset``, ``load_from_disk`` or ``save_to_disk`` left),
 so its bytes come in as page faults, not ``read()`` calls — the mount's or the block device's
-counters count them, a process's ``rchar`` does not.
+counters count them, a process's ``rchar`` does not. But a column of files (its ``Image``,
+``Audio`` or ``Video`` feature: an Arrow struct of ``bytes`` and ``path``) may hold only their
+paths — ``load_dataset("imagefolder", …)`` and ``load_dataset(<a local folder>)`` of files on
+disk do — and then each row's file is opened and read where the row is decoded: those files are
+what it reads, one a sample, and its Arrow files only the list of them.
 
-Found as the loader's dataset itself or one level down, on the object that wraps it (``dataset``,
-``ds``, ``data``, ``hf_dataset``…). The copy in memory holds a random sample of its rows in an
-Arrow table in RAM, with the same format and transform (``set_transform``, ``with_format``); every
-object between the loader's dataset and the Hugging Face one is a shallow copy: the user's
-objects, their tables and their format are never changed.
+Found as the loader's dataset itself or down to two levels, on the objects that wrap it
+(``dataset``, ``ds``, ``data``, ``hf_dataset``, timm's ``reader``…). The copy in memory holds a
+random sample of its rows in an Arrow table in RAM, with the same format and transform
+(``set_transform``, ``with_format``), and where its rows name files, each of them in memory under
+its own name; every object between the loader's dataset and the Hugging Face one is a shallow
+copy: the user's objects, their tables and their format are never changed.
 """
 
 from __future__ import annotations
@@ -17,11 +22,21 @@ import random
 from typing import Any
 
 from ioprof.sources import files
-from ioprof.sources.memory import MEMORY_SAMPLE_BYTES, MEMORY_SAMPLE_FILES, MemoryView, shallow
-from ioprof.sources.source import Source
+from ioprof.sources.memory import (
+    MEMORY_SAMPLE_BYTES,
+    MEMORY_SAMPLE_FILES,
+    MemoryCopies,
+    MemoryView,
+    read_whole,
+    shallow,
+    unavailable,
+)
+from ioprof.sources.source import ITEMS_LISTED, Source
 
 # Where a wrapper keeps its Hugging Face dataset (besides the usual holders).
 HOLDER_ATTRIBUTES = ("dataset", "ds", "data", "hf_dataset", "hf_ds", "reader", "data_source", "base")
+HOLDER_DEPTH = 2  # timm's ImageDataset → its reader (ReaderHfds) → the Hugging Face dataset
+FILE_FIELDS = frozenset({"bytes", "path"})  # the Arrow struct of datasets' Image, Audio and Video
 
 
 def is_arrow_dataset(obj: Any) -> bool:
@@ -35,14 +50,22 @@ def is_arrow_dataset(obj: Any) -> bool:
     )
 
 
-def holder(ds: Any) -> tuple[str, Any] | None:
-    """("", the dataset) where it is a Hugging Face one; (attribute, it) where a wrapper holds one."""
+def holder(ds: Any) -> tuple[tuple[str, ...], Any] | None:
+    """(the attributes from ``ds`` to its Hugging Face dataset, it): () where ``ds`` is one."""
     if is_arrow_dataset(ds):
-        return "", ds
-    for name in HOLDER_ATTRIBUTES:
-        obj = getattr(ds, name, None)
-        if obj is not None and is_arrow_dataset(obj):
-            return name, obj
+        return (), ds
+    level: list[tuple[tuple[str, ...], Any]] = [((), ds)]
+    for _ in range(HOLDER_DEPTH):
+        below: list[tuple[tuple[str, ...], Any]] = []
+        for way, obj in level:
+            for name in HOLDER_ATTRIBUTES:
+                inner = getattr(obj, name, None)
+                if inner is None or isinstance(inner, (str, bytes, list, tuple, dict)):
+                    continue
+                if is_arrow_dataset(inner):
+                    return (*way, name), inner
+                below.append(((*way, name), inner))
+        level = below
     return None
 
 
@@ -58,11 +81,63 @@ def files_of(ds: Any) -> list[str]:
     return [os.fspath(c["filename"]) for c in cache if isinstance(c, dict) and c.get("filename")]
 
 
+def file_columns(hf: Any) -> list[str]:
+    """The columns whose cells can name a file instead of holding its bytes (Arrow structs of
+    ``bytes`` and ``path``)."""
+    import pyarrow as pa
+
+    try:
+        schema = hf.data.schema
+    except Exception:  # a dataset object in a state it cannot say
+        return []
+    return [
+        f.name
+        for f in schema
+        if pa.types.is_struct(f.type)
+        and {f.type.field(i).name for i in range(f.type.num_fields)} == FILE_FIELDS
+    ]
+
+
+def named_files(hf: Any, rows: int = ITEMS_LISTED) -> dict[str, list[str | None]]:
+    """For each column of files, the path each of the dataset's first ``rows`` rows opens (None
+    where the row holds the file's bytes); {} where no row of them names a file to read."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = file_columns(hf)
+    if not columns:
+        return {}
+    table = hf.select_columns(columns).with_format("arrow")[: min(rows, len(hf))]
+    out: dict[str, list[str | None]] = {}
+    for name in columns:
+        cells = table.column(name).combine_chunks()
+        data, paths = cells.field("bytes"), cells.field("path")
+        opens = pc.and_(pc.and_(cells.is_valid(), data.is_null()), paths.is_valid())
+        out[name] = pc.if_else(opens, paths, pa.scalar(None, pa.string())).to_pylist()
+    return out if any(p is not None for named in out.values() for p in named) else {}
+
+
 KIND = "arrow"
 
 
 def find(dataset: Any) -> Source | None:
-    """The Arrow files a Hugging Face dataset memory-maps (none where its table is held in RAM)."""
+    """The files a Hugging Face dataset's rows name, where they name them; otherwise the Arrow
+    files it memory-maps (none where its table is held in RAM)."""
+    found = holder(dataset)
+    if found is None:
+        return None
+    hf = found[1]
+    try:
+        named = named_files(hf)
+    except Exception:  # an Arrow error reading the user's table: its files as they are mapped
+        named = {}
+    if named:
+        listed = [p for column in named.values() for p in column if p is not None]
+        root = files.common_root(listed)
+        one_each = len(named) == 1 and len(listed) == min(len(hf), ITEMS_LISTED)
+        label = f"files named in its {', '.join(f'`{c}`' for c in named)} column (Hugging Face datasets)"
+        count = len(hf) * len(named) if len(hf) > ITEMS_LISTED else None
+        return Source(KIND, label, tuple(listed), root, root, "filesystem", count, file_a_sample=one_each)
     mapped = files_of(dataset)
     if not mapped:
         return None
@@ -73,38 +148,52 @@ def find(dataset: Any) -> Source | None:
 def in_memory(
     source: Source, dataset: Any, *, workers: int, read: dict[str, bytes] | None
 ) -> MemoryView | str:
-    return copy_in_memory(dataset)
+    return copy_in_memory(dataset, read=read)
 
 
 def copy_in_memory(
-    dataset: Any, *, max_rows: int = MEMORY_SAMPLE_FILES, max_bytes: int = MEMORY_SAMPLE_BYTES, seed: int = 0
+    dataset: Any,
+    *,
+    max_rows: int = MEMORY_SAMPLE_FILES,
+    max_bytes: int = MEMORY_SAMPLE_BYTES,
+    seed: int = 0,
+    read: dict[str, bytes] | None = None,
 ) -> MemoryView | str:
     """A copy whose Hugging Face dataset holds a random sample of its rows in RAM, at positions
-    0…n−1 (a wrapper that maps its index i to row i reads them), or why not."""
+    0…n−1 (a wrapper that maps its index i to row i reads them), or why not. Where its rows name
+    files, each is held in memory under its name (``read``: files already read, cold, by the
+    storage read alone: the sample is drawn from them)."""
     found = holder(dataset)
     if found is None:
         return "no Hugging Face dataset was found on it"
-    attr, hf = found
+    way, hf = found
     n = len(hf)
     if n == 0:
         return "its Hugging Face dataset has no rows"
-    rows = random.Random(seed).sample(range(n), min(n, max_rows))
+    rows = list(range(n))
+    random.Random(seed).shuffle(rows)
     try:
         from datasets.table import InMemoryTable
 
-        table = hf.with_format("arrow")[rows]  # read now, from its files: the rows, in RAM
-        while table.num_rows > 1 and table.nbytes > max_bytes:
-            table = table.slice(0, table.num_rows // 2)
+        named = named_files(hf)
+        if named:
+            copied = _files_in_memory(hf, named, rows, read, max_rows, max_bytes)
+            if isinstance(copied, str):
+                return copied
+            table, copies = copied
+        else:
+            table = hf.with_format("arrow")[rows[:max_rows]]  # read now, from its files: the rows, in RAM
+            while table.num_rows > 1 and table.nbytes > max_bytes:
+                table = table.slice(0, table.num_rows // 2)
+            copies = None
         copy = shallow(hf)
         copy._data = InMemoryTable(table.combine_chunks())
         copy._indices = None
     except Exception as e:  # an Arrow error reading the user's files: the ceiling cannot run
         return f"its rows could not be copied into memory ({type(e).__name__}: {e})"
-    if attr:
-        wrapper = shallow(dataset)
-        setattr(wrapper, attr, copy)
-    else:
-        wrapper = copy
+    wrapper = _wrapped(dataset, way, copy)
+    if copies is not None:
+        return copies.done(wrapper, list(range(table.num_rows)), f"{copies.view.files} of your files")
     return MemoryView(
         dataset=wrapper,
         positions=list(range(table.num_rows)),
@@ -112,3 +201,65 @@ def copy_in_memory(
         bytes=int(table.nbytes),
         source=f"{table.num_rows} of your dataset's rows (an Arrow table in RAM)",
     )
+
+
+def _files_in_memory(
+    hf: Any,
+    named: dict[str, list[str | None]],
+    rows: list[int],
+    read: dict[str, bytes] | None,
+    max_rows: int,
+    max_bytes: int,
+) -> tuple[Any, MemoryCopies] | str:
+    """The sampled rows as an Arrow table whose named files are links to copies in memory."""
+    import pyarrow as pa
+
+    why = unavailable()
+    if why:
+        return why
+    listed = min(n for n in map(len, named.values()))
+    rows = [r for r in rows if r < listed]
+    if read:  # the rows whose files were all read already
+        rows = [r for r in rows if all(c[r] is None or c[r] in read for c in named.values())]
+    copies = MemoryCopies()
+    chosen: list[int] = []
+    links: dict[str, dict[int, str]] = {c: {} for c in named}
+    try:
+        for r in rows:
+            if len(chosen) >= max_rows or copies.view.bytes >= max_bytes:
+                break
+            for column, paths in named.items():
+                path = paths[r]
+                if path is not None:
+                    data = read[path] if read and path in read else read_whole(path)
+                    links[column][len(chosen)] = copies.add(path, data)
+            chosen.append(r)
+    except OSError as e:
+        return copies.fail(f"the sample could not be copied into memory ({e.strerror or e})")
+    if not chosen:
+        return copies.fail("none of the files its rows name could be read")
+    table = hf.with_format("arrow")[chosen]
+    for column, linked in links.items():
+        cells = table.column(column).combine_chunks()
+        paths = [linked.get(i, p) for i, p in enumerate(cells.field("path").to_pylist())]
+        new = pa.StructArray.from_arrays(
+            [cells.field("bytes"), pa.array(paths, pa.string())],
+            fields=list(cells.type),
+            mask=cells.is_null(),
+        )
+        table = table.set_column(table.schema.get_field_index(column), table.schema.field(column), new)
+    return table, copies
+
+
+def _wrapped(dataset: Any, way: tuple[str, ...], copy: Any) -> Any:
+    """A copy of ``dataset`` whose objects down ``way`` are shallow copies, the last one ``copy``."""
+    if not way:
+        return copy
+    top = shallow(dataset)
+    obj = top
+    for name in way[:-1]:
+        inner = shallow(getattr(obj, name))
+        setattr(obj, name, inner)
+        obj = inner
+    setattr(obj, way[-1], copy)
+    return top

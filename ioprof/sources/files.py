@@ -139,7 +139,7 @@ def find(dataset: Any) -> Source | None:
         return None
     paths = files_of(dataset, ITEMS_LISTED)
     root = str(getattr(dataset, "root", "") or "") or common_root(paths)
-    return Source(KIND, "loose files", tuple(paths), root, root, "filesystem")
+    return Source(KIND, "loose files", tuple(paths), root, root, "filesystem", file_a_sample=True)
 
 
 def in_memory(

@@ -23,7 +23,9 @@ class Source:
     ``http://host:port``, a command). ``counted_by``: how the bytes its loader draws are counted —
     ``filesystem`` (the mount's own counters, or block I/O), ``network`` (the interface its host is
     reached by: what arrived, host-wide), or ``own-rchar`` (what the loader's processes were
-    handed through pipes and TLS sockets: a ``pipe:`` command's output).
+    handed through pipes and TLS sockets: a ``pipe:`` command's output). ``file_a_sample``: each
+    item is the file of one sample (an image a file), not a file of many (a shard, an Arrow file):
+    read alone, a file a second is a sample a second.
     """
 
     kind: str
@@ -33,6 +35,7 @@ class Source:
     where: str
     counted_by: str
     count: int | None = None  # items in all, where more than were listed
+    file_a_sample: bool = False  # each item is one sample's file, read whole
 
     @property
     def urls(self) -> bool:

@@ -424,3 +424,40 @@ def test_timms_train_script_on_webdataset_shards_is_read_alone_from_its_readers_
     assert "does not say what it reads" not in report
     # the evaluation loader is not measured alone: its shards are known, not what a sample weighs
     assert "the files it reads are known, but not how many samples they hold" in report
+
+
+@pytest.mark.slow
+def test_timms_train_script_on_a_hugging_face_folder_reads_the_images_its_rows_name(tmp_path: Path) -> None:
+    """timm's ``train.py``, unchanged, with ``--dataset hfds/<folder>``: ``datasets`` loads the
+    folder as an imagefolder, whose Arrow file holds each image's path, not its bytes, and timm's
+    reader opens that path in each worker. What it reads is the images: the storage is read alone
+    from them, what an image weighs is theirs, and both loaders' datasets are their files."""
+    pytest.importorskip("timm", reason="timm is not installed (pip install -e '.[test]')")
+    pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    data = imagefolder(tmp_path / "data", 128, 96, 320, 64)
+    jpegs = {split: [p.stat().st_size for p in (data / split).rglob("*.jpg")] for split in ("train", "val")}
+    out = tmp_path / "o"
+    p = ioprof_run(
+        "--out",
+        str(out),
+        "--",
+        sys.executable,
+        str(paths.SCRIPTS / "thirdparty" / "timm_train" / "train.py"),
+        *f"--dataset hfds/{data} --data-dir {tmp_path / 'hf-cache'} --train-split train --val-split validation".split(),
+        *"--model mobilenetv3_small_050 --device cpu --no-prefetcher -j 2 -b 16 --epochs 2 --img-size 96".split(),
+        *f"--num-classes 4 --output {tmp_path / 'out'}".split(),
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads((out / "results.json").read_text())
+    train, val = r["loaders"]
+    assert (train["role"], val["role"]) == ("training", "evaluation")
+    assert (train["dataset_class"], train["dataset_root"]) == ("ImageDataset", str(data / "train"))
+    by_label = {d["label"]: (d["files"], d["total_bytes"]) for d in r["datasets"]}
+    assert by_label[train["key"]] == (len(jpegs["train"]), sum(jpegs["train"]))  # not the Arrow file of paths
+    assert by_label[val["key"]] == (len(jpegs["val"]), sum(jpegs["val"]))
+    (ceilings,) = [c for c in r["ceilings"] if c["dataset"] == train["key"]]
+    assert ("multiprocess", 2) in [(d["loader"], d["workers"]) for d in ceilings["decode"]], ceilings
+    (storage,) = ceilings["storage"]
+    per_image = storage["read_mb_per_s"] * 1e6 / storage["img_per_s"]  # a file read alone is an image
+    assert storage["files"] > 0 and min(jpegs["train"]) <= per_image <= max(jpegs["train"]), (storage, jpegs)
+    assert "does not say what it reads" not in (out / "report.md").read_text()

@@ -310,6 +310,76 @@ def test_a_hugging_face_dataset_reads_its_arrow_files_and_its_copy_holds_rows_in
     assert "Arrow" in sources.unknown(object()) and "held in memory" not in sources.unknown(object())
 
 
+def _rows_paths(hf) -> list[str]:  # type: ignore[no-untyped-def]
+    return [row["path"] for row in hf.data.column("image").to_pylist()]
+
+
+def test_a_hugging_face_imagefolder_reads_the_files_its_rows_name_and_its_copy_holds_them(
+    small_set: Path, tmp_path: Path
+) -> None:
+    """``load_dataset("imagefolder", …)`` keeps only each image's path in its Arrow file (its
+    bytes stay in the JPEG): what it reads is those files, one a sample, not its Arrow file."""
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    hf = datasets.load_dataset("imagefolder", data_dir=str(small_set), split="train", cache_dir=str(tmp_path))
+    hf.set_transform(_to_tensor)
+    jpegs = sorted(str(p) for p in small_set.rglob("*.jpg"))
+    before = _rows_paths(hf)
+    for user in (hf, _Wraps(hf)):
+        source = sources.find(user)
+        assert source is not None and source.kind == "arrow" and source.file_a_sample
+        assert sorted(source.items) == jpegs and source.root == str(small_set)
+        assert "`image` column" in source.label
+        some = {p: Path(p).read_bytes() for p in jpegs[::4]}  # read already (by the storage read alone)
+        view = sources.in_memory(source, user, workers=2, read=some)
+        assert not isinstance(view, str), view
+        try:
+            inner = view.dataset if user is hf else view.dataset.ds
+            assert view.files == len(some) and view.bytes == sum(map(len, some.values()))
+            assert view.positions == list(range(len(inner))) == list(range(len(some)))
+            copied = _rows_paths(inner)
+            assert all(_resolves_to_memory(p) for p in copied)
+            assert sorted(Path(p).read_bytes() for p in copied) == sorted(
+                some.values()
+            )  # those read, not again
+            assert _rows_paths(hf) == before and type(hf._data).__name__ == "MemoryMappedTable"  # untouched
+            sample = view.dataset[0]
+            pixels = sample["pixel_values"] if user is hf else sample[0]
+            assert tuple(pixels.shape) == (3, 16, 16)  # the user's transform is kept
+        finally:
+            view.close()
+    described = sources.describe(source, "hf", len(hf))
+    assert (described.files, described.samples) == (48, 48)
+    assert described.total_bytes == sum(Path(p).stat().st_size for p in jpegs)
+
+
+# timm's reader opens each file and leaves it for the garbage collector to close
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_timms_hugging_face_reader_is_found_on_its_reader_and_its_copy_reads_memory(
+    small_set: Path, tmp_path: Path
+) -> None:
+    """timm's ``--dataset hfds/<folder>``: its ``ImageDataset`` holds a ``ReaderHfds`` that holds the
+    Hugging Face dataset (its image column cast to paths, opened by the reader itself)."""
+    timm = pytest.importorskip("timm.data", reason="timm is not installed (pip install -e '.[test]')")
+    pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    ds = timm.create_dataset(f"hfds/{small_set}", root=str(tmp_path), split="train")
+    before = _rows_paths(ds.reader.dataset)
+    source = sources.find(ds)
+    assert source is not None and source.file_a_sample and len(source.items) == 48
+    view = sources.in_memory(source, ds, workers=2)
+    assert not isinstance(view, str), view
+    try:
+        assert view.files == 48 and view.dataset.reader is not ds.reader
+        copied = view.dataset.reader.dataset
+        assert all(_resolves_to_memory(p) for p in _rows_paths(copied))
+        assert _rows_paths(ds.reader.dataset) == before
+        image, label = view.dataset[0]
+        name = os.path.join(*Path(_rows_paths(copied)[0]).parts[-2:])  # the link keeps the file's name
+        original = next(i for i, p in enumerate(before) if p.endswith(name))
+        assert image.size == (96, 72) and label == ds[original][1]
+    finally:
+        view.close()
+
+
 def test_a_hugging_face_dataset_held_in_memory_names_no_files(small_set: Path, tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
     hf = datasets.Dataset.from_dict({"x": [1, 2, 3]})
