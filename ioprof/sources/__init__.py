@@ -152,6 +152,10 @@ def describe(source: Source, label: str, samples: int | None = None) -> DatasetI
         info = describe_files(
             ImageList(source.root, source.items, (0,) * n, ("",), "listed"), label, False, stat_limit=2000
         )
+        if source.count is not None and source.count > n:  # the listed items are the first of more
+            scale = source.count / n
+            total = round(info.total_bytes * scale) if info.total_bytes is not None else None
+            info = replace(info, files=source.count, total_bytes=total)
         if source.file_a_sample:
             return replace(info, samples=samples)
         if source.kind == "arrow" and info.keeps_pages is False:

@@ -98,8 +98,8 @@ def file_columns(hf: Any) -> list[str]:
     ]
 
 
-def named_files(hf: Any, rows: int = ITEMS_LISTED) -> dict[str, list[str | None]]:
-    """For each column of files, the path each of the dataset's first ``rows`` rows opens (None
+def named_files(hf: Any) -> dict[str, list[str | None]]:
+    """For each column of files, the path each of the dataset's first rows opens (None
     where the row holds the file's bytes); {} where no row of them names a file to read."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -107,7 +107,7 @@ def named_files(hf: Any, rows: int = ITEMS_LISTED) -> dict[str, list[str | None]
     columns = file_columns(hf)
     if not columns:
         return {}
-    table = hf.select_columns(columns).with_format("arrow")[: min(rows, len(hf))]
+    table = hf.select_columns(columns).with_format("arrow")[: min(ITEMS_LISTED, len(hf))]
     out: dict[str, list[str | None]] = {}
     for name in columns:
         cells = table.column(name).combine_chunks()

@@ -139,7 +139,9 @@ def find(dataset: Any) -> Source | None:
         return None
     paths = files_of(dataset, ITEMS_LISTED)
     root = str(getattr(dataset, "root", "") or "") or common_root(paths)
-    return Source(KIND, "loose files", tuple(paths), root, root, "filesystem", file_a_sample=True)
+    files = _length(dataset)  # a sample a file: an ImageNet of 1.28 M files lists its first 100,000
+    count = files if files > len(paths) else None
+    return Source(KIND, "loose files", tuple(paths), root, root, "filesystem", count, file_a_sample=True)
 
 
 def in_memory(

@@ -380,6 +380,26 @@ def test_timms_hugging_face_reader_is_found_on_its_reader_and_its_copy_reads_mem
         view.close()
 
 
+def test_a_dataset_of_more_files_than_are_listed_is_described_whole(
+    small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A source lists the first ``ITEMS_LISTED`` of its files (100,000: an ImageNet has 1.28 M);
+    the dataset described is all of them, its bytes scaled from those listed, not the list alone
+    (which would make a dataset larger than RAM look as if it fit)."""
+    from ioprof.sources import arrow, files
+
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    sizes = [p.stat().st_size for p in small_set.rglob("*.jpg")]
+    monkeypatch.setattr(files, "ITEMS_LISTED", 12)
+    monkeypatch.setattr(arrow, "ITEMS_LISTED", 12)
+    hf = datasets.load_dataset("imagefolder", data_dir=str(small_set), split="train", cache_dir=str(tmp_path))
+    for ds in (_imagefolder(small_set), hf):
+        source = sources.find(ds)
+        assert source is not None and len(source.items) == 12 and source.count == 48
+        info = sources.describe(source, "d", len(ds))
+        assert info.files == 48 and info.total_bytes == pytest.approx(sum(sizes), rel=0.2), (info, sum(sizes))
+
+
 def test_a_hugging_face_dataset_held_in_memory_names_no_files(small_set: Path, tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
     hf = datasets.Dataset.from_dict({"x": [1, 2, 3]})
