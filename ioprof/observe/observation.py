@@ -65,6 +65,7 @@ class LoaderObservation(TypedDict):
     files_known: int
     source: dict[str, Any] | None
     opened: list[str]
+    opened_held: NotRequired[bool | None]  # held still a turn of the workers later (None: not looked again)
     peers: NotRequired[list[str]]
     producer: NotRequired[str]  # worker | main
     splits: NotRequired[list[Any]]

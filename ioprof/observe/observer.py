@@ -558,12 +558,15 @@ class Watcher:
         }
 
     def _info(self, rec: LoaderRecorder) -> DatasetInfo | None:
-        if rec.index not in self.infos:
-            try:
-                self.infos[rec.index] = rec.dataset_info()
-            except Exception:  # a description is a nicety: never let it break the user's run
-                self.infos[rec.index] = None
-        return self.infos[rec.index]
+        if rec.index in self.infos:
+            return self.infos[rec.index]
+        try:
+            info = rec.dataset_info()
+        except Exception:  # a description is a nicety: never let it break the user's run
+            info = None
+        if not rec.opened or rec.opened_held is not None:  # files seen open: once looked at again
+            self.infos[rec.index] = info
+        return info
 
     def write(self, stage: str) -> None:
         """Save the observation where ``ioprof run`` looks for it (nothing in memory-only mode)."""

@@ -50,6 +50,11 @@ class LoaderRecorder:
         self.counters = watcher.mount_counters(self.settings["dataset_root"])
         self.iface = _interface(self.settings["source"])  # a URL source: the interface its bytes arrive on
         self.opened: list[str] = []  # files its workers held open (a dataset that names none)
+        # whether they still held all of them a turn of the workers later (None: not looked again):
+        # an archive or a table held for the run is the dataset; a file opened for one sample is not
+        self.opened_held: bool | None = None
+        self._opened_at = 0  # the batches returned when they were seen
+        self._seen: DatasetInfo | None = None  # the files seen, described
         self.peers: list[str] = []  # or the hosts its workers' TCP connections reached
         self.producers = Producers()
         self._mark: Any = None  # the awaited producer's scheduler totals at the last call
@@ -200,6 +205,9 @@ class LoaderRecorder:
         if not self.window.started and not self.opened and self.settings["source"] is None:
             self.once = True
             self._discover()
+        elif self.opened and self.opened_held is None and self.window.batches > self._look_again_at():
+            self.once = True
+            self._look_again()
         if self.pass_marks and self.pass_marks[-1]["first_s"] is None:
             mark = self.pass_marks[-1]
             mark["first_s"] = t_return - (self.watcher.probe_pause_s - mark["paused_s"])
@@ -228,12 +236,28 @@ class LoaderRecorder:
 
         found = opened.held_open(self.window._pids)
         if found:
-            self.opened = found
+            self.opened, self._opened_at = found, self.window.batches
             root = files.common_root(found)
             self.settings["dataset_root"] = root
             self.counters = self.watcher.mount_counters(root)
         elif self.iface is None:
             self._reached()
+
+    def _look_again_at(self) -> int:
+        """The batches returned after which the workers have each made one since the files were seen."""
+        return self._opened_at + self.settings["num_workers"]
+
+    def _look_again(self) -> None:
+        """A turn of the workers after they were seen holding files open: whether they hold them
+        all still. Where they do not, each was opened for a sample, and those seen are a sample of
+        what the dataset reads: its root is their folder, not a file, and its size is not theirs."""
+        from ioprof.sources import opened
+
+        again = set(opened.held_open(self.window._pids))
+        self.opened_held = all(f in again for f in self.opened)
+        root = self.settings["dataset_root"]
+        if not self.opened_held and os.path.isfile(root):
+            self.settings["dataset_root"] = os.path.dirname(root)
 
     def _reached(self) -> None:
         """For a dataset whose workers hold no file open: the hosts their own TCP connections reach
@@ -405,9 +429,13 @@ class LoaderRecorder:
         from ioprof import sources
 
         source = self.settings["source"]
-        if source is None and self.opened:
-            source = sources.from_opened(self.opened)
-        return sources.describe(source, self.settings["dataset_root"]) if source is not None else None
+        if source is not None:
+            return sources.describe(source, self.settings["dataset_root"])
+        if not self.opened:
+            return None
+        if self._seen is None:
+            self._seen = sources.describe(sources.from_opened(self.opened), self.settings["dataset_root"])
+        return self._seen if self.opened_held else sources.seen_in_passing(self._seen)
 
     def observed(self) -> LoaderObservation:
         """This loader's window as plain data (``result.build_result`` reads it). A window still
@@ -430,6 +458,7 @@ class LoaderRecorder:
             "files_known": len(self.settings["files"]),
             "source": _source_fields(self.settings["source"]),
             "opened": self.opened[:20],
+            "opened_held": self.opened_held,
             "peers": self.peers[:5],
             "producer": "worker" if self.settings["num_workers"] else "main",
             "splits": list(w.splits),

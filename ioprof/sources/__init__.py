@@ -18,6 +18,7 @@ May import: ``ioprof.measure``, ``ioprof.datasets``, ``ioprof.host``, ``ioprof.c
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -134,6 +135,21 @@ def read_alone(
         bytes_per_sample=bytes_per_sample,
         where=source.where,
         max_seconds=max_seconds,
+    )
+
+
+def seen_in_passing(info: DatasetInfo) -> DatasetInfo:
+    """The description of files seen open for a sample each, as what it says of the dataset: the
+    folder they lie in and what keeps them, not its size (they are a few of its files, not all)."""
+    return replace(
+        info,
+        path=os.path.dirname(info.path) if os.path.isfile(info.path) else info.path,
+        files=None,
+        total_bytes=None,
+        mean_file_bytes=None,
+        mean_width_px=None,
+        mean_height_px=None,
+        bits_per_pixel=None,
     )
 
 

@@ -864,3 +864,78 @@ def test_a_dropped_iterators_workers_stop_even_when_the_clock_is_gone(
     timed(it)
     assert stopped == [it]
     assert w.errors == [], "a failed clock read is not ioprof's error to report"
+
+
+class _OpensEachFile:
+    """A dataset that keeps its files under a name no source knows, and opens one per sample."""
+
+    def __init__(self, root: Path, hold_s: float) -> None:
+        self._where = sorted(str(p) for p in root.rglob("*.jpg"))
+        self.hold_s = hold_s
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def __getitem__(self, i: int):  # type: ignore[no-untyped-def]
+        import time
+
+        import torch
+
+        with open(self._where[i], "rb") as f:
+            time.sleep(self.hold_s)  # a slow read: the file is open while it lasts
+            f.read()
+        return torch.zeros(3, 32, 32), i % 4
+
+
+class _OneArchive:
+    """A dataset that reads its samples out of one zip, opened once in each worker and kept."""
+
+    def __init__(self, path: Path, hold_s: float) -> None:
+        import zipfile
+
+        self.path, self.hold_s = path, hold_s
+        with zipfile.ZipFile(path) as z:
+            self._members = z.namelist()
+        self._zip: Any = None
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def __getitem__(self, i: int):  # type: ignore[no-untyped-def]
+        import time
+        import zipfile
+
+        import torch
+
+        if self._zip is None:
+            self._zip = zipfile.ZipFile(self.path)
+        self._zip.read(self._members[i])
+        time.sleep(self.hold_s)
+        return torch.zeros(3, 32, 32), i % 4
+
+
+def test_files_seen_open_describe_the_dataset_only_where_they_are_held(
+    small_set: Path, tmp_path: Path
+) -> None:
+    """A dataset that names nothing is known by the files its workers hold open. One archive held
+    for the run is the dataset, and its size is the dataset's; files opened one a sample are a few
+    of its files (a million on a real one): what they say of its size would be false — a dataset
+    of 20 kB that fits in RAM — so it has none, and its root is their folder, not one of them."""
+    import shutil
+
+    import torch
+
+    import ioprof
+
+    archive = Path(shutil.make_archive(str(tmp_path / "set"), "zip", small_set))
+    seen = {}
+    for name, ds in (("each", _OpensEachFile(small_set, 0.02)), ("archive", _OneArchive(archive, 0.005))):
+        loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2, shuffle=True)
+        w = ioprof.watch(loader, steps=6, probe=False)
+        _tiny_training(w, steps=12)
+        (info,) = w.result().datasets
+        seen[name] = info
+    each, whole = seen["each"], seen["archive"]
+    assert (each.files, each.total_bytes, each.mean_file_bytes) == (None, None, None), each
+    assert each.fs_type and Path(each.path).is_dir() and Path(each.path).is_relative_to(small_set), each
+    assert (whole.files, whole.total_bytes, whole.path) == (1, archive.stat().st_size, str(archive)), whole
