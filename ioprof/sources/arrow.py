@@ -99,8 +99,8 @@ def file_columns(hf: Any) -> list[str]:
 
 
 def named_files(hf: Any) -> dict[str, list[str | None]]:
-    """For each column of files, the path each of the dataset's first rows opens (None
-    where the row holds the file's bytes); {} where no row of them names a file to read."""
+    """For each column of files any of the dataset's first rows names a file in, the path each
+    of them opens (None where the row holds the file's bytes); {} where none does."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -113,8 +113,9 @@ def named_files(hf: Any) -> dict[str, list[str | None]]:
         cells = table.column(name).combine_chunks()
         data, paths = cells.field("bytes"), cells.field("path")
         opens = pc.and_(pc.and_(cells.is_valid(), data.is_null()), paths.is_valid())
-        out[name] = pc.if_else(opens, paths, pa.scalar(None, pa.string())).to_pylist()
-    return out if any(p is not None for named in out.values() for p in named) else {}
+        if pc.any(opens).as_py():
+            out[name] = pc.if_else(opens, paths, pa.scalar(None, pa.string())).to_pylist()
+    return out
 
 
 KIND = "arrow"

@@ -380,6 +380,23 @@ def test_timms_hugging_face_reader_is_found_on_its_reader_and_its_copy_reads_mem
         view.close()
 
 
+def test_only_the_columns_whose_rows_name_files_are_what_a_hugging_face_dataset_reads(
+    small_set: Path,
+) -> None:
+    """An image column of paths beside one of embedded bytes (a thumbnail, a mask): the files are
+    those of the first, one a row; the second is read with the table."""
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    jpegs = sorted(str(p) for p in small_set.rglob("*.jpg"))
+    image = datasets.Image()
+    hf = datasets.Dataset.from_dict(
+        {"image": jpegs, "thumb": [{"bytes": Path(p).read_bytes(), "path": None} for p in jpegs]},
+        features=datasets.Features({"image": image, "thumb": image}),
+    )
+    source = sources.find(hf)  # held in memory, yet it reads files: those its rows name
+    assert source is not None and list(source.items) == jpegs and source.file_a_sample
+    assert "`image`" in source.label and "thumb" not in source.label
+
+
 def test_a_dataset_of_more_files_than_are_listed_is_described_whole(
     small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
