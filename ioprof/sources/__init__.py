@@ -79,9 +79,9 @@ def from_opened(paths: list[str]) -> Source:
 
 def unknown(dataset: Any) -> str:
     """Why no source knows what ``dataset`` reads, in one line."""
-    names = ", ".join(files.FILE_LIST_ATTRIBUTES)
+    names = ", ".join(files.FILE_LIST_ATTRIBUTES[:6])
     return (
-        f"{type(dataset).__name__} does not say what it reads: no list of files ({names}, on it or on "
+        f"{type(dataset).__name__} does not say what it reads: no list of files ({names}…, on it or on "
         f"its {'/'.join(files.HOLDER_ATTRIBUTES)}), no shard URLs (a WebDataset pipeline), no "
         f"Arrow files (a Hugging Face dataset"
         + (" held in memory: it has none" if arrow.holder(dataset) is not None else "")

@@ -1,7 +1,7 @@
 """Loose files: a dataset that keeps a list of the files it reads.
 
 Found on the dataset itself under a usual name (torchvision's ``ImageFolder``/``DatasetFolder``:
-``samples``/``imgs``; ``files``, ``paths``…), one level down on an object it holds (timm's
+``samples``/``imgs``; ``files``, ``paths``, ``image_files``, ``filenames``… of users' own), one level down on an object it holds (timm's
 ``ImageDataset`` keeps them on its ``reader``), and through ``Subset`` and ``ConcatDataset``. The
 copy in memory replaces the chosen entries of a copy of every object between the dataset and
 the list — the user's dataset, its reader and its lists are never changed.
@@ -27,8 +27,24 @@ from ioprof.sources.memory import (
 )
 from ioprof.sources.source import ITEMS_LISTED, Source
 
-# Where datasets keep the list of their files: entries are paths, or (path, …) tuples.
-FILE_LIST_ATTRIBUTES = ("samples", "imgs", "files", "paths", "image_paths", "img_paths")
+# Where datasets keep the list of their files: entries are paths, or (path, …) tuples. After
+# torchvision's and timm's, the names users' own datasets give it most.
+FILE_LIST_ATTRIBUTES = (
+    "samples",
+    "imgs",
+    "files",
+    "paths",
+    "image_paths",
+    "img_paths",
+    "image_files",
+    "img_files",
+    "file_paths",
+    "filenames",
+    "file_list",
+    "image_list",
+    "img_list",
+    "images",
+)
 # Objects a dataset may hold its list on (timm: ``reader``; older timm: ``parser``).
 HOLDER_ATTRIBUTES = ("reader", "parser", "data_source", "base")
 
@@ -43,10 +59,14 @@ def path_of(item: Any) -> str | None:
 
 
 def file_list(obj: Any) -> tuple[str, list[Any]] | None:
-    """(attribute, entries) of the list naming an object's files; None when it has none."""
+    """(attribute, entries) of the list naming an object's files (its first a file that is
+    there: a list of names, captions or labels is not one); None when it has none."""
     for name in FILE_LIST_ATTRIBUTES:
         items = getattr(obj, name, None)
-        if isinstance(items, (list, tuple)) and items and path_of(items[0]) is not None:
+        if not isinstance(items, (list, tuple)) or not items:
+            continue
+        first = path_of(items[0])
+        if first is not None and os.path.isfile(first):
             return name, list(items)
     return None
 

@@ -397,6 +397,34 @@ def test_only_the_columns_whose_rows_name_files_are_what_a_hugging_face_dataset_
     assert "`image`" in source.label and "thumb" not in source.label
 
 
+class _Own:
+    """A user's own dataset, its list under a name of its own choosing."""
+
+    def __init__(self, **lists: list[str]) -> None:
+        self.__dict__.update(lists)
+
+    def __len__(self) -> int:
+        return len(next(iter(self.__dict__.values())))
+
+
+def test_a_users_own_list_of_files_under_a_usual_name_is_found_but_not_a_list_of_words(
+    small_set: Path,
+) -> None:
+    jpegs = sorted(str(p) for p in small_set.rglob("*.jpg"))
+    for name in ("image_files", "filenames", "images"):
+        source = sources.find(_Own(**{name: jpegs}))
+        assert source is not None and source.kind == "files" and list(source.items) == jpegs, name
+    user = _Own(image_files=jpegs)
+    view = sources.in_memory(sources.find(user), user, workers=2)  # type: ignore[arg-type]
+    assert not isinstance(view, str), view
+    try:
+        assert view.files == 48 and all(_resolves_to_memory(p) for p in view.dataset.image_files)
+        assert user.image_files == jpegs  # the user's list, untouched
+    finally:
+        view.close()
+    assert sources.find(_Own(images=["a cat", "a dog"], captions=jpegs)) is None  # names, not files
+
+
 def test_a_dataset_of_more_files_than_are_listed_is_described_whole(
     small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
