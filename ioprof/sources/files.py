@@ -1,8 +1,10 @@
 """Loose files: a dataset that keeps a list of the files it reads.
 
 Found on the dataset itself under a usual name (torchvision's ``ImageFolder``/``DatasetFolder``:
-``samples``/``imgs``; ``files``, ``paths``, ``image_files``, ``filenames``… of users' own), one level down on an object it holds (timm's
-``ImageDataset`` keeps them on its ``reader``), and through ``Subset`` and ``ConcatDataset``. The
+``samples``/``imgs``; ``files``, ``paths``, ``image_files``, ``filenames``… of users' own) or as
+a column of a pandas DataFrame it holds (a CSV of names), each entry a path or a name in a folder
+the dataset holds (``img_dir``, ``root``); one level down on an object it holds (timm's
+``ImageDataset`` keeps them on its ``reader``); and through ``Subset`` and ``ConcatDataset``. The
 copy in memory replaces the chosen entries of a copy of every object between the dataset and
 the list — the user's dataset, its reader and its lists are never changed.
 """
@@ -13,7 +15,7 @@ import bisect
 import os
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ioprof.sources.memory import (
@@ -58,39 +60,72 @@ def path_of(item: Any) -> str | None:
     return os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
 
 
-def file_list(obj: Any) -> tuple[str, list[Any]] | None:
-    """(attribute, entries) of the list naming an object's files (its first a file that is
-    there: a list of names, captions or labels is not one); None when it has none."""
+def _base(obj: Any, first: str) -> str | None:
+    """Where an entry names a file: "" where it is a path to one, else the folder of the object's
+    own (``img_dir``, ``root``…) it lies in, joined as ``os.path.join(folder, entry)``; None where
+    it names no file that is there."""
+    if os.path.isfile(first):
+        return ""
+    folders = [v for v in vars(obj).values() if isinstance(v, str) and v] if hasattr(obj, "__dict__") else []
+    return next((f for f in folders if os.path.isdir(f) and os.path.isfile(os.path.join(f, first))), None)
+
+
+def _is_frame(obj: Any) -> bool:
+    """A pandas DataFrame (told by what it has: pandas may not be installed)."""
+    return type(obj).__name__ == "DataFrame" and hasattr(obj, "iloc") and hasattr(obj, "columns")
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """Where one part's list lives: the edges from that part to the list's owner, its name there,
+    its entries — or a column of a table it holds (a CSV of file names read into a DataFrame, row
+    i its sample i) — and the folder its entries are joined to, where they are names in one."""
+
+    edges: tuple[Edge, ...]
+    attr: str
+    items: list[Any]
+    column: Any = None  # the DataFrame's column, where ``attr`` holds one
+    base: str = ""
+
+    def path(self, index: int) -> str:
+        return os.path.join(self.base, path_of(self.items[index]) or "")
+
+
+def file_list(obj: Any) -> _Leaf | None:
+    """The list naming an object's files (its first a file that is there, or a name in a folder
+    the object holds: a list of captions or labels is not one), or a column of file names in a
+    table it holds; None when it has none."""
     for name in FILE_LIST_ATTRIBUTES:
         items = getattr(obj, name, None)
         if not isinstance(items, (list, tuple)) or not items:
             continue
         first = path_of(items[0])
-        if first is not None and os.path.isfile(first):
-            return name, list(items)
+        base = _base(obj, first) if first is not None else None
+        if base is not None:
+            return _Leaf((), name, list(items), base=base)
+    frames = [(k, v) for k, v in vars(obj).items() if _is_frame(v)] if hasattr(obj, "__dict__") else []
+    for name, frame in frames:
+        if len(frame) == 0:
+            continue
+        for column in frame.columns:
+            first = frame[column].iloc[0]
+            base = _base(obj, first) if isinstance(first, str) and first else None
+            if base is not None:
+                return _Leaf((), name, list(frame[column]), column, base)
     return None
-
-
-@dataclass(frozen=True)
-class _Leaf:
-    """Where one part's list lives: the edges from that part to the list's owner, and its name."""
-
-    edges: tuple[Edge, ...]
-    attr: str
-    items: list[Any]
 
 
 def _leaf(ds: Any) -> _Leaf | None:
     found = file_list(ds)
     if found is not None:
-        return _Leaf((), found[0], found[1])
+        return found
     for holder in HOLDER_ATTRIBUTES:
         obj = getattr(ds, holder, None)
         if obj is None or isinstance(obj, (list, tuple, str)):
             continue
         found = file_list(obj)
         if found is not None:
-            return _Leaf((("attr", holder),), found[0], found[1])
+            return replace(found, edges=(("attr", holder),))
     return None
 
 
@@ -139,7 +174,7 @@ def files_of(ds: Any, limit: int = 100_000) -> list[str]:
     if parts is not None:
         return [f for p in parts for f in files_of(p, limit)][:limit]
     leaf = _leaf(ds)
-    return [path_of(i) or "" for i in leaf.items[:limit]] if leaf else []
+    return [leaf.path(i) for i in range(min(limit, len(leaf.items)))] if leaf else []
 
 
 def _length(ds: Any) -> int:
@@ -202,7 +237,7 @@ def copy_in_memory(
             edges, leaf, index = found
             key = (*edges, *leaf.edges)
             entries = changed.setdefault(key, (leaf, list(leaf.items)))[1]
-            path = path_of(leaf.items[index]) or ""
+            path = leaf.path(index)
             data = read[path] if read and path in read else read_whole(path)
             entries[index] = _pointed(leaf.items[index], copies.add(path, data))
             positions.append(pos)
@@ -250,6 +285,11 @@ def _rebuilt(root: Any, changed: dict[tuple[Edge, ...], tuple[_Leaf, list[Any]]]
     for path, (leaf, entries) in changed.items():
         owner = copied(path)
         original = getattr(owner, leaf.attr)
+        if leaf.column is not None:  # a table: a copy with its column of names replaced
+            frame = original.copy(deep=False)
+            frame[leaf.column] = entries
+            setattr(owner, leaf.attr, frame)
+            continue
         new: Any = tuple(entries) if isinstance(original, tuple) else entries
         for name in FILE_LIST_ATTRIBUTES:  # ImageFolder's imgs is the same list as its samples
             if getattr(owner, name, None) is original:

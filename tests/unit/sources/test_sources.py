@@ -425,6 +425,51 @@ def test_a_users_own_list_of_files_under_a_usual_name_is_found_but_not_a_list_of
     assert sources.find(_Own(images=["a cat", "a dog"], captions=jpegs)) is None  # names, not files
 
 
+class _Annotated:
+    """The custom dataset of PyTorch's "Datasets & DataLoaders" tutorial, as many scripts write it:
+    a CSV of file names and labels read into a DataFrame, each name joined to ``img_dir``."""
+
+    def __init__(self, annotations_file: Path, img_dir: str) -> None:
+        import pandas as pd
+
+        self.img_labels = pd.read_csv(annotations_file)
+        self.img_dir = img_dir
+
+    def __len__(self) -> int:
+        return len(self.img_labels)
+
+    def __getitem__(self, idx: int):  # type: ignore[no-untyped-def]
+        from torchvision.io import decode_image
+
+        img_path = os.path.join(self.img_dir, self.img_labels.iloc[idx, 0])
+        return decode_image(img_path), self.img_labels.iloc[idx, 1]
+
+
+def test_a_csv_of_file_names_in_a_folder_is_the_files_it_names(small_set: Path, tmp_path: Path) -> None:
+    pytest.importorskip("pandas", reason="pandas is not installed")
+    names = sorted(str(p.relative_to(small_set)) for p in small_set.rglob("*.jpg"))
+    csv = tmp_path / "labels.csv"
+    csv.write_text("file,label\n" + "".join(f"{n},{i % 4}\n" for i, n in enumerate(names)))
+    ds = _Annotated(csv, str(small_set))
+    before = list(ds.img_labels["file"])
+    source = sources.find(ds)
+    assert source is not None and source.file_a_sample
+    assert list(source.items) == [os.path.join(small_set, n) for n in names] and source.root == str(small_set)
+    view = sources.in_memory(source, ds, workers=2)
+    assert not isinstance(view, str), view
+    try:
+        copy = view.dataset
+        assert view.files == 48 and all(_resolves_to_memory(p) for p in copy.img_labels["file"])
+        assert list(ds.img_labels["file"]) == before  # the user's table, untouched
+        image, label = copy[view.positions[0]]
+        assert tuple(image.shape) == (3, 72, 96) and label == view.positions[0] % 4
+    finally:
+        view.close()
+    assert sources.find(_Own(images=names)) is None  # names in no folder it holds
+    listed = sources.find(_Own(images=names, root=str(small_set)))  # names in a folder it holds
+    assert listed is not None and list(listed.items) == [os.path.join(small_set, n) for n in names]
+
+
 def test_a_dataset_of_more_files_than_are_listed_is_described_whole(
     small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
