@@ -367,6 +367,26 @@ def pct(share: dict[str, float]) -> str:
     return f"{share['value']:.3f} [{share['low']:.3f}–{share['high']:.3f}]"
 
 
+def _timm_under_run(tmp_path: Path, *args: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """timm's ``train.py``, unchanged, for two epochs on the CPU under ``ioprof run --out
+    tmp_path/o``: its results, and its training and evaluation loaders."""
+    out = tmp_path / "o"
+    p = ioprof_run(
+        "--out",
+        str(out),
+        "--",
+        sys.executable,
+        str(paths.SCRIPTS / "thirdparty" / "timm_train" / "train.py"),
+        *"--model mobilenetv3_small_050 --device cpu --no-prefetcher -j 2 -b 16 --epochs 2 --img-size 96".split(),
+        *("--output", str(tmp_path / "out"), *args),
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads((out / "results.json").read_text())
+    train, val = r["loaders"]
+    assert (train["role"], val["role"]) == ("training", "evaluation")
+    return r, train, val
+
+
 @pytest.mark.slow
 def test_timms_train_script_on_webdataset_shards_is_read_alone_from_its_readers_split(tmp_path: Path) -> None:
     """timm's ``train.py``, unchanged, reading tar shards through its own WebDataset reader
@@ -398,20 +418,11 @@ def test_timms_train_script_on_webdataset_shards_is_read_alone_from_its_readers_
         for k, n in samples.items()
     }
     out = tmp_path / "o"
-    p = ioprof_run(
-        "--out",
-        str(out),
-        "--",
-        sys.executable,
-        str(paths.SCRIPTS / "thirdparty" / "timm_train" / "train.py"),
-        *f"--data-dir {data} --dataset wds/synth --model mobilenetv3_small_050 --device cpu".split(),
-        *f"--no-prefetcher -j 2 -b 16 --epochs 2 --img-size 96 --num-classes 5 --output {tmp_path / 'out'}".split(),
+    r, train, _ = _timm_under_run(
+        tmp_path,
+        *f"--data-dir {data} --dataset wds/synth --num-classes 5".split(),
         *("--train-split", split["train"], "--val-split", split["validation"]),
     )
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads((out / "results.json").read_text())
-    train, val = r["loaders"]
-    assert (train["role"], val["role"]) == ("training", "evaluation")
     assert (train["dataset_class"], train["dataset_root"]) == ("IterableImageDataset", str(data / "train"))
     (ceilings,) = [c for c in r["ceilings"] if c["dataset"] == train["key"]]
     assert [(d["loader"], d["workers"]) for d in ceilings["decode"]][:1] == [("multiprocess", 2)], ceilings
@@ -437,20 +448,11 @@ def test_timms_train_script_on_a_hugging_face_folder_reads_the_images_its_rows_n
     data = imagefolder(tmp_path / "data", 128, 96, 320, 64)
     jpegs = {split: [p.stat().st_size for p in (data / split).rglob("*.jpg")] for split in ("train", "val")}
     out = tmp_path / "o"
-    p = ioprof_run(
-        "--out",
-        str(out),
-        "--",
-        sys.executable,
-        str(paths.SCRIPTS / "thirdparty" / "timm_train" / "train.py"),
-        *f"--dataset hfds/{data} --data-dir {tmp_path / 'hf-cache'} --train-split train --val-split validation".split(),
-        *"--model mobilenetv3_small_050 --device cpu --no-prefetcher -j 2 -b 16 --epochs 2 --img-size 96".split(),
-        *f"--num-classes 4 --output {tmp_path / 'out'}".split(),
+    r, train, val = _timm_under_run(
+        tmp_path,
+        *f"--dataset hfds/{data} --data-dir {tmp_path / 'hf-cache'} --num-classes 4".split(),
+        *"--train-split train --val-split validation".split(),
     )
-    assert p.returncode == 0, p.stderr[-3000:]
-    r = json.loads((out / "results.json").read_text())
-    train, val = r["loaders"]
-    assert (train["role"], val["role"]) == ("training", "evaluation")
     assert (train["dataset_class"], train["dataset_root"]) == ("ImageDataset", str(data / "train"))
     by_label = {d["label"]: (d["files"], d["total_bytes"]) for d in r["datasets"]}
     assert by_label[train["key"]] == (len(jpegs["train"]), sum(jpegs["train"]))  # not the Arrow file of paths
