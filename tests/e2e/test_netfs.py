@@ -102,7 +102,9 @@ def test_whatif_credits_the_storage_move_to_the_storage(mount: netfs.NetMount, t
     r = json.loads((out / "results.json").read_text())
     ranked = {x["name"]: x for x in r["ranking"]["ranked"]}
     alts = {a["name"]: a for a in r["alternatives"]}
-    assert r["ranking"]["storage_move"] == "loose-on-scratch" and ranked["loose-on-scratch"]["gain"] > 3
+    # the storage move: named only where its gain over your pipeline is beyond the noise of both;
+    # how large it is depends on how fast this host decodes on its core, not on the link
+    assert r["ranking"]["storage_move"] == "loose-on-scratch" and ranked["loose-on-scratch"]["beyond_noise"]
     for name in ("shards", "resized-256", "resized-320"):
         if name in ranked:  # copies on scratch: judged against the loose files there, not the baseline
             assert ranked[name]["control"] == "loose-on-scratch" and alts[name]["where"] == "scratch"
