@@ -64,28 +64,30 @@ def replay(
     batches: Sequence[PassBatch], workers: int, prefetch: int, *, without: Shed = "nothing"
 ) -> list[float]:
     """The loop's wait for each batch of one pass, replayed: a worker begins batch k once it has
-    made batch k − W and put it in the loader's queue (the mean time it took, where it had the
+    made batch k − W and put it in the loader's queue (the time putting it took, where it had the
     next index already; for its first batch, when it began) and — beyond the first prefetch·W — once
-    batch k − prefetch·W was handed over; the loop takes batch k once it is made (plus the hand-over's
-    own latency, its mean where the loop waited in the run) and once the loop is back
-    for it: batch k − 1 taken, plus the time the loop actually spent before asking again — and
-    taking a batch that is there costs the loop what it did in the run (its mean: the waits are summed).
+    batch k − prefetch·W was handed over; the loop takes batch k once it is made (plus the
+    hand-over's own latency, where the loop waited for it) and once the loop is back for it: batch
+    k − 1 taken, plus the time the loop actually spent before asking again — and taking a batch that
+    is there costs the loop what it did. Each of these is the batch's own, measured where the run
+    showed it and their mean over the pass where it did not (a batch the loop did not wait for
+    shows no latency), so the pass replayed as it ran gives back the waits it recorded, and a
+    counterfactual keeps each batch's own costs.
     ``without``: "excess", each batch's slow samples at the median's time; "on-cpu", only their
     own work on a CPU beyond the median's taken off."""
     n = len(batches)
-    latency, overhead = _latency(batches), _overhead(batches, workers, prefetch)
-    receive = _receive(batches, latency)
+    latency, overhead, receive = _Costs.of(batches, workers, prefetch).own()
     ready: list[float] = [0.0] * n
     handed: list[float] = [0.0] * n
     waits: list[float] = [0.0] * n
     for k, b in enumerate(batches):
         fetch = max(0.0, b.fetch_s - _shed(b, without))
-        begin = batches[b.worker].start_s if k < workers else ready[k - workers] + overhead
+        begin = batches[b.worker].start_s if k < workers else ready[k - workers] + overhead[k]
         if k >= prefetch * workers:
             begin = max(begin, handed[k - prefetch * workers])
         ready[k] = begin + fetch
         back = b.call_s if k == 0 else handed[k - 1] + (b.call_s - batches[k - 1].return_s)
-        handed[k] = max(ready[k] + latency, back + receive)
+        handed[k] = max(ready[k] + latency[k], back + receive[k])
         waits[k] = handed[k] - back
     return waits
 
@@ -98,8 +100,7 @@ def replay_unordered(batches: Sequence[PassBatch], workers: int, prefetch: int) 
     it did in the run; the loop spends after its j-th batch what it spent after its j-th in the
     run."""
     n = len(batches)
-    latency, overhead = _latency(batches), _overhead(batches, workers, prefetch)
-    receive = _receive(batches, latency)
+    latency, overhead, receive = _Costs.of(batches, workers, prefetch).means()
     free = [batches[w].start_s if w < n else math.inf for w in range(workers)]
     holding = [0] * workers
     arriving: list[tuple[float, int]] = []  # (when the loop could have it, its worker)
@@ -137,17 +138,6 @@ def replay_unordered(batches: Sequence[PassBatch], workers: int, prefetch: int) 
         if j + 1 < n:
             back = handed + (batches[j + 1].call_s - batches[j].return_s)
     return waits
-
-
-def _latency(batches: Sequence[PassBatch]) -> float:
-    """The hand-over's own time: from a batch made to the loop holding it, where the loop was
-    already waiting for it (its mean; 0 where the loop never waited)."""
-    lags = list(
-        b.return_s - (b.start_s + b.fetch_s)
-        for b in batches
-        if b.call_s < b.start_s + b.fetch_s <= b.return_s
-    )
-    return sum(lags) / len(lags) if lags else 0.0
 
 
 @dataclass(frozen=True)
@@ -300,20 +290,55 @@ def _widened(share: Interval, error: float) -> Interval:
     return Interval(share.value, low, share.high * (1 + error), share.batches).clipped(0.0, 1.0)
 
 
-def _overhead(batches: Sequence[PassBatch], workers: int, prefetch: int) -> float:
-    """A worker's own time between two batches (putting the one made in the loader's queue), where
-    the next index was already there (its mean; 0 where it never was)."""
-    gaps = []
-    for k in range(workers, len(batches)):
-        made = batches[k - workers].start_s + batches[k - workers].fetch_s
-        if k < prefetch * workers or batches[k - prefetch * workers].return_s <= made:
-            gaps.append(max(0.0, batches[k].start_s - made))
-    return sum(gaps) / len(gaps) if gaps else 0.0
+@dataclass(frozen=True)
+class _Costs:
+    """What each batch of a pass cost around its fetch, as far as the run showed it (None where
+    it did not): the hand-over's own latency, from the batch made to the loop holding it, where
+    the loop was already waiting for it; its worker's time before it (putting the batch before in
+    the loader's queue), where the next index was already there; what the loop spent in
+    ``next()`` taking it (unpickling it, the loader's bookkeeping), where it was made a mean
+    hand-over's latency before the call."""
+
+    latency: list[float | None]
+    overhead: list[float | None]
+    receive: list[float | None]
+
+    @staticmethod
+    def of(batches: Sequence[PassBatch], workers: int, prefetch: int) -> _Costs:
+        latency: list[float | None] = [None] * len(batches)
+        overhead: list[float | None] = [None] * len(batches)
+        for k, b in enumerate(batches):
+            made = b.start_s + b.fetch_s
+            if b.call_s < made <= b.return_s:
+                latency[k] = b.return_s - made
+            if k >= workers:
+                before = batches[k - workers].start_s + batches[k - workers].fetch_s
+                if k < prefetch * workers or batches[k - prefetch * workers].return_s <= before:
+                    overhead[k] = max(0.0, b.start_s - before)
+        lag = _mean(latency)
+        receive = [
+            b.return_s - b.call_s if b.start_s + b.fetch_s + lag <= b.call_s else None for b in batches
+        ]
+        return _Costs(latency, overhead, receive)
+
+    def means(self) -> tuple[float, float, float]:
+        """(latency, overhead, receive): each one's mean where it was seen, 0 where never."""
+        return _mean(self.latency), _mean(self.overhead), _mean(self.receive)
+
+    def own(self) -> tuple[list[float], list[float], list[float]]:
+        """Each batch's own, its mean where the run did not show it."""
+        latency, overhead, receive = self.means()
+        return (
+            _filled(self.latency, latency),
+            _filled(self.overhead, overhead),
+            _filled(self.receive, receive),
+        )
 
 
-def _receive(batches: Sequence[PassBatch], latency: float) -> float:
-    """What the loop spends in ``next()`` on a batch that is already there (unpickling it, the
-    loader's bookkeeping): its mean where the batch was made a hand-over's latency before the
-    call; 0 where none was."""
-    spent = list(b.return_s - b.call_s for b in batches if b.start_s + b.fetch_s + latency <= b.call_s)
-    return sum(spent) / len(spent) if spent else 0.0
+def _filled(seen: Sequence[float | None], mean: float) -> list[float]:
+    return [mean if v is None else v for v in seen]
+
+
+def _mean(seen: Sequence[float | None]) -> float:
+    values = [v for v in seen if v is not None]
+    return sum(values) / len(values) if values else 0.0

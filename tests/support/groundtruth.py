@@ -230,8 +230,9 @@ def stock_truths(
         f"(steal {steal:.2f} left out)"
     )
     assert abs(cores["cpu_busy_cores"] - truth) <= 0.10 * truth, (cores, truth)
-    # the in-order hand-over replayed from the workers' own batch times gives back the wait the loop
-    # measured: the replay the slow samples' share rests on holds on the script. Its figures are
+    # the in-order hand-over replayed from the workers' own batch times and each batch's own costs
+    # gives back the wait the loop measured, but for what no recorded time shows: the replay the
+    # slow samples' share rests on holds on the script. Its figures are
     # shares of the loop's time, so its error is weighed there (a wait of 0.07 s over 30 batches
     # that reads 0.08 moves no share of the loop's time, though it is 14 % of the wait)
     slow = ((cell["inside"].get("stages") or {}).get("per_sample") or {}).get("slow")
