@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -78,17 +78,33 @@ def _is_frame(obj: Any) -> bool:
 @dataclass(frozen=True)
 class _Leaf:
     """Where one part's list lives: the edges from that part to the list's owner, its name there,
-    its entries — or a column of a table it holds (a CSV of file names read into a DataFrame, row
-    i its sample i) — and the folder its entries are joined to, where they are names in one."""
+    its entries (the owner's own list, not a copy) — or a column of a table it holds (a CSV of file
+    names read into a DataFrame, row i its sample i) — and the folder its entries are joined to,
+    where they are names in one."""
 
     edges: tuple[Edge, ...]
     attr: str
-    items: list[Any]
+    items: Sequence[Any]  # the list, or the column's values (a pandas Series)
     column: Any = None  # the DataFrame's column, where ``attr`` holds one
     base: str = ""
 
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def entry(self, index: int) -> Any:
+        return self.items.iloc[index] if self.column is not None else self.items[index]  # type: ignore[attr-defined]
+
+    def entries(self, limit: int | None = None) -> list[Any]:
+        """A copy of the first ``limit`` entries (all of them: None)."""
+        if self.column is not None:
+            return list(self.items.iloc[:limit].tolist())  # type: ignore[attr-defined]
+        return list(self.items[:limit])
+
     def path(self, index: int) -> str:
-        return os.path.join(self.base, path_of(self.items[index]) or "")
+        return self.joined(self.entry(index))
+
+    def joined(self, entry: Any) -> str:
+        return os.path.join(self.base, path_of(entry) or "")
 
 
 def file_list(obj: Any) -> _Leaf | None:
@@ -102,7 +118,7 @@ def file_list(obj: Any) -> _Leaf | None:
         first = path_of(items[0])
         base = _base(obj, first) if first is not None else None
         if base is not None:
-            return _Leaf((), name, list(items), base=base)
+            return _Leaf((), name, items, base=base)
     frames = [(k, v) for k, v in vars(obj).items() if _is_frame(v)] if hasattr(obj, "__dict__") else []
     for name, frame in frames:
         if len(frame) == 0:
@@ -111,7 +127,7 @@ def file_list(obj: Any) -> _Leaf | None:
             first = frame[column].iloc[0]
             base = _base(obj, first) if isinstance(first, str) and first else None
             if base is not None:
-                return _Leaf((), name, list(frame[column]), column, base)
+                return _Leaf((), name, frame[column], column, base)
     return None
 
 
@@ -150,7 +166,7 @@ def resolve(ds: Any, pos: int) -> tuple[tuple[Edge, ...], _Leaf, int] | None:
         inner = resolve(parts[i], local) if i < len(parts) else None
         return ((("item", "datasets", i), *inner[0]), inner[1], inner[2]) if inner else None
     leaf = _leaf(ds)
-    if leaf is None or pos >= len(leaf.items):
+    if leaf is None or pos >= len(leaf):
         return None
     return (), leaf, pos
 
@@ -174,7 +190,7 @@ def files_of(ds: Any, limit: int = 100_000) -> list[str]:
     if parts is not None:
         return [f for p in parts for f in files_of(p, limit)][:limit]
     leaf = _leaf(ds)
-    return [leaf.path(i) for i in range(min(limit, len(leaf.items)))] if leaf else []
+    return [leaf.joined(e) for e in leaf.entries(limit)] if leaf else []
 
 
 def _length(ds: Any) -> int:
@@ -218,11 +234,11 @@ def copy_in_memory(
     why = unavailable()
     if why:
         return why
-    order = list(range(_length(dataset)))
-    random.Random(seed).shuffle(order)
+    order: Iterable[int] = _shuffled(_length(dataset), seed)
     if read:
-        listed = files_of(dataset)
-        order = [p for p in order if p < len(listed) and listed[p] in read]
+        drawn = [p for p, f in enumerate(files_of(dataset)) if f in read]
+        random.Random(seed).shuffle(drawn)
+        order = drawn
     copies = MemoryCopies()
     # (edges to the owner) → the owner's new entries, made from its own list
     changed: dict[tuple[Edge, ...], tuple[_Leaf, list[Any]]] = {}
@@ -236,10 +252,12 @@ def copy_in_memory(
                 continue
             edges, leaf, index = found
             key = (*edges, *leaf.edges)
-            entries = changed.setdefault(key, (leaf, list(leaf.items)))[1]
+            if key not in changed:
+                changed[key] = (leaf, leaf.entries())
+            entries = changed[key][1]
             path = leaf.path(index)
             data = read[path] if read and path in read else read_whole(path)
-            entries[index] = _pointed(leaf.items[index], copies.add(path, data))
+            entries[index] = _pointed(entries[index], copies.add(path, data))
             positions.append(pos)
     except OSError as e:
         return copies.fail(f"the sample could not be copied into memory ({e.strerror or e})")
@@ -247,6 +265,19 @@ def copy_in_memory(
         return copies.fail("none of its files could be found through its lists")
     copy = _rebuilt(dataset, changed)
     return copies.done(copy, positions, f"{copies.view.files} of your files")
+
+
+def _shuffled(n: int, seed: int, first: int = 4 * MEMORY_SAMPLE_FILES) -> Iterator[int]:
+    """0 … n − 1 in a random order, drawn as it is needed: ``first`` of them without shuffling all
+    n (a dataset of a million samples), then the rest."""
+    rng = random.Random(seed)
+    drawn = rng.sample(range(n), min(n, first))
+    yield from drawn
+    if len(drawn) < n:
+        taken = set(drawn)
+        rest = [p for p in range(n) if p not in taken]
+        rng.shuffle(rest)
+        yield from rest
 
 
 def _pointed(item: Any, link: str) -> Any:
