@@ -17,8 +17,9 @@ copy: the user's objects, their tables and their format are never changed.
 
 from __future__ import annotations
 
+import itertools
 import os
-import random
+from collections.abc import Iterable
 from typing import Any
 
 from ioprof.sources import files
@@ -27,8 +28,10 @@ from ioprof.sources.memory import (
     MEMORY_SAMPLE_FILES,
     MemoryCopies,
     MemoryView,
+    held,
     read_whole,
     shallow,
+    shuffled,
     unavailable,
 )
 from ioprof.sources.source import ITEMS_LISTED, Source
@@ -52,21 +55,7 @@ def is_arrow_dataset(obj: Any) -> bool:
 
 def holder(ds: Any) -> tuple[tuple[str, ...], Any] | None:
     """(the attributes from ``ds`` to its Hugging Face dataset, it): () where ``ds`` is one."""
-    if is_arrow_dataset(ds):
-        return (), ds
-    level: list[tuple[tuple[str, ...], Any]] = [((), ds)]
-    for _ in range(HOLDER_DEPTH):
-        below: list[tuple[tuple[str, ...], Any]] = []
-        for way, obj in level:
-            for name in HOLDER_ATTRIBUTES:
-                inner = getattr(obj, name, None)
-                if inner is None or isinstance(inner, (str, bytes, list, tuple, dict)):
-                    continue
-                if is_arrow_dataset(inner):
-                    return (*way, name), inner
-                below.append(((*way, name), inner))
-        level = below
-    return None
+    return held(ds, HOLDER_ATTRIBUTES, HOLDER_DEPTH, lambda obj: obj if is_arrow_dataset(obj) else None)
 
 
 def files_of(ds: Any) -> list[str]:
@@ -171,19 +160,18 @@ def copy_in_memory(
     n = len(hf)
     if n == 0:
         return "its Hugging Face dataset has no rows"
-    rows = list(range(n))
-    random.Random(seed).shuffle(rows)
     try:
         from datasets.table import InMemoryTable
 
         named = named_files(hf)
         if named:
-            copied = _files_in_memory(hf, named, rows, read, max_rows, max_bytes)
+            copied = _files_in_memory(hf, named, seed, read, max_rows, max_bytes)
             if isinstance(copied, str):
                 return copied
             table, copies = copied
         else:
-            table = hf.with_format("arrow")[rows[:max_rows]]  # read now, from its files: the rows, in RAM
+            rows = list(itertools.islice(shuffled(n, seed), max_rows))
+            table = hf.with_format("arrow")[rows]  # read now, from its files: the rows, in RAM
             while table.num_rows > 1 and table.nbytes > max_bytes:
                 table = table.slice(0, table.num_rows // 2)
             copies = None
@@ -207,7 +195,7 @@ def copy_in_memory(
 def _files_in_memory(
     hf: Any,
     named: dict[str, list[str | None]],
-    rows: list[int],
+    seed: int,
     read: dict[str, bytes] | None,
     max_rows: int,
     max_bytes: int,
@@ -218,8 +206,7 @@ def _files_in_memory(
     why = unavailable()
     if why:
         return why
-    listed = min(n for n in map(len, named.values()))
-    rows = [r for r in rows if r < listed]
+    rows: Iterable[int] = shuffled(min(n for n in map(len, named.values())), seed)
     if read:  # the rows whose files were all read already
         rows = [r for r in rows if all(c[r] is None or c[r] in read for c in named.values())]
     copies = MemoryCopies()

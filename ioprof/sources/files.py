@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import os
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,8 +23,10 @@ from ioprof.sources.memory import (
     MEMORY_SAMPLE_FILES,
     MemoryCopies,
     MemoryView,
+    held,
     read_whole,
     shallow,
+    shuffled,
     unavailable,
 )
 from ioprof.sources.source import ITEMS_LISTED, Source
@@ -132,17 +134,12 @@ def file_list(obj: Any) -> _Leaf | None:
 
 
 def _leaf(ds: Any) -> _Leaf | None:
-    found = file_list(ds)
-    if found is not None:
-        return found
-    for holder in HOLDER_ATTRIBUTES:
-        obj = getattr(ds, holder, None)
-        if obj is None or isinstance(obj, (list, tuple, str)):
-            continue
-        found = file_list(obj)
-        if found is not None:
-            return replace(found, edges=(("attr", holder),))
-    return None
+    """The list naming the files of ``ds`` or of an object it holds (timm's ``reader``)."""
+    found = held(ds, HOLDER_ATTRIBUTES, 1, file_list)
+    if found is None:
+        return None
+    way, leaf = found
+    return replace(leaf, edges=tuple(("attr", name) for name in way))
 
 
 def _is_subset(ds: Any) -> bool:
@@ -234,7 +231,7 @@ def copy_in_memory(
     why = unavailable()
     if why:
         return why
-    order: Iterable[int] = _shuffled(_length(dataset), seed)
+    order: Iterable[int] = shuffled(_length(dataset), seed)
     if read:
         drawn = [p for p, f in enumerate(files_of(dataset)) if f in read]
         random.Random(seed).shuffle(drawn)
@@ -265,19 +262,6 @@ def copy_in_memory(
         return copies.fail("none of its files could be found through its lists")
     copy = _rebuilt(dataset, changed)
     return copies.done(copy, positions, f"{copies.view.files} of your files")
-
-
-def _shuffled(n: int, seed: int, first: int = 4 * MEMORY_SAMPLE_FILES) -> Iterator[int]:
-    """0 … n − 1 in a random order, drawn as it is needed: ``first`` of them without shuffling all
-    n (a dataset of a million samples), then the rest."""
-    rng = random.Random(seed)
-    drawn = rng.sample(range(n), min(n, first))
-    yield from drawn
-    if len(drawn) < n:
-        taken = set(drawn)
-        rest = [p for p in range(n) if p not in taken]
-        rng.shuffle(rest)
-        yield from rest
 
 
 def _pointed(item: Any, link: str) -> Any:

@@ -11,10 +11,14 @@ fork, spawn or a fork server can all open.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 # What a copy in memory holds: enough items to vary sizes; over a slow link each one costs a read.
 MEMORY_SAMPLE_FILES = 64
@@ -93,3 +97,41 @@ def shallow(obj: Any) -> Any:
     import copy
 
     return copy.copy(obj)
+
+
+def held(
+    obj: Any, names: Sequence[str], depth: int, found: Callable[[Any], T | None]
+) -> tuple[tuple[str, ...], T] | None:
+    """(the attributes from ``obj`` down to what ``found`` finds, what it found), ``obj`` itself
+    first, then the objects it holds under ``names``, level by level down to ``depth``; None where
+    nothing there is found (strings and containers are passed over)."""
+    hit = found(obj)
+    if hit is not None:
+        return (), hit
+    level: list[tuple[tuple[str, ...], Any]] = [((), obj)]
+    for _ in range(depth):
+        below: list[tuple[tuple[str, ...], Any]] = []
+        for way, outer in level:
+            for name in names:
+                inner = getattr(outer, name, None)
+                if inner is None or isinstance(inner, (str, bytes, list, tuple, dict)):
+                    continue
+                hit = found(inner)
+                if hit is not None:
+                    return (*way, name), hit
+                below.append(((*way, name), inner))
+        level = below
+    return None
+
+
+def shuffled(n: int, seed: int, first: int = 4 * MEMORY_SAMPLE_FILES) -> Iterator[int]:
+    """0 … n − 1 in a random order, drawn as it is needed: ``first`` of them without shuffling all
+    n (a dataset of a million samples), then the rest."""
+    rng = random.Random(seed)
+    drawn = rng.sample(range(n), min(n, first))
+    yield from drawn
+    if len(drawn) < n:
+        taken = set(drawn)
+        rest = [p for p in range(n) if p not in taken]
+        rng.shuffle(rest)
+        yield from rest
