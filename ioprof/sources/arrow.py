@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ioprof.sources import files
@@ -34,7 +35,7 @@ from ioprof.sources.memory import (
     shuffled,
     unavailable,
 )
-from ioprof.sources.source import ITEMS_LISTED, Source
+from ioprof.sources.source import ITEMS_LISTED, Source, spread
 
 # Where a wrapper keeps its Hugging Face dataset (besides the usual holders).
 HOLDER_ATTRIBUTES = ("dataset", "ds", "data", "hf_dataset", "hf_ds", "reader", "data_source", "base")
@@ -87,16 +88,30 @@ def file_columns(hf: Any) -> list[str]:
     ]
 
 
-def named_files(hf: Any) -> dict[str, list[str | None]]:
-    """For each column of files any of the dataset's first rows names a file in, the path each
-    of them opens (None where the row holds the file's bytes); {} where none does."""
+@dataclass(frozen=True)
+class Named:
+    """The files a dataset's rows name: the rows listed (all of them, or ``ITEMS_LISTED`` spread
+    over the table), and for each column of files one of them names a file in, the path each of
+    those rows opens (None where the row holds the file's bytes)."""
+
+    rows: Sequence[int]
+    columns: dict[str, list[str | None]]
+
+    def files(self) -> list[str]:
+        return [p for paths in self.columns.values() for p in paths if p is not None]
+
+
+def named_files(hf: Any) -> Named | None:
+    """The files the dataset's rows name; None where no row of those listed names one."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     columns = file_columns(hf)
     if not columns:
-        return {}
-    table = hf.select_columns(columns).with_format("arrow")[: min(ITEMS_LISTED, len(hf))]
+        return None
+    rows = spread(len(hf), ITEMS_LISTED)
+    cut = hf.select_columns(columns).with_format("arrow")
+    table = cut[: len(rows)] if isinstance(rows, range) else cut[list(rows)]
     out: dict[str, list[str | None]] = {}
     for name in columns:
         cells = table.column(name).combine_chunks()
@@ -104,7 +119,7 @@ def named_files(hf: Any) -> dict[str, list[str | None]]:
         opens = pc.and_(pc.and_(cells.is_valid(), data.is_null()), paths.is_valid())
         if pc.any(opens).as_py():
             out[name] = pc.if_else(opens, paths, pa.scalar(None, pa.string())).to_pylist()
-    return out
+    return Named(rows, out) if out else None
 
 
 KIND = "arrow"
@@ -120,13 +135,15 @@ def find(dataset: Any) -> Source | None:
     try:
         named = named_files(hf)
     except Exception:  # an Arrow error reading the user's table: its files as they are mapped
-        named = {}
-    if named:
-        listed = [p for column in named.values() for p in column if p is not None]
+        named = None
+    if named is not None:
+        listed = named.files()
         root = files.common_root(listed)
-        one_each = len(named) == 1 and len(listed) == min(len(hf), ITEMS_LISTED)
-        label = f"files named in its {', '.join(f'`{c}`' for c in named)} column (Hugging Face datasets)"
-        count = len(hf) * len(named) if len(hf) > ITEMS_LISTED else None
+        one_each = len(named.columns) == 1 and len(listed) == len(named.rows)
+        label = (
+            f"files named in its {', '.join(f'`{c}`' for c in named.columns)} column (Hugging Face datasets)"
+        )
+        count = len(hf) * len(named.columns) if len(hf) > len(named.rows) else None
         return Source(KIND, label, tuple(listed), root, root, "filesystem", count, file_a_sample=one_each)
     mapped = files_of(dataset)
     if not mapped:
@@ -164,7 +181,7 @@ def copy_in_memory(
         from datasets.table import InMemoryTable
 
         named = named_files(hf)
-        if named:
+        if named is not None:
             copied = _files_in_memory(hf, named, seed, read, max_rows, max_bytes)
             if isinstance(copied, str):
                 return copied
@@ -194,7 +211,7 @@ def copy_in_memory(
 
 def _files_in_memory(
     hf: Any,
-    named: dict[str, list[str | None]],
+    named: Named,
     seed: int,
     read: dict[str, bytes] | None,
     max_rows: int,
@@ -206,22 +223,22 @@ def _files_in_memory(
     why = unavailable()
     if why:
         return why
-    rows: Iterable[int] = shuffled(min(n for n in map(len, named.values())), seed)
+    order: Iterable[int] = shuffled(len(named.rows), seed)  # of the rows listed
     if read:  # the rows whose files were all read already
-        rows = [r for r in rows if all(c[r] is None or c[r] in read for c in named.values())]
+        order = [j for j in order if all(c[j] is None or c[j] in read for c in named.columns.values())]
     copies = MemoryCopies()
     chosen: list[int] = []
-    links: dict[str, dict[int, str]] = {c: {} for c in named}
+    links: dict[str, dict[int, str]] = {c: {} for c in named.columns}
     try:
-        for r in rows:
+        for j in order:
             if len(chosen) >= max_rows or copies.view.bytes >= max_bytes:
                 break
-            for column, paths in named.items():
-                path = paths[r]
+            for column, paths in named.columns.items():
+                path = paths[j]
                 if path is not None:
                     data = read[path] if read and path in read else read_whole(path)
                     links[column][len(chosen)] = copies.add(path, data)
-            chosen.append(r)
+            chosen.append(named.rows[j])
     except OSError as e:
         return copies.fail(f"the sample could not be copied into memory ({e.strerror or e})")
     if not chosen:

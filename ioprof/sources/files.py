@@ -14,8 +14,9 @@ from __future__ import annotations
 import bisect
 import os
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from ioprof.sources.memory import (
@@ -29,7 +30,7 @@ from ioprof.sources.memory import (
     shuffled,
     unavailable,
 )
-from ioprof.sources.source import ITEMS_LISTED, Source
+from ioprof.sources.source import ITEMS_LISTED, Source, spread
 
 # Where datasets keep the list of their files: entries are paths, or (path, …) tuples. After
 # torchvision's and timm's, the names users' own datasets give it most.
@@ -93,20 +94,20 @@ class _Leaf:
     def __len__(self) -> int:
         return len(self.items)
 
-    def entry(self, index: int) -> Any:
-        return self.items.iloc[index] if self.column is not None else self.items[index]  # type: ignore[attr-defined]
+    @cached_property
+    def values(self) -> Sequence[Any]:
+        """The entries, indexed by position (a table's column read once into a list)."""
+        return self.items.tolist() if self.column is not None else self.items  # type: ignore[attr-defined]
 
-    def entries(self, limit: int | None = None) -> list[Any]:
-        """A copy of the first ``limit`` entries (all of them: None)."""
-        if self.column is not None:
-            return list(self.items.iloc[:limit].tolist())  # type: ignore[attr-defined]
-        return list(self.items[:limit])
+    def entry(self, index: int) -> Any:
+        return self.values[index]
+
+    def entries(self) -> list[Any]:
+        """A copy of the entries, to change."""
+        return list(self.values)
 
     def path(self, index: int) -> str:
-        return self.joined(self.entry(index))
-
-    def joined(self, entry: Any) -> str:
-        return os.path.join(self.base, path_of(entry) or "")
+        return os.path.join(self.base, path_of(self.entry(index)) or "")
 
 
 def file_list(obj: Any) -> _Leaf | None:
@@ -151,43 +152,75 @@ def _parts(ds: Any) -> list[Any] | None:
     return list(parts) if isinstance(parts, (list, tuple)) and hasattr(ds, "cumulative_sizes") else None
 
 
-def resolve(ds: Any, pos: int) -> tuple[tuple[Edge, ...], _Leaf, int] | None:
-    """The way from ``ds`` to the list holding its sample ``pos``: (edges, leaf, index in it)."""
+Found = tuple[tuple[Edge, ...], _Leaf, int]  # (edges from the dataset to a part, its list, index in it)
+
+
+@dataclass(frozen=True)
+class _Way:
+    """The way from a dataset to the list holding each of its samples (through Subset and
+    ConcatDataset), its lists found once: ``at(pos)`` for sample ``pos``, of ``size`` in all."""
+
+    at: Callable[[int], Found | None]
+    size: int
+
+
+def _way(ds: Any) -> _Way | None:
+    """The dataset's way to its lists; None where a part of it lists none."""
     if _is_subset(ds):
-        inner = resolve(ds.dataset, int(ds.indices[pos]))
-        return ((("attr", "dataset"), *inner[0]), inner[1], inner[2]) if inner else None
+        inner, indices = _way(ds.dataset), ds.indices
+        if inner is None:
+            return None
+        return _Way(lambda pos: _below(("attr", "dataset"), inner.at(int(indices[pos]))), len(indices))
     parts = _parts(ds)
     if parts is not None:
-        i = bisect.bisect_right(ds.cumulative_sizes, pos)
-        local = pos - (ds.cumulative_sizes[i - 1] if i else 0)
-        inner = resolve(parts[i], local) if i < len(parts) else None
-        return ((("item", "datasets", i), *inner[0]), inner[1], inner[2]) if inner else None
+        ways = [_way(p) for p in parts]
+        if not ways or any(w is None for w in ways):
+            return None
+        ends = list(ds.cumulative_sizes)
+
+        def at(pos: int) -> Found | None:
+            i = bisect.bisect_right(ends, pos)
+            inner = ways[i] if i < len(ways) else None
+            return (
+                _below(("item", "datasets", i), inner.at(pos - (ends[i - 1] if i else 0))) if inner else None
+            )
+
+        return _Way(at, ends[-1])
     leaf = _leaf(ds)
-    if leaf is None or pos >= len(leaf):
-        return None
-    return (), leaf, pos
+    return (
+        _Way(lambda pos: ((), leaf, pos) if pos < len(leaf) else None, len(leaf))
+        if leaf is not None
+        else None
+    )
+
+
+def _below(edge: Edge, found: Found | None) -> Found | None:
+    return ((edge, *found[0]), found[1], found[2]) if found is not None else None
 
 
 def listed(ds: Any) -> bool:
     """Whether the dataset (through Subset and ConcatDataset) lists its files."""
-    if _is_subset(ds):
-        return listed(ds.dataset)
-    parts = _parts(ds)
-    if parts is not None:
-        return bool(parts) and all(listed(p) for p in parts)
-    return _leaf(ds) is not None
+    return _way(ds) is not None
 
 
-def files_of(ds: Any, limit: int = 100_000) -> list[str]:
-    """The files a dataset reads, in its own order, where it lists them; [] where it does not."""
-    if _is_subset(ds):
-        files = files_of(ds.dataset, limit)
-        return [files[i] for i in list(ds.indices)[:limit] if i < len(files)] if files else []
-    parts = _parts(ds)
-    if parts is not None:
-        return [f for p in parts for f in files_of(p, limit)][:limit]
-    leaf = _leaf(ds)
-    return [leaf.joined(e) for e in leaf.entries(limit)] if leaf else []
+def listed_files(ds: Any, limit: int | None = None) -> list[tuple[int, str]]:
+    """(sample, its file) for the files a dataset reads where it lists them, [] where it does not:
+    all of them in its own order, or ``limit`` of them spread evenly over it (the first ``limit``
+    of an ImageFolder are its first classes only)."""
+    way = _way(ds)
+    if way is None:
+        return []
+    out = []
+    for pos in spread(way.size, ITEMS_LISTED if limit is None else limit):
+        found = way.at(pos)
+        if found is not None:
+            out.append((pos, found[1].path(found[2])))
+    return out
+
+
+def files_of(ds: Any, limit: int | None = None) -> list[str]:
+    """The files a dataset reads, where it lists them (``listed_files``); [] where it does not."""
+    return [path for _, path in listed_files(ds, limit)]
 
 
 def _length(ds: Any) -> int:
@@ -207,7 +240,7 @@ def find(dataset: Any) -> Source | None:
         return None
     paths = files_of(dataset, ITEMS_LISTED)
     root = str(getattr(dataset, "root", "") or "") or common_root(paths)
-    files = _length(dataset)  # a sample a file: an ImageNet of 1.28 M files lists its first 100,000
+    files = _length(dataset)  # a sample a file: an ImageNet of 1.28 M files lists 100,000 of them
     count = files if files > len(paths) else None
     return Source(KIND, "loose files", tuple(paths), root, root, "filesystem", count, file_a_sample=True)
 
@@ -231,9 +264,12 @@ def copy_in_memory(
     why = unavailable()
     if why:
         return why
-    order: Iterable[int] = shuffled(_length(dataset), seed)
+    way = _way(dataset)
+    if way is None:
+        return "none of its files could be found through its lists"
+    order: Iterable[int] = shuffled(way.size, seed)
     if read:
-        drawn = [p for p, f in enumerate(files_of(dataset)) if f in read]
+        drawn = [pos for pos, path in listed_files(dataset) if path in read]
         random.Random(seed).shuffle(drawn)
         order = drawn
     copies = MemoryCopies()
@@ -244,7 +280,7 @@ def copy_in_memory(
         for pos in order:
             if copies.view.files >= max_files or copies.view.bytes >= max_bytes:
                 break
-            found = resolve(dataset, pos)
+            found = way.at(pos)
             if found is None:
                 continue
             edges, leaf, index = found

@@ -5,12 +5,20 @@ datasets it knows (``SourceKind``): a kind of source is one module that implemen
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ioprof.sources.memory import MemoryView
 
 ITEMS_LISTED = 100_000  # a source lists at most this many of its files or URLs
+
+
+def spread(n: int, limit: int) -> Sequence[int]:
+    """The positions of ``n`` items a source lists: all of them, or ``limit`` spread evenly over
+    them (the first ``limit`` of an ImageFolder or of an image folder's rows are its first classes
+    only, whose files may be smaller or larger than the rest)."""
+    return range(n) if n <= limit else [i * n // limit for i in range(limit)]
 
 
 @dataclass(frozen=True)

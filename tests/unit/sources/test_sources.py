@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import torch
 from httpfolder import served
 
 from ioprof import sources
@@ -503,7 +504,7 @@ def test_a_csv_of_file_names_in_a_folder_is_the_files_it_names(small_set: Path, 
 def test_a_dataset_of_more_files_than_are_listed_is_described_whole(
     small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A source lists the first ``ITEMS_LISTED`` of its files (100,000: an ImageNet has 1.28 M);
+    """A source lists ``ITEMS_LISTED`` of its files (100,000: an ImageNet has 1.28 M);
     the dataset described is all of them, its bytes scaled from those listed, not the list alone
     (which would make a dataset larger than RAM look as if it fit)."""
     from ioprof.sources import arrow, files
@@ -518,6 +519,54 @@ def test_a_dataset_of_more_files_than_are_listed_is_described_whole(
         assert source is not None and len(source.items) == 12 and source.count == 48
         info = sources.describe(source, "d", len(ds))
         assert info.files == 48 and info.total_bytes == pytest.approx(sum(sizes), rel=0.2), (info, sum(sizes))
+
+
+def test_files_listed_of_more_are_spread_over_the_dataset_not_its_first_classes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An image folder is listed class by class: its first files are its first classes'. Of a
+    folder whose first class holds images of 2 kB and whose second holds images of 40 kB, the
+    files listed, where fewer than all, are drawn from both, as are the rows of the same folder
+    loaded by Hugging Face ``datasets`` and of a ``Subset`` taking the folder backwards, and the bytes
+    described are the folder's (broken once — the first files listed — they were a tenth of them).
+    A copy drawn from the files listed holds them at the samples that read them (broken once — the
+    n-th file listed taken for sample n — the Subset's copy held other files)."""
+    from PIL import Image
+
+    from ioprof.sources import arrow, files
+
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    noise = torch.Generator().manual_seed(0)
+    for cls, side in (("a", 24), ("b", 160)):
+        (tmp_path / "d" / cls).mkdir(parents=True)
+        for i in range(24):
+            pixels = torch.randint(0, 256, (side, side, 3), dtype=torch.uint8, generator=noise).numpy()
+            Image.fromarray(pixels).save(tmp_path / "d" / cls / f"{i}.jpg", quality=95)
+    sizes = [p.stat().st_size for p in (tmp_path / "d").rglob("*.jpg")]
+    monkeypatch.setattr(files, "ITEMS_LISTED", 12)
+    monkeypatch.setattr(arrow, "ITEMS_LISTED", 12)
+    hf = datasets.load_dataset(
+        "imagefolder", data_dir=str(tmp_path / "d"), split="train", cache_dir=str(tmp_path)
+    )
+    folder = _imagefolder(tmp_path / "d")
+    backwards = torch.utils.data.Subset(folder, list(range(47, -1, -1)))
+    for ds in (folder, hf, backwards):
+        source = sources.find(ds)
+        assert source is not None and len(source.items) == 12 and source.count == 48
+        assert {Path(p).parent.name for p in source.items} == {"a", "b"}, source.items
+        info = sources.describe(source, "d", len(ds))
+        assert info.total_bytes == pytest.approx(sum(sizes), rel=0.2), (info.total_bytes, sum(sizes))
+        # the copy drawn from files already read holds those files at the samples that read them
+        read = {p: Path(p).read_bytes() for p in source.items[:6]}
+        view = sources.in_memory(source, ds, workers=2, read=read)
+        assert not isinstance(view, str), view
+        try:
+            assert view.files == 6 and len(view.positions) == 6
+            if ds is backwards:
+                listed = {folder.samples[47 - pos][0] for pos in view.positions}
+                assert listed == set(read), (listed, set(read))
+        finally:
+            view.close()
 
 
 def test_a_hugging_face_dataset_held_in_memory_names_no_files(small_set: Path, tmp_path: Path) -> None:
