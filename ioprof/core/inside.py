@@ -216,6 +216,9 @@ class CoreUse:
     cpu_busy_cores: float | None  # None: the window had no span between two readings (too short)
     window_s: float
     runq_share: float | None = None  # of the threads' runnable time, waiting for a core (schedstat)
+    # False: no span read every process's threads at both ends (each lost a pass's workers, gone at
+    # its end): ``threads_busy`` and ``runq_share`` say nothing
+    threads_read: bool = True
 
     @property
     def threads_wanted(self) -> int:
@@ -236,7 +239,7 @@ class CoreUse:
             return False
         if self.runq_share is not None:
             return self.runq_share >= OVERSUBSCRIBED_RUNQ_SHARE
-        return max(self.threads_busy, 1) > self.affinity_cores
+        return self.threads_read and max(self.threads_busy, 1) > self.affinity_cores
 
 
 # The cores in the mask count as full from this share of their time busy, and oversubscribed when

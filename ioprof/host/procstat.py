@@ -47,6 +47,7 @@ class ProcSample:
     read_bytes: int  # fetched from a block device, reaped children included
     own_rchar: int  # its living threads' own reads: no child's
     threads: dict[int, ThreadTimes]
+    ppid: int = 0  # its parent: the process that reaps it, and takes its CPU then
 
     @property
     def runq_s(self) -> float:
@@ -56,6 +57,11 @@ class ProcSample:
 def parse_schedstat(text: bytes) -> ThreadTimes:
     run_ns, wait_ns, *_ = text.split()
     return ThreadTimes(int(run_ns) / 1e9, int(wait_ns) / 1e9)
+
+
+def parse_ppid(text: bytes) -> int:
+    """The parent's pid, from ``/proc/PID/stat`` (field 4)."""
+    return int(text[text.rindex(b")") + 2 :].split()[1])
 
 
 def parse_stat(text: bytes) -> tuple[float, float]:
@@ -107,6 +113,7 @@ def sample(pid: int, *, threads: bool = True, own: bool = True) -> ProcSample | 
         return None
     try:
         cpu, children = parse_stat(stat)
+        parent = parse_ppid(stat)
         counters = parse_io(io)
     except (ValueError, IndexError):
         return None
@@ -119,6 +126,7 @@ def sample(pid: int, *, threads: bool = True, own: bool = True) -> ProcSample | 
         read_bytes=counters.get("read_bytes", 0),
         own_rchar=own_rchar(pid, tids) if own else 0,
         threads=thread_times(pid, tids) if threads else {},
+        ppid=parent,
     )
 
 

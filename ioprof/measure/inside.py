@@ -406,6 +406,8 @@ class CpuTotals:
 
     cpu_s: float = 0.0
     window_s: float = 0.0
+    # the seconds the threads' figures cover, where fewer (None: all of ``window_s``)
+    threads_window_s: float | None = None
     thread_cpu_s: dict[str, float] = field(default_factory=dict)  # "pid/tid"
     thread_runq_s: dict[str, float] = field(default_factory=dict)
     main_pid: int = 0
@@ -443,7 +445,8 @@ def core_use(
         return CoreUse(
             affinity_cores, intra_op_threads, ranks_on_host, pin_memory_thread, workers, 0, 0, None, 0.0
         )
-    busy = {k for k, c in cpu.thread_cpu_s.items() if c >= BUSY_THREAD_SHARE * cpu.window_s}
+    seen_s = cpu.window_s if cpu.threads_window_s is None else cpu.threads_window_s
+    busy = {k for k, c in cpu.thread_cpu_s.items() if seen_s > 0 and c >= BUSY_THREAD_SHARE * seen_s}
     per_worker: dict[str, int] = {}
     for k in busy:
         pid = k.split("/")[0]
@@ -462,6 +465,7 @@ def core_use(
         cpu_busy_cores=cpu.cpu_s / cpu.window_s * ranks_on_host,
         window_s=cpu.window_s,
         runq_share=waiting / (on_cpu + waiting) if on_cpu + waiting > 0 else None,
+        threads_read=seen_s > 0,
     )
 
 

@@ -27,6 +27,7 @@ class CpuFields(TypedDict):
 
     cpu_s: float
     window_s: float
+    threads_window_s: NotRequired[float]  # the spans' seconds whose every process's threads were read
     thread_cpu_s: NotRequired[dict[str, float]]  # "pid/tid" → CPU s over the spans
     thread_runq_s: NotRequired[dict[str, float]]  # "pid/tid" → run-queue s
     spans_wall: NotRequired[Any]

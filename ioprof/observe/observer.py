@@ -345,7 +345,7 @@ class Watcher:
         from ioprof.observe.window import Reading
 
         t0 = time.perf_counter()
-        procs, own, cpus, threads = {}, {}, {}, {}
+        procs, own, cpus, threads, parents, reaped = {}, {}, {}, {}, {}, set()
         for pid in {*pids, os.getpid()} if cpu else pids:
             if not cpu:
                 io = procstat.reads(pid)
@@ -354,8 +354,11 @@ class Watcher:
                 continue
             got = procstat.sample(pid, own=pid in pids)
             if got is None:
+                if not os.path.exists(f"/proc/{pid}"):  # not even a zombie: its parent reaped it
+                    reaped.add(pid)
                 continue
             cpus[pid] = got.cpu_s + got.children_cpu_s
+            parents[pid] = got.ppid
             threads[pid] = {tid: (t.cpu_s, t.runq_s) for tid, t in got.threads.items()}
             if pid in pids:
                 procs[pid] = (got.read_bytes, got.rchar)
@@ -383,6 +386,8 @@ class Watcher:
             own_chars=own,
             cpu=cpus,
             threads=threads,
+            parents=parents,
+            reaped=reaped,
             wall_s=time.time(),
             net_bytes=net,
             iface=rec.iface,

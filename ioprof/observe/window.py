@@ -68,6 +68,8 @@ class Reading:
     # pid → CPU seconds of the process, its threads and the children it reaped (the training
     # process and the loader's processes), and each thread's (CPU s, run-queue s)
     cpu: dict[int, float] = field(default_factory=dict)
+    parents: dict[int, int] = field(default_factory=dict)  # pid → its parent's, where its CPU was read
+    reaped: set[int] = field(default_factory=set)  # of the processes asked for, those gone whole (no zombie)
     threads: dict[int, dict[int, tuple[float, float]]] = field(default_factory=dict)
     wall_s: float = 0.0  # time.time() at the reading: the span can be matched with readings outside
     net_bytes: int | None = None  # the interface routing to a URL source: bytes it received (host-wide)
@@ -100,6 +102,7 @@ class Totals:
     own_chars: int = 0  # the processes' own threads' reads (pipes, TLS sockets, files), no child's
     cpu_s: float = 0.0  # CPU of the training process and the loader's, over the spans
     cpu_window_s: float = 0.0  # the seconds of the spans whose CPU was read at both ends
+    thread_window_s: float = 0.0  # …of them, those whose every process's threads were read at both ends
     thread_cpu_s: dict[str, float] = field(default_factory=dict)  # "pid/tid" → CPU s over the spans
     thread_runq_s: dict[str, float] = field(default_factory=dict)  # "pid/tid" → run-queue s
     cpu_spans_wall: list[tuple[float, float]] = field(default_factory=list)  # the CPU spans, wall-clock
@@ -111,6 +114,8 @@ class Totals:
         (their bytes went with them: pieces of a segment then fall short of its whole, and a
         process-counted figure gets no interval), while the host's still add up. CPU from ``a``
         to ``cpu_to`` (the span's last reading that read it), none where not given."""
+        if cpu_to is not None and cpu_to.at_s > a.at_s:  # its CPU may reach past its bytes (a pass's end)
+            self._add_cpu(a, cpu_to)
         if b.at_s <= a.at_s:
             return
         common = a.procs.keys() & b.procs.keys()
@@ -122,8 +127,6 @@ class Totals:
         )
         self.processes = max(self.processes, len(common))
         self.spans += 1
-        if cpu_to is not None:
-            self._add_cpu(a, cpu_to)
         if a.nfs_bytes is not None and b.nfs_bytes is not None:
             self.nfs_bytes = (self.nfs_bytes or 0) + b.nfs_bytes - a.nfs_bytes
         net_a, net_b = a.net_on(b.iface), b.net_on(b.iface)
@@ -134,14 +137,26 @@ class Totals:
             self.daemon = (b.daemon[0], b.daemon[1])
 
     def _add_cpu(self, a: Reading, b: Reading) -> None:
-        """CPU over the span: every process read at both ends (one gone meanwhile is left out, and
-        the span's CPU then says so by covering fewer seconds)."""
-        if not a.cpu or a.cpu.keys() != b.cpu.keys():
+        """CPU over the span: every process read at both ends. A process gone at ``b`` counts where
+        its parent, read at both ends, reaped it (a pass's workers, shut down when it runs out):
+        its CPU to its end is then in its parent's children's time, and its own at ``a`` is taken
+        off it. Its threads' CPU after the last reading is not told apart: each thread's figures
+        keep to the spans whose every process was read at both ends (``thread_window_s``). Any
+        other process gone or born meanwhile leaves the span out (its CPU then covers fewer
+        seconds, and says so)."""
+        if not a.cpu or b.cpu.keys() - a.cpu.keys():
             return
-        self.cpu_s += sum(max(0.0, b.cpu[p] - a.cpu[p]) for p in a.cpu)
+        gone = a.cpu.keys() - b.cpu.keys()
+        if any(p not in b.reaped or a.parents.get(p) not in b.cpu for p in gone):
+            return
+        common = sum(b.cpu[p] - a.cpu[p] for p in b.cpu) - sum(a.cpu[p] for p in gone)
+        self.cpu_s += max(0.0, common)
         self.cpu_window_s += b.at_s - a.at_s
         if a.wall_s and b.wall_s:
             self.cpu_spans_wall.append((a.wall_s, b.wall_s))
+        if gone:
+            return
+        self.thread_window_s += b.at_s - a.at_s
         for pid, threads in b.threads.items():
             before = a.threads.get(pid, {})
             for tid, (cpu, runq) in threads.items():
@@ -337,8 +352,10 @@ class LoaderWindow:
         still there to be read (a pass that ended by its length, not by running out) — ``at_s``."""
         if at_s is not None and self._seg_start is not None:
             last = self.read(self._pids, at_s, True)
-            if last.procs.keys() == self._seg_start.procs.keys():  # a pass that ran out: its workers are gone
+            if last.procs.keys() == self._seg_start.procs.keys():
                 self._advance(last)
+            else:  # a pass that ran out: its workers are gone, their bytes with them, their CPU
+                self._seg_cpu = last  # to the process that reaped them (``Totals._add_cpu``)
         self.close_segment()
         self._last_return = None
 

@@ -322,14 +322,20 @@ def cores_line(c: CoreUse) -> str:
     if c.workers:
         parts.append(f"{worker_count(c.workers)} × {c.threads_per_worker}")
     state = "**oversubscribed**" if c.oversubscribed else "within the cores"
+    if not c.oversubscribed and not c.threads_read and c.runq_share is None:
+        state = "whether threads queued for a core is not known"
     queued = (
         f"; runnable threads waited for a core {pct(c.runq_share, 0)} of their runnable time"
         if c.runq_share is not None
         else ""
     )
+    threads = (
+        f"{c.threads_busy} thread(s) on a CPU at least a tenth of it"
+        if c.threads_read
+        else "its threads not read apart, as each span ended with a pass whose workers were gone"
+    )
     return (
         f"Cores: {rate(c.cpu_busy_cores)} cores busy over {c.window_s:,.1f} s (CPU time of the training process, "
-        f"its workers and their children ÷ the window), {c.threads_busy} thread(s) on a CPU at least a tenth of "
-        f"it (could run: {' + '.join(parts)} = {c.threads_wanted}) on {c.affinity_cores} core(s) of the affinity "
-        f"mask{queued}: {state}."
+        f"its workers and their children ÷ the window), {threads} (could run: {' + '.join(parts)} = "
+        f"{c.threads_wanted}) on {c.affinity_cores} core(s) of the affinity mask{queued}: {state}."
     )

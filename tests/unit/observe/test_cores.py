@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -47,9 +48,33 @@ def folder(small_set: Path):  # type: ignore[no-untyped-def]
     )
 
 
+class _Streamed(torch.utils.data.IterableDataset):  # type: ignore[type-arg]
+    """The folder as a stream, each worker yielding its share of ``rounds`` passes over it: a pass
+    ends when its workers run out, and the DataLoader shuts them down before the loop sees it."""
+
+    def __init__(self, folder: Any, rounds: int) -> None:
+        self.folder, self.rounds = folder, rounds
+
+    def __iter__(self) -> Iterator[Any]:
+        info = torch.utils.data.get_worker_info()
+        share, of = (info.id, info.num_workers) if info is not None else (0, 1)
+        for i in range(share, self.rounds * len(self.folder), of):
+            yield self.folder[i % len(self.folder)]
+
+
 @pytest.mark.rig  # /proc/stat counts the whole machine: nothing else may run
-def test_cores_busy_agrees_with_proc_stat_and_a_stock_folder_does_not_grow(folder, figure) -> None:  # type: ignore[no-untyped-def]
-    loader = DataLoader(folder, batch_size=8, shuffle=True, num_workers=2, persistent_workers=True)
+@pytest.mark.parametrize("persistent", [True, False], ids=["persistent", "stream-reforked"])
+def test_cores_busy_agrees_with_proc_stat_and_a_stock_folder_does_not_grow(
+    folder, figure, persistent
+) -> None:  # type: ignore[no-untyped-def]
+    """Workers kept from pass to pass; and a stream's workers, started again at every pass and
+    gone when the loop sees it end, whose CPU is then read through the training process that
+    reaped them (broken once — a pass's end left out where its workers were gone — its cores
+    were read over a tenth of the window: to the last reading between)."""
+    data = folder if persistent else _Streamed(folder, rounds=4)
+    loader = DataLoader(
+        data, batch_size=8, shuffle=True if persistent else None, num_workers=2, persistent_workers=persistent
+    )
     with ProcStat() as stat, ioprof.watch(steps=100_000, seconds=8.0, probe=False) as w:
         _train(loader, seconds=10.0)  # epochs of 48 images; the window ends after 8 s of them
     seen = w.watcher.observation()["loaders"][0]
@@ -59,10 +84,14 @@ def test_cores_busy_agrees_with_proc_stat_and_a_stock_folder_does_not_grow(folde
     assert cores is not None and cores.cpu_busy_cores is not None and cores.window_s > 2, cores
     truth = stat.busy_cores_over(seen["cpu"]["spans_wall"])  # over the very spans ioprof read
     figure(
-        f"watch(), 2 workers: cores busy {cores.cpu_busy_cores:.2f}, /proc/stat over the same spans {truth:.2f}"
+        f"watch(), 2 {'persistent' if persistent else 're-forked'} workers: cores busy "
+        f"{cores.cpu_busy_cores:.2f}, /proc/stat over the same spans {truth:.2f}"
     )
     assert truth > 0.5 and abs(cores.cpu_busy_cores - truth) <= 0.10 * truth, (cores.cpu_busy_cores, truth)
-    assert cores.runq_share is not None and 0.0 <= cores.runq_share < 1.0
+    if persistent:
+        assert cores.runq_share is not None and 0.0 <= cores.runq_share < 1.0
+    else:  # each span ends with its workers gone: their threads' last stretch is not told apart
+        assert cores.runq_share is None and not cores.threads_read, cores
     m = cell.inside.memory if cell.inside else None
     assert m is not None and m.worker_uss_bytes and m.worker_uss_bytes > 1e6, m
     assert not m.growth_cause and not [f for f in r.analysis.findings if f.kind == "worker-memory-grows"], m

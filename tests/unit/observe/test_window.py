@@ -312,6 +312,40 @@ def test_cpu_is_read_at_the_segments_ends_and_between_as_its_cost_allows() -> No
     assert w2.totals.cpu_window_s == pytest.approx(4.0)
 
 
+def test_a_pass_s_workers_reaped_at_its_end_count_through_the_process_that_reaped_them() -> None:
+    """A pass that runs out shuts its workers down before the loop sees its end: read then, they
+    are gone, and each one's CPU to its end is in the children's time of the training process that
+    reaped it. The span counts it, less what the worker had at the span's start: the training
+    process 1 s of its own, the worker 3 s more of its life of 5. A worker gone but not reaped (a
+    zombie, its CPU not yet moved), or reaped by a process not read (a fork server), leaves the span
+    out; the threads' figures keep to spans whose every process was read at both ends (broken once
+    — a process gone leaving every span out — the pass's end was lost: no CPU over 10 s)."""
+    from ioprof.observe.window import Totals
+
+    def at(t: float, cpu: dict[int, float], parents: dict[int, int], reaped: set[int]) -> Reading:
+        threads = {p: {p: (c, 0.0)} for p, c in cpu.items()}
+        return Reading(t, {}, cpu=cpu, threads=threads, parents=parents, reaped=reaped, wall_s=1000.0 + t)
+
+    start = at(0.0, {100: 10.0, 11: 2.0}, {100: 1, 11: 100}, set())
+    for parent, reaped, counted in ((100, {11}, 4.0), (100, set(), None), (50, {11}, None)):
+        a = at(0.0, start.cpu, {100: 1, 11: parent}, set())
+        t = Totals()
+        t.add(a, at(10.0, {100: 10.0 + 1.0 + 5.0}, {100: 1}, reaped), at(10.0, {100: 16.0}, {100: 1}, reaped))
+        if counted is None:
+            assert t.cpu_window_s == 0.0 and t.cpu_s == 0.0, (parent, reaped)
+        else:
+            assert t.cpu_s == pytest.approx(counted) and t.cpu_window_s == pytest.approx(10.0)
+            assert t.thread_window_s == 0.0 and t.cpu_spans_wall == [(1000.0, 1010.0)]
+    whole = Totals()
+    whole.add(
+        start,
+        at(10.0, {100: 11.0, 11: 5.0}, {100: 1, 11: 100}, set()),
+        at(10.0, {100: 11.0, 11: 5.0}, {}, set()),
+    )
+    assert whole.cpu_s == pytest.approx(4.0) and whole.thread_window_s == pytest.approx(10.0)
+    assert whole.thread_cpu_s == {"100/100": pytest.approx(1.0), "11/11": pytest.approx(3.0)}
+
+
 def test_the_bytes_are_read_no_more_often_than_their_cost_allows() -> None:
     from ioprof.observe.window import CPU_READ_BUDGET, READ_BUDGET
 
