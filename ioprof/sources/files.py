@@ -208,10 +208,12 @@ def listed_files(ds: Any, limit: int | None = None) -> list[tuple[int, str]]:
     all of them in its own order, or ``limit`` of them spread evenly over it (the first ``limit``
     of an ImageFolder are its first classes only)."""
     way = _way(ds)
-    if way is None:
-        return []
+    return _listed(way, ITEMS_LISTED if limit is None else limit) if way is not None else []
+
+
+def _listed(way: _Way, limit: int) -> list[tuple[int, str]]:
     out = []
-    for pos in spread(way.size, ITEMS_LISTED if limit is None else limit):
+    for pos in spread(way.size, limit):
         found = way.at(pos)
         if found is not None:
             out.append((pos, found[1].path(found[2])))
@@ -269,7 +271,7 @@ def copy_in_memory(
         return "none of its files could be found through its lists"
     order: Iterable[int] = shuffled(way.size, seed)
     if read:
-        drawn = [pos for pos, path in listed_files(dataset) if path in read]
+        drawn = [pos for pos, path in _listed(way, ITEMS_LISTED) if path in read]
         random.Random(seed).shuffle(drawn)
         order = drawn
     copies = MemoryCopies()
