@@ -397,7 +397,7 @@ class LoaderRecorder:
         return CpuTotals(
             cpu_s=t.cpu_s,
             window_s=t.cpu_window_s,
-            threads_window_s=t.thread_window_s,
+            threads_window_s=t.threads_window_s,
             thread_cpu_s=dict(t.thread_cpu_s),
             thread_runq_s=dict(t.thread_runq_s),
             main_pid=os.getpid(),
@@ -493,7 +493,7 @@ class LoaderRecorder:
             "cpu": {
                 "cpu_s": t.cpu_s,
                 "window_s": t.cpu_window_s,
-                "threads_window_s": t.thread_window_s,
+                "threads_window_s": t.threads_window_s,
                 "thread_cpu_s": t.thread_cpu_s,
                 "thread_runq_s": t.thread_runq_s,
                 "spans_wall": t.cpu_spans_wall,

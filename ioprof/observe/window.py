@@ -102,7 +102,7 @@ class Totals:
     own_chars: int = 0  # the processes' own threads' reads (pipes, TLS sockets, files), no child's
     cpu_s: float = 0.0  # CPU of the training process and the loader's, over the spans
     cpu_window_s: float = 0.0  # the seconds of the spans whose CPU was read at both ends
-    thread_window_s: float = 0.0  # …of them, those whose every process's threads were read at both ends
+    threads_window_s: float = 0.0  # …of them, those whose every process's threads were read at both ends
     thread_cpu_s: dict[str, float] = field(default_factory=dict)  # "pid/tid" → CPU s over the spans
     thread_runq_s: dict[str, float] = field(default_factory=dict)  # "pid/tid" → run-queue s
     cpu_spans_wall: list[tuple[float, float]] = field(default_factory=list)  # the CPU spans, wall-clock
@@ -141,7 +141,7 @@ class Totals:
         its parent, read at both ends, reaped it (a pass's workers, shut down when it runs out):
         its CPU to its end is then in its parent's children's time, and its own at ``a`` is taken
         off it. Its threads' CPU after the last reading is not told apart: each thread's figures
-        keep to the spans whose every process was read at both ends (``thread_window_s``). Any
+        keep to the spans whose every process was read at both ends (``threads_window_s``). Any
         other process gone or born meanwhile leaves the span out (its CPU then covers fewer
         seconds, and says so)."""
         if not a.cpu or b.cpu.keys() - a.cpu.keys():
@@ -156,7 +156,7 @@ class Totals:
             self.cpu_spans_wall.append((a.wall_s, b.wall_s))
         if gone:
             return
-        self.thread_window_s += b.at_s - a.at_s
+        self.threads_window_s += b.at_s - a.at_s
         for pid, threads in b.threads.items():
             before = a.threads.get(pid, {})
             for tid, (cpu, runq) in threads.items():

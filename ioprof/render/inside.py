@@ -187,8 +187,7 @@ def stages_table(s: LoaderStages, *, in_workers: bool = True, wait: Interval | N
     if any(st.name == WAITING_FOR_A_CORE for st in s.worker):
         out.append(
             f"'{WAITING_FOR_A_CORE}': the time {where} {'were' if in_workers else 'was'} ready to run while other "
-            "processes held every "
-            "core; each stage's time is its own work, without it."
+            "processes held every core; each stage's time is its own work, without it."
         )
     if any(st.name == GARBAGE_COLLECTOR for st in s.worker):
         out.append(

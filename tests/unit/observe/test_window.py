@@ -335,14 +335,14 @@ def test_a_pass_s_workers_reaped_at_its_end_count_through_the_process_that_reape
             assert t.cpu_window_s == 0.0 and t.cpu_s == 0.0, (parent, reaped)
         else:
             assert t.cpu_s == pytest.approx(counted) and t.cpu_window_s == pytest.approx(10.0)
-            assert t.thread_window_s == 0.0 and t.cpu_spans_wall == [(1000.0, 1010.0)]
+            assert t.threads_window_s == 0.0 and t.cpu_spans_wall == [(1000.0, 1010.0)]
     whole = Totals()
     whole.add(
         start,
         at(10.0, {100: 11.0, 11: 5.0}, {100: 1, 11: 100}, set()),
         at(10.0, {100: 11.0, 11: 5.0}, {}, set()),
     )
-    assert whole.cpu_s == pytest.approx(4.0) and whole.thread_window_s == pytest.approx(10.0)
+    assert whole.cpu_s == pytest.approx(4.0) and whole.threads_window_s == pytest.approx(10.0)
     assert whole.thread_cpu_s == {"100/100": pytest.approx(1.0), "11/11": pytest.approx(3.0)}
 
 
