@@ -15,7 +15,8 @@ against the pass's own time, with its 95 % interval over the passes; the first p
 from __future__ import annotations
 
 from ioprof.core.findings import EpochStartCost, Finding, FreshIterators
-from ioprof.core.results import CellResult, ObservedLoader, PassStart, SweepResult
+from ioprof.core.results import CellResult, SweepResult
+from ioprof.core.results_run import ObservedLoader, PassStart
 from ioprof.core.stats import ratio_interval
 from ioprof.core.thresholds import MODERATELY_INPUT_BOUND_SHARE
 

@@ -37,7 +37,8 @@ from ioprof.core.findings import (
     UndecodableSamples,
     WorkersExceedCores,
 )
-from ioprof.core.results import CellResult, ObservedLoader, StorageCeiling, SweepResult, WaitSplit
+from ioprof.core.results import CellResult, StorageCeiling, SweepResult, WaitSplit
+from ioprof.core.results_run import ObservedLoader
 from ioprof.core.thresholds import (
     CONTRADICTION_MIN_BYTES,
     CONTRADICTION_SHARE,

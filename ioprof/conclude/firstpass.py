@@ -11,7 +11,8 @@ makes it more input-bound than its window, the pass's class is the verdict, the 
 from __future__ import annotations
 
 from ioprof.core.findings import FirstPassWaits
-from ioprof.core.results import CellResult, ObservedLoader, SweepResult
+from ioprof.core.results import CellResult, SweepResult
+from ioprof.core.results_run import ObservedLoader
 from ioprof.core.thresholds import classify_input_bound
 
 _RANK = {"not": 0, "moderately": 1, "highly": 2}

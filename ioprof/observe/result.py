@@ -27,20 +27,17 @@ from ioprof.core.gpu import GpuTelemetry
 from ioprof.core.inside import LoaderInside
 from ioprof.core.results import (
     SCHEMA_VERSION,
-    BeforeWindow,
     CellResult,
     ComputeCeiling,
     DatasetCeilings,
     DatasetInfo,
     DecodeCeiling,
-    ObservedLoader,
-    PassStart,
     RunInfo,
-    ScriptInfo,
     StorageCeiling,
     SweepResult,
     WaitSplit,
 )
+from ioprof.core.results_run import BeforeWindow, ObservedLoader, PassStart, ScriptInfo
 from ioprof.core.stats import data_wait_share
 from ioprof.core.version import __version__
 from ioprof.observe.observation import LoaderObservation, MountFields, Observation

@@ -6,12 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ioprof.conclude.threads import ThreadsAgainstProcesses, threads_against_processes
-from ioprof.core.results import (
-    DatasetCeilings,
-    ObservedLoader,
-    StorageCeiling,
-    SweepResult,
-)
+from ioprof.core.results import DatasetCeilings, StorageCeiling, SweepResult
+from ioprof.core.results_run import ObservedLoader
 from ioprof.render import inside, words
 from ioprof.render import sweep as markdown
 from ioprof.render.findings import pickled

@@ -19,7 +19,7 @@ from ioprof.core.inside import (
     StageTime,
     WorkerMemory,
 )
-from ioprof.core.results import ScriptInfo
+from ioprof.core.results_run import ScriptInfo
 from ioprof.render import sweep as report
 from ioprof.render import words
 from ioprof.render.findings import finding

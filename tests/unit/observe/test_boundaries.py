@@ -210,7 +210,7 @@ def test_a_loop_that_keeps_its_iterator_is_not_told_to() -> None:
     that is most of the loop's time the finding stays silent; where each pass is mostly its first
     batch's wait it speaks, whatever the reason."""
     from ioprof.conclude.boundaries import fresh_cost
-    from ioprof.core.results import PassStart
+    from ioprof.core.results_run import PassStart
 
     lo = _observed([PassStart(0.05, 0.15, pass_s=0.20, batches=1) for _ in range(5)], needed=9, holds=8)
     cost = fresh_cost(lo)
@@ -222,7 +222,7 @@ def test_a_loop_that_keeps_its_iterator_is_not_told_to() -> None:
 
 
 def _observed(passes: list[Any], needed: int, holds: int) -> Any:
-    from ioprof.core.results import ObservedLoader
+    from ioprof.core.results_run import ObservedLoader
 
     fields = {f.name for f in dataclasses.fields(ObservedLoader)}
     base = {

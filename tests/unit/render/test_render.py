@@ -470,7 +470,7 @@ def test_a_run_says_what_its_probe_evicted_and_read_back_and_stopped(
     """The pages of the user's files the probe's cold read evicted, read back: said where the pause
     is, with what had no time to be read back; kept in results.json and read back from it."""
     from ioprof.core.counts import ReadBack
-    from ioprof.core.results import ScriptInfo
+    from ioprof.core.results_run import ScriptInfo
     from ioprof.render.run import render_run_markdown
 
     back = ReadBack(files=200, bytes=7_900_000, left_bytes=left, seconds=0.03)
