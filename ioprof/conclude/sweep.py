@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from ioprof.conclude import boundaries, inside
+from ioprof.conclude import boundaries, inside, workers
 from ioprof.conclude.checks import fetched_nothing, findings
 from ioprof.conclude.firstpass import first_pass
 from ioprof.conclude.predict import decode_pace_of, own_paces, predict, residual
@@ -572,7 +572,8 @@ def conclude(result: SweepResult) -> SweepResult:
             findings=findings(analyzed, reference)
             + inside.findings(analyzed, advice)
             + boundaries.epoch_starts(analyzed)
-            + boundaries.fresh_iterators(analyzed),
+            + boundaries.fresh_iterators(analyzed)
+            + workers.out_of_data(analyzed),
             compute_reference=reference,
             overall_peers=peers,
             overall_peers_median_share=median,

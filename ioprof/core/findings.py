@@ -483,6 +483,20 @@ class CoresOversubscribed(Finding):
 
 
 @dataclass(frozen=True)
+class WorkersOutOfData(Finding):
+    """Workers of an IterableDataset's loader that had run out of data before its window began:
+    every batch of the window came from the others (fewer shards than workers, or uneven ones)."""
+
+    kind: ClassVar[str] = "workers-out-of-data"
+    dataset: str
+    workers: int
+    out: int
+    shards: int | None  # the shards the dataset says it deals out (None: it does not say)
+    seen_making: int | None  # the processes whose batches the look inside saw in the window
+    the_limit: bool  # the window waits for data: its working workers are what it has
+
+
+@dataclass(frozen=True)
 class SlowSamples(Finding):
     """A few samples far slower than the rest cost the loop a share of its time: each holds back
     its batch and, batches being handed over in order, the loop and then the other workers

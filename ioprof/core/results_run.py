@@ -98,6 +98,9 @@ class ObservedLoader:
     sent_bytes: int | None = None
     sent_s: float | None = None
     sent_whole: bool = True  # False: pickling was stopped, sent_bytes is a lower bound
+    iterable: bool = False  # an IterableDataset: each worker yields what its own iterator does
+    shards: int | None = None  # the shards it deals out among its workers, where it says
+    workers_out: int | None = None  # its workers out of data as the window began (None: not read)
 
 
 @dataclass(frozen=True)

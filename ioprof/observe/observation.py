@@ -69,6 +69,7 @@ class LoaderObservation(TypedDict):
     opened_held: NotRequired[bool | None]  # held still a turn of the workers later (None: not looked again)
     peers: NotRequired[list[str]]
     producer: NotRequired[str]  # worker | main
+    workers_out: NotRequired[int | None]  # workers out of data as the window began
     splits: NotRequired[list[Any]]
     batches: int
     passes: int

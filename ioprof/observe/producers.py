@@ -52,6 +52,16 @@ def awaited(it: Any) -> tuple[int, int] | None:
     return (pid, pid) if pid else None
 
 
+def out_of_data(it: Any) -> int | None:
+    """How many of the iterator's workers have run out of data in this pass: an IterableDataset's
+    worker whose own iterator ended (it sent torch its StopIteration; torch asks no more of it until
+    the next pass). None where it has no workers."""
+    status = getattr(it, "_workers_status", None)
+    if not getattr(it, "_workers", None) or not isinstance(status, list):
+        return None
+    return sum(1 for alive in status if not alive)
+
+
 class Producers:
     """Open scheduler clocks of the processes a loader's batches come from, and of the threads
     that call ``next()`` (receiving a worker's batch — unpickling it, rebuilding its tensors —

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ioprof.core.inside import LoaderInside
 from ioprof.measure.batchtree import images_in
 from ioprof.observe.observation import BeforeFields, LoaderObservation
-from ioprof.observe.producers import Producers
+from ioprof.observe.producers import Producers, out_of_data
 from ioprof.observe.watching import Watching
 
 if TYPE_CHECKING:
@@ -70,6 +70,7 @@ class LoaderRecorder:
         self.window_end_s: float | None = None
         self.window_started_at: float | None = None  # wall-clock (epoch) seconds, for ground truth outside
         self.window_ended_at: float | None = None
+        self.workers_out: int | None = None  # its workers out of data as the window began
         self.pin_thread: int | None = None  # the pin-memory thread of its current iterator
         self.window_pids: set[int] = set()  # its processes while the window was open
         self.shm_warning = ""  # said as soon as the first batch showed its size
@@ -180,6 +181,7 @@ class LoaderRecorder:
             self.once = True
             self.window_start_s = t_call
             self.window_started_at = time.time()
+            self.workers_out = out_of_data(it)
             if self.inside is not None:
                 self.inside.start(lambda: list(self.window._pids))
             self.gpu = self.watcher.gpu_sampler()
@@ -462,6 +464,7 @@ class LoaderRecorder:
             "opened_held": self.opened_held,
             "peers": self.peers[:5],
             "producer": "worker" if self.settings["num_workers"] else "main",
+            "workers_out": self.workers_out,
             "splits": list(w.splits),
             "batches": w.batches,
             "passes": w.passes,
@@ -580,6 +583,7 @@ def loader_settings(loader: Any) -> dict[str, Any]:
     from torch.utils.data import IterableDataset
 
     from ioprof import sources
+    from ioprof.sources.shards import shard_count
 
     ctx = getattr(loader, "multiprocessing_context", None)
     ds = loader.dataset
@@ -615,6 +619,7 @@ def loader_settings(loader: Any) -> dict[str, Any]:
         "dataset_root": source.root if source is not None else "",
         "files": list(source.items) if source is not None and source.root else [],
         "iterable": iterable,
+        "shards": shard_count(ds) if iterable else None,
         "batches_per_pass": per_pass,
         "source": source,
         "source_unknown": unknown,

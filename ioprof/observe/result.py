@@ -232,6 +232,9 @@ def _observed(key: str, obs: Observation, loader: LoaderObservation, config: Any
         before=_before(loader),
         batches_per_pass=s.get("batches_per_pass"),
         pass_starts=_pass_starts(loader),
+        iterable=bool(s.get("iterable")),
+        shards=s.get("shards"),
+        workers_out=loader.get("workers_out"),
         **_sent(obs, loader),
     )
 

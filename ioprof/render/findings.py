@@ -39,6 +39,37 @@ def _oversubscribed(x: f.CoresOversubscribed) -> str:
     )
 
 
+def _out_of_data(x: f.WorkersOutOfData) -> str:
+    making = x.workers - x.out
+    seen = ""
+    if x.seen_making is not None:
+        seen = f" (the look inside saw {x.seen_making} process{'' if x.seen_making == 1 else 'es'} make them)"
+    shards = f"{x.shards} shard{'' if x.shards == 1 else 's'}" if x.shards is not None else ""
+    if x.shards is not None and x.shards < x.workers:
+        why = (
+            f"Its dataset says it has {shards}, fewer than its workers: an IterableDataset gives each worker "
+            "what its own iterator yields, and one that deals out its shards leaves a worker without one "
+            "nothing to read (a Hugging Face streaming dataset stops the workers beyond its num_shards; "
+            "WebDataset yields them none). More workers cannot make its loader faster; more shards can (at least "
+            f"{x.workers}, one per worker; better, several per worker). Or use {worker_count(making)}: the "
+            "same work in less memory."
+        )
+    else:
+        said = f" (it says it has {shards})" if shards else ""
+        why = (
+            f"Its IterableDataset deals its data out among the workers{said}, and theirs ended first: a "
+            "worker whose share has run out waits out the pass. Shares of even size (many small shards for "
+            "each worker) keep every worker at work; more workers do not."
+        )
+    limit = (
+        f" This is what limits it: it waits for data made by {worker_count(making)}." if x.the_limit else ""
+    )
+    return (
+        f"{x.dataset}: {x.out} of its {worker_count(x.workers)} had run out of data before its window began, so "
+        f"the window's batches all came from the other {making}{seen}. {why}{limit}"
+    )
+
+
 def _share(x: tuple[float, float, float]) -> str:
     """A share and its interval: ``38 % [33–43]``."""
     return f"{x[0] * 100:.0f} % [{x[1] * 100:.0f}–{x[2] * 100:.0f}]"
@@ -537,6 +568,7 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
     ),
     f.BorderlineCells: _borderline,
     f.CoresOversubscribed: _oversubscribed,
+    f.WorkersOutOfData: _out_of_data,
     f.WorkersDoNotFit: _do_not_fit,
     f.SlowSamples: _slow_samples,
     f.WorkerMemoryGrows: _grows,

@@ -123,7 +123,7 @@ def _loader_row(lo: ObservedLoader) -> list[str]:
         lo.key,
         role,
         dataset,
-        str(lo.num_workers),
+        str(lo.num_workers) + (f" ({lo.workers_out} out of data)" if lo.workers_out else ""),
         str(lo.batch_size),
         "yes" if lo.pin_memory else "no",
         str(lo.prefetch_factor or "—"),

@@ -48,6 +48,22 @@ def shard_stage(dataset: Any) -> tuple[int, Any] | None:
     return None
 
 
+def shard_count(dataset: Any) -> int | None:
+    """The shards an iterable dataset deals out among its loader's workers, where it says: a
+    Hugging Face ``IterableDataset``'s ``num_shards``, a WebDataset pipeline's URL list (not one
+    that resamples: each of its workers draws from all). None where it does not say."""
+    try:
+        n = getattr(dataset, "num_shards", None)  # a property: a dataset's own code may raise
+    except Exception:
+        n = None
+    if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+        return n
+    found = shard_stage(dataset)
+    if found is None or "Resampled" in type(found[1]).__name__:
+        return None
+    return len(found[1].urls)
+
+
 def split_reader(dataset: Any) -> Any | None:
     """timm's WebDataset reader (``create_dataset("wds/…")``: ``ReaderWds`` on the dataset's
     ``reader``), which builds its pipeline only inside each worker: the shards of its split are

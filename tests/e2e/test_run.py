@@ -463,3 +463,43 @@ def test_timms_train_script_on_a_hugging_face_folder_reads_the_images_its_rows_n
     per_image = storage["read_mb_per_s"] * 1e6 / storage["img_per_s"]  # a file read alone is an image
     assert storage["files"] > 0 and min(jpegs["train"]) <= per_image <= max(jpegs["train"]), (storage, jpegs)
     assert "does not say what it reads" not in (out / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_streamed_hugging_face_dataset_of_one_shard_runs_on_one_worker(tmp_path: Path) -> None:
+    """A Hugging Face streaming dataset of one Parquet file (``num_shards`` 1) read by two workers:
+    the library stops the second ("Too many dataloader workers"), torch hears its StopIteration,
+    and the window runs on one worker. ioprof says how many were out of data and why, from the
+    shards the dataset declares, and the look inside agrees: one process made the batches."""
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    from ioprof.datasets.discover import find_images
+
+    generate(DatasetSpec(128, 96, 240, seed=0), tmp_path / "images")
+    images = find_images(tmp_path / "images")
+    rows = {
+        "image": [{"bytes": Path(p).read_bytes(), "path": None} for p in images.paths],
+        "label": list(images.labels),
+    }
+    features = datasets.Features({"image": datasets.Image(), "label": datasets.Value("int64")})
+    datasets.Dataset.from_dict(rows, features=features).to_parquet(str(tmp_path / "train.parquet"))
+    out = tmp_path / "o"
+    p = ioprof(
+        *"run --steps 12 --warmup-steps 2 --probe-seconds 3 --out".split(),
+        str(out),
+        "--",
+        sys.executable,
+        str(paths.SCRIPTS / "train_hf.py"),
+        "--streaming",
+        str(tmp_path / "train.parquet"),
+        *"--crop 32 -j 2 -b 8 --epochs 1 -a squeezenet1_1".split(),
+        env={"HF_DATASETS_CACHE": str(tmp_path / "hf-cache")},
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    r = json.loads((out / "results.json").read_text())
+    (train,) = r["loaders"]
+    assert (train["iterable"], train["shards"], train["workers_out"]) == (True, 1, 1), train
+    cell = next(c for c in r["cells"] if c["dataset"] == train["key"])
+    assert cell["inside"]["stages"]["processes"] == 1
+    report = (out / "report.md").read_text()
+    assert "1 of its 2 workers had run out of data before its window began" in report
+    assert "| 2 (1 out of data) |" in report

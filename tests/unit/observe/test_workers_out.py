@@ -1,0 +1,111 @@
+"""Workers that run out of data: an IterableDataset that deals its shards out among the loader's
+workers, as Hugging Face streaming datasets and WebDataset do, with fewer shards than workers —
+the workers without a shard yield nothing, and the window runs on the others alone. Torch's own
+count, read off the iterator as the window began, against what the look inside saw make batches
+and what the dataset itself says of its shards."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+import ioprof
+from ioprof.core.findings import WorkersOutOfData
+from ioprof.observe.producers import out_of_data
+from ioprof.sources.shards import shard_count
+
+SAMPLE_S = 0.002
+
+
+class Sharded(IterableDataset):  # type: ignore[type-arg]
+    """``shards`` shards of ``per_shard`` samples, dealt out among the workers by worker id."""
+
+    def __init__(self, shards: int, per_shard: int) -> None:
+        self.num_shards = shards
+        self.per_shard = per_shard
+
+    def __iter__(self) -> Iterator[tuple[torch.Tensor, int]]:
+        info = get_worker_info()
+        mine = range(self.num_shards) if info is None else range(info.id, self.num_shards, info.num_workers)
+        for shard in mine:
+            for i in range(self.per_shard):
+                time.sleep(SAMPLE_S)
+                yield torch.full((3, 8, 8), float(shard)), i % 2
+
+
+def _trained(loader: DataLoader) -> ioprof.SweepResult:  # type: ignore[type-arg]
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with ioprof.watch(steps=8, seconds=None, probe=False) as w:
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return w.result()
+
+
+def test_workers_without_a_shard_are_counted_out_and_said() -> None:
+    """One shard, two workers: one is out of data before the window, the look inside sees one
+    process make its batches, and the report says so with the shards the dataset declares."""
+    from ioprof.render.findings import finding
+
+    r = _trained(DataLoader(Sharded(1, 160), batch_size=8, num_workers=2))
+    (lo,) = r.loaders
+    assert (lo.iterable, lo.shards, lo.workers_out) == (True, 1, 1), lo
+    cell = next(c for c in r.cells if c.dataset == lo.key)
+    assert cell.inside is not None and cell.inside.stages is not None
+    assert cell.inside.stages.processes == 1  # the look inside agrees: one worker made them all
+    (found,) = [x for x in r.analysis.findings if isinstance(x, WorkersOutOfData)]
+    assert (found.workers, found.out, found.shards, found.seen_making) == (2, 1, 1, 1)
+    text = finding(found)
+    assert "1 of its 2 workers had run out of data" in text and "more shards can" in text, text
+
+
+def test_workers_that_each_have_shards_are_not_said_out_of_data() -> None:
+    """Two shards for two workers, each as long: none is out of data as the window begins."""
+    r = _trained(DataLoader(Sharded(2, 80), batch_size=8, num_workers=2))
+    (lo,) = r.loaders
+    assert (lo.shards, lo.workers_out) == (2, 0), lo
+    assert not [x for x in r.analysis.findings if isinstance(x, WorkersOutOfData)]
+
+
+def test_out_of_data_reads_torchs_own_count() -> None:
+    """Off a real iterator: None without workers; a map-style loader's workers never run out."""
+    serial = iter(DataLoader(Sharded(1, 8), batch_size=4))
+    next(serial)
+    assert out_of_data(serial) is None
+    it = iter(DataLoader(Sharded(1, 64), batch_size=4, num_workers=2))
+    for _ in range(3):
+        next(it)
+    assert out_of_data(it) == 1
+    mapped = iter(DataLoader(list(range(64)), batch_size=4, num_workers=2))
+    for _ in range(3):
+        next(mapped)
+    assert out_of_data(mapped) == 0
+
+
+def test_shard_counts_are_what_the_dataset_says() -> None:
+    """A Hugging Face streaming dataset's num_shards, a WebDataset pipeline's URLs — not one that
+    resamples (each worker draws from all) — and nothing for a dataset that says nothing."""
+    datasets = pytest.importorskip("datasets")
+    wds = pytest.importorskip("webdataset")
+
+    def rows(n: int) -> Iterator[dict[str, int]]:
+        yield from ({"i": i} for i in range(n))
+
+    # a list in gen_kwargs is its shards (the datasets documentation's way to shard a generator)
+    assert shard_count(datasets.IterableDataset.from_generator(rows, gen_kwargs={"n": 4})) == 1
+    assert shard_count(datasets.IterableDataset.from_generator(rows, gen_kwargs={"n": [2, 2, 2]})) == 3
+    assert shard_count(wds.WebDataset(["/x/a.tar", "/x/b.tar"], shardshuffle=False)) == 2
+    assert shard_count(wds.WebDataset(["/x/a.tar", "/x/b.tar"], resampled=True, shardshuffle=False)) is None
+    assert shard_count(Unsaid()) is None
+
+
+class Unsaid(IterableDataset):  # type: ignore[type-arg]
+    def __iter__(self) -> Iterator[int]:
+        yield 0
