@@ -487,7 +487,8 @@ def _storage_advice(
         for s in (ceilings.storage if ceilings else ())
         if s.files and (s.emulated or s.cache.regime == "cold")
     ]
-    best = max(measured, key=lambda s: s.img_per_s) if measured else None
+    counted = [s for s in measured if not s.samples_unknown]  # an img/s only where a read's samples are known
+    best = max(counted, key=lambda s: s.img_per_s) if counted else None
     by_readers = sorted(measured, key=lambda s: s.concurrency)
     scales = None
     if len(by_readers) >= 2 and by_readers[0].img_per_s > 0:

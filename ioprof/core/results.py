@@ -294,6 +294,8 @@ class StorageCeiling:
     latency_kind: str = "whole file"  # what latency_s times: a whole file's read, or its first byte (streams)
     where: str = ""  # what was read, when not files on a filesystem: "http://host:port", "a command"
     bytes_per_sample: float | None = None  # items of many samples (shards): img/s is MB/s ÷ this
+    # items of many samples whose count is not known (no bytes per sample): MB/s and files/s, no img/s
+    samples_unknown: bool = False
     retries: int = 0  # requests the client had to repeat (an object store's throttling, 5xx, drops)
     warmup: int = 0  # first completions left out of the rates: a start-up transient
 
@@ -356,9 +358,14 @@ class DatasetCeilings:
     compute: ComputeCeiling | None = None  # this dataset's own consumer (ioprof run: each loader's step)
 
     def storage_for(self, cell: CellResult) -> StorageCeiling | None:
-        """The storage ceiling measured at this cell's readers (its ranks' together), if any."""
+        """The storage ceiling measured at this cell's readers (its ranks' together), if any: one
+        whose items hold samples it cannot count is no ceiling in img/s."""
         for s in self.storage:
-            if s.concurrency == cell.setting.concurrency * max(1, s.shared_by) and s.files:
+            if (
+                s.concurrency == cell.setting.concurrency * max(1, s.shared_by)
+                and s.files
+                and not s.samples_unknown
+            ):
                 return s
         return None
 

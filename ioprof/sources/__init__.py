@@ -3,7 +3,8 @@
 ``ioprof_source()``), ``files`` (loose files a dataset lists: ImageFolder, timm's ImageDataset,
 through Subset and ConcatDataset), ``shards`` (tar shards by URL: WebDataset, local,
 ``http(s)://``, ``pipe:``), ``arrow`` (a Hugging Face ``datasets.Dataset``: the Arrow files it
-memory-maps), and ``opened`` (what a loader's workers hold open, read from the kernel, for a
+memory-maps), ``streamed`` (a Hugging Face ``IterableDataset``: the data files its builder
+streams), and ``opened`` (what a loader's workers hold open, read from the kernel, for a
 dataset none of these knows).
 
 Each answers the same questions, so that commands never test a dataset's class: what does it
@@ -24,7 +25,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ioprof.core.results import DatasetInfo, StorageCeiling
-from ioprof.sources import arrow, custom, files, memory, opened, shards
+from ioprof.sources import arrow, custom, files, memory, opened, shards, streamed
 from ioprof.sources.memory import MemoryView
 from ioprof.sources.source import Source, SourceKind
 
@@ -44,6 +45,7 @@ __all__ = [
     "opened",
     "read_alone",
     "shards",
+    "streamed",
 ]
 
 # The storage read alone: at least this many items (more at more readers), for at most this long.
@@ -51,7 +53,7 @@ READ_ALONE_ITEMS = 200
 READ_ALONE_ITEMS_PER_READER = 50
 
 # the kinds that know a dataset by itself, asked in this order (what a dataset says of itself first)
-KINDS: tuple[SourceKind, ...] = (custom, files, shards, arrow)
+KINDS: tuple[SourceKind, ...] = (custom, files, shards, arrow, streamed)
 BY_KIND: dict[str, SourceKind] = {k.KIND: k for k in (*KINDS, opened)}
 
 
@@ -83,7 +85,7 @@ def unknown(dataset: Any) -> str:
     return (
         f"{type(dataset).__name__} does not say what it reads: no list of files ({names}…, on it or on "
         f"its {'/'.join(files.HOLDER_ATTRIBUTES)}), no shard URLs (a WebDataset pipeline), no "
-        f"Arrow files (a Hugging Face dataset"
+        f"Arrow or data files (a Hugging Face dataset"
         + (" held in memory: it has none" if arrow.holder(dataset) is not None else "")
         + f"), no {custom.SOURCE_METHOD}()"
     )
@@ -118,8 +120,10 @@ def read_alone(
             keep_bytes=memory.MEMORY_SAMPLE_BYTES if source.file_a_sample else 0,
             found=found,
         )
-        if source.file_a_sample or not bytes_per_sample:
+        if source.file_a_sample:
             return ceiling
+        if not bytes_per_sample:  # files of many samples, how many not known: its files/s is no img/s
+            return replace(ceiling, samples_unknown=True)
         # a file of many samples (a shard): the samples/s its bandwidth feeds
         return replace(
             ceiling,
@@ -128,7 +132,7 @@ def read_alone(
         )
     from ioprof.measure.streams import probe_streams
 
-    return probe_streams(
+    streamed = probe_streams(
         sample,
         shards.opened,
         readers,
@@ -136,6 +140,7 @@ def read_alone(
         where=source.where,
         max_seconds=max_seconds,
     )
+    return streamed if bytes_per_sample or source.file_a_sample else replace(streamed, samples_unknown=True)
 
 
 def seen_in_passing(info: DatasetInfo) -> DatasetInfo:

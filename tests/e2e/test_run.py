@@ -470,7 +470,8 @@ def test_a_streamed_hugging_face_dataset_of_one_shard_runs_on_one_worker(tmp_pat
     """A Hugging Face streaming dataset of one Parquet file (``num_shards`` 1) read by two workers:
     the library stops the second ("Too many dataloader workers"), torch hears its StopIteration,
     and the window runs on one worker. ioprof says how many were out of data and why, from the
-    shards the dataset declares, and the look inside agrees: one process made the batches."""
+    shards the dataset declares, and the look inside agrees: one process made the batches. The
+    file its builder streams is what it reads, and is read alone."""
     datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
     from ioprof.datasets.discover import find_images
 
@@ -482,6 +483,7 @@ def test_a_streamed_hugging_face_dataset_of_one_shard_runs_on_one_worker(tmp_pat
     }
     features = datasets.Features({"image": datasets.Image(), "label": datasets.Value("int64")})
     datasets.Dataset.from_dict(rows, features=features).to_parquet(str(tmp_path / "train.parquet"))
+    train_bytes = (tmp_path / "train.parquet").stat().st_size
     out = tmp_path / "o"
     p = ioprof(
         *"run --steps 12 --warmup-steps 2 --probe-seconds 3 --out".split(),
@@ -500,6 +502,12 @@ def test_a_streamed_hugging_face_dataset_of_one_shard_runs_on_one_worker(tmp_pat
     assert (train["iterable"], train["shards"], train["workers_out"]) == (True, 1, 1), train
     cell = next(c for c in r["cells"] if c["dataset"] == train["key"])
     assert cell["inside"]["stages"]["processes"] == 1
+    # what it reads is its data file: read alone cold, in MB/s — how many samples the file holds
+    # is not known (no copy in memory), so its files/s is no ceiling in img/s
+    (info,) = r["datasets"]
+    assert (info["path"], info["total_bytes"]) == (str(tmp_path / "train.parquet"), train_bytes)
+    (storage,) = next(c for c in r["ceilings"] if c["dataset"] == train["key"])["storage"]
+    assert storage["read_mb_per_s"] > 0 and storage["samples_unknown"], storage
     report = (out / "report.md").read_text()
     assert "1 of its 2 workers had run out of data before its window began" in report
     assert "| 2 (1 out of data) |" in report

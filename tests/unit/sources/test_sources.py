@@ -9,7 +9,9 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -588,7 +590,7 @@ def test_a_kind_of_source_is_one_module_implementing_the_protocol(
 
     for kind in sources.BY_KIND.values():
         assert isinstance(kind.KIND, str) and callable(kind.find) and callable(kind.in_memory), kind
-    assert set(sources.BY_KIND) == {"custom", "files", "shards", "arrow", "opened"}
+    assert set(sources.BY_KIND) == {"custom", "files", "shards", "arrow", "streamed", "opened"}
 
     class Rows:  # a dataset no kind here knows: rows of a database file
         path = str(tmp_path / "rows.db")
@@ -615,3 +617,56 @@ def test_a_kind_of_source_is_one_module_implementing_the_protocol(
     held = sources.from_opened([str(tmp_path / "a.zip")])
     why = sources.in_memory(held, Rows(), workers=2)
     assert isinstance(why, str) and "held open" in why
+
+
+def _parquet_files(small_set: Path, out: Path, parts: int) -> list[str]:
+    """The small set's JPEGs, their bytes in rows, written as ``parts`` Parquet files."""
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    files = sorted(small_set.rglob("*.jpg"))
+    features = datasets.Features({"image": datasets.Image(), "label": datasets.Value("int64")})
+    out.mkdir()
+    written = []
+    for k in range(parts):
+        mine = files[k::parts]
+        rows = {"image": [{"bytes": f.read_bytes(), "path": None} for f in mine], "label": [0] * len(mine)}
+        path = str(out / f"train-{k:05d}.parquet")
+        datasets.Dataset.from_dict(rows, features=features).to_parquet(path)
+        written.append(path)
+    return written
+
+
+def test_a_hugging_face_streaming_dataset_reads_its_data_files_and_is_not_copied(
+    small_set: Path, tmp_path: Path
+) -> None:
+    """Under its chain of shuffle, map and formatting, and held by a user's dataset: the Parquet
+    files its builder streams, files of many samples; the images of a streamed image folder, one
+    a sample. No copy in memory is made, and says why. Read alone without knowing how many samples
+    a file holds, its storage is MB/s and files/s, no ceiling in img/s; told, it is one."""
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    from ioprof.core.results import DatasetCeilings
+
+    parquet = _parquet_files(small_set, tmp_path / "pq", 3)
+    hf = datasets.load_dataset("parquet", data_files=parquet, split="train", streaming=True)
+    hf = hf.shuffle(seed=0, buffer_size=8).map(lambda row: row).with_format("torch")
+    for user in (hf, _Wraps(hf)):
+        source = sources.find(user)
+        assert source is not None and source.kind == "streamed", source
+        assert sorted(source.items) == parquet and not source.file_a_sample
+        assert source.counted_by == "filesystem" and source.root == str(tmp_path / "pq")
+    assert "no copy of it can be made" in str(sources.in_memory(source, hf, workers=2))
+
+    folder = datasets.load_dataset("imagefolder", data_dir=str(small_set), split="train", streaming=True)
+    images = sources.find(folder)
+    assert images is not None and images.file_a_sample
+    assert sorted(images.items) == sorted(str(p) for p in small_set.rglob("*.jpg"))
+
+    unknown = sources.read_alone(source, 2, max_seconds=5.0)
+    assert unknown.read_mb_per_s > 0 and unknown.samples_unknown
+    cell = SimpleNamespace(setting=SimpleNamespace(concurrency=2))
+    assert DatasetCeilings("d", (), (unknown,)).storage_for(cell) is None  # type: ignore[arg-type]
+    assert DatasetCeilings("d", (), (replace(unknown, samples_unknown=False),)).storage_for(cell)  # type: ignore[arg-type]
+    per_sample = sum(os.path.getsize(p) for p in parquet) / len(list(small_set.rglob("*.jpg")))
+    known = sources.read_alone(source, 2, max_seconds=5.0, bytes_per_sample=per_sample)
+    assert not known.samples_unknown and known.img_per_s == pytest.approx(
+        known.read_mb_per_s * 1e6 / per_sample
+    )
