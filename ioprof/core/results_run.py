@@ -101,6 +101,8 @@ class ObservedLoader:
     iterable: bool = False  # an IterableDataset: each worker yields what its own iterator does
     shards: int | None = None  # the shards it deals out among its workers, where it says
     workers_out: int | None = None  # its workers out of data as the window began (None: not read)
+    # its root is where a few files its workers opened one a sample lay: not the whole of what it reads
+    root_seen_in_passing: bool = False
 
 
 @dataclass(frozen=True)

@@ -235,6 +235,7 @@ def _observed(key: str, obs: Observation, loader: LoaderObservation, config: Any
         iterable=bool(s.get("iterable")),
         shards=s.get("shards"),
         workers_out=loader.get("workers_out"),
+        root_seen_in_passing=bool(loader.get("opened")) and loader.get("opened_held") is False,
         **_sent(obs, loader),
     )
 

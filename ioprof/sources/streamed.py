@@ -35,7 +35,7 @@ def is_streaming(obj: Any) -> bool:
 def data_files(ds: Any) -> list[str]:
     """The files the examples iterables under ``ds`` were built from, in order (one path each)."""
     out: list[str] = []
-    stack, seen = [getattr(ds, "_ex_iterable", None)], 0
+    stack, seen = [ds._ex_iterable], 0
     while stack and seen < CHAIN_DEPTH:
         node = stack.pop()
         seen += 1
@@ -43,10 +43,11 @@ def data_files(ds: Any) -> list[str]:
         listed = kwargs.get("files") if isinstance(kwargs, dict) else None
         if isinstance(listed, (list, tuple)):
             # a packaged builder's paths, or a folder builder's (path, archive, original) per file
-            out.extend(f if isinstance(f, str) else f[0] for f in listed if _path_of(f) is not None)
+            out.extend(path for path in map(_path_of, listed) if path is not None)
             continue
         below = getattr(node, "ex_iterables", None)
-        stack.extend(reversed(below) if isinstance(below, list) else [getattr(node, "ex_iterable", None)])
+        below = below if isinstance(below, list) else [getattr(node, "ex_iterable", None)]
+        stack.extend(inner for inner in reversed(below) if inner is not None)
     return out
 
 

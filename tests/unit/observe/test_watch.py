@@ -926,15 +926,21 @@ def test_files_seen_open_describe_the_dataset_only_where_they_are_held(
     import torch
 
     import ioprof
+    from ioprof.render.run import render_run_markdown
 
     archive = Path(shutil.make_archive(str(tmp_path / "set"), "zip", small_set))
-    seen = {}
+    seen, reports = {}, {}
     for name, ds in (("each", _OpensEachFile(small_set, 0.02)), ("archive", _OneArchive(archive, 0.005))):
         loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2, shuffle=True)
         w = ioprof.watch(loader, steps=6, probe=False)
         _tiny_training(w, steps=12)
         (info,) = w.result().datasets
+        (lo,) = w.result().loaders
         seen[name] = info
+        reports[name] = (lo.root_seen_in_passing, render_run_markdown(w.result()))
+    # the loaders table names the folder of the files seen as theirs, not as the dataset's
+    assert reports["each"][0] and "files opened one a sample, those seen under" in reports["each"][1]
+    assert not reports["archive"][0] and f"`{archive}`" in reports["archive"][1]
     each, whole = seen["each"], seen["archive"]
     assert (each.files, each.total_bytes, each.mean_file_bytes) == (None, None, None), each
     assert each.fs_type and Path(each.path).is_dir() and Path(each.path).is_relative_to(small_set), each
