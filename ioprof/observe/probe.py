@@ -376,6 +376,8 @@ def probe_pipeline(
     about ``seconds`` (its phases share it). Loose files are read alone first, cold, and the copy
     in memory is made from those same reads; a stream's copy comes first (it tells the bytes of a
     sample, which turn the stream's MB/s into samples/s)."""
+    from ioprof.sources import bytes_per_sample
+
     phases: dict[str, float] = {}
     source = settings["source"]
     storage_s = seconds * PROBE_STORAGE_SHARE
@@ -401,6 +403,7 @@ def probe_pipeline(
     decode, note, start, error, per_sample = _probe_decode(
         loader, settings, decode_s, batch_images, phases, kept
     )
+    per_sample = per_sample or bytes_per_sample(source)  # or its files' own count of samples
     stopped = release_fork_server()
     if not files_first:
         storage, storage_note = _timed(

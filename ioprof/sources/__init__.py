@@ -143,6 +143,17 @@ def read_alone(
     return streamed if bytes_per_sample or source.file_a_sample else replace(streamed, samples_unknown=True)
 
 
+def bytes_per_sample(source: Source | None) -> float | None:
+    """The bytes a sample takes, where the source's own files say how many samples they hold (all
+    of them listed); None otherwise."""
+    if source is None or not source.samples or not source.root or source.file_a_sample:
+        return None
+    try:
+        return sum(os.path.getsize(path) for path in source.items) / source.samples
+    except OSError:
+        return None
+
+
 def seen_in_passing(info: DatasetInfo) -> DatasetInfo:
     """The description of files seen open for a sample each, as what it says of the dataset: the
     folder they lie in and what keeps them, not its size (they are a few of its files, not all)."""
@@ -164,7 +175,9 @@ SIZED_URLS = 8
 
 def describe(source: Source, label: str, samples: int | None = None) -> DatasetInfo:
     """What is known of a source's size and storage; None where it could not be read.
-    ``samples``: the dataset's length, where it has one (bytes per sample = its bytes ÷ them)."""
+    ``samples``: the dataset's length, where it has one (bytes per sample = its bytes ÷ them), or
+    what its files say they hold."""
+    samples = samples if samples is not None else source.samples
     if source.root:
         from ioprof.datasets.discover import ImageList
         from ioprof.datasets.discover import describe as describe_files

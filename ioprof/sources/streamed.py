@@ -2,13 +2,15 @@
 streaming=True)``) reads its data files as it iterates. Its builder named them when it was made:
 the innermost examples iterable of its chain (under ``map``, ``shuffle``, ``with_format``…,
 ``ex_iterable``; ``ex_iterables`` where datasets were interleaved or concatenated) holds them in
-its ``kwargs["files"]`` — the Parquet, Arrow, JSON or CSV files of a packaged builder, each a file
+its ``kwargs`` (``files``, ``base_files``) — the Parquet, Arrow, JSON or CSV files of a packaged builder, each a file
 of many rows, or for a folder of images (``imagefolder``) the images themselves, one a sample.
 Those are what it reads: local paths (the filesystem counts them) or ``http(s)``/``s3`` URLs (the
 network does); a URL no reader of ioprof opens (``hf://``) leaves it unknown.
 
 No copy in memory is made: a streaming pipeline is built by its builder from those files, not from
 a list ioprof could point elsewhere, so its decode is not measured alone (said in the report).
+Local Parquet files say how many rows they hold in their footers: counted, they give the bytes a
+sample takes, and so the storage read alone its rate in samples.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from ioprof.sources.source import ITEMS_LISTED, Source, spread
 
 KIND = "streamed"
 CHAIN_DEPTH = 64  # examples iterables wrapped one in another: map, filter, shuffle, formatting…
+# where a builder's generator names its files: Parquet's and the folders' ``files``, the JSON and
+# CSV builders' ``base_files`` (the local or downloaded paths they read)
+FILE_KEYS = ("files", "base_files")
+FOOTERS_READ = 256  # Parquet files whose rows are counted from their footers, at most
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 
 
@@ -40,7 +46,9 @@ def data_files(ds: Any) -> list[str]:
         node = stack.pop()
         seen += 1
         kwargs = getattr(node, "kwargs", None)
-        listed = kwargs.get("files") if isinstance(kwargs, dict) else None
+        listed = (
+            next((kwargs[k] for k in FILE_KEYS if k in kwargs), None) if isinstance(kwargs, dict) else None
+        )
         if isinstance(listed, (list, tuple)):
             # a packaged builder's paths, or a folder builder's (path, archive, original) per file
             out.extend(path for path in map(_path_of, listed) if path is not None)
@@ -77,7 +85,21 @@ def find(dataset: Any) -> Source | None:
         source = replace(
             source, items=tuple(local_path(listed[i]) for i in spread(len(listed), ITEMS_LISTED))
         )
-    return replace(source, file_a_sample=images)
+    return replace(source, file_a_sample=images, samples=None if images else _rows(source))
+
+
+def _rows(source: Source) -> int | None:
+    """The rows of local Parquet files, from their footers (a read of a few kB each), where there
+    are few enough to read them all; None otherwise."""
+    items = source.items
+    if not source.root or len(items) > FOOTERS_READ or not all(u.endswith(".parquet") for u in items):
+        return None
+    try:
+        import pyarrow.parquet as pq
+
+        return sum(pq.read_metadata(path).num_rows for path in items)
+    except Exception:  # not Parquet after all, or unreadable: not counted
+        return None
 
 
 def in_memory(

@@ -502,12 +502,14 @@ def test_a_streamed_hugging_face_dataset_of_one_shard_runs_on_one_worker(tmp_pat
     assert (train["iterable"], train["shards"], train["workers_out"]) == (True, 1, 1), train
     cell = next(c for c in r["cells"] if c["dataset"] == train["key"])
     assert cell["inside"]["stages"]["processes"] == 1
-    # what it reads is its data file: read alone cold, in MB/s — how many samples the file holds
-    # is not known (no copy in memory), so its files/s is no ceiling in img/s
+    # what it reads is its data file, read alone cold; its footer says it holds 240 rows, and so
+    # what a sample takes (no copy in memory is made: its decode is not measured alone)
     (info,) = r["datasets"]
     assert (info["path"], info["total_bytes"]) == (str(tmp_path / "train.parquet"), train_bytes)
+    assert info["samples"] == 240 and info["mean_file_bytes"] == pytest.approx(train_bytes / 240)
     (storage,) = next(c for c in r["ceilings"] if c["dataset"] == train["key"])["storage"]
-    assert storage["read_mb_per_s"] > 0 and storage["samples_unknown"], storage
+    assert storage["read_mb_per_s"] > 0 and not storage["samples_unknown"], storage
+    assert storage["img_per_s"] == pytest.approx(storage["read_mb_per_s"] * 1e6 * 240 / train_bytes)
     report = (out / "report.md").read_text()
     assert "1 of its 2 workers had run out of data before its window began" in report
     assert "| 2 (1 out of data) |" in report
