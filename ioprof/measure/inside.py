@@ -454,6 +454,12 @@ def core_use(
             per_worker[pid] = per_worker.get(pid, 0) + 1
     on_cpu = sum(cpu.thread_cpu_s.values())
     waiting = sum(cpu.thread_runq_s.values())
+    # a process's CPU comes in the kernel's ticks (/proc/PID/stat), read at both ends of its spans:
+    # over a short window the ticks of a few processes can add up to more cores than they may run
+    # on, which no process can be — the mask's cores (each rank's, where ranks share a host) bound it
+    cores_busy = cpu.cpu_s / cpu.window_s * ranks_on_host
+    if affinity_cores > 0:
+        cores_busy = min(cores_busy, affinity_cores * ranks_on_host)
     return CoreUse(
         affinity_cores=affinity_cores,
         intra_op_threads=intra_op_threads,
@@ -462,7 +468,7 @@ def core_use(
         workers=workers,
         threads_per_worker=max([1, *per_worker.values()]) if workers else 0,
         threads_busy=len(busy) * ranks_on_host,
-        cpu_busy_cores=cpu.cpu_s / cpu.window_s * ranks_on_host,
+        cpu_busy_cores=cores_busy,
         window_s=cpu.window_s,
         runq_share=waiting / (on_cpu + waiting) if on_cpu + waiting > 0 else None,
         threads_read=seen_s > 0,

@@ -251,3 +251,29 @@ def test_a_reading_taken_while_a_batch_is_made_counts_what_of_it_was_made() -> N
     assert at(1.4) == pytest.approx(8 + 8 * 0.4 / 0.8)  # the next fetched from 1.0: half of it made
     assert at(1.9) == 16.0  # fetched, collating
     assert at(9.0) == 24.0  # after the last
+
+
+def test_cores_busy_is_never_more_than_the_cores_the_processes_may_run_on() -> None:
+    """Three processes that held both cores of the mask for a second, read in the kernel's ticks:
+    a tick more for each at the end reads 2.03 cores, which no process can be busy on two; a tick
+    less stays as read."""
+    from ioprof.host.processes import ProcessReading
+    from ioprof.measure.inside import CpuTotals, core_use
+
+    def totals(extra_s: float) -> CpuTotals:
+        cpu = CpuTotals()
+        for pid, share in ((1, 1.0), (2, 0.5), (3, 0.5)):  # the training process and two workers
+            a = ProcessReading(pid, 10.0, 0, 0, {pid: 0.0}, cpu_s=0.0)
+            b = ProcessReading(pid, 11.0, 0, 0, {pid: share + extra_s}, cpu_s=share + extra_s)
+            cpu.add(pid, a, b, main=pid == 1)
+        return cpu
+
+    def busy(cpu: CpuTotals, ranks: int = 1) -> float | None:
+        use = core_use(
+            cpu, affinity_cores=2, intra_op_threads=1, ranks_on_host=ranks, pin_memory_thread=False, workers=2
+        )
+        return use.cpu_busy_cores
+
+    assert busy(totals(0.01)) == 2.0  # 2.03 read: two cores at most
+    assert busy(totals(-0.01)) == pytest.approx(1.97)
+    assert busy(totals(0.01), ranks=2) == 4.0  # two ranks' processes on the host: each its mask
