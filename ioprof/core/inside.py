@@ -63,7 +63,7 @@ class LoaderStages:
     worker_high_s: float
     samples: int
     batches: int
-    processes: int
+    processes: int  # that made its batches side by side (``stage_rows.makers``)
     seen: str  # stages | getitem
     timing_cost_s_per_sample: float  # what the timers themselves cost, measured in each worker
     note: str = ""

@@ -51,6 +51,15 @@ def produced_in(rows: Sequence[dict[str, Any]], start_s: float, end_s: float) ->
     return tuple(out)
 
 
+def makers(rows: Sequence[dict[str, Any]]) -> int:
+    """The processes that made the rows' batches side by side: the workers by their id within the
+    loader (torch's ``worker_info.id``), where every row says it — a worker started again for each
+    pass is a new process in the same place, not one more beside it —, else by process."""
+    if rows and all("worker" in r for r in rows):
+        return len({r["worker"] for r in rows})
+    return len({r["pid"] for r in rows})
+
+
 SLOWEST_LISTED = 3
 
 
@@ -183,7 +192,7 @@ def summarize(
         worker_high_s=total.high,
         samples=int(sum(n)),
         batches=len(rows),
-        processes=len({r["pid"] for r in rows}),
+        processes=makers(rows),
         seen=seen,
         timing_cost_s_per_sample=cost,
         note=STAGE_NOTES.get(seen, ""),

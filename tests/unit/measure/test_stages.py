@@ -53,6 +53,21 @@ def _timed(loader: DataLoader, folder: str, passes: int = 1) -> stages.LoaderSta
     )
 
 
+def test_workers_started_again_each_pass_count_as_the_workers_side_by_side(
+    small_set: Path, tmp_path: Path
+) -> None:
+    """Three passes of a loader whose two workers are not persistent: six processes made batches,
+    two at a time — the count that says how many made them side by side is two."""
+    folder = str(tmp_path)
+    loader = DataLoader(
+        _blurred(small_set), batch_size=4, num_workers=2, worker_init_fn=stages.WorkerStages(folder, 1, None)
+    )
+    s = _timed(loader, folder, passes=3)
+    rows = stage_rows.read_rows(folder, 1)
+    assert len({r["pid"] for r in rows}) == 6
+    assert s is not None and s.processes == 2 and s.samples == 3 * len(loader.dataset)
+
+
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_a_planted_slow_transform_is_named_first_in_every_kind_of_worker(
     small_set: Path, tmp_path: Path, method: str
