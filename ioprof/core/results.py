@@ -232,15 +232,23 @@ class DecodeCeiling:
     # each batch a worker completed in the window: (cycle s, making s, images) (``rates.Produced``)
     produced: tuple[tuple[float, float, int], ...] = ()
     work_s_per_sample: float | None = None  # its own work but the read (``LoaderStages``), timed
+    # the workers that had data, where fewer than ``workers``: a dataset that deals out fewer
+    # shards than the loader has workers gives the rest none (``sources.shards.shard_count``)
+    fed: int | None = None
 
     @property
     def setting(self) -> LoaderSetting:
         return LoaderSetting(self.loader, self.workers)
 
     @property
+    def readers(self) -> int:
+        """The processes that made its batches: its workers that had data, or the training process."""
+        return self.fed or self.setting.concurrency
+
+    @property
     def per_reader_img_per_s(self) -> float:
         """What one reader decodes: a worker, or the training process of the serial loader."""
-        return self.img_per_s / self.setting.concurrency
+        return self.img_per_s / self.readers
 
     def rate(self) -> tuple[Interval, Method]:
         """img/s with its 95 % interval, centred on img_per_s (the figure every table and answer
@@ -249,7 +257,7 @@ class DecodeCeiling:
             images=[float(n) for n in self.batch_images],
             durations=self.batch_s,
             img_per_s=self.img_per_s,
-            workers=self.workers,
+            workers=self.fed or self.workers,
             produced=self.produced,
             looks=self.looks,
         )

@@ -531,18 +531,41 @@ def _probe_decode(
     threads = settings["num_workers"] if view.positions is not None and settings["num_workers"] >= 2 else 0
     if threads:
         counts = sorted({0, *counts})
-    readings = [(w, "processes") for w in counts] + ([(threads, "threads")] if threads else [])
+    fed = settings.get("shards") if settings.get("iterable") else None
+    readings = [(w, "processes") for w in sorted({_fed(w, fed) for w in counts})]
+    readings += [(threads, "threads")] if threads else []
+    error = ""
     try:
         _read_decode(
             decode, readings, seconds, lambda *a: _read_one(phases, loader, view, batch, context, *a)
         )
     except ProbeAbandoned as e:
-        return decode, "", note, f"the probe was abandoned: {e}", per_sample
+        error = f"the probe was abandoned: {e}"
     except Exception as e:  # the user's dataset may not survive a second loader: say so, go on
-        return decode, "", note, f"{type(e).__name__}: {e}"[:300], per_sample
+        error = f"{type(e).__name__}: {e}"[:300]
     finally:
         view.close()
-    return decode, "", note, "", per_sample
+    return _dealt_out(decode, counts, fed), "", note, error, per_sample
+
+
+def _fed(workers: int, shards: int | None) -> int:
+    """The workers of a loader that have data to make batches from: no more than the shards its
+    dataset deals out among them (``sources.shards.shard_count``)."""
+    return min(workers, shards) if shards else workers
+
+
+def _dealt_out(decode: list[DecodeCeiling], counts: list[int], shards: int | None) -> list[DecodeCeiling]:
+    """The readings as the worker counts they stand for: a loader with more workers than its dataset
+    has shards is read at as many workers as shards — the rest would have nothing to make, and a
+    worker out of data costs no CPU — and its ceiling is that reading, saying how many had data."""
+    if not shards:
+        return decode
+    read = {d.workers: d for d in decode if d.loader == "multiprocess"}
+    dealt = [d for d in decode if d.loader != "multiprocess"]
+    for w in (w for w in counts if w and _fed(w, shards) in read):
+        d = read[_fed(w, shards)]
+        dealt.append(d if w == d.workers else replace(d, workers=w, fed=d.workers))
+    return dealt
 
 
 def _read_one(

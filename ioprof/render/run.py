@@ -173,16 +173,24 @@ def _alone(dc: DatasetCeilings) -> list[str]:
     if dc.decode:
         rows = [
             [
-                d.setting.label,
+                d.setting.label + (f" ({d.fed} with data)" if d.fed else ""),
                 rate_ci(d.throughput()),
                 rate(d.per_reader_img_per_s),
                 str(d.images),
             ]
             for d in dc.decode
         ]
+        fed = next((d.fed for d in dc.decode if d.fed), None)
+        dealt = (
+            f" Your dataset deals out {fed} shard{'' if fed == 1 else 's'} among the workers: a count above that "
+            f"is read at {fed}, as many as have data — the rest would have nothing to make."
+            if fed
+            else ""
+        )
         out += [
             "**Decode and augment**: your dataset, transforms and collate in a DataLoader of ioprof's, at your worker "
-            f"count and at more, with no model, {dc.decode[0].cache.note} — the storage is not in these figures.",
+            f"count and at more, with no model, {dc.decode[0].cache.note} — the storage is not in these figures."
+            + dealt,
             "",
             *table(["loader", "img/s", "img/s per worker", "images timed"], rows),
             "",

@@ -50,8 +50,9 @@ def shard_stage(dataset: Any) -> tuple[int, Any] | None:
 
 def shard_count(dataset: Any) -> int | None:
     """The shards an iterable dataset deals out among its loader's workers, where it says: a
-    Hugging Face ``IterableDataset``'s ``num_shards``, a WebDataset pipeline's URL list (not one
-    that resamples: each of its workers draws from all). None where it does not say."""
+    Hugging Face ``IterableDataset``'s ``num_shards``, a WebDataset pipeline's URL list where a
+    stage after it splits them by worker (``split_by_worker``; not a list that resamples, nor one
+    every worker reads whole). None where it does not say."""
     try:
         n = getattr(dataset, "num_shards", None)  # a property: a dataset's own code may raise
     except Exception:
@@ -61,7 +62,9 @@ def shard_count(dataset: Any) -> int | None:
     found = shard_stage(dataset)
     if found is None or "Resampled" in type(found[1]).__name__:
         return None
-    return len(found[1].urls)
+    index, stage = found
+    split = any("split_by_worker" in getattr(s, "__name__", "") for s in dataset.pipeline[index + 1 :])
+    return len(stage.urls) if split else None
 
 
 def split_reader(dataset: Any) -> Any | None:

@@ -274,6 +274,47 @@ def test_a_webdataset_loop_with_a_costly_transform_is_input_bound_by_decode(tmp_
 
 
 @pytest.mark.slow
+def test_a_webdataset_pipeline_of_one_shard_is_decoded_alone_by_one_worker(tmp_path: Path) -> None:
+    """A ``wds.DataPipeline`` that splits its one shard by worker, read by two workers: the second
+    has nothing, so the loader decodes on one. Its copy in memory, read alone at the two workers,
+    would decode on both (and twice as fast on two cores): it is read at one, the worker that has
+    data, and so the decode it shows is what limits the loop — not a ceiling the loader cannot reach."""
+    pytest.importorskip("webdataset", reason="webdataset is not installed (pip install -e '.[test]')")
+    from ioprof.datasets.discover import find_images
+    from ioprof.runners.pipelines import write_shards
+
+    data = imagefolder(tmp_path / "big", 1024, 768, 48, 1)
+    images = find_images(data / "train")
+    write_shards(images.paths, images.labels, tmp_path / "shards", 1 << 40)
+    out = tmp_path / "o"
+    p = ioprof(
+        *"run --steps 16 --warmup-steps 2 --probe-seconds 4 --out".split(),
+        str(out),
+        "--",
+        sys.executable,
+        str(paths.SCRIPTS / "train_webdataset.py"),
+        str(tmp_path / "shards" / "shard-00000.tar"),
+        *"--pipeline --crop 32 -j 2 -b 8 --batched --blur 9 --epochs 8 --shuffle 8 -a squeezenet1_1".split(),
+        env={"OMP_NUM_THREADS": "1"},
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    r = json.loads((out / "results.json").read_text())
+    (train,) = r["loaders"]
+    assert (train["iterable"], train["shards"], train["workers_out"]) == (True, 1, 1), train
+    (ceilings,) = [c for c in r["ceilings"] if c["decode"]]
+    by_workers = {d["workers"]: d for d in ceilings["decode"]}
+    assert by_workers[2]["fed"] == 1 and by_workers[4]["fed"] == 1, ceilings["decode"]
+    cell = next(c for c in r["cells"] if c["dataset"] == train["key"])
+    v = cell["verdict"]
+    assert (v["bottleneck"], v["input_bound"]) == ("decode", "highly"), v
+    # the ceiling read at the worker that has data predicts the loop's rate (read at two, it was
+    # twice what the loop got, and the prediction left the measurement unexplained)
+    assert (v["predicted_by"], v["residual_unexplained"]) == ("decode", False), v
+    report = (out / "report.md").read_text()
+    assert "| 2 workers (1 with data) |" in report, report
+
+
+@pytest.mark.slow
 def test_a_probe_never_hangs_a_loader_whose_workers_raise_torchs_threads(tmp_path: Path) -> None:
     """Persistent workers whose worker_init_fn sets torch.set_num_threads(4), with ToTensor at 224
     px (an OpenMP parallel region): the script alone finishes, and so it does under ioprof — probe

@@ -1,7 +1,8 @@
 """A user's training loop streaming WebDataset tar shards, written as WebDataset's README shows it:
 ``wds.WebDataset(urls)`` with a shard shuffle, ``.shuffle().decode("pil").to_tuple("jpg", "cls")
 .map_tuple(transform, int)``, batched by the DataLoader (or by the pipeline, ``--batched``:
-``.batched(n)`` with ``batch_size=None``), a torchvision model, SGD. URLs are local paths,
+``.batched(n)`` with ``batch_size=None``), a torchvision model, SGD; or (``--pipeline``) composed
+stage by stage as ``wds.DataPipeline``, as WebDataset's README also shows it. URLs are local paths,
 ``http(s)://`` (WebDataset pipes them through curl), ``pipe:`` commands or ``s3://bucket/key``
 (read with boto3, registered as WebDataset's handler for the scheme, as a user without the AWS
 command line does), in brace notation.
@@ -44,6 +45,11 @@ def parse() -> argparse.Namespace:
     p.add_argument(
         "--cache-dir", default=None, help="download each shard whole into this folder before reading it"
     )
+    p.add_argument(
+        "--pipeline",
+        action="store_true",
+        help="compose it as wds.DataPipeline (the shard list split by worker, no check for empty workers)",
+    )
     return p.parse_args()
 
 
@@ -69,15 +75,30 @@ def main() -> int:
             transforms.ToTensor(),
         ]
     )
-    dataset = (
-        wds.WebDataset(args.urls, shardshuffle=100, nodesplitter=wds.split_by_node, cache_dir=args.cache_dir)
-        .shuffle(args.shuffle)
-        .decode("pil")
-        .to_tuple("jpg", "cls")
-        .map_tuple(transform, int)
-    )
+    if args.pipeline:
+        dataset = wds.DataPipeline(
+            wds.SimpleShardList(args.urls),
+            wds.shuffle(100),
+            wds.split_by_worker,
+            wds.tarfile_to_samples(),
+            wds.shuffle(args.shuffle),
+            wds.decode("pil"),
+            wds.to_tuple("jpg", "cls"),
+            wds.map_tuple(transform, int),
+        )
+    else:
+        dataset = (
+            wds.WebDataset(
+                args.urls, shardshuffle=100, nodesplitter=wds.split_by_node, cache_dir=args.cache_dir
+            )
+            .shuffle(args.shuffle)
+            .decode("pil")
+            .to_tuple("jpg", "cls")
+            .map_tuple(transform, int)
+        )
     if args.batched:
-        dataset = dataset.batched(args.batch_size)
+        size = args.batch_size
+        dataset = dataset.compose(wds.batched(size)) if args.pipeline else dataset.batched(size)
         loader = DataLoader(dataset, batch_size=None, num_workers=args.workers)
     else:
         loader = DataLoader(dataset, batch_size=args.batch_size, num_workers=args.workers)

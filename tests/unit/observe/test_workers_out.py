@@ -90,8 +90,9 @@ def test_out_of_data_reads_torchs_own_count() -> None:
 
 
 def test_shard_counts_are_what_the_dataset_says() -> None:
-    """A Hugging Face streaming dataset's num_shards, a WebDataset pipeline's URLs — not one that
-    resamples (each worker draws from all) — and nothing for a dataset that says nothing."""
+    """A Hugging Face streaming dataset's num_shards, a WebDataset pipeline's URLs where it splits
+    them by worker — not one that resamples or that every worker reads whole — and nothing for a
+    dataset that says nothing."""
     datasets = pytest.importorskip("datasets")
     wds = pytest.importorskip("webdataset")
 
@@ -103,6 +104,12 @@ def test_shard_counts_are_what_the_dataset_says() -> None:
     assert shard_count(datasets.IterableDataset.from_generator(rows, gen_kwargs={"n": [2, 2, 2]})) == 3
     assert shard_count(wds.WebDataset(["/x/a.tar", "/x/b.tar"], shardshuffle=False)) == 2
     assert shard_count(wds.WebDataset(["/x/a.tar", "/x/b.tar"], resampled=True, shardshuffle=False)) is None
+    # a pipeline deals its URLs out only where a stage after the list splits them by worker
+    urls = wds.SimpleShardList(["/x/a.tar", "/x/b.tar", "/x/c.tar"])
+    assert shard_count(wds.DataPipeline(urls, wds.split_by_worker, wds.tarfile_to_samples())) == 3
+    assert shard_count(wds.DataPipeline(urls, wds.tarfile_to_samples())) is None  # each worker reads all
+    every = wds.WebDataset(["/x/a.tar", "/x/b.tar"], shardshuffle=False, workersplitter=None)
+    assert shard_count(every) is None
     assert shard_count(Unsaid()) is None
 
 
