@@ -112,9 +112,10 @@ _ROLES = (
 
 
 def _loader_row(lo: ObservedLoader) -> list[str]:
-    dataset = lo.dataset_class + (f" `{lo.dataset_root}`" if lo.dataset_root else "")
     if lo.dataset_root and lo.root_seen_in_passing:  # a few files opened one a sample: where they lay
         dataset = f"{lo.dataset_class}: files opened one a sample, those seen under `{lo.dataset_root}`"
+    else:
+        dataset = lo.dataset_class + (f" `{lo.dataset_root}`" if lo.dataset_root else "")
     if lo.dataset_len is not None:  # a dataset that makes whole batches (batch_size None) counts them
         dataset += f", {lo.dataset_len:,} {'items' if lo.batch_size is None else 'samples'}"
     role = lo.role + (f" (on {lo.off_thread})" if lo.off_thread else "")

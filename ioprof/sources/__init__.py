@@ -19,6 +19,7 @@ May import: ``ioprof.measure``, ``ioprof.datasets``, ``ioprof.host``, ``ioprof.c
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 from dataclasses import replace
@@ -120,36 +121,49 @@ def read_alone(
             keep_bytes=memory.MEMORY_SAMPLE_BYTES if source.file_a_sample else 0,
             found=found,
         )
-        if source.file_a_sample:
-            return ceiling
-        if not bytes_per_sample:  # files of many samples, how many not known: its files/s is no img/s
-            return replace(ceiling, samples_unknown=True)
-        # a file of many samples (a shard): the samples/s its bandwidth feeds
-        return replace(
-            ceiling,
-            img_per_s=ceiling.read_mb_per_s * 1e6 / bytes_per_sample,
-            bytes_per_sample=bytes_per_sample,
-        )
-    from ioprof.measure.streams import probe_streams
+        if bytes_per_sample and not source.file_a_sample:  # a file of many samples (a shard): the
+            ceiling = replace(  # samples/s its bandwidth feeds
+                ceiling,
+                img_per_s=ceiling.read_mb_per_s * 1e6 / bytes_per_sample,
+                bytes_per_sample=bytes_per_sample,
+            )
+    else:
+        from ioprof.measure.streams import probe_streams
 
-    streamed = probe_streams(
-        sample,
-        shards.opened,
-        readers,
-        bytes_per_sample=bytes_per_sample,
-        where=source.where,
-        max_seconds=max_seconds,
-    )
-    return streamed if bytes_per_sample or source.file_a_sample else replace(streamed, samples_unknown=True)
+        ceiling = probe_streams(
+            sample,
+            shards.opened,
+            readers,
+            bytes_per_sample=bytes_per_sample,
+            where=source.where,
+            max_seconds=max_seconds,
+        )
+    # files of many samples, how many not known: its files/s is no img/s
+    return ceiling if bytes_per_sample or source.file_a_sample else replace(ceiling, samples_unknown=True)
+
+
+def samples_of(source: Source) -> int | None:
+    """The samples a source's items hold in all, where its files say it themselves (a streamed
+    dataset's Parquet footers, all of them listed), read when first asked — by the probe or the
+    dataset's description, once the window is over, never as the loader starts — and kept."""
+    return _rows_counted(source) if source.kind == streamed.KIND else None
+
+
+@functools.lru_cache(maxsize=16)
+def _rows_counted(source: Source) -> int | None:
+    return streamed.rows(source)
 
 
 def bytes_per_sample(source: Source | None) -> float | None:
     """The bytes a sample takes, where the source's own files say how many samples they hold (all
     of them listed); None otherwise."""
-    if source is None or not source.samples or not source.root or source.file_a_sample:
+    if source is None or not source.root or source.file_a_sample:
+        return None
+    samples = samples_of(source)
+    if not samples:
         return None
     try:
-        return sum(os.path.getsize(path) for path in source.items) / source.samples
+        return sum(os.path.getsize(path) for path in source.items) / samples
     except OSError:
         return None
 
@@ -177,7 +191,7 @@ def describe(source: Source, label: str, samples: int | None = None) -> DatasetI
     """What is known of a source's size and storage; None where it could not be read.
     ``samples``: the dataset's length, where it has one (bytes per sample = its bytes ÷ them), or
     what its files say they hold."""
-    samples = samples if samples is not None else source.samples
+    samples = samples if samples is not None else samples_of(source)
     if source.root:
         from ioprof.datasets.discover import ImageList
         from ioprof.datasets.discover import describe as describe_files

@@ -33,8 +33,8 @@ class Source:
     reached by: what arrived, host-wide), or ``own-rchar`` (what the loader's processes were
     handed through pipes and TLS sockets: a ``pipe:`` command's output). ``file_a_sample``: each
     item is the file of one sample (an image a file), not a file of many (a shard, an Arrow file):
-    read alone, a file a second is a sample a second. ``samples``: what its items hold, where they
-    say it themselves (a Parquet file's footer), all of them listed.
+    read alone, a file a second is a sample a second (what files of many samples hold, where they
+    say it themselves: ``sources.samples_of``).
     """
 
     kind: str
@@ -45,7 +45,6 @@ class Source:
     counted_by: str
     count: int | None = None  # items in all, where more than were listed
     file_a_sample: bool = False  # each item is one sample's file, read whole
-    samples: int | None = None  # the samples its items hold in all, where their own metadata says
 
     @property
     def urls(self) -> bool:

@@ -9,8 +9,9 @@ network does); a URL no reader of ioprof opens (``hf://``) leaves it unknown.
 
 No copy in memory is made: a streaming pipeline is built by its builder from those files, not from
 a list ioprof could point elsewhere, so its decode is not measured alone (said in the report).
-Local Parquet files say how many rows they hold in their footers: counted, they give the bytes a
-sample takes, and so the storage read alone its rate in samples.
+Local Parquet files say how many rows they hold in their footers: counted (after the window, not
+as the loader starts), they give the bytes a sample takes, and so the storage read alone its rate
+in samples.
 """
 
 from __future__ import annotations
@@ -85,13 +86,16 @@ def find(dataset: Any) -> Source | None:
         source = replace(
             source, items=tuple(local_path(listed[i]) for i in spread(len(listed), ITEMS_LISTED))
         )
-    return replace(source, file_a_sample=images, samples=None if images else _rows(source))
+    return replace(source, file_a_sample=images)
 
 
-def _rows(source: Source) -> int | None:
-    """The rows of local Parquet files, from their footers (a read of a few kB each), where there
-    are few enough to read them all; None otherwise."""
+def rows(source: Source) -> int | None:
+    """The rows of local Parquet files, from their footers (a read of a few kB each, a round trip
+    or more on a network filesystem: asked only once the window is over, ``sources.samples_of``),
+    where there are few enough to read them all; None otherwise."""
     items = source.items
+    if source.file_a_sample:
+        return None
     if not source.root or len(items) > FOOTERS_READ or not all(u.endswith(".parquet") for u in items):
         return None
     try:
