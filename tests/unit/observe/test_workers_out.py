@@ -75,7 +75,8 @@ def test_workers_that_each_have_shards_are_not_said_out_of_data() -> None:
 
 
 def test_out_of_data_reads_torchs_own_count() -> None:
-    """Off a real iterator: None without workers; a map-style loader's workers never run out."""
+    """Off a real iterator: None without workers; a persistent loader's in a later pass; a
+    map-style loader's workers never run out."""
     serial = iter(DataLoader(Sharded(1, 8), batch_size=4))
     next(serial)
     assert out_of_data(serial) is None
@@ -83,6 +84,14 @@ def test_out_of_data_reads_torchs_own_count() -> None:
     for _ in range(3):
         next(it)
     assert out_of_data(it) == 1
+    # persistent workers: a later pass asks every worker again, and the one without a shard is
+    # counted out again (torch resets its count at each iter())
+    kept = DataLoader(Sharded(1, 16), batch_size=4, num_workers=2, persistent_workers=True)
+    assert len(list(kept)) == 4
+    again = iter(kept)
+    for _ in range(3):
+        next(again)
+    assert out_of_data(again) == 1
     mapped = iter(DataLoader(list(range(64)), batch_size=4, num_workers=2))
     for _ in range(3):
         next(mapped)
