@@ -47,7 +47,7 @@ def _out_of_data(x: f.WorkersOutOfData) -> str:
     shards = f"{x.shards} shard{'' if x.shards == 1 else 's'}" if x.shards is not None else ""
     if x.shards is not None and x.shards < x.workers:
         why = (
-            f"Its dataset says it has {shards}, fewer than its workers: an IterableDataset gives each worker "
+            f"Its dataset deals {shards} out among its workers, fewer than them: an IterableDataset gives each worker "
             "what its own iterator yields, and one that deals out its shards leaves a worker without one "
             "nothing to read (a Hugging Face streaming dataset stops the workers beyond its num_shards; "
             "WebDataset yields them none). More workers cannot make its loader faster; more shards can (at least "
@@ -55,7 +55,7 @@ def _out_of_data(x: f.WorkersOutOfData) -> str:
             "same work in less memory."
         )
     else:
-        said = f" (it says it has {shards})" if shards else ""
+        said = f" ({shards})" if shards else ""
         why = (
             f"Its IterableDataset deals its data out among the workers{said}, and theirs ended first: a "
             "worker whose share has run out waits out the pass. Shares of even size (many small shards for "

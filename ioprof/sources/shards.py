@@ -50,9 +50,10 @@ def shard_stage(dataset: Any) -> tuple[int, Any] | None:
 
 def shard_count(dataset: Any) -> int | None:
     """The shards an iterable dataset deals out among its loader's workers, where it says: a
-    Hugging Face ``IterableDataset``'s ``num_shards``, a WebDataset pipeline's URL list where a
-    stage after it splits them by worker (``split_by_worker``; not a list that resamples, nor one
-    every worker reads whole). None where it does not say."""
+    Hugging Face ``IterableDataset``'s ``num_shards`` (this node's, where it was split by node), a
+    WebDataset pipeline's URL list where a stage after it splits them by worker
+    (``split_by_worker``; this rank's share where one splits them by node first; not a list that
+    resamples, nor one every worker reads whole). None where it does not say."""
     try:
         n = getattr(dataset, "num_shards", None)  # a property: a dataset's own code may raise
     except Exception:
@@ -63,8 +64,24 @@ def shard_count(dataset: Any) -> int | None:
     if found is None or "Resampled" in type(found[1]).__name__:
         return None
     index, stage = found
-    split = any("split_by_worker" in getattr(s, "__name__", "") for s in dataset.pipeline[index + 1 :])
-    return len(stage.urls) if split else None
+    after = [getattr(s, "__name__", "") for s in dataset.pipeline[index + 1 :]]
+    if not any("split_by_worker" in name for name in after):
+        return None
+    if any("split_by_node" in name for name in after):  # this rank's share, as the stage deals it
+        rank, world = _node()
+        return len(range(rank, len(stage.urls), world))
+    return len(stage.urls)
+
+
+def _node() -> tuple[int, int]:
+    """(rank, world size), as WebDataset's ``split_by_node`` reads them: the environment's
+    ``RANK`` and ``WORLD_SIZE``, else torch.distributed's default group; (0, 1) outside both."""
+    try:
+        from webdataset.utils import pytorch_worker_info
+    except ImportError:
+        return 0, 1
+    rank, world, _, _ = pytorch_worker_info()
+    return rank, max(1, world)
 
 
 def split_reader(dataset: Any) -> Any | None:

@@ -98,10 +98,10 @@ def test_out_of_data_reads_torchs_own_count() -> None:
     assert out_of_data(mapped) == 0
 
 
-def test_shard_counts_are_what_the_dataset_says() -> None:
+def test_shard_counts_are_what_the_dataset_says(monkeypatch: pytest.MonkeyPatch) -> None:
     """A Hugging Face streaming dataset's num_shards, a WebDataset pipeline's URLs where it splits
-    them by worker — not one that resamples or that every worker reads whole — and nothing for a
-    dataset that says nothing."""
+    them by worker (a rank's share, where it splits them by node first) — not one that resamples or
+    that every worker reads whole — and nothing for a dataset that says nothing."""
     datasets = pytest.importorskip("datasets")
     wds = pytest.importorskip("webdataset")
 
@@ -111,6 +111,10 @@ def test_shard_counts_are_what_the_dataset_says() -> None:
     # a list in gen_kwargs is its shards (the datasets documentation's way to shard a generator)
     assert shard_count(datasets.IterableDataset.from_generator(rows, gen_kwargs={"n": 4})) == 1
     assert shard_count(datasets.IterableDataset.from_generator(rows, gen_kwargs={"n": [2, 2, 2]})) == 3
+    four = datasets.IterableDataset.from_generator(rows, gen_kwargs={"n": [2, 2, 2, 2]})
+    from datasets.distributed import split_dataset_by_node
+
+    assert shard_count(split_dataset_by_node(four, rank=1, world_size=2)) == 2  # this node's
     assert shard_count(wds.WebDataset(["/x/a.tar", "/x/b.tar"], shardshuffle=False)) == 2
     assert shard_count(wds.WebDataset(["/x/a.tar", "/x/b.tar"], resampled=True, shardshuffle=False)) is None
     # a pipeline deals its URLs out only where a stage after the list splits them by worker
@@ -119,6 +123,12 @@ def test_shard_counts_are_what_the_dataset_says() -> None:
     assert shard_count(wds.DataPipeline(urls, wds.tarfile_to_samples())) is None  # each worker reads all
     every = wds.WebDataset(["/x/a.tar", "/x/b.tar"], shardshuffle=False, workersplitter=None)
     assert shard_count(every) is None
+    # split by node first: this rank's share of them, as WebDataset reads its rank
+    five = [f"/x/{k}.tar" for k in range(5)]
+    for rank, mine in ((0, 3), (1, 2)):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        assert shard_count(wds.WebDataset(five, shardshuffle=False, nodesplitter=wds.split_by_node)) == mine
     assert shard_count(Unsaid()) is None
 
 
