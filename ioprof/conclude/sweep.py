@@ -472,6 +472,7 @@ def _decode_advice(ceilings: DatasetCeilings | None, demand: float | None, cores
         "decode_shortfall": shortfall,
         "per_worker_interval": per_worker_interval,
         "best_decode_interval": best.throughput() if best else None,
+        "decode_fed": best.fed if best else None,
         "workers_needed_interval": meeting[0].throughput() if meeting else None,
     }
 

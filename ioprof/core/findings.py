@@ -118,6 +118,9 @@ class Advice:
     # the intervals of the decode ceilings the worker figures are read from (None: not known)
     per_worker_interval: Interval | None = None
     best_decode_interval: Interval | None = None
+    # the workers that had data in the best decode reading, where fewer than its workers: a dataset
+    # that deals out fewer shards than the loader has workers (None otherwise)
+    decode_fed: int | None = None
     storage_mb_per_s_interval: Interval | None = None  # the best cold storage ceiling's MB/s
     workers_needed_interval: Interval | None = None  # img/s of the ceiling that meets the demand
     # the share of what the best cell read that it fetched, as the user's script ran it, where a

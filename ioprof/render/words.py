@@ -349,13 +349,21 @@ def _decode_fix(a: f.Advice) -> list[str]:
         )
         return out
     best = a.best_decode_interval
+    fed = f", {a.decode_fed} with data" if a.decode_fed else ""
     out.append(
         f"Feeding {rate(a.demand_img_per_s)} img/s takes about {math.ceil(a.workers_estimated or 0)} workers"
         f"{_workers_range(a.demand_img_per_s, a.per_worker_interval)} at {_per_worker(a)} img/s each; "
-        f"the best measured ({worker_count(a.best_decode_workers or 0)}) decodes "
+        f"the best measured ({worker_count(a.best_decode_workers or 0)}{fed}) decodes "
         f"{rate_ci(best) if best is not None else rate(a.best_decode_img_per_s)} img/s, "
         f"{pct(a.decode_shortfall, 0)} of the demand."
     )
+    if a.decode_fed:
+        out.append(
+            f"Your dataset deals out {a.decode_fed} shard{'' if a.decode_fed == 1 else 's'} among the workers, so "
+            f"only {worker_count(a.decode_fed)} {'makes' if a.decode_fed == 1 else 'make'} batches: more workers "
+            "need more shards first (at least "
+            f"{math.ceil(a.workers_estimated or 0)}, one a worker)."
+        )
     if not a.cores_suffice:
         out.append(
             f"This machine has {a.cores_usable} usable cores, so more workers cannot get there: use fewer or "

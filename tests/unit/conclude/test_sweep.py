@@ -247,6 +247,21 @@ def test_advice_says_when_cores_cannot_get_there() -> None:
     assert a.decode_shortfall == pytest.approx(550.0 / 2800.0)
 
 
+def test_advice_for_a_dataset_of_fewer_shards_than_workers_asks_for_shards_first() -> None:
+    """Decode read alone at one worker with data, standing for two and four: one worker's rate is
+    the whole reading's, and the advice says that more workers need more shards first."""
+    from ioprof.render.words import advice as advice_words
+
+    one = replace(decode("multiprocess", 1, 90.0), workers=2, fed=1)
+    ceilings = DatasetCeilings("loader 1", decode=(one, replace(one, workers=4)), storage=())
+    a = advise(dataset_info(), [], compute(240.0), ceilings, cores_usable=8)
+    assert a.per_worker_img_per_s == pytest.approx(90.0) and a.workers_estimated == pytest.approx(240 / 90)
+    assert a.decode_fed == 1 and a.workers_needed is None
+    text = " ".join(advice_words(a))
+    assert "the best measured (2 workers, 1 with data)" in text, text
+    assert "deals out 1 shard among the workers" in text and "at least 3, one a worker" in text, text
+
+
 def test_a_worker_count_read_off_a_loose_ceiling_carries_its_range() -> None:
     """A one-worker ceiling of few, uneven batches: the workers it implies are a range, and 'more
     workers cannot get there' is said only where even its fastest end needs more cores than there are."""
