@@ -4,7 +4,7 @@
 through Subset and ConcatDataset), ``shards`` (tar shards by URL: WebDataset, local,
 ``http(s)://``, ``pipe:``), ``arrow`` (a Hugging Face ``datasets.Dataset``: the Arrow files it
 memory-maps), ``streamed`` (a Hugging Face ``IterableDataset``: the data files its builder
-streams), and ``opened`` (what a loader's workers hold open, read from the kernel, for a
+streams), ``archive`` (images in tar archives read by member: timm's tar reader), and ``opened`` (what a loader's workers hold open, read from the kernel, for a
 dataset none of these knows).
 
 Each answers the same questions, so that commands never test a dataset's class: what does it
@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ioprof.core.results import DatasetInfo, StorageCeiling
-from ioprof.sources import arrow, custom, files, memory, opened, shards, streamed
+from ioprof.sources import archive, arrow, custom, files, memory, opened, shards, streamed
 from ioprof.sources.memory import MemoryView
 from ioprof.sources.source import Source, SourceKind
 
@@ -37,6 +37,7 @@ __all__ = [
     "KINDS",
     "Source",
     "SourceKind",
+    "archive",
     "arrow",
     "custom",
     "files",
@@ -54,7 +55,7 @@ READ_ALONE_ITEMS = 200
 READ_ALONE_ITEMS_PER_READER = 50
 
 # the kinds that know a dataset by itself, asked in this order (what a dataset says of itself first)
-KINDS: tuple[SourceKind, ...] = (custom, files, shards, arrow, streamed)
+KINDS: tuple[SourceKind, ...] = (custom, files, shards, arrow, streamed, archive)
 BY_KIND: dict[str, SourceKind] = {k.KIND: k for k in (*KINDS, opened)}
 
 
@@ -143,10 +144,13 @@ def read_alone(
 
 
 def samples_of(source: Source) -> int | None:
-    """The samples a source's items hold in all, where its files say it themselves (a streamed
-    dataset's Parquet footers, all of them listed), read when first asked — by the probe or the
+    """The samples a source's items hold in all, where the dataset said it (an archive reader) or
+    its files say it themselves (a streamed dataset's Parquet footers, all of them listed), read
+    when first asked — by the probe or the
     dataset's description, once the window is over, never as the loader starts — and kept."""
-    return _rows_counted(source) if source.kind == streamed.KIND else None
+    if source.samples is not None or source.kind != streamed.KIND:
+        return source.samples
+    return _rows_counted(source)
 
 
 @functools.lru_cache(maxsize=16)

@@ -45,6 +45,9 @@ class Source:
     counted_by: str
     count: int | None = None  # items in all, where more than were listed
     file_a_sample: bool = False  # each item is one sample's file, read whole
+    # the samples its items hold in all, where the dataset says it without a read (an archive
+    # reader's list of members; a streamed dataset's are counted later: ``sources.samples_of``)
+    samples: int | None = None
 
     @property
     def urls(self) -> bool:

@@ -479,6 +479,36 @@ def test_timms_train_script_on_webdataset_shards_is_read_alone_from_its_readers_
 
 
 @pytest.mark.slow
+def test_timms_train_script_on_a_tar_of_images_reads_the_archive_and_decodes_its_members(
+    tmp_path: Path,
+) -> None:
+    """timm's ``train.py``, unchanged, with ``--data-dir`` a ``.tar`` of images in class folders:
+    its reader reads members of the archive it keeps open in each worker. The archive is what it
+    reads, with the samples its members are: read alone cold, its rate in images from what a
+    sample takes in it; the pipeline measured alone from a sample of its members packed in memory."""
+    pytest.importorskip("timm", reason="timm is not installed (pip install -e '.[test]')")
+    import tarfile
+
+    generate(DatasetSpec(128, 96, 320, seed=0), tmp_path / "src")
+    archive = tmp_path / "train.tar"
+    with tarfile.open(archive, "w") as tar:
+        for image in sorted((tmp_path / "src").rglob("*.jpg")):
+            tar.add(image, arcname=str(image.relative_to(tmp_path / "src")))
+    r, train, _ = _timm_under_run(tmp_path, *f"--data-dir {archive} --num-classes 4".split())
+    assert (train["dataset_class"], train["dataset_root"]) == ("ImageDataset", str(tmp_path))
+    (ceilings,) = [c for c in r["ceilings"] if c["dataset"] == train["key"]]
+    assert ("multiprocess", 2) in [(d["loader"], d["workers"]) for d in ceilings["decode"]], ceilings
+    (storage,) = ceilings["storage"]
+    per_sample = archive.stat().st_size / 320
+    assert storage["files"] == 1 and storage["bytes_per_sample"] == pytest.approx(per_sample, rel=0.05)
+    assert storage["img_per_s"] == pytest.approx(storage["read_mb_per_s"] * 1e6 / storage["bytes_per_sample"])
+    (info,) = [d for d in r["datasets"] if d["label"] == train["key"]]
+    assert (info["files"], info["total_bytes"], info["samples"]) == (1, archive.stat().st_size, 320)
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert "does not say what it reads" not in report and "packed into one tar" in report
+
+
+@pytest.mark.slow
 def test_timms_train_script_on_a_hugging_face_folder_reads_the_images_its_rows_name(tmp_path: Path) -> None:
     """timm's ``train.py``, unchanged, with ``--dataset hfds/<folder>``: ``datasets`` loads the
     folder as an imagefolder, whose Arrow file holds each image's path, not its bytes, and timm's

@@ -5,6 +5,7 @@ user's objects."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -590,7 +591,7 @@ def test_a_kind_of_source_is_one_module_implementing_the_protocol(
 
     for kind in sources.BY_KIND.values():
         assert isinstance(kind.KIND, str) and callable(kind.find) and callable(kind.in_memory), kind
-    assert set(sources.BY_KIND) == {"custom", "files", "shards", "arrow", "streamed", "opened"}
+    assert set(sources.BY_KIND) == {"custom", "files", "shards", "arrow", "streamed", "archive", "opened"}
 
     class Rows:  # a dataset no kind here knows: rows of a database file
         path = str(tmp_path / "rows.db")
@@ -680,3 +681,62 @@ def test_a_hugging_face_streaming_dataset_reads_its_data_files_and_is_not_copied
     assert not known.samples_unknown and known.img_per_s == pytest.approx(
         known.read_mb_per_s * 1e6 / per_sample
     )
+
+
+def _image_tar(small_set: Path, path: Path) -> list[tuple[str, bytes]]:
+    """The small set's JPEGs in one tar, each under its class folder: (member name, bytes)."""
+    import tarfile
+
+    members = [(f"{p.parent.name}/{p.name}", p.read_bytes()) for p in sorted(small_set.rglob("*.jpg"))]
+    with tarfile.open(path, "w") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return members
+
+
+# timm's reader leaves each tar it opens uncached to the collector (its own way, cache_tarfiles=False)
+@pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
+def test_timms_tar_reader_is_read_by_archive_and_copied_by_member(small_set: Path, tmp_path: Path) -> None:
+    """timm's reader of images in a tar (``create_dataset`` with a ``.tar`` root): its archive,
+    with the samples its members are (so what a sample takes in it); a copy in memory whose reader
+    opens the tar for each sample — one kept open would be shared by the probe's threads and the
+    workers forked after them — reading the members' own bytes, the user's reader untouched."""
+    pytest.importorskip("timm", reason="timm is not installed (pip install -e '.[test]')")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from timm.data import create_dataset
+
+    members = _image_tar(small_set, tmp_path / "train.tar")
+    ds = create_dataset("", root=str(tmp_path / "train.tar"), split="train")
+    source = sources.find(ds)
+    assert source is not None and source.kind == "archive", source
+    assert (source.items, source.root, source.file_a_sample) == (
+        (str(tmp_path / "train.tar"),),
+        str(tmp_path),
+        False,
+    )
+    assert sources.samples_of(source) == len(members)
+    tar_bytes = (tmp_path / "train.tar").stat().st_size
+    assert sources.bytes_per_sample(source) == pytest.approx(tar_bytes / len(members))
+    view = sources.in_memory(source, ds, workers=2)
+    assert not isinstance(view, str), view
+    try:
+        copy = view.dataset.reader
+        assert copy is not ds.reader and ds.reader.root == str(tmp_path / "train.tar")
+        assert view.positions == list(range(view.files)) and 0 < view.files <= len(members)
+        by_name = {name.split("/")[1]: data for name, data in members}
+
+        def read(i: int) -> bool:
+            handle, _ = copy[i % view.files]
+            return handle.read() == by_name[copy.samples[i % view.files][0].name.split("-", 1)[1]]
+
+        with ThreadPoolExecutor(4) as pool:
+            assert all(pool.map(read, range(8 * view.files)))
+        assert copy.cache_tarfiles is False and copy.tar_state.tf is None  # nothing left open to inherit
+        assert ds.reader.tar_state.tf is None  # the user's reader opened nothing here
+        loader = torch.utils.data.DataLoader(view.dataset, batch_size=None, num_workers=2)
+        assert sum(1 for _ in loader) == view.files
+    finally:
+        view.close()

@@ -1,0 +1,187 @@
+"""Images in tar archives read by member: timm's ``ReaderImageInTar`` (``create_dataset`` with a
+``root`` that is a ``.tar`` of images, a folder of tars — one a class —, or a tar of tars), on
+an ``ImageDataset``'s ``reader``. Its ``samples`` are the members (``TarInfo``, each with its
+offset in the archive), so what it reads is the archives, files of many samples, and how many
+samples they hold is known without reading them.
+
+The copy in memory: a random sample of the members, read from the archives (opened afresh: the
+reader's own open archives are never touched, its workers inherit them), packed into one tar in
+memory, and a copy of the reader whose root is that tar and whose samples are its members; it
+opens the tar for each sample (the reader's cache of open archives is off in the copy: one open
+archive would be shared by the probe's threads and by the workers forked after them), a cost of
+tens of microseconds a sample beside its decode.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from contextlib import ExitStack
+from typing import Any
+
+from ioprof.sources import files
+from ioprof.sources.memory import (
+    MEMORY_SAMPLE_BYTES,
+    MEMORY_SAMPLE_FILES,
+    MemoryCopies,
+    MemoryView,
+    held,
+    shallow,
+    shuffled,
+    unavailable,
+)
+from ioprof.sources.source import ITEMS_LISTED, Source
+
+KIND = "archive"
+HOLDER_DEPTH = 2  # timm's ImageDataset → its reader
+
+
+def reader_of(obj: Any) -> Any | None:
+    """A reader whose samples are members of tar archives under its root: (TarInfo, the parent
+    archive's name under the root or None, the TarInfo of a tar within it or None)."""
+    root, samples = getattr(obj, "root", None), getattr(obj, "samples", None)
+    if not isinstance(root, str) or samples is None or not hasattr(obj, "tar_state"):
+        return None
+    try:
+        first = samples[0]
+    except (IndexError, KeyError, TypeError):
+        return None
+    ok = len(first) == 3 and isinstance(first[0], tarfile.TarInfo)
+    return obj if ok else None
+
+
+def archives(reader: Any) -> list[str]:
+    """The archive files the reader's samples lie in, in the order first met."""
+    if getattr(reader, "root_is_tar", False):
+        return [reader.root]
+    return [os.path.join(reader.root, p) for p in dict.fromkeys(parent for _, parent, _ in reader.samples)]
+
+
+def find(dataset: Any) -> Source | None:
+    """The tar archives a timm reader's members lie in."""
+    found = held(dataset, files.HOLDER_ATTRIBUTES, HOLDER_DEPTH, reader_of)
+    if found is None:
+        return None
+    reader = found[1]
+    paths = archives(reader)
+    root = os.path.dirname(reader.root) if reader.root_is_tar else reader.root
+    count = len(paths) if len(paths) > ITEMS_LISTED else None
+    return Source(
+        KIND,
+        "images in tar archives",
+        tuple(paths[:ITEMS_LISTED]),
+        root,
+        root,
+        "filesystem",
+        count,
+        samples=len(reader.samples),
+    )
+
+
+def in_memory(
+    source: Source, dataset: Any, *, workers: int, read: dict[str, bytes] | None
+) -> MemoryView | str:
+    return copy_in_memory(dataset)
+
+
+def copy_in_memory(
+    dataset: Any, *, max_files: int = MEMORY_SAMPLE_FILES, max_bytes: int = MEMORY_SAMPLE_BYTES, seed: int = 0
+) -> MemoryView | str:
+    """A copy of the dataset whose reader reads a random sample of its members from one tar in
+    memory, or why not."""
+    why = unavailable()
+    found = held(dataset, files.HOLDER_ATTRIBUTES, HOLDER_DEPTH, reader_of)
+    if why or found is None:
+        return why or "no tar reader in this dataset"
+    way, reader = found
+    out = io.BytesIO()
+    targets: list[Any] = []
+    try:
+        with ExitStack() as opened, tarfile.open(fileobj=out, mode="w") as packed:
+            archives: dict[tuple[str, str | None], tarfile.TarFile] = {}
+            for i in shuffled(len(reader.samples), seed):
+                if len(targets) >= max_files or out.tell() >= max_bytes:
+                    break
+                member, parent, child = reader.samples[i]
+                tf = _archive(reader, opened, archives, parent, child)
+                extracted = tf.extractfile(member)
+                if extracted is None:
+                    raise tarfile.TarError(f"{member.name} is not a file")
+                data = extracted.read()
+                packed.addfile(_named(member, len(targets), len(data)), io.BytesIO(data))
+                targets.append(reader.targets[i])
+    except (OSError, tarfile.TarError) as e:
+        return f"its archives could not be read ({e})"
+    copies = MemoryCopies()
+    link = copies.add(os.path.join(reader.root, "ioprof-sample.tar"), out.getvalue())
+    with tarfile.open(link) as tf:
+        members = [m for m in tf if m.isfile()]
+    copy = shallow(reader)
+    # each sample opens the tar afresh: an archive the reader kept open would be shared by the
+    # probe's threads, and by workers forked after them, whose reads at one offset interleave
+    copy.root, copy.root_is_tar, copy.cache_tarfiles = link, True, False
+    copy.tar_state = type(reader.tar_state)() if reader.root_is_tar else _fresh_state(reader)
+    copy.samples = _like(reader.samples, [(m, None, None) for m in members])
+    copy.targets = _like(reader.targets, targets)
+    view = copies.done(_replaced(dataset, way, copy), list(range(len(members))), "")
+    view.files = len(members)  # samples, each with its member's header: what a sample takes in a tar
+    view.source = f"{len(members)} of your archives' images, packed into one tar"
+    return view
+
+
+def _archive(
+    reader: Any,
+    opened: ExitStack,
+    archives: dict[tuple[str, str | None], tarfile.TarFile],
+    parent: str | None,
+    child: tarfile.TarInfo | None,
+) -> tarfile.TarFile:
+    """The archive a member lies in, opened here once (a tar within a tar opened within it)."""
+    path = os.path.join(reader.root, parent) if parent else reader.root
+    if (path, None) not in archives:
+        archives[(path, None)] = opened.enter_context(tarfile.open(path))  # noqa: SIM115  (closed by the stack)
+    if child is None:
+        return archives[(path, None)]
+    if (path, child.name) not in archives:
+        inner = archives[(path, None)].extractfile(child)
+        if inner is None:
+            raise tarfile.TarError(f"{child.name} is not a file")
+        archives[(path, child.name)] = opened.enter_context(tarfile.open(fileobj=inner))  # noqa: SIM115
+    return archives[(path, child.name)]
+
+
+def _named(member: tarfile.TarInfo, k: int, size: int) -> tarfile.TarInfo:
+    """The member's name, kept (its class folder and file name), made unique by its place."""
+    head, tail = os.path.split(member.name)
+    info = tarfile.TarInfo(os.path.join(head, f"{k:05d}-{tail}"))
+    info.size, info.mtime, info.mode = size, member.mtime, member.mode
+    return info
+
+
+def _fresh_state(reader: Any) -> Any:
+    """A state for a reader of one archive, of the kind the reader's own states are."""
+    states = reader.tar_state
+    return type(next(iter(states.values())))()
+
+
+def _like(original: Any, items: list[Any]) -> Any:
+    """``items`` as the container ``original`` is (timm keeps numpy arrays)."""
+    if type(original).__module__ == "numpy":
+        import numpy as np
+
+        out = np.empty(len(items), dtype=object) if items and isinstance(items[0], tuple) else None
+        if out is not None:
+            out[:] = items
+            return out
+        return np.asarray(items, dtype=original.dtype)
+    return type(original)(items) if isinstance(original, (list, tuple)) else items
+
+
+def _replaced(obj: Any, way: tuple[str, ...], new: Any) -> Any:
+    """A shallow copy of ``obj`` with ``new`` at the end of the attributes ``way``."""
+    if not way:
+        return new
+    top = shallow(obj)
+    setattr(top, way[0], _replaced(getattr(obj, way[0]), way[1:], new))
+    return top
