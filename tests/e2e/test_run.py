@@ -243,14 +243,13 @@ def test_a_webdataset_loop_with_a_costly_transform_is_input_bound_by_decode(tmp_
     shards, _, _ = write_shards(images.paths, images.labels, tmp_path / "shards", 2_000_000)
     out = tmp_path / "o"
     brace = str(tmp_path / "shards" / f"shard-{{00000..{len(shards) - 1:05d}}}.tar")
-    p = ioprof(
-        *"run --steps 30 --warmup-steps 2 --probe-seconds 4 --out".split(),
-        str(out),
-        "--",
-        sys.executable,
-        str(paths.SCRIPTS / "train_webdataset.py"),
+    p = _script_run(
+        out,
+        "train_webdataset.py",
         brace,
         *"--crop 32 -j 1 -b 8 --batched --blur 9 --epochs 6 --shuffle 8 -a squeezenet1_1".split(),
+        steps=30,
+        probe_s=4,
         env={"OMP_NUM_THREADS": "1"},  # the training on one core, the worker on the other
     )
     assert p.returncode == 0, p.stderr
@@ -287,14 +286,13 @@ def test_a_webdataset_pipeline_of_one_shard_is_decoded_alone_by_one_worker(tmp_p
     images = find_images(data / "train")
     write_shards(images.paths, images.labels, tmp_path / "shards", 1 << 40)
     out = tmp_path / "o"
-    p = ioprof(
-        *"run --steps 16 --warmup-steps 2 --probe-seconds 4 --out".split(),
-        str(out),
-        "--",
-        sys.executable,
-        str(paths.SCRIPTS / "train_webdataset.py"),
+    p = _script_run(
+        out,
+        "train_webdataset.py",
         str(tmp_path / "shards" / "shard-00000.tar"),
         *"--pipeline --crop 32 -j 2 -b 8 --batched --blur 9 --epochs 8 --shuffle 8 -a squeezenet1_1".split(),
+        steps=16,
+        probe_s=4,
         env={"OMP_NUM_THREADS": "1"},
     )
     assert p.returncode == 0, p.stderr[-2000:]
@@ -402,6 +400,22 @@ def test_slow_samples_are_found_with_the_share_of_the_wait_they_cause(
     (found,) = [f for f in r["analysis"]["findings"] if f["kind"] == "slow-samples"]
     assert found["slowest"] and all(int(index) in own["slow"] for index, _, _ in found["slowest"]), found
     assert "slow samples hold the loop back" in (out / "report.md").read_text()
+
+
+def _script_run(
+    out: Path, script: str, *args: str, steps: int, probe_s: int, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """One of the project's training scripts under ``ioprof run`` (a window of ``steps`` after two
+    of warm-up, its pipeline alone for ``probe_s``), results in ``out``."""
+    return ioprof(
+        *f"run --steps {steps} --warmup-steps 2 --probe-seconds {probe_s} --out".split(),
+        str(out),
+        "--",
+        sys.executable,
+        str(paths.SCRIPTS / script),
+        *args,
+        env=env,
+    )
 
 
 def pct(share: dict[str, float]) -> str:
@@ -556,15 +570,14 @@ def test_a_streamed_hugging_face_dataset_of_one_shard_runs_on_one_worker(tmp_pat
     datasets.Dataset.from_dict(rows, features=features).to_parquet(str(tmp_path / "train.parquet"))
     train_bytes = (tmp_path / "train.parquet").stat().st_size
     out = tmp_path / "o"
-    p = ioprof(
-        *"run --steps 12 --warmup-steps 2 --probe-seconds 3 --out".split(),
-        str(out),
-        "--",
-        sys.executable,
-        str(paths.SCRIPTS / "train_hf.py"),
+    p = _script_run(
+        out,
+        "train_hf.py",
         "--streaming",
         str(tmp_path / "train.parquet"),
         *"--crop 32 -j 2 -b 8 --epochs 1 -a squeezenet1_1".split(),
+        steps=12,
+        probe_s=3,
         env={"HF_DATASETS_CACHE": str(tmp_path / "hf-cache")},
     )
     assert p.returncode == 0, p.stderr[-2000:]
