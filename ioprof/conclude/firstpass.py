@@ -4,8 +4,10 @@ warm-up included, against the steady state its window measured.
 A streaming dataset that downloads its shards before it yields, or a first pass that fills a
 local cache, spends its wait before the window opens; the window, after it, sees the steady
 state. The pass is judged whole — the time before the window as measured, the rest of the pass at
-the window's own pace — and where the time before the window holds most of the pass's wait and
-makes it more input-bound than its window, the pass's class is the verdict, the window's beside it.
+the window's own pace, its wait within the window's interval — and where the time before the
+window holds most of the pass's wait and makes it more input-bound than its window — the pass's
+class decided by its interval, the window's not deciding as much by its own — the pass's class is
+the verdict, the window's beside it.
 """
 
 from __future__ import annotations
@@ -48,8 +50,12 @@ def _judged(lo: ObservedLoader, cell: CellResult) -> FirstPassWaits | None:
     if pass_s <= 0 or b.wait_s < rest * wait_s:  # most of the pass's wait is the window's own
         return None
     share = pass_wait / pass_s
-    klass, steady = classify_input_bound(share), classify_input_bound(cell.data_wait_share)
-    if _RANK[klass] <= _RANK[steady]:
+    low, high = _pass_interval(cell, b.wait_s, rest * unit_s, pass_s)
+    # a verdict to put before the window's only where the pass's class is decided (its interval
+    # within one class) and the window's does not decide as much (its low end in a lower class)
+    window = cell.wait_share()
+    klass, steady = classify_input_bound(low), classify_input_bound(window.low if window.known else 0.0)
+    if classify_input_bound(high) != klass or _RANK[klass] <= _RANK[steady]:
         return None
     busy = b.busy_share
     by = "" if busy is None else ("storage" if busy < 0.5 else "loader")
@@ -68,9 +74,20 @@ def _judged(lo: ObservedLoader, cell: CellResult) -> FirstPassWaits | None:
         share,
         klass,
         cell.data_wait_share,
-        steady,
+        classify_input_bound(cell.data_wait_share),
         busy,
         by,
         b.fetched.bytes,
         b.fetched.method,
+        pass_low=low,
+        pass_high=high,
     )
+
+
+def _pass_interval(cell: CellResult, before_s: float, rest_s: float, pass_s: float) -> tuple[float, float]:
+    """The pass's wait share, its 95 % interval: the wait before the window is as it was (once,
+    in this run), the rest of the pass waits at the window's share, known within its interval —
+    where it has none, anywhere from no wait to all of it."""
+    window = cell.wait_share()
+    lo, hi = (window.low, window.high) if window.known else (0.0, 1.0)
+    return (before_s + rest_s * max(0.0, lo)) / pass_s, min(1.0, (before_s + rest_s * min(1.0, hi)) / pass_s)

@@ -608,6 +608,8 @@ class FirstPassWaits(Finding):
     by: str  # storage | start | loader | ""
     fetched_bytes: int | None = None
     fetched_method: str = ""
+    pass_low: float | None = None  # the pass's share, its 95 % interval (``conclude.firstpass``)
+    pass_high: float | None = None
 
 
 @dataclass(frozen=True)

@@ -479,10 +479,17 @@ def _fresh_iterators(x: f.FreshIterators) -> str:
     )
 
 
+def _pass_range(x: f.FirstPassWaits) -> str:
+    """`` [a–b]``: the pass's share within the window's interval, where it was reckoned so."""
+    if x.pass_low is None or x.pass_high is None:
+        return ""
+    return f" [{x.pass_low * 100:.0f}–{x.pass_high * 100:.0f}]"
+
+
 def first_pass(x: f.FirstPassWaits) -> str:
     """A first pass that waited mostly before its window, in words."""
     text = (
-        f"{x.dataset} waited {pct(x.pass_share, 0)} of its first pass ({duration(x.pass_s)} for its {x.pass_batches:,} "
+        f"{x.dataset} waited {pct(x.pass_share, 0)}{_pass_range(x)} of its first pass ({duration(x.pass_s)} for its {x.pass_batches:,} "
         f"batches, those after the window reckoned at its pace): {duration(x.wait_before_s)} of it before its "
         f"window, for its first {x.batches_before} batches"
         + (f" (the first after {duration(x.first_batch_s)})" if x.first_batch_s is not None else "")
