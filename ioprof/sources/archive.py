@@ -99,12 +99,12 @@ def copy_in_memory(
     targets: list[Any] = []
     try:
         with ExitStack() as opened, tarfile.open(fileobj=out, mode="w") as packed:
-            archives: dict[tuple[str, str | None], tarfile.TarFile] = {}
+            held_open: dict[tuple[str, str | None], tarfile.TarFile] = {}
             for i in shuffled(len(reader.samples), seed):
                 if len(targets) >= max_files or out.tell() >= max_bytes:
                     break
                 member, parent, child = reader.samples[i]
-                tf = _archive(reader, opened, archives, parent, child)
+                tf = _archive(reader, opened, held_open, parent, child)
                 extracted = tf.extractfile(member)
                 if extracted is None:
                     raise tarfile.TarError(f"{member.name} is not a file")
@@ -133,22 +133,22 @@ def copy_in_memory(
 def _archive(
     reader: Any,
     opened: ExitStack,
-    archives: dict[tuple[str, str | None], tarfile.TarFile],
+    held_open: dict[tuple[str, str | None], tarfile.TarFile],
     parent: str | None,
     child: tarfile.TarInfo | None,
 ) -> tarfile.TarFile:
     """The archive a member lies in, opened here once (a tar within a tar opened within it)."""
     path = os.path.join(reader.root, parent) if parent else reader.root
-    if (path, None) not in archives:
-        archives[(path, None)] = opened.enter_context(tarfile.open(path))  # noqa: SIM115  (closed by the stack)
+    if (path, None) not in held_open:
+        held_open[(path, None)] = opened.enter_context(tarfile.open(path))  # noqa: SIM115  (closed by the stack)
     if child is None:
-        return archives[(path, None)]
-    if (path, child.name) not in archives:
-        inner = archives[(path, None)].extractfile(child)
+        return held_open[(path, None)]
+    if (path, child.name) not in held_open:
+        inner = held_open[(path, None)].extractfile(child)
         if inner is None:
             raise tarfile.TarError(f"{child.name} is not a file")
-        archives[(path, child.name)] = opened.enter_context(tarfile.open(fileobj=inner))  # noqa: SIM115
-    return archives[(path, child.name)]
+        held_open[(path, child.name)] = opened.enter_context(tarfile.open(fileobj=inner))  # noqa: SIM115
+    return held_open[(path, child.name)]
 
 
 def _named(member: tarfile.TarInfo, k: int, size: int) -> tarfile.TarInfo:
