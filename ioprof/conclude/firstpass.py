@@ -15,6 +15,7 @@ from __future__ import annotations
 from ioprof.core.findings import FirstPassWaits
 from ioprof.core.results import CellResult, SweepResult
 from ioprof.core.results_run import ObservedLoader
+from ioprof.core.stats import Interval
 from ioprof.core.thresholds import classify_input_bound
 
 _RANK = {"not": 0, "moderately": 1, "highly": 2}
@@ -50,10 +51,10 @@ def _judged(lo: ObservedLoader, cell: CellResult) -> FirstPassWaits | None:
     if pass_s <= 0 or b.wait_s < rest * wait_s:  # most of the pass's wait is the window's own
         return None
     share = pass_wait / pass_s
-    low, high = _pass_interval(cell, b.wait_s, rest * unit_s, pass_s)
+    window = cell.wait_share()
+    low, high = _pass_interval(window, b.wait_s, rest * unit_s, pass_s)
     # a verdict to put before the window's only where the pass's class is decided (its interval
     # within one class) and the window's does not decide as much (its low end in a lower class)
-    window = cell.wait_share()
     klass, steady = classify_input_bound(low), classify_input_bound(window.low if window.known else 0.0)
     if classify_input_bound(high) != klass or _RANK[klass] <= _RANK[steady]:
         return None
@@ -84,10 +85,9 @@ def _judged(lo: ObservedLoader, cell: CellResult) -> FirstPassWaits | None:
     )
 
 
-def _pass_interval(cell: CellResult, before_s: float, rest_s: float, pass_s: float) -> tuple[float, float]:
+def _pass_interval(window: Interval, before_s: float, rest_s: float, pass_s: float) -> tuple[float, float]:
     """The pass's wait share, its 95 % interval: the wait before the window is as it was (once,
-    in this run), the rest of the pass waits at the window's share, known within its interval —
-    where it has none, anywhere from no wait to all of it."""
-    window = cell.wait_share()
+    in this run), the rest of the pass waits at the window's share (``window``), known within its
+    interval — where it has none, anywhere from no wait to all of it."""
     lo, hi = (window.low, window.high) if window.known else (0.0, 1.0)
     return (before_s + rest_s * max(0.0, lo)) / pass_s, min(1.0, (before_s + rest_s * min(1.0, hi)) / pass_s)

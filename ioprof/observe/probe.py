@@ -531,8 +531,8 @@ def _probe_decode(
     threads = settings["num_workers"] if view.positions is not None and settings["num_workers"] >= 2 else 0
     if threads:
         counts = sorted({0, *counts})
-    fed = settings.get("shards") if settings.get("iterable") else None
-    readings = [(w, "processes") for w in sorted({_fed(w, fed) for w in counts})]
+    shards = settings.get("shards") if settings.get("iterable") else None
+    readings = [(w, "processes") for w in sorted({_fed(w, shards) for w in counts})]
     readings += [(threads, "threads")] if threads else []
     error = ""
     try:
@@ -545,7 +545,7 @@ def _probe_decode(
         error = f"{type(e).__name__}: {e}"[:300]
     finally:
         view.close()
-    return _dealt_out(decode, counts, fed), "", note, error, per_sample
+    return _dealt_out(decode, counts, shards), "", note, error, per_sample
 
 
 def _fed(workers: int, shards: int | None) -> int:

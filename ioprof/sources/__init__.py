@@ -4,8 +4,9 @@
 through Subset and ConcatDataset), ``shards`` (tar shards by URL: WebDataset, local,
 ``http(s)://``, ``pipe:``), ``arrow`` (a Hugging Face ``datasets.Dataset``: the Arrow files it
 memory-maps), ``streamed`` (a Hugging Face ``IterableDataset``: the data files its builder
-streams), ``archive`` (images in tar archives read by member: timm's tar reader), and ``opened`` (what a loader's workers hold open, read from the kernel, for a
-dataset none of these knows).
+streams), ``archive`` (images in tar archives read by member: timm's tar reader), and
+``opened`` (what a loader's workers hold open, read from the kernel, for a dataset none of these
+knows).
 
 Each answers the same questions, so that commands never test a dataset's class: what does it
 read (``find``: the first of ``KINDS`` that knows it), a copy of the pipeline that reads a sample
@@ -146,8 +147,8 @@ def read_alone(
 def samples_of(source: Source) -> int | None:
     """The samples a source's items hold in all, where the dataset said it (an archive reader) or
     its files say it themselves (a streamed dataset's Parquet footers, all of them listed), read
-    when first asked — by the probe or the
-    dataset's description, once the window is over, never as the loader starts — and kept."""
+    when first asked — by the probe or the dataset's description, once the window is over, never
+    as the loader starts — and kept."""
     if source.samples is not None or source.kind != streamed.KIND:
         return source.samples
     return _rows_counted(source)

@@ -30,6 +30,7 @@ from ioprof.sources.memory import (
     shallow,
     shuffled,
     unavailable,
+    wrapped,
 )
 from ioprof.sources.source import ITEMS_LISTED, Source
 
@@ -52,10 +53,11 @@ def reader_of(obj: Any) -> Any | None:
 
 
 def archives(reader: Any) -> list[str]:
-    """The archive files the reader's samples lie in, in the order first met."""
+    """The archive files the reader's samples lie in: its root, or the archives in it the reader
+    keeps a state for (one each: read off them, not off a million samples, as the loader starts)."""
     if getattr(reader, "root_is_tar", False):
         return [reader.root]
-    return [os.path.join(reader.root, p) for p in dict.fromkeys(parent for _, parent, _ in reader.samples)]
+    return [os.path.join(reader.root, parent) for parent in reader.tar_state]  # a state per archive
 
 
 def find(dataset: Any) -> Source | None:
@@ -121,12 +123,13 @@ def copy_in_memory(
     # each sample opens the tar afresh: an archive the reader kept open would be shared by the
     # probe's threads, and by workers forked after them, whose reads at one offset interleave
     copy.root, copy.root_is_tar, copy.cache_tarfiles = link, True, False
-    copy.tar_state = type(reader.tar_state)() if reader.root_is_tar else _fresh_state(reader)
+    state = reader.tar_state if reader.root_is_tar else next(iter(reader.tar_state.values()))
+    copy.tar_state = type(state)()  # a state of its own, of timm's kind
     copy.samples = _like(reader.samples, [(m, None, None) for m in members])
     copy.targets = _like(reader.targets, targets)
-    view = copies.done(_replaced(dataset, way, copy), list(range(len(members))), "")
+    source = f"{len(members)} of your archives' images, packed into one tar"
+    view = copies.done(wrapped(dataset, way, copy), list(range(len(members))), source)
     view.files = len(members)  # samples, each with its member's header: what a sample takes in a tar
-    view.source = f"{len(members)} of your archives' images, packed into one tar"
     return view
 
 
@@ -159,29 +162,11 @@ def _named(member: tarfile.TarInfo, k: int, size: int) -> tarfile.TarInfo:
     return info
 
 
-def _fresh_state(reader: Any) -> Any:
-    """A state for a reader of one archive, of the kind the reader's own states are."""
-    states = reader.tar_state
-    return type(next(iter(states.values())))()
-
-
 def _like(original: Any, items: list[Any]) -> Any:
-    """``items`` as the container ``original`` is (timm keeps numpy arrays)."""
+    """``items`` as the container ``original`` is (timm keeps numpy arrays: its samples a row of
+    three each)."""
     if type(original).__module__ == "numpy":
         import numpy as np
 
-        out = np.empty(len(items), dtype=object) if items and isinstance(items[0], tuple) else None
-        if out is not None:
-            out[:] = items
-            return out
         return np.asarray(items, dtype=original.dtype)
     return type(original)(items) if isinstance(original, (list, tuple)) else items
-
-
-def _replaced(obj: Any, way: tuple[str, ...], new: Any) -> Any:
-    """A shallow copy of ``obj`` with ``new`` at the end of the attributes ``way``."""
-    if not way:
-        return new
-    top = shallow(obj)
-    setattr(top, way[0], _replaced(getattr(obj, way[0]), way[1:], new))
-    return top

@@ -34,6 +34,7 @@ from ioprof.sources.memory import (
     shallow,
     shuffled,
     unavailable,
+    wrapped,
 )
 from ioprof.sources.source import ITEMS_LISTED, Source, spread
 
@@ -197,7 +198,7 @@ def copy_in_memory(
         copy._indices = None
     except Exception as e:  # an Arrow error reading the user's files: the ceiling cannot run
         return f"its rows could not be copied into memory ({type(e).__name__}: {e})"
-    wrapper = _wrapped(dataset, way, copy)
+    wrapper = wrapped(dataset, way, copy)
     if copies is not None:
         return copies.done(wrapper, list(range(table.num_rows)), f"{copies.view.files} of your files")
     return MemoryView(
@@ -254,17 +255,3 @@ def _files_in_memory(
         )
         table = table.set_column(table.schema.get_field_index(column), table.schema.field(column), new)
     return table, copies
-
-
-def _wrapped(dataset: Any, way: tuple[str, ...], copy: Any) -> Any:
-    """A copy of ``dataset`` whose objects down ``way`` are shallow copies, the last one ``copy``."""
-    if not way:
-        return copy
-    top = shallow(dataset)
-    obj = top
-    for name in way[:-1]:
-        inner = shallow(getattr(obj, name))
-        setattr(obj, name, inner)
-        obj = inner
-    setattr(obj, way[-1], copy)
-    return top

@@ -124,6 +124,21 @@ def held(
     return None
 
 
+def wrapped(dataset: Any, way: Sequence[str], copy: Any) -> Any:
+    """A copy of ``dataset`` whose objects down ``way`` (the attributes ``held`` found) are shallow
+    copies, the last one ``copy``: the user's objects are never changed."""
+    if not way:
+        return copy
+    top = shallow(dataset)
+    obj = top
+    for name in way[:-1]:
+        inner = shallow(getattr(obj, name))
+        setattr(obj, name, inner)
+        obj = inner
+    setattr(obj, way[-1], copy)
+    return top
+
+
 def shuffled(n: int, seed: int, first: int = 4 * MEMORY_SAMPLE_FILES) -> Iterator[int]:
     """0 … n − 1 in a random order, drawn as it is needed: ``first`` of them without shuffling all
     n (a dataset of a million samples), then the rest."""
