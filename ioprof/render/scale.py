@@ -119,6 +119,19 @@ def regime_headline(result: ScaleResult, rc: RegimeConclusion) -> str:
     stage = STAGE_WORDS.get(rc.limit.stage, rc.limit.stage)
     if rc.limit.stage == "failed":
         return f"**{name}: {lead}; {_ranks(rc.limit.at_ranks)} failed ({rc.limit.reason}).**"
+    return _with_failures(_limited(name, lead, stage, rc), rc)
+
+
+def _with_failures(headline: str, rc: RegimeConclusion) -> str:
+    """A headline whose limit lies below a count that failed says that count too: a failure is
+    never left to the table alone."""
+    failed = [v for v in rc.counts if v.status == "failed" and rc.limit and v.ranks != rc.limit.at_ranks]
+    said = "".join(f" {_ranks(v.ranks)} failed ({v.reason})." for v in failed)
+    return headline[: -len("**")] + said + "**" if said else headline
+
+
+def _limited(name: str, lead: str, stage: str, rc: RegimeConclusion) -> str:
+    assert rc.limit is not None
     if rc.limit.stage == "borderline":
         v = next(c for c in rc.counts if c.ranks == rc.limit.at_ranks)
         assert v.least_busy is not None

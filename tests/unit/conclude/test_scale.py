@@ -196,6 +196,16 @@ def test_a_failed_count_keeps_its_reason_and_the_rest() -> None:
     assert "failed: rank 1: killed by SIGKILL" in render_scale_markdown(r)
 
 
+def test_a_count_that_failed_beyond_a_borderline_one_is_said_in_the_headline() -> None:
+    """The limit is the first count above the busy ones that is not busy: here a borderline count
+    of 2, below the 3 that failed. The headline says the failure as well, not the table alone."""
+    failed = RankCountResult(3, "cold", "failed", "rank 1: killed by SIGKILL", 3.0, ())
+    r = conclude(_result(_count(1, 0.0), _count(2, 0.0, waits=[0.011, 0.011]), failed))
+    assert r.conclusion.regimes[0].limit.stage == "borderline"
+    (line,) = headline(r)
+    assert "2 ranks are borderline" in line and "3 ranks failed (rank 1: killed by SIGKILL)." in line, line
+
+
 def test_failure_reasons_come_from_the_rank_or_torchrun() -> None:
     summary = """Root Cause (first observed failure):
 [0]:
