@@ -517,9 +517,17 @@ def test_a_collection_inside_a_stage_is_charged_to_the_collector_not_to_the_stag
     collected = by_name[GARBAGE_COLLECTOR].s_per_sample * s.samples
     # each worker collected once at least (its planted one), each about as long as one in a fork
     assert collected >= 0.5 * 2 * once, (collected, once)
-    assert by_name["PlantedCollection"].s_per_sample * s.samples < once / 10
-    # nor is the sample it began in a slow one: a collection walks the objects of all
-    assert s.per_sample is not None and s.per_sample.max_s < once / 10, s.per_sample
+    assert by_name["PlantedCollection"].s_per_sample * s.samples < collected / 10
+    # nor is the sample it began in (each worker's third) charged with it: a collection walks the
+    # objects of all. Each worker's first batch holds its planted collection; its third sample took
+    # its own work, not the collection's (a worker's first sample may be slow: its first calls)
+    firsts: dict[int, dict[str, Any]] = {}
+    for r in stage_rows.read_rows(str(tmp_path), 1):
+        firsts.setdefault(r["pid"], r)
+    assert len(firsts) == 2, firsts
+    for r in firsts.values():
+        assert r.get("full_gcs", 0) >= 1 and r["gc_s"] >= 0.5 * once, r
+        assert r["sample_s"][2] < r["gc_s"] / 2, r
     lead = s.leading()
     assert lead is not None and lead.name == "GaussianBlur"
 
