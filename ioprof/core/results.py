@@ -306,6 +306,9 @@ class StorageCeiling:
     samples_unknown: bool = False
     retries: int = 0  # requests the client had to repeat (an object store's throttling, 5xx, drops)
     warmup: int = 0  # first completions left out of the rates: a start-up transient
+    # each completion one sample's bytes read at its place in a file of many (an archive's member),
+    # in a random order: img/s is completions/s, and a sample's bytes their mean
+    by_member: bool = False
 
     def sample_bytes(self) -> float:
         """The bytes one sample takes: ``bytes_per_sample`` where a file holds many, else the mean

@@ -416,8 +416,12 @@ def probe_storage(
     keep: dict[str, bytes] | None = None,
     keep_bytes: int = 0,
     found: PageRuns | None = None,
+    read_member: Callable[[int], int] | None = None,
 ) -> StorageCeiling:
     """Read files in shuffled order with ``concurrency`` readers: bandwidth, files/s, latency.
+    ``read_member``: each item is one sample's member of the file ``paths[i]`` (an archive's), read
+    by this as its dataset's library reads it, in the order given: a completion is a sample, and
+    a file's pages are evicted before, not after each (a member shares pages with its neighbours).
 
     ``keep``: filled with the bytes of the first files read, up to ``keep_bytes`` (a copy in
     memory for the decode ceiling, made from the same cold reads instead of reading them again).
@@ -431,7 +435,8 @@ def probe_storage(
     STORAGE_PROBE_MIN_FILES), or after ``max_seconds``.
     """
     order = list(range(len(paths)))
-    random.Random(seed).shuffle(order)
+    if read_member is None:  # members come in a random order already
+        random.Random(seed).shuffle(order)
     order = order[:max_files] if max_files is not None else order
     if blobs is not None:
         cache = CacheInfo(
@@ -439,11 +444,13 @@ def probe_storage(
         )
         readers = _Readers(order, lambda i: len(read_blob(blobs[i], emulated)), clock)
     else:
-        cache = prepare([paths[i] for i in order], regime, fs, found)
+        cache = prepare(list(dict.fromkeys(paths[i] for i in order)), regime, fs, found)
         lock = threading.Lock()
         stop = threading.Event()
 
         def read(i: int) -> int:
+            if read_member is not None:
+                return read_member(i)
             if emulated is not None:
                 data = read_file(paths[i], emulated, cache.evict_after_read)
                 return len(data)
@@ -471,7 +478,8 @@ def probe_storage(
         after=mount.snapshot(),
         emulated=emulated is not None and blobs is not None,
     )
-    return _ceiling(readers, concurrency, cache, fetched, read_bytes, stopped_by, emulated)
+    ceiling = _ceiling(readers, concurrency, cache, fetched, read_bytes, stopped_by, emulated)
+    return replace(ceiling, by_member=True, latency_kind="a member") if read_member is not None else ceiling
 
 
 def _ceiling(

@@ -652,6 +652,7 @@ def _probe_storage(
             bytes_per_sample=per_sample if source.urls or not source.file_a_sample else None,
             keep=keep,
             found=found,
+            in_order=settings.get("sampler") == "SequentialSampler",
         )
     except OSError as e:
         return [], f"the storage was not read alone: {source.where} could not be read ({e})"

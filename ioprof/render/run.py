@@ -271,20 +271,26 @@ def _threads_serve(x: ThreadsAgainstProcesses, dc: DatasetCeilings, result: Swee
 
 def _storage_alone(s: StorageCeiling, shared: str) -> str:
     """One sentence: the source read alone — files cold, or streams (shards, objects) over the network."""
-    what = (
-        f"{s.files} of the items it reads, streamed from {s.where} (every byte crosses the network)"
-        if s.where
-        else f"a sample of {s.files} of the files it lists, read cold"
-    )
+    if s.where:
+        what = f"{s.files} of the items it reads, streamed from {s.where} (every byte crosses the network)"
+    elif s.by_member:
+        what = (
+            f"{s.files} of its samples, each read cold at its place in its archive, in a random order (as a "
+            "random sampler asks for them)"
+        )
+    else:
+        what = f"a sample of {s.files} of the files it lists, read cold"
     rate_line = (
-        f"{rate_ci(s.file_rate())} img/s at {s.bytes_per_sample / 1e3:,.1f} kB a sample"
-        if s.bytes_per_sample
+        f"{rate_ci(s.file_rate())} img/s at {s.sample_bytes() / 1e3:,.1f} kB a sample"
+        if s.bytes_per_sample or s.by_member
         else f"{rate_ci(s.file_rate())} files/s"
     )
     return (
         f"**Storage**: {what}, at {s.concurrency} reader(s){shared}: {rate_ci(s.bandwidth())} MB/s, {rate_line}, "
         f"latency ({s.latency_kind}) p50 {s.latency_p50_s * 1e3:,.2f} ms, p99 {s.latency_p99_s * 1e3:,.2f} ms; "
-        f"fetched {mb(s.fetched.bytes) if s.fetched.bytes is not None else '?'} ({s.fetched.method})."
+        f"fetched {mb(s.fetched.bytes) if s.fetched.bytes is not None else '?'} ({s.fetched.method})"
+        + (f" for the {mb(s.bytes)} its samples hold" if s.by_member else "")
+        + "."
         + (f" {words.first_up(cut)}." if (cut := words.transient_cut([s])) else "")
     )
 

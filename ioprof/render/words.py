@@ -557,7 +557,7 @@ def transient_cut(storage: Sequence[StorageCeiling]) -> str:
     cut = [s for s in storage if s.warmup]
     if not cut:
         return ""
-    unit = "chunks" if cut[0].latency_kind == "first byte" else "files"
+    unit = "chunks" if cut[0].latency_kind == "first byte" else "samples" if cut[0].by_member else "files"
     return (
         f"the rates leave out the first reads, which came as a start-up transient unlike the rest ({TRANSIENT_WHY}) "
         "and are counted as fetched all the same: "

@@ -102,17 +102,34 @@ def read_alone(
     bytes_per_sample: float | None = None,
     keep: dict[str, bytes] | None = None,
     found: PageRuns | None = None,
+    in_order: bool = False,
 ) -> StorageCeiling:
     """The source read alone at ``readers`` concurrent readers: files cold (evicted, verified),
-    URLs streamed whole (every byte crosses the network). ``keep``: filled with the first loose
-    files read (what a copy in memory needs), so that they are not read twice. ``found``: filled
-    with the pages of the files that the page cache held when they were evicted (to read back)."""
-    count = min(len(source.items), max(READ_ALONE_ITEMS, READ_ALONE_ITEMS_PER_READER * readers))
+    URLs streamed whole (every byte crosses the network), and the samples of a source read by
+    member (an archive's) each at its place, in a random order — unless the loader asks for them
+    ``in_order`` (a sequential sampler), which reads its files through, as whole files are read.
+    ``keep``: filled with the first loose files read (what a copy in memory needs), so that they
+    are not read twice. ``found``: filled with the pages of the files that the page cache held when
+    they were evicted (to read back)."""
+    at_least = max(READ_ALONE_ITEMS, READ_ALONE_ITEMS_PER_READER * readers)
+    count = min(len(source.items), at_least)
     sample = random.Random(0).sample(list(source.items), count)
     if source.root:
         from ioprof.host.pagecache import filesystem_of
         from ioprof.measure.storage import probe_storage
 
+        if source.members and not in_order:
+            taken = source.members[:at_least]
+            with archive.MemberReads() as read:
+                return probe_storage(
+                    [path for path, _, _ in taken],
+                    readers,
+                    filesystem_of(taken[0][0]),
+                    max_seconds=max_seconds,
+                    root=source.root,
+                    found=found,
+                    read_member=lambda i: read(*taken[i]),
+                )
         ceiling = probe_storage(
             sample,
             readers,

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from ioprof.sources.memory import MemoryView
 
 ITEMS_LISTED = 100_000  # a source lists at most this many of its files or URLs
+MEMBERS_SAMPLED = 4096  # and of the samples it reads at their place in a file of many, this many
 
 
 def spread(n: int, limit: int) -> Sequence[int]:
@@ -34,7 +35,10 @@ class Source:
     handed through pipes and TLS sockets: a ``pipe:`` command's output). ``file_a_sample``: each
     item is the file of one sample (an image a file), not a file of many (a shard, an Arrow file):
     read alone, a file a second is a sample a second (what files of many samples hold, where they
-    say it themselves: ``sources.samples_of``).
+    say it themselves: ``sources.samples_of``). ``members``: where a dataset reads each sample at
+    its own place in a file of many (an archive's members, read one by one), a random sample of
+    them as (file, offset, bytes): read alone in a random order, as a random sampler asks for them,
+    not whole.
     """
 
     kind: str
@@ -48,6 +52,7 @@ class Source:
     # the samples its items hold in all, where the dataset says it without a read (an archive
     # reader's list of members; a streamed dataset's are counted later: ``sources.samples_of``)
     samples: int | None = None
+    members: tuple[tuple[str, int, int], ...] = ()  # at most ``MEMBERS_SAMPLED``, in random order
 
     @property
     def urls(self) -> bool:

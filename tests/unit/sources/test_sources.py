@@ -9,6 +9,7 @@ import io
 import os
 import subprocess
 import sys
+import tarfile
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -685,7 +686,6 @@ def test_a_hugging_face_streaming_dataset_reads_its_data_files_and_is_not_copied
 
 def _image_tar(small_set: Path, path: Path) -> list[tuple[str, bytes]]:
     """The small set's JPEGs in one tar, each under its class folder: (member name, bytes)."""
-    import tarfile
 
     members = [(f"{p.parent.name}/{p.name}", p.read_bytes()) for p in sorted(small_set.rglob("*.jpg"))]
     with tarfile.open(path, "w") as tar:
@@ -740,3 +740,60 @@ def test_timms_tar_reader_is_read_by_archive_and_copied_by_member(small_set: Pat
         assert sum(1 for _ in loader) == view.files
     finally:
         view.close()
+
+
+def _tar_of(path: Path, members: list[tuple[str, bytes]]) -> None:
+    with tarfile.open(path, "w") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+@pytest.mark.parametrize("layout", ["a tar", "a folder of tars", "a tar of tars"])
+def test_an_archives_samples_are_read_alone_member_by_member_at_their_offsets(
+    small_set: Path, tmp_path: Path, layout: str
+) -> None:
+    """timm's tar reader, in each of its layouts: what it reads of a sample is that member's bytes,
+    at its offset in the file (within a tar within a tar, at the inner tar's plus its own). Read
+    alone, the storage is read so — each sample's bytes at its place, as a random sampler asks for
+    them — and a completion is a sample."""
+    pytest.importorskip("timm", reason="timm is not installed (pip install -e '.[test]')")
+    from timm.data import ImageDataset
+    from timm.data.readers.reader_image_in_tar import ReaderImageInTar
+
+    images = {p: p.read_bytes() for p in sorted(small_set.rglob("*.jpg"))}
+    by_class: dict[str, list[tuple[str, bytes]]] = {}
+    for p, data in images.items():
+        by_class.setdefault(p.parent.name, []).append((f"{p.parent.name}/{p.name}", data))
+    root = tmp_path / "data"
+    root.mkdir()
+    if layout == "a tar":
+        _tar_of(root / "train.tar", [m for ms in by_class.values() for m in ms])
+        root = root / "train.tar"
+    else:
+        for name, ms in by_class.items():
+            _tar_of(tmp_path / f"{name}.tar", [(n.split("/")[1], d) for n, d in ms])
+        if layout == "a folder of tars":
+            for name in by_class:
+                (tmp_path / f"{name}.tar").rename(root / f"{name}.tar")
+        else:
+            _tar_of(
+                root / "train.tar", [(f"{n}.tar", (tmp_path / f"{n}.tar").read_bytes()) for n in by_class]
+            )
+            root = root / "train.tar"
+    source = sources.find(ImageDataset(str(root), reader=ReaderImageInTar(str(root))))
+    assert source is not None and source.kind == "archive", source
+    assert len(source.members) == len(images) == len({(p, o) for p, o, _ in source.members})
+    contents = set(images.values())
+    for path, offset, size in source.members:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            assert f.read(size) in contents, (path, offset, size)
+    s = sources.read_alone(source, 2, max_seconds=30)
+    assert s.by_member and 0 < s.files <= len(images) and s.latency_kind == "a member"
+    sizes = {len(d) for d in contents}
+    assert all(b in sizes for b in s.completed_bytes) and s.bytes == sum(s.completed_bytes)
+    assert s.img_per_s == pytest.approx(s.files_per_s)
+    whole = sources.read_alone(source, 2, max_seconds=30, in_order=True)  # a sequential sampler's
+    assert not whole.by_member and whole.files == len(source.items)
