@@ -123,6 +123,67 @@ def test_whatif_credits_the_storage_move_to_the_storage(mount: netfs.NetMount, t
     assert "read from; cache" in report and "cold, verified" in report and "(the storage move)" in report
 
 
+def test_a_tar_read_by_member_at_random_is_read_alone_as_timms_loader_reads_it(
+    mount: netfs.NetMount, tmp_path: Path, figure: Callable[[str], None]
+) -> None:
+    """timm's tar reader over the link, shuffled: each worker keeps the archive open and reads one
+    member at a time at its offset, and the kernel reads ahead around each. The truth is that
+    loader itself, its images' bytes taken (``load_bytes``: no decode) by 2 workers, and the bytes
+    the link carried for it: the storage read alone by member at 2 readers gets its samples/s and
+    draws as many bytes of the link for each — the archive read through would promise more."""
+    pytest.importorskip("timm", reason="timm is not installed (pip install -e '.[test]')")
+    import tarfile
+
+    import torch
+    from timm.data import ImageDataset
+    from timm.data.readers.reader_image_in_tar import ReaderImageInTar
+
+    from ioprof import sources
+
+    images = sorted((mount.export / "data").rglob("*.jpg"))
+    (mount.export / "archive").mkdir(exist_ok=True)
+    with tarfile.open(mount.export / "archive" / "train.tar", "w") as tar:  # on the server's disk
+        for copy in range(4):  # long enough a read for the link's pace, not its burst
+            for image in images:
+                tar.add(image, arcname=f"{image.parent.name}/{copy}-{image.name}")
+    archive = str(mount.mountpoint / "archive" / "train.tar")
+    link = mount.link_bytes()
+
+    def dataset() -> ImageDataset:
+        return ImageDataset(archive, reader=ReaderImageInTar(archive), load_bytes=True)
+
+    # timed from its first sample (its workers' start left out), over as many samples as the storage
+    # read alone takes: what the kernel read ahead past a member serves a later one more often over
+    # the whole archive than over a part of it
+    loader = torch.utils.data.DataLoader(dataset(), batch_size=None, shuffle=True, num_workers=2)
+    got, t0, carried = 0, 0.0, 0
+    for got, (data, _) in enumerate(loader, 1):
+        if got == 1:
+            t0, carried = time.perf_counter(), link()
+        assert data[:2] == b"\xff\xd8"
+        if got == sources.READ_ALONE_ITEMS:
+            break
+    loader_rate = (got - 1) / (time.perf_counter() - t0)
+    loader_per_sample = (link() - carried) / (got - 1)
+
+    source = sources.find(dataset())
+    assert source is not None and source.members, source
+    before = link()
+    s = sources.read_alone(source, 2, max_seconds=60)
+    alone_per_sample = (link() - before) / s.files
+    whole = sources.read_alone(source, 2, max_seconds=60, in_order=True)
+    whole_rate = whole.read_mb_per_s * 1e6 / (s.bytes / s.files)  # what the archive's bandwidth promised
+    figure(
+        f"timm's tar reader over sshfs at {mount.rate_mbit} Mbit/s, 2 workers, shuffled: {loader_rate:.1f} samples/s, "
+        f"the link carrying {loader_per_sample / 1e3:.1f} kB a sample; ioprof reading members alone "
+        f"{s.img_per_s:.1f} samples/s, {alone_per_sample / 1e3:.1f} kB a sample of the link; the archive read "
+        f"through {whole.read_mb_per_s:.2f} MB/s, {whole_rate:.1f} samples/s at {s.bytes / s.files / 1e3:.1f} kB"
+    )
+    assert s.by_member and s.files == 200
+    assert s.img_per_s == pytest.approx(loader_rate, rel=0.25)
+    assert alone_per_sample == pytest.approx(loader_per_sample, rel=0.25)
+
+
 def test_data_on_a_slow_network_filesystem_is_storage_bound_and_a_mount_that_vanishes_is_one_line(
     mount: netfs.NetMount, tmp_path: Path, figure: Callable[[str], None]
 ) -> None:

@@ -62,8 +62,12 @@ class SlowDisk:
 
 
 @contextmanager
-def slow_disk(workdir: Path, read_bytes_per_s: int, size_mb: int = 96) -> Iterator[SlowDisk]:
-    """A mounted, read-throttled loop filesystem; everything is undone on exit."""
+def slow_disk(
+    workdir: Path, read_bytes_per_s: int, size_mb: int = 96, read_iops: int | None = None
+) -> Iterator[SlowDisk]:
+    """A mounted, read-throttled loop filesystem; everything is undone on exit. ``read_iops``: its
+    reads held to that many a second as well (a cloud volume's IOPS cap: one random read of a few
+    kB costs as much of it as one of a readahead's 128 kB)."""
     image = workdir / "slowdisk.img"
     mnt = workdir / "slowdisk"
     mnt.mkdir()
@@ -83,12 +87,15 @@ def slow_disk(workdir: Path, read_bytes_per_s: int, size_mb: int = 96) -> Iterat
             cgroup = CGROUP_V1_BLKIO / name
             cgroup.mkdir()
             (cgroup / "blkio.throttle.read_bps_device").write_text(f"{majmin} {read_bytes_per_s}")
+            if read_iops is not None:
+                (cgroup / "blkio.throttle.read_iops_device").write_text(f"{majmin} {read_iops}")
         else:
             root = _v2_root()
             assert root is not None
             cgroup = root / name
             cgroup.mkdir()
-            (cgroup / "io.max").write_text(f"{majmin} rbps={read_bytes_per_s}")
+            iops = f" riops={read_iops}" if read_iops is not None else ""
+            (cgroup / "io.max").write_text(f"{majmin} rbps={read_bytes_per_s}{iops}")
         yield SlowDisk(mnt, device, read_bytes_per_s, cgroup / "cgroup.procs")
     finally:
         if mounted:
