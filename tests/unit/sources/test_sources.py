@@ -686,13 +686,8 @@ def test_a_hugging_face_streaming_dataset_reads_its_data_files_and_is_not_copied
 
 def _image_tar(small_set: Path, path: Path) -> list[tuple[str, bytes]]:
     """The small set's JPEGs in one tar, each under its class folder: (member name, bytes)."""
-
     members = [(f"{p.parent.name}/{p.name}", p.read_bytes()) for p in sorted(small_set.rglob("*.jpg"))]
-    with tarfile.open(path, "w") as tar:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+    _tar_of(path, members)
     return members
 
 
@@ -743,6 +738,7 @@ def test_timms_tar_reader_is_read_by_archive_and_copied_by_member(small_set: Pat
 
 
 def _tar_of(path: Path, members: list[tuple[str, bytes]]) -> None:
+    """A tar at ``path`` of ``members``: (name, bytes)."""
     with tarfile.open(path, "w") as tar:
         for name, data in members:
             info = tarfile.TarInfo(name)
