@@ -395,7 +395,6 @@ def advise(
         fix_first=fix,
         demand_img_per_s=demand,
         cores_usable=cores_usable,
-        mean_file_bytes=info.mean_file_bytes,
         files_known=info.files is not None and info.total_bytes is not None,
         network_storage=info.fs_kind in ("network", "fuse"),
         object_store=info.object_store,
@@ -481,8 +480,8 @@ def _storage_advice(
     info: DatasetInfo, ceilings: DatasetCeilings | None, demand: float | None
 ) -> dict[str, Any]:
     """Storage bandwidth needed against the best measured (cold) figure, and whether more
-    concurrent readers help (per-file latency) or not (bandwidth)."""
-    need_mb = (demand or 0.0) * info.mean_file_bytes / 1e6 if info.mean_file_bytes is not None else None
+    concurrent readers help (per-file latency) or not (bandwidth). The need is in the bytes the
+    storage figure counts for a sample, so that the two compare."""
     measured = [
         s
         for s in (ceilings.storage if ceilings else ())
@@ -490,6 +489,10 @@ def _storage_advice(
     ]
     counted = [s for s in measured if not s.samples_unknown]  # an img/s only where a read's samples are known
     best = max(counted, key=lambda s: s.img_per_s) if counted else None
+    # a sample read alone at its place in an archive takes its own bytes, not its share of the
+    # archive (headers, padding, members it does not read)
+    per_sample = best.sample_bytes() if best is not None and best.by_member else info.mean_file_bytes
+    need_mb = (demand or 0.0) * per_sample / 1e6 if per_sample is not None else None
     by_readers = sorted(measured, key=lambda s: s.concurrency)
     scales = None
     if len(by_readers) >= 2 and by_readers[0].img_per_s > 0:
@@ -501,6 +504,7 @@ def _storage_advice(
     low_mb = band.low if band is not None and band.known else best_mb
     return {
         "storage_mb_per_s_needed": need_mb,
+        "mean_file_bytes": per_sample,
         "storage_mb_per_s_measured": best_mb,
         "storage_img_per_s_best": best.img_per_s if best else None,
         "storage_best_readers": best.concurrency if best else None,

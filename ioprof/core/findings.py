@@ -98,7 +98,9 @@ class Advice:
     cores_suffice: bool
     decode_shortfall: float | None  # best decode ceiling / demand, when below 1
     # storage
-    mean_file_bytes: float | None  # None: what the dataset reads per image is not known
+    # the bytes a sample's read takes (an archive's member: its own, not its share of the archive);
+    # None: what the dataset reads per image is not known
+    mean_file_bytes: float | None
     storage_mb_per_s_needed: float | None
     storage_mb_per_s_measured: float | None  # best real (or emulated) cold figure
     storage_img_per_s_best: float | None

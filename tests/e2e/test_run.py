@@ -523,6 +523,11 @@ def test_timms_train_script_on_a_tar_of_images_reads_the_archive_and_decodes_its
         assert storage["fetched"]["bytes"] >= storage["bytes"], storage["fetched"]
     (info,) = [d for d in r["datasets"] if d["label"] == train["key"]]
     assert (info["files"], info["total_bytes"], info["samples"]) == (1, archive.stat().st_size, 320)
+    # what a sample's read draws is its member's bytes, as the storage figure counts them, not its
+    # share of the archive (headers, padding)
+    advice = next(a for a in r["analysis"]["advice"] if a["dataset"] == train["key"])
+    assert advice["mean_file_bytes"] == pytest.approx(storage["bytes"] / storage["files"])
+    assert advice["mean_file_bytes"] < info["total_bytes"] / info["samples"]
     report = (tmp_path / "o" / "report.md").read_text()
     assert "does not say what it reads" not in report and "packed into one tar" in report
 

@@ -346,6 +346,27 @@ def test_storage_headroom_is_claimed_only_where_the_storage_figures_interval_hol
     assert f"storage delivers 150{fmt.plus_minus(i)} MB/s cold" in text, text
 
 
+def test_an_archives_samples_read_alone_are_weighed_by_their_own_bytes_not_the_archives_share() -> None:
+    """A tar of 10 kB images whose headers and padding make 13 kB of archive a sample, read
+    member by member at 1,000 samples/s (10 MB/s): training at 800 img/s needs 960 with headroom,
+    which the storage gives. Weighed by the archive's share, 800 × 13 kB × 1.2 = 12.5 MB/s would
+    have called it short; a member's read takes its 10 kB, and the need is said in them."""
+    from ioprof.render.words import advice as advice_words
+
+    member = replace(storage(2, 1000.0, mean_bytes=10_000.0), by_member=True)
+    archive = replace(dataset_info(mean_bytes=13_000.0, files=1), generated=False)
+    ceilings = DatasetCeilings("d", (decode("multiprocess", 4, 5000.0),), (member,))
+    a = advise(archive, [], compute(800.0), ceilings, cores_usable=8)
+    assert a.storage_suffices is True and a.mean_file_bytes == 10_000.0, a
+    text = " ".join(advice_words(a))
+    assert "would draw 8.00 MB/s from storage (10 kB an image)" in text, text
+    assert "storage delivers 10.0 ± 0.0 % MB/s cold, enough, with headroom" in text, text
+    # a loose file's read takes the file: the dataset's own mean stands
+    ceilings = replace(ceilings, storage=(replace(member, by_member=False),))
+    loose = advise(archive, [], compute(800.0), ceilings, cores_usable=8)
+    assert loose.mean_file_bytes == 13_000.0, loose
+
+
 def test_storage_limited_advice_names_storage_and_whether_readers_help() -> None:
     bandwidth = DatasetCeilings(
         "n", decode=(decode("multiprocess", 2, 900.0),), storage=(storage(1, 80.0), storage(2, 81.0))
