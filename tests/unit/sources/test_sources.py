@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import warnings
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -638,18 +639,31 @@ def _parquet_files(small_set: Path, out: Path, parts: int) -> list[str]:
 
 
 def test_a_hugging_face_streaming_dataset_reads_its_data_files_and_is_not_copied(
-    small_set: Path, tmp_path: Path
+    small_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Under its chain of shuffle, map and formatting, and held by a user's dataset: the Parquet
     files its builder streams, files of many samples; the images of a streamed image folder, one
     a sample. No copy in memory is made, and says why. Read alone without knowing how many samples
     a file holds, its storage is MB/s and files/s, no ceiling in img/s; told, it is one."""
     datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    import pyarrow.parquet as pq
+
     from ioprof.core.results import DatasetCeilings
+    from ioprof.observe.recorder import loader_settings
 
     parquet = _parquet_files(small_set, tmp_path / "pq", 3)
     hf = datasets.load_dataset("parquet", data_files=parquet, split="train", streaming=True)
     hf = hf.shuffle(seed=0, buffer_size=8).map(lambda row: row).with_format("torch")
+    # what is read off a loader as it starts, before its first batch, reads no file's footer
+    footers: list[str] = []
+    read_metadata = pq.read_metadata
+    monkeypatch.setattr(
+        pq, "read_metadata", lambda path, **kw: footers.append(path) or read_metadata(path, **kw)
+    )
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "This DataLoader will create")
+        settings = loader_settings(torch.utils.data.DataLoader(hf, batch_size=4, num_workers=2))
+    assert settings["source"] is not None and settings["source"].kind == "streamed" and footers == []
     for user in (hf, _Wraps(hf)):
         source = sources.find(user)
         assert source is not None and source.kind == "streamed", source
@@ -659,7 +673,7 @@ def test_a_hugging_face_streaming_dataset_reads_its_data_files_and_is_not_copied
         # found (a round trip each on a network filesystem): what a sample takes follows
         n = len(list(small_set.rglob("*.jpg")))
         per_sample = sum(os.path.getsize(p) for p in parquet) / n
-        assert sources.samples_of(source) == n
+        assert sources.samples_of(source) == n and sorted(footers) == parquet  # once: kept
         assert sources.bytes_per_sample(source) == pytest.approx(per_sample)
     assert "no copy of it can be made" in str(sources.in_memory(source, hf, workers=2))
 
