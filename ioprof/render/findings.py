@@ -9,7 +9,7 @@ from typing import Any
 from ioprof.core import findings as f
 from ioprof.core.config import worker_count
 from ioprof.core.thresholds import KERNEL_SPLIT_MIN_UNITS, TRAINING_EPOCHS_AT_MOST
-from ioprof.render.fmt import duration, mb, pct, rate, size
+from ioprof.render.fmt import counted, duration, mb, pct, rate, size
 
 
 def _oversubscribed(x: f.CoresOversubscribed) -> str:
@@ -44,7 +44,7 @@ def _out_of_data(x: f.WorkersOutOfData) -> str:
     seen = ""
     if x.seen_making is not None:
         seen = f" (the look inside saw {x.seen_making} process{'' if x.seen_making == 1 else 'es'} make them)"
-    shards = f"{x.shards} shard{'' if x.shards == 1 else 's'}" if x.shards is not None else ""
+    shards = counted(x.shards, "shard") if x.shards is not None else ""
     if x.shards is not None and x.shards < x.workers:
         why = (
             f"Its dataset deals {shards} out among its workers, fewer than them: an IterableDataset gives each worker "

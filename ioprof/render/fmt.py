@@ -63,6 +63,11 @@ def share_ci(i: Interval, digits: int = 1) -> str:
     return f"{pct(i.value, digits)} [{i.low * 100:.{digits}f}–{i.high * 100:.{digits}f}]"
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and its noun, plural unless one: ``1 shard``, ``3 shards``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def mb(x_bytes: float) -> str:
     return f"{x_bytes / 1e6:,.1f} MB"
 

@@ -11,7 +11,7 @@ from ioprof.core.results_run import ObservedLoader
 from ioprof.render import inside, words
 from ioprof.render import sweep as markdown
 from ioprof.render.findings import pickled
-from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, share_ci, size
+from ioprof.render.fmt import counted, duration, mb, pct, rate, rate_ci, share_ci, size
 from ioprof.render.mdtable import table
 
 
@@ -183,7 +183,7 @@ def _alone(dc: DatasetCeilings) -> list[str]:
         ]
         fed = next((d.fed for d in dc.decode if d.fed), None)
         dealt = (
-            f" Your dataset deals out {fed} shard{'' if fed == 1 else 's'} among the workers: a count above that "
+            f" Your dataset deals out {counted(fed, 'shard')} among the workers: a count above that "
             f"is read at {fed}, as many as have data — the rest would have nothing to make."
             if fed
             else ""

@@ -11,7 +11,7 @@ from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results_scale import RankCountResult, ScaleResult
 from ioprof.core.thresholds import MIN_BUSY_SHARE, SATURATED_SHARE
 from ioprof.render import words
-from ioprof.render.fmt import duration, pct, rate, rate_ci, share_ci
+from ioprof.render.fmt import counted, duration, pct, rate, rate_ci, share_ci
 from ioprof.render.mdtable import table
 from ioprof.render.plots import SCALE_PNG, plot_scale
 
@@ -33,7 +33,7 @@ STAGE_WORDS = {
 
 
 def _ranks(n: int) -> str:
-    return f"{n} rank{'s' if n != 1 else ''}"
+    return counted(n, "rank")
 
 
 def _limit_sentence(limit: Limit, count: RankCountResult | None, verdict: CountVerdict | None) -> str:
@@ -176,7 +176,7 @@ def _count_rows(result: ScaleResult, rc: RegimeConclusion) -> list[list[str]]:
         assert v.least_busy is not None
         fetched = count.fetched_mb_per_s()
         storage = (
-            f"{rate_ci(count.storage.bandwidth())} ({count.storage.concurrency} reader{'s' if count.storage.concurrency != 1 else ''})"
+            f"{rate_ci(count.storage.bandwidth())} ({counted(count.storage.concurrency, 'reader')})"
             if count.storage
             else (count.storage_error or "—")
         )

@@ -26,7 +26,7 @@ from ioprof.core.results_devices import DeviceCell
 from ioprof.core.results_scale import RankCountResult
 from ioprof.core.stats import MIN_BATCHES, Interval
 from ioprof.render.findings import finding, first_pass
-from ioprof.render.fmt import duration, mb, pct, rate, rate_ci, share_ci, size
+from ioprof.render.fmt import counted, duration, mb, pct, rate, rate_ci, share_ci, size
 
 PLACE_HINT = "`ioprof place --data PATH --candidates /local/nvme,/dev/shm`"
 
@@ -359,7 +359,7 @@ def _decode_fix(a: f.Advice) -> list[str]:
     )
     if a.decode_fed:
         out.append(
-            f"Your dataset deals out {a.decode_fed} shard{'' if a.decode_fed == 1 else 's'} among the workers, so "
+            f"Your dataset deals out {counted(a.decode_fed, 'shard')} among the workers, so "
             f"only {worker_count(a.decode_fed)} {'makes' if a.decode_fed == 1 else 'make'} batches: more workers "
             "need more shards first (at least "
             f"{math.ceil(a.workers_estimated or 0)}, one a worker)."
