@@ -172,6 +172,25 @@ def kernel_call(split: WaitSplit | None, input_bound: bool = True) -> KernelCall
     return "mixed"
 
 
+MEASURED_ALONE = ("storage", "decode")  # the input stages a probe measures alone
+
+
+def _ceilings_decide(
+    cell: CellResult, rates: dict[str, float], inputs: dict[str, float], spreads: dict[str, float]
+) -> bool:
+    """Whether the stages measured alone can name the one that held the loader back: where both
+    were measured (or the storage was found not involved: nothing fetched), the slower; where one
+    was not, the one that was only if it explains what the loader delivered — its ceiling's
+    interval reaches down to the loader's rate. A stage alone wholly faster than the loader was
+    does not say that the stage not measured was not the limit."""
+    if all(k in rates for k in MEASURED_ALONE):
+        return True
+    stage = min(inputs, key=lambda k: inputs[k])
+    low = inputs[stage] * (1.0 - spreads.get(stage, 0.0))
+    delivered = cell.throughput()
+    return low <= (delivered.high if delivered.known else cell.img_per_s)
+
+
 def cell_verdict(
     cell: CellResult,
     rates: dict[str, float],
@@ -193,7 +212,7 @@ def cell_verdict(
     bottleneck: Bottleneck
     if between[1] == "not":
         bottleneck = "compute"
-    elif inputs:
+    elif inputs and _ceilings_decide(cell, rates, inputs, spreads or {}):
         bottleneck, decided_by = cast(Bottleneck, min(inputs, key=lambda k: inputs[k])), "ceilings"
     elif call in WaitSplit.STAGE:
         bottleneck, decided_by = WaitSplit.STAGE[call], "kernel"

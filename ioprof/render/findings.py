@@ -341,8 +341,9 @@ KERNEL_SPLIT_NOTE = (
     "on a CPU (its thread and its process's other threads), runnable but waiting for a core (run-queue "
     "delay), or off-CPU — blocked reading its source (disk, network, a pipe) or on a lock. This needs no "
     "knowledge of the dataset; for an input-bound loader it decides the stage where no stage was measured "
-    "alone (off-CPU: storage; on a CPU or waiting for one: decode) and checks the stage ceilings where "
-    "they were. A part decides only when its interval lies above the others'."
+    "alone, or where only one was and it runs wholly faster than the loader delivered (off-CPU: storage; "
+    "on a CPU or waiting for one: decode), and checks the stage ceilings where they decide. A part "
+    "decides only when its interval lies above the others'."
 )
 
 

@@ -192,6 +192,30 @@ def test_verdict_decode_and_compute() -> None:
     assert (v.bottleneck, v.input_bound) == ("compute", "not")
 
 
+def test_a_stage_measured_alone_blames_itself_only_where_it_explains_what_the_loader_delivered() -> None:
+    """A loader that made 80 img/s, highly input-bound, its decode not measured alone (a streamed
+    dataset: no copy in memory). Its storage read alone gives 5,000 img/s: wholly faster than the
+    loader was, so it cannot say the decode was not the limit — the kernel's split, which saw the
+    producer on a CPU, names decode; with no split, undetermined. A storage of 80 img/s explains
+    the loader's rate: it decides. Both measured, the slower decides, as ever."""
+    from ioprof.core.results import WaitSplit
+
+    c = cell(wait=0.05, step=0.05, jitter=0.001, steps=20)  # 80 img/s, half of it waiting
+    on_cpu = WaitSplit(c.wait_s, tuple(0.9 * w for w in c.wait_s), (0.0,) * 20, (0.0,) * 20, "worker", 20)
+    fast_storage = {"compute": 1000.0, "storage": 5000.0}
+    v = cell_verdict(replace(c, wait_split=on_cpu), fast_storage, compute_async=False)
+    assert (v.bottleneck, v.decided_by, v.input_bound) == ("decode", "kernel", "highly"), v
+    v = cell_verdict(c, fast_storage, compute_async=False)
+    assert (v.bottleneck, v.decided_by) == ("undetermined", ""), v
+    v = cell_verdict(replace(c, wait_split=on_cpu), {"compute": 1000.0, "storage": 80.0}, compute_async=False)
+    assert (v.bottleneck, v.decided_by) == ("storage", "ceilings"), v
+    # a spread that reaches down to the loader's rate explains it
+    v = cell_verdict(c, fast_storage, compute_async=False, spreads={"storage": 0.99})
+    assert (v.bottleneck, v.decided_by) == ("storage", "ceilings"), v
+    v = cell_verdict(replace(c, wait_split=on_cpu), {**fast_storage, "decode": 900.0}, compute_async=False)
+    assert (v.bottleneck, v.decided_by) == ("decode", "ceilings"), v
+
+
 def test_input_bound_without_any_input_ceiling_is_undetermined_not_compute() -> None:
     # the decode probe failed for this setting and storage was served from the page cache
     v = cell_verdict(
