@@ -561,6 +561,49 @@ def test_timms_train_script_on_a_hugging_face_folder_reads_the_images_its_rows_n
 
 
 @pytest.mark.slow
+def test_a_streamed_dataset_whose_workers_decode_is_not_blamed_on_its_storage(tmp_path: Path) -> None:
+    """A Hugging Face streaming dataset of a folder of large JPEGs (2048x1536, cropped to 32 px),
+    read cold by two workers that decode them: the decode is the limit. A streamed dataset has no
+    copy in memory, so its decode is not measured alone; its storage, read alone, is far faster
+    than the loader was. That storage does not explain the loader's rate and is not blamed: the
+    kernel's split of the waits decides — its workers on a CPU or waiting for one: decode —, or
+    nothing does."""
+    pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    from ioprof.host.pagecache import evict
+
+    generate(DatasetSpec(2048, 1536, 128, seed=0), tmp_path / "images")
+    evict(p for p in (tmp_path / "images").rglob("*.jpg"))  # its window reads them from the disk
+    out = tmp_path / "o"
+    p = _script_run(
+        out,
+        "train_hf.py",
+        "--streaming",
+        str(tmp_path / "images"),
+        *"--crop 32 -j 2 -b 8 --epochs 1 -a squeezenet1_1".split(),
+        steps=10,
+        probe_s=3,
+        env={"HF_DATASETS_CACHE": str(tmp_path / "hf-cache")},
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    r = json.loads((out / "results.json").read_text())
+    (train,) = r["loaders"]
+    cell = next(c for c in r["cells"] if c["dataset"] == train["key"])
+    v = cell["verdict"]
+    assert v["input_bound"] == "highly", v  # 2048x1536 JPEGs decoded for a 32 px crop
+    (ceilings,) = [c for c in r["ceilings"] if c["dataset"] == train["key"]]
+    assert ceilings["decode"] == [], ceilings  # no copy in memory: not measured alone
+    (storage,) = ceilings["storage"]
+    assert v["storage_miss_ratio"] and v["storage_miss_ratio"] > 0.5, v  # it read from the disk
+    # the premise: the storage alone was wholly faster than the loader delivered
+    assert storage["img_per_s_low"] > cell["img_per_s_high"], (storage, cell["img_per_s_high"])
+    assert v["bottleneck"] != "storage" and v["decided_by"] != "ceilings", v
+    decode_call = v["kernel_call"] in ("cpu", "cores")
+    assert (v["bottleneck"], v["decided_by"]) == (
+        ("decode", "kernel") if decode_call else ("undetermined", "")
+    ), v
+
+
+@pytest.mark.slow
 def test_a_streamed_hugging_face_dataset_of_one_shard_runs_on_one_worker(tmp_path: Path) -> None:
     """A Hugging Face streaming dataset of one Parquet file (``num_shards`` 1) read by two workers:
     the library stops the second ("Too many dataloader workers"), torch hears its StopIteration,
