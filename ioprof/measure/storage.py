@@ -320,6 +320,7 @@ class _Readers:
         self.completed_bytes: list[int] = []
         self.latencies: list[float] = []
         self.failed = 0
+        self.last_error: OSError | None = None
         self.lost: OSError | None = None
         self.started = 0.0
 
@@ -335,6 +336,7 @@ class _Readers:
             except OSError as e:  # broken link, permission, vanished: counted, not fatal
                 with self._lock:
                     self.failed += 1
+                    self.last_error = e
                     if e.errno in STORAGE_LOST_ERRNOS:
                         self.lost = e
                 continue
@@ -469,6 +471,10 @@ def probe_storage(
     read_bytes = me.io_counters().read_bytes - io_before.read_bytes
     if readers.lost is not None:
         check_storage(root or os.path.dirname(paths[order[0]]), fs, readers.lost)
+    if not readers.completed_s and readers.last_error is not None:  # nothing read: no figure
+        raise OSError(
+            f"none of the {readers.failed} items tried could be read; the last: {readers.last_error}"
+        )
     fetched = decide(
         fs,
         cache,

@@ -176,6 +176,17 @@ def test_unreadable_files_are_skipped_and_counted(blob_files: list[str], tmp_pat
     assert s.unreadable_files == 1 and s.files == 40 and len(s.latency_s) == 40
 
 
+def test_a_storage_of_which_nothing_could_be_read_is_no_figure_but_one_line(tmp_path: Path) -> None:
+    """Every file gone since it was listed, on a folder still there: not a rate of nothing (it
+    raised deep in the interval's arithmetic), but an OSError that says so, with the last reason."""
+    broken = []
+    for k in range(3):
+        (tmp_path / f"{k}.bin").symlink_to(tmp_path / f"gone-{k}.bin")
+        broken.append(str(tmp_path / f"{k}.bin"))
+    with pytest.raises(OSError, match=r"none of the 3 items tried could be read; the last: .*No such file"):
+        probe_storage(broken, 2, filesystem_of(str(tmp_path)), regime="warm")
+
+
 def test_a_reachable_folder_is_not_lost_storage(tmp_path: Path) -> None:
     fs = filesystem_of(tmp_path)
     check_storage(str(tmp_path), fs, OSError(errno.EIO, "I/O error"))  # one bad file: no error
