@@ -126,9 +126,10 @@ def stages_undetermined(result: SweepResult) -> list[Finding]:
 
 
 def storage_high_mb_per_s(result: SweepResult, dataset: str) -> float | None:
-    """The upper end of the interval of the fastest real storage ceiling measured under a dataset."""
+    """The upper end of the interval of the fastest real storage ceiling measured under a dataset,
+    in the bytes its counter saw fetched."""
     highs = [
-        s.bandwidth().high if s.bandwidth().known else s.read_mb_per_s
+        s.fetched_bandwidth().high if s.fetched_bandwidth().known else s.fetched_bandwidth().value
         for dc in result.ceilings
         if dc.dataset == dataset
         for s in dc.storage
@@ -203,14 +204,14 @@ def storage_left_idle(result: SweepResult) -> list[Finding]:
         alone = _read_alone(result, c)
         if bandwidth is None or not bandwidth.known or alone is None:
             continue
-        storage = alone.bandwidth().centered_on(alone.read_mb_per_s)
+        storage = alone.fetched_bandwidth()  # as the counters saw both: fetched against fetched
         if storage.known and bandwidth.high < storage.low * (1 - FETCHED_VS_STORAGE_TOLERANCE):
             rows.setdefault(c.dataset, []).append(
                 (
                     c.setting.label,
                     bandwidth.value,
                     bandwidth.high,
-                    alone.read_mb_per_s,
+                    storage.value,
                     storage.low,
                     alone.concurrency,
                     _reads_in_flight(c),

@@ -330,6 +330,17 @@ class StorageCeiling:
             self.looks,
         )
 
+    def fetched_bandwidth(self) -> Interval:
+        """MB/s the storage delivered as its counter saw it (``bandwidth`` × the bytes fetched per
+        byte read): what a loader's own fetched figure compares with. A member read at its place in
+        an archive fetches more than it reads (the readahead around it); a whole file, what it reads."""
+        band = self.bandwidth().centered_on(self.read_mb_per_s)
+        fetched = self.fetched.bytes
+        if fetched is None or self.bytes <= 0 or self.fetched.method == "unknown":
+            return band
+        k = fetched / self.bytes
+        return Interval(band.value * k, band.low * k, band.high * k, band.batches)
+
     def file_rate(self) -> Interval:
         """img/s it can feed with its 95 % interval: files/s (one image a file), or for items of
         many samples (shards) its bandwidth ÷ the bytes of a sample."""

@@ -630,6 +630,34 @@ def test_fetched_just_above_a_tight_storage_interval_is_not_called_another_reade
     assert len(with_fetched(0.3, segment_spread=0.02)) == 1
 
 
+def test_a_loaders_fetched_bytes_are_held_against_what_the_storage_fetched_read_alone() -> None:
+    """Members of an archive read alone at their places fetch more than they hold (the readahead
+    around each): 500 MB/s of members, 1,000 MB/s off the device. A loader reading them so fetches
+    as much; its counter at 650 MB/s is the storage's own doing, not another reader's, and a
+    counter above the 1,000 is. The storage's figure stays the members' 500 MB/s."""
+    from ioprof.conclude.sweep import conclude
+    from ioprof.core.counts import Fetched
+
+    base = cell(workers=4, wait=0.05, step=0.01, steps=20)
+    result = sweep_result(())
+    (ceilings,) = result.ceilings
+    by_member = [
+        replace(s, by_member=True, fetched=Fetched(2 * s.bytes, "block-io")) for s in ceilings.storage
+    ]
+    result = replace(result, ceilings=(replace(ceilings, storage=tuple(by_member)),))
+
+    def above(mb_per_s: float) -> list[f.Finding]:
+        got = replace(base, fetched=replace(base.fetched, bytes=int(mb_per_s * 1e6 * base.byte_window_s)))
+        analysis = conclude(replace(result, cells=(got,))).analysis
+        assert analysis is not None
+        return [x for x in analysis.findings if isinstance(x, f.FetchedAboveStorage)]
+
+    assert above(650.0) == []
+    (found,) = above(1300.0)
+    assert isinstance(found, f.FetchedAboveStorage) and found.storage_high_mb_per_s == pytest.approx(1000.0)
+    assert by_member[-1].read_mb_per_s == pytest.approx(500.0)
+
+
 def test_a_multiprocess_gain_beyond_the_serial_loaders_wait_is_said_to_be_the_steps() -> None:
     """A loader can at best remove the serial loader's wait for data: from 2 % of the time, at most
     1.02×. The default sweep on this machine (compute-bound, ResNet-50 on 2 cores) measured 8
