@@ -471,10 +471,6 @@ def probe_storage(
     read_bytes = me.io_counters().read_bytes - io_before.read_bytes
     if readers.lost is not None:
         check_storage(root or os.path.dirname(paths[order[0]]), fs, readers.lost)
-    if not readers.completed_s and readers.last_error is not None:  # nothing read: no figure
-        raise OSError(
-            f"none of the {readers.failed} items tried could be read; the last: {readers.last_error}"
-        )
     fetched = decide(
         fs,
         cache,
@@ -497,6 +493,10 @@ def _ceiling(
     stopped_by: str,
     emulated: EmulatedStorage | None,
 ) -> StorageCeiling:
+    if not readers.completed_s and readers.last_error is not None:  # nothing read: no figure
+        raise OSError(
+            f"none of the {readers.failed} items tried could be read; the last: {readers.last_error}"
+        )
     # the last read's completion ends the measurement (not the moment the readers were joined);
     # the rates count the reads after the start-up transient
     elapsed = max(max(readers.completed_s, default=0.0), 1e-9)
