@@ -500,6 +500,7 @@ class Watcher:
         t0 = time.perf_counter()
         from ioprof.observe.probe import probe_pipeline
 
+        _zips_held(rec)
         self.probes = probe_pipeline(
             loader,
             rec.settings,
@@ -651,3 +652,16 @@ class CudaMarks:
 
     def seconds(self, start: Any, end: Any) -> float:
         return max(0.0, float(start.elapsed_time(end)) / 1e3)
+
+
+def _zips_held(rec: LoaderRecorder) -> None:
+    """A dataset that says nothing of what it reads, whose workers held zip archives open all
+    along: its source is those archives, read by member in the probe, where their images are as
+    many as its samples (their central directories read now, in the probe's pause)."""
+    if rec.settings["source"] is not None or not rec.opened or not rec.opened_held:
+        return
+    from ioprof import sources
+
+    found = sources.zips_held(rec.opened, rec.settings["dataset_len"])
+    if found is not None:
+        rec.settings["source"] = found

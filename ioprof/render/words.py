@@ -87,7 +87,8 @@ def verdict_line(a: f.Analysis | None) -> str:
     if a.overall_bottleneck == "undetermined":
         return (
             f"**Verdict: {a.overall_input_bound} input-bound — which input stage could not be determined**: "
-            f"{where}, and its stage ceilings are missing."
+            f"{where}, and neither a stage measured alone nor the kernel's split of its waits names one "
+            "(see *What each verdict rests on*)."
         )
     return (
         f"**Verdict: {a.overall_input_bound} input-bound — the bottleneck is {a.overall_bottleneck}**: {where}."

@@ -82,6 +82,12 @@ def from_opened(paths: list[str]) -> Source:
     return opened.source_of(paths)
 
 
+def zips_held(paths: list[str], samples: int | None) -> Source | None:
+    """Zip archives a loader's workers held open, read by member where their images are its
+    samples (``opened.zips_held``); None otherwise."""
+    return opened.zips_held(paths, samples)
+
+
 def unknown(dataset: Any) -> str:
     """Why no source knows what ``dataset`` reads, in one line."""
     names = ", ".join(files.FILE_LIST_ATTRIBUTES[:6])
@@ -120,7 +126,7 @@ def read_alone(
 
         if source.members and not in_order:
             taken = source.members[:at_least]
-            with archive.MemberReads() as read:
+            with archive.MemberReads(zipped=source.members_in == "zip") as read:
                 return probe_storage(
                     [path for path, _, _ in taken],
                     readers,

@@ -17,10 +17,12 @@ from __future__ import annotations
 import io
 import itertools
 import os
+import struct
 import tarfile
 import threading
+import zipfile
 from contextlib import ExitStack
-from typing import Any
+from typing import Any, BinaryIO
 
 from ioprof.sources import files
 from ioprof.sources.memory import (
@@ -98,27 +100,37 @@ def members(reader: Any, limit: int = MEMBERS_SAMPLED, seed: int = 0) -> tuple[t
 
 
 class MemberReads:
-    """Members read as timm's reader reads them: each reader thread keeps its own ``TarFile`` of
-    each archive open (as each worker keeps its own) and reads a member through ``extractfile``,
-    whose file objects read the archive in pieces of their buffer's size (8 kB: two reads of the
-    archive for a member of 12 kB, and each a read of the disk where it is cold), at the offset
-    its header gave. A context manager: the archives are closed at its end."""
+    """Members read as their readers read them, each reader thread keeping its own handle on each
+    archive (as each worker keeps its own). A tar's as timm's reader reads them: through a
+    ``TarFile``'s ``extractfile``, whose file objects read the archive in pieces of their buffer's
+    size (8 kB: two reads of the archive for a member of 12 kB, and each a read of the disk where it
+    is cold), at the offset its header gave. A zip's (``zipped``) as ``zipfile`` reads one: its
+    local header at the offset the central directory gave, its name and extra field, then its
+    bytes as stored (a storage read: nothing is decompressed). A context manager: the archives are
+    closed at its end."""
 
-    def __init__(self) -> None:
+    def __init__(self, zipped: bool = False) -> None:
         self._mine = threading.local()
-        self._opened: list[tarfile.TarFile] = []
+        self._opened: list[tarfile.TarFile | BinaryIO] = []
         self._lock = threading.Lock()
+        self._zipped = zipped
+
+    def _held(self, path: str) -> Any:
+        held: dict[str, Any] = self._mine.__dict__.setdefault("archives", {})
+        if path not in held:
+            # closed with the rest at the end
+            held[path] = open(path, "rb") if self._zipped else tarfile.open(path)  # noqa: SIM115
+            with self._lock:
+                self._opened.append(held[path])
+        return held[path]
 
     def __call__(self, path: str, offset: int, size: int) -> int:
-        held: dict[str, tarfile.TarFile] = self._mine.__dict__.setdefault("archives", {})
         try:
-            if path not in held:
-                held[path] = tarfile.open(path)  # noqa: SIM115  (closed with the rest at the end)
-                with self._lock:
-                    self._opened.append(held[path])
+            if self._zipped:
+                return _zip_member(self._held(path), path, offset, size)
             member = tarfile.TarInfo("member")
             member.offset_data, member.size = offset, size
-            extracted = held[path].extractfile(member)
+            extracted = self._held(path).extractfile(member)
             return len(extracted.read()) if extracted is not None else 0
         except tarfile.TarError as e:  # not a tar (any more): unreadable, as a file that fails
             raise OSError(f"{path}: {e}") from e
@@ -131,6 +143,43 @@ class MemberReads:
             opened, self._opened = self._opened, []
         for tf in opened:
             tf.close()
+
+
+_ZIP_HEADER = struct.Struct("<4s22xHH")  # a zip member's local header: its signature, name and extra lengths
+
+
+def _zip_member(f: BinaryIO, path: str, offset: int, size: int) -> int:
+    """A zip member's bytes as stored, read as ``zipfile`` reads them from its local header on."""
+    f.seek(offset)
+    head = f.read(30)
+    if len(head) != 30 or head[:4] != b"PK\x03\x04":
+        raise OSError(f"{path}: no zip member at offset {offset}")
+    _, name, extra = _ZIP_HEADER.unpack(head)
+    f.read(name + extra)
+    return len(f.read(size))
+
+
+ZIP_IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".gif")
+
+
+def zip_members(
+    paths: list[str], limit: int = MEMBERS_SAMPLED, seed: int = 0
+) -> tuple[int, tuple[tuple[str, int, int], ...]] | None:
+    """The image members of zip archives, from their central directories (one read at each one's
+    end): how many there are, and a random sample of them in random order, each as (archive,
+    offset of its local header, bytes as stored); None where a file is not a zip."""
+    found: list[tuple[str, int, int]] = []
+    for path in paths:
+        if not zipfile.is_zipfile(path):
+            return None
+        with zipfile.ZipFile(path) as z:
+            found += [
+                (path, i.header_offset, i.compress_size)
+                for i in z.infolist()
+                if not i.is_dir() and i.filename.lower().endswith(ZIP_IMAGE_SUFFIXES)
+            ]
+    picked = tuple(found[i] for i in itertools.islice(shuffled(len(found), seed, first=limit), limit))
+    return len(found), picked
 
 
 def in_memory(

@@ -49,6 +49,36 @@ def source_of(paths: list[str]) -> Source:
     return Source(KIND, "the files its workers held open", tuple(paths), root, root, "filesystem")
 
 
+def zips_held(paths: list[str], samples: int | None) -> Source | None:
+    """Zip archives a loader's workers held open, as a source read by member: where their image
+    members are as many as the dataset's samples (``samples``: its length), each a sample — a
+    dataset reading members of zips it keeps open, one an image. Their central directories are
+    read (a read at each one's end): asked once the window is over, never as the loader starts.
+    None where a file is not a zip, or the counts differ (what a sample reads is then not known)."""
+    from ioprof.sources import archive
+
+    if not paths or not samples:
+        return None
+    try:
+        found = archive.zip_members(paths)
+    except (OSError, ValueError):  # unreadable, or a zip that is not one after all
+        return None
+    if found is None or found[0] != samples:
+        return None
+    root = files.common_root(paths)
+    return Source(
+        KIND,
+        "images in zip archives its workers held open",
+        tuple(paths),
+        root,
+        root,
+        "filesystem",
+        samples=samples,
+        members=found[1],
+        members_in="zip",
+    )
+
+
 def in_memory(
     source: Source, dataset: Any, *, workers: int, read: dict[str, bytes] | None
 ) -> MemoryView | str:

@@ -53,6 +53,8 @@ class Source:
     # reader's list of members; a streamed dataset's are counted later: ``sources.samples_of``)
     samples: int | None = None
     members: tuple[tuple[str, int, int], ...] = ()  # at most ``MEMBERS_SAMPLED``, in random order
+    # the archives' format: a tar member's offset is its bytes', a zip member's its local header's
+    members_in: str = "tar"
 
     @property
     def urls(self) -> bool:

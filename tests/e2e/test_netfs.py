@@ -14,6 +14,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import netfs
 import pace
@@ -183,6 +184,79 @@ def test_a_tar_read_by_member_at_random_is_read_alone_as_timms_loader_reads_it(
         f"through {whole.read_mb_per_s:.2f} MB/s, {whole_rate:.1f} samples/s at {s.bytes / s.files / 1e3:.1f} kB"
     )
     assert s.by_member and s.files == 200
+    assert s.img_per_s == pytest.approx(loader_rate, rel=0.25)
+    assert alone_per_sample == pytest.approx(loader_per_sample, rel=0.25)
+
+
+class _ZipBytes:
+    """A user's dataset of the images stored in one zip, as such datasets are written: each worker
+    opens the zip on first use and keeps it, and a sample is one member's bytes (no decode)."""
+
+    def __init__(self, archive: str) -> None:
+        import zipfile
+
+        self.archive = archive
+        with zipfile.ZipFile(archive) as z:
+            self.names = sorted(n for n in z.namelist() if n.endswith(".jpg"))
+        self._zip: Any = None
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, i: int) -> bytes:
+        import zipfile
+
+        if self._zip is None:
+            self._zip = zipfile.ZipFile(self.archive)
+        return bytes(self._zip.read(self.names[i]))
+
+
+def test_a_zip_held_open_is_read_alone_member_by_member_as_its_dataset_reads_it(
+    mount: netfs.NetMount, figure: Callable[[str], None]
+) -> None:
+    """A dataset of its own reading members of a zip over the link, shuffled, 2 workers: the truth
+    is that loader, its members' bytes taken, and the bytes the link carried for it. The zip read
+    alone by member (its workers seen holding it, its images as many as its samples) at 2 readers
+    gets its samples/s and draws as many bytes of the link for each."""
+    import zipfile
+
+    import torch
+
+    from ioprof import sources
+
+    images = sorted((mount.export / "data").rglob("*.jpg"))
+    (mount.export / "zipped").mkdir(exist_ok=True)
+    with zipfile.ZipFile(mount.export / "zipped" / "train.zip", "w", zipfile.ZIP_STORED) as z:
+        for copy in range(4):  # long enough a read for the link's pace, not its burst
+            for image in images:
+                z.write(image, f"{image.parent.name}/{copy}-{image.name}")
+    archive = str(mount.mountpoint / "zipped" / "train.zip")
+    link = mount.link_bytes()
+    got, t0, carried = 0, 0.0, 0
+    with warnings.catch_warnings():  # 2 workers on the one core this test is given, as a script's
+        warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
+        ds = _ZipBytes(archive)
+        loader = torch.utils.data.DataLoader(ds, batch_size=None, shuffle=True, num_workers=2)  # type: ignore[arg-type]
+        for got, data in enumerate(loader, 1):
+            if got == 1:
+                t0, carried = time.perf_counter(), link()
+            assert data[:2] == b"\xff\xd8"
+            if got == sources.READ_ALONE_ITEMS:
+                break
+    loader_rate = (got - 1) / (time.perf_counter() - t0)
+    loader_per_sample = (link() - carried) / (got - 1)
+
+    source = sources.zips_held([archive], len(ds))
+    assert source is not None and source.members_in == "zip", source
+    before = link()
+    s = sources.read_alone(source, 2, max_seconds=60)
+    alone_per_sample = (link() - before) / s.files
+    figure(
+        f"a zip held open over sshfs at {mount.rate_mbit} Mbit/s, 2 workers, shuffled: {loader_rate:.1f} "
+        f"samples/s, the link carrying {loader_per_sample / 1e3:.1f} kB a sample; ioprof reading members "
+        f"alone {s.img_per_s:.1f} samples/s, {alone_per_sample / 1e3:.1f} kB a sample of the link"
+    )
+    assert s.by_member and 0 < s.files <= sources.READ_ALONE_ITEMS  # or fewer: stopped at its interval
     assert s.img_per_s == pytest.approx(loader_rate, rel=0.25)
     assert alone_per_sample == pytest.approx(loader_per_sample, rel=0.25)
 

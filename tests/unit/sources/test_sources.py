@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tarfile
 import warnings
+import zipfile
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -758,6 +759,37 @@ def _tar_of(path: Path, members: list[tuple[str, bytes]]) -> None:
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
+
+
+@pytest.mark.parametrize(
+    "compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED], ids=["stored", "deflated"]
+)
+def test_zips_a_dataset_holds_open_are_read_alone_member_by_member_where_their_images_are_its_samples(
+    small_set: Path, tmp_path: Path, compression: int
+) -> None:
+    """A dataset of its own that reads images as members of a zip it keeps open names nothing;
+    its workers are seen holding the zip. Where its image members are as many as its samples,
+    each is a sample: read alone, a member at a time as ``zipfile`` reads one (its local header,
+    then its bytes as stored), in a random order; a count that differs, or a file that is no zip,
+    gives no such source."""
+    images = {f"{p.parent.name}/{p.name}": p.read_bytes() for p in sorted(small_set.rglob("*.jpg"))}
+    archive = tmp_path / "train.zip"
+    with zipfile.ZipFile(archive, "w", compression) as z:
+        z.writestr("README.txt", "not an image")  # and a folder entry: neither is a sample
+        z.writestr("class_000/", "")
+        for name, data in images.items():
+            z.writestr(name, data)
+    with zipfile.ZipFile(archive) as z:
+        stored = {i.header_offset: i.compress_size for i in z.infolist() if i.filename in images}
+    source = sources.zips_held([str(archive)], len(images))
+    assert source is not None and source.members_in == "zip" and source.samples == len(images)
+    assert sorted((o, n) for _, o, n in source.members) == sorted(stored.items())
+    s = sources.read_alone(source, 2, max_seconds=30)
+    assert s.by_member and 0 < s.files <= len(images) and s.latency_kind == "a member"
+    assert all(b in stored.values() for b in s.completed_bytes) and s.bytes == sum(s.completed_bytes)
+    assert s.img_per_s == pytest.approx(s.files_per_s)
+    assert sources.zips_held([str(archive)], len(images) + 1) is None  # its samples are not its images
+    assert sources.zips_held([str(next(small_set.rglob("*.jpg")))], 1) is None  # no zip
 
 
 @pytest.mark.parametrize("layout", ["a tar", "a folder of tars", "a tar of tars"])
