@@ -125,6 +125,30 @@ def test_whatif_credits_the_storage_move_to_the_storage(mount: netfs.NetMount, t
     assert "read from; cache" in report and "cold, verified" in report and "(the storage move)" in report
 
 
+def _shuffled_pass(
+    dataset: Any, link: Callable[[], int], image_of: Callable[[Any], bytes]
+) -> tuple[float, float]:
+    """A dataset's images taken by 2 shuffled workers, as a script's loader takes them: samples/s
+    and the link's bytes a sample, timed from its first sample (its workers' start left out), over
+    as many samples as the storage read alone takes — what the kernel read ahead past a member
+    serves a later one more often over the whole archive than over a part of it."""
+    import torch
+
+    from ioprof import sources
+
+    got, t0, carried = 0, 0.0, 0
+    with warnings.catch_warnings():  # 2 workers on the one core this test is given, as a script's
+        warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=None, shuffle=True, num_workers=2)
+        for got, item in enumerate(loader, 1):
+            if got == 1:
+                t0, carried = time.perf_counter(), link()
+            assert image_of(item)[:2] == b"\xff\xd8"
+            if got == sources.READ_ALONE_ITEMS:
+                break
+    return (got - 1) / (time.perf_counter() - t0), (link() - carried) / (got - 1)
+
+
 def test_a_tar_read_by_member_at_random_is_read_alone_as_timms_loader_reads_it(
     mount: netfs.NetMount, tmp_path: Path, figure: Callable[[str], None]
 ) -> None:
@@ -136,7 +160,6 @@ def test_a_tar_read_by_member_at_random_is_read_alone_as_timms_loader_reads_it(
     pytest.importorskip("timm", reason="timm is not installed (pip install -e '.[test]')")
     import tarfile
 
-    import torch
     from timm.data import ImageDataset
     from timm.data.readers.reader_image_in_tar import ReaderImageInTar
 
@@ -154,21 +177,7 @@ def test_a_tar_read_by_member_at_random_is_read_alone_as_timms_loader_reads_it(
     def dataset() -> ImageDataset:
         return ImageDataset(archive, reader=ReaderImageInTar(archive), load_bytes=True)
 
-    # timed from its first sample (its workers' start left out), over as many samples as the storage
-    # read alone takes: what the kernel read ahead past a member serves a later one more often over
-    # the whole archive than over a part of it
-    got, t0, carried = 0, 0.0, 0
-    with warnings.catch_warnings():  # 2 workers on the one core this test is given, as a script's
-        warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
-        loader = torch.utils.data.DataLoader(dataset(), batch_size=None, shuffle=True, num_workers=2)
-        for got, (data, _) in enumerate(loader, 1):
-            if got == 1:
-                t0, carried = time.perf_counter(), link()
-            assert data[:2] == b"\xff\xd8"
-            if got == sources.READ_ALONE_ITEMS:
-                break
-    loader_rate = (got - 1) / (time.perf_counter() - t0)
-    loader_per_sample = (link() - carried) / (got - 1)
+    loader_rate, loader_per_sample = _shuffled_pass(dataset(), link, lambda item: item[0])
 
     source = sources.find(dataset())
     assert source is not None and source.members, source
@@ -220,8 +229,6 @@ def test_a_zip_held_open_is_read_alone_member_by_member_as_its_dataset_reads_it(
     gets its samples/s and draws as many bytes of the link for each."""
     import zipfile
 
-    import torch
-
     from ioprof import sources
 
     images = sorted((mount.export / "data").rglob("*.jpg"))
@@ -232,19 +239,8 @@ def test_a_zip_held_open_is_read_alone_member_by_member_as_its_dataset_reads_it(
                 z.write(image, f"{image.parent.name}/{copy}-{image.name}")
     archive = str(mount.mountpoint / "zipped" / "train.zip")
     link = mount.link_bytes()
-    got, t0, carried = 0, 0.0, 0
-    with warnings.catch_warnings():  # 2 workers on the one core this test is given, as a script's
-        warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
-        ds = _ZipBytes(archive)
-        loader = torch.utils.data.DataLoader(ds, batch_size=None, shuffle=True, num_workers=2)  # type: ignore[arg-type]
-        for got, data in enumerate(loader, 1):
-            if got == 1:
-                t0, carried = time.perf_counter(), link()
-            assert data[:2] == b"\xff\xd8"
-            if got == sources.READ_ALONE_ITEMS:
-                break
-    loader_rate = (got - 1) / (time.perf_counter() - t0)
-    loader_per_sample = (link() - carried) / (got - 1)
+    ds = _ZipBytes(archive)
+    loader_rate, loader_per_sample = _shuffled_pass(ds, link, lambda item: item)
 
     source = sources.zips_held([archive], len(ds))
     assert source is not None and source.members_in == "zip", source

@@ -560,6 +560,27 @@ def test_timms_train_script_on_a_hugging_face_folder_reads_the_images_its_rows_n
     assert "does not say what it reads" not in (out / "report.md").read_text()
 
 
+def _streamed_under_run(
+    tmp_path: Path, data: Path, steps: int
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``train_hf.py --streaming`` over ``data`` (a Parquet file, a folder of images) under ``ioprof
+    run --out tmp_path/o``, 2 workers: its results, its loader and that loader's cell."""
+    p = _script_run(
+        tmp_path / "o",
+        "train_hf.py",
+        "--streaming",
+        str(data),
+        *"--crop 32 -j 2 -b 8 --epochs 1 -a squeezenet1_1".split(),
+        steps=steps,
+        probe_s=3,
+        env={"HF_DATASETS_CACHE": str(tmp_path / "hf-cache")},
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    r = json.loads((tmp_path / "o" / "results.json").read_text())
+    (train,) = r["loaders"]
+    return r, train, next(c for c in r["cells"] if c["dataset"] == train["key"])
+
+
 @pytest.mark.slow
 def test_a_streamed_dataset_whose_workers_decode_is_not_blamed_on_its_storage(tmp_path: Path) -> None:
     """A Hugging Face streaming dataset of a folder of large JPEGs (2048x1536, cropped to 32 px),
@@ -573,21 +594,7 @@ def test_a_streamed_dataset_whose_workers_decode_is_not_blamed_on_its_storage(tm
 
     generate(DatasetSpec(2048, 1536, 128, seed=0), tmp_path / "images")
     evict(p for p in (tmp_path / "images").rglob("*.jpg"))  # its window reads them from the disk
-    out = tmp_path / "o"
-    p = _script_run(
-        out,
-        "train_hf.py",
-        "--streaming",
-        str(tmp_path / "images"),
-        *"--crop 32 -j 2 -b 8 --epochs 1 -a squeezenet1_1".split(),
-        steps=10,
-        probe_s=3,
-        env={"HF_DATASETS_CACHE": str(tmp_path / "hf-cache")},
-    )
-    assert p.returncode == 0, p.stderr[-2000:]
-    r = json.loads((out / "results.json").read_text())
-    (train,) = r["loaders"]
-    cell = next(c for c in r["cells"] if c["dataset"] == train["key"])
+    r, train, cell = _streamed_under_run(tmp_path, tmp_path / "images", steps=10)
     v = cell["verdict"]
     assert v["input_bound"] == "highly", v  # 2048x1536 JPEGs decoded for a 32 px crop
     (ceilings,) = [c for c in r["ceilings"] if c["dataset"] == train["key"]]
@@ -622,22 +629,8 @@ def test_a_streamed_hugging_face_dataset_of_one_shard_runs_on_one_worker(tmp_pat
     features = datasets.Features({"image": datasets.Image(), "label": datasets.Value("int64")})
     datasets.Dataset.from_dict(rows, features=features).to_parquet(str(tmp_path / "train.parquet"))
     train_bytes = (tmp_path / "train.parquet").stat().st_size
-    out = tmp_path / "o"
-    p = _script_run(
-        out,
-        "train_hf.py",
-        "--streaming",
-        str(tmp_path / "train.parquet"),
-        *"--crop 32 -j 2 -b 8 --epochs 1 -a squeezenet1_1".split(),
-        steps=12,
-        probe_s=3,
-        env={"HF_DATASETS_CACHE": str(tmp_path / "hf-cache")},
-    )
-    assert p.returncode == 0, p.stderr[-2000:]
-    r = json.loads((out / "results.json").read_text())
-    (train,) = r["loaders"]
+    r, train, cell = _streamed_under_run(tmp_path, tmp_path / "train.parquet", steps=12)
     assert (train["iterable"], train["shards"], train["workers_out"]) == (True, 1, 1), train
-    cell = next(c for c in r["cells"] if c["dataset"] == train["key"])
     assert cell["inside"]["stages"]["processes"] == 1
     # what it reads is its data file, read alone cold; its footer says it holds 240 rows, and so
     # what a sample takes (no copy in memory is made: its decode is not measured alone)
@@ -647,6 +640,6 @@ def test_a_streamed_hugging_face_dataset_of_one_shard_runs_on_one_worker(tmp_pat
     (storage,) = next(c for c in r["ceilings"] if c["dataset"] == train["key"])["storage"]
     assert storage["read_mb_per_s"] > 0 and not storage["samples_unknown"], storage
     assert storage["img_per_s"] == pytest.approx(storage["read_mb_per_s"] * 1e6 * 240 / train_bytes)
-    report = (out / "report.md").read_text()
+    report = (tmp_path / "o" / "report.md").read_text()
     assert "1 of its 2 workers had run out of data before its window began" in report
     assert "| 2 (1 out of data) |" in report
