@@ -6,6 +6,7 @@ with the numbers behind them; ``findings`` runs them all in report order.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from ioprof.core.findings import (
@@ -47,6 +48,7 @@ from ioprof.core.thresholds import (
     FETCHED_VS_STORAGE_TOLERANCE,
     PUBLISHED_SHARE_TUNED,
 )
+from ioprof.core.vocab import INPUT_STAGES
 
 # Beyond this many, cells off their prediction are summarized in one finding, not listed.
 RESIDUALS_LISTED = 3
@@ -119,7 +121,14 @@ def stages_undetermined(result: SweepResult) -> list[Finding]:
     why = probe_reasons(result)
     evaluation = _evaluation(result)
     return [
-        StageUndetermined(c.dataset, c.setting.label, c.data_wait_share, why)
+        StageUndetermined(
+            c.dataset,
+            c.setting.label,
+            c.data_wait_share,
+            why,
+            tuple((k, r) for k, r in c.verdict.rates.items() if k in INPUT_STAGES and math.isfinite(r)),
+            c.img_per_s,
+        )
         for c in _ok(result)
         if c.verdict is not None and c.verdict.bottleneck == "undetermined" and c.dataset not in evaluation
     ]

@@ -47,6 +47,7 @@ from ioprof.core.thresholds import (
     classify_input_bound,
 )
 from ioprof.core.vocab import (
+    INPUT_STAGES,
     Bottleneck,
     DecidedBy,
     InputBound,
@@ -56,7 +57,6 @@ from ioprof.core.vocab import (
     OverallInputBound,
 )
 
-INPUT_STAGES = ("storage", "decode", "transfer")
 CLASS_ORDER = {"not": 0, "borderline": 1, "moderately": 2, "highly": 3}
 
 
@@ -206,7 +206,7 @@ def cell_verdict(
     in its decode ceiling (``predict.decode_pace_of``)."""
     share = cell.wait_share()
     klass, between = classify_interval(share)
-    inputs = {k: v for k, v in rates.items() if k in INPUT_STAGES and math.isfinite(v)}
+    inputs: dict[str, float] = {k: v for k, v in rates.items() if k in INPUT_STAGES and math.isfinite(v)}
     call = kernel_call(cell.wait_split, between[0] != "not")
     decided_by: DecidedBy = ""
     bottleneck: Bottleneck

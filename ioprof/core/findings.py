@@ -408,13 +408,16 @@ class SplitsDisagree(Finding):
 
 @dataclass(frozen=True)
 class StageUndetermined(Finding):
-    """Input-bound, but no ceiling of an input stage was measured for the setting."""
+    """Input-bound, but no ceiling of an input stage was measured for the setting, or only one,
+    wholly faster than the loader delivered (``alone``), and the kernel's split named none."""
 
     kind: ClassVar[str] = "stage-undetermined"
     dataset: str
     setting: str
     data_wait_share: float
     why: tuple[str, ...] = ()  # what kept the input stages from being measured, where known
+    alone: tuple[tuple[str, float], ...] = ()  # (stage, img/s) of those measured alone
+    img_per_s: float = 0.0  # what the loader delivered
 
 
 @dataclass(frozen=True)

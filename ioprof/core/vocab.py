@@ -8,6 +8,9 @@ from typing import Literal, get_args
 
 # what limits a cell: an input stage, the step, or an input stage not told apart
 Bottleneck = Literal["storage", "decode", "transfer", "compute", "undetermined"]
+# the stages that bring a batch to the step, each of which can be measured alone
+InputStage = Literal["storage", "decode", "transfer"]
+INPUT_STAGES: tuple[InputStage, ...] = get_args(InputStage)
 # the run's or a dataset's bottleneck, where nothing could be judged
 OverallBottleneck = Literal["storage", "decode", "transfer", "compute", "undetermined", "unknown"]
 # a data-wait share's class (TensorFlow's): one decided, or borderline between two

@@ -532,8 +532,19 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
         "assumed to serve every read."
     ),
     f.StageUndetermined: lambda x: (
-        f"{x.dataset} {x.setting}: waits {pct(x.data_wait_share, 0)} for data, but no input stage's ceiling was "
-        "measured for it, so which stage is to blame is not decided"
+        f"{x.dataset} {x.setting}: waits {pct(x.data_wait_share, 0)} for data, but "
+        + (
+            "only "
+            + " and ".join(
+                f"its {stage} ({rate(r)} img/s{' at the share of its reads it fetched' if stage == 'storage' else ''})"
+                for stage, r in x.alone
+            )
+            + f" was measured alone, wholly faster than the {rate(x.img_per_s)} img/s the loader delivered "
+            "(not what held it back), and the kernel's split of its waits names no stage"
+            if x.alone
+            else "no input stage's ceiling was measured for it"
+        )
+        + ", so which stage is to blame is not decided"
         + (f" ({'; '.join(x.why)})." if x.why else ".")
     ),
     f.TrainingNotMeasured: _training_not_measured,

@@ -564,6 +564,19 @@ def test_cells_without_input_ceilings_say_undetermined_and_raise_no_prediction_w
     assert (
         c.verdict is not None and c.verdict.residual_unexplained
     )  # the prediction is far off, yet not warned
+    (found,) = [x for x in result.analysis.findings if isinstance(x, f.StageUndetermined)]
+    assert found.alone == () and "no input stage's ceiling was measured for it" in finding(found)
+    # its storage alone measured, at 5,000 img/s against the 80 it delivered, its decode not: the
+    # finding says what was measured and why it does not decide — never that nothing was
+    (ceilings,) = sweep_result(()).ceilings
+    only_storage = replace(ceilings, decode=())
+    result = conclude(replace(sweep_result((cell(wait=0.08, step=0.02),)), ceilings=(only_storage,)))
+    assert result.analysis is not None
+    (found,) = [x for x in result.analysis.findings if isinstance(x, f.StageUndetermined)]
+    text = finding(found)
+    assert found.alone == (("storage", 5000.0),) and "no input stage" not in text, text
+    assert "only its storage (5,000 img/s at the share of its reads it fetched) was measured alone" in text
+    assert "wholly faster than the 80.0 img/s the loader delivered" in text, text
 
 
 def _noisy(c: CellResult, spread: float) -> CellResult:
