@@ -135,13 +135,17 @@ def decide(
     before: FetchSnapshot,
     after: FetchSnapshot,
     emulated: bool = False,
+    whole_files: bool = True,
 ) -> Fetched:
     """The bytes fetched from storage during a window, by the best method this filesystem has.
 
     Pure: every counter is passed in. ``read_bytes``: block I/O of the loader's processes;
-    ``requested_bytes``: what the loader read from the dataset's files.
+    ``requested_bytes``: what the loader read from the dataset's files. ``whole_files``: whether
+    each read took a whole file: only then are files verified cold and evicted after each read
+    fetched byte for byte as read; a member read at its place in an archive fetches the readahead
+    around it, which only a counter of the mount sees.
     """
-    cold = cache.regime == "cold" and cache.verified and cache.evict_after_read
+    cold = cache.regime == "cold" and cache.verified and cache.evict_after_read and whole_files
     checks: list[CrossCheck] = []
     nfs = _delta(before.nfs_server_read_bytes, after.nfs_server_read_bytes)
     daemon = _delta(before.daemon_read_chars, after.daemon_read_chars)

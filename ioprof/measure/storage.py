@@ -454,8 +454,7 @@ def probe_storage(
             if read_member is not None:
                 return read_member(i)
             if emulated is not None:
-                data = read_file(paths[i], emulated, cache.evict_after_read)
-                return len(data)
+                return len(read_file(paths[i], emulated, cache.evict_after_read))
             with lock:
                 wanted = keep is not None and sum(map(len, keep.values())) < keep_bytes
             n, whole = read_until(paths[i], stop, cache.evict_after_read, keep=wanted)
@@ -479,6 +478,7 @@ def probe_storage(
         before=before,
         after=mount.snapshot(),
         emulated=emulated is not None and blobs is not None,
+        whole_files=read_member is None,
     )
     ceiling = _ceiling(readers, concurrency, cache, fetched, read_bytes, stopped_by, emulated)
     return replace(ceiling, by_member=True, latency_kind="a member") if read_member is not None else ceiling
