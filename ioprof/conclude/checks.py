@@ -138,11 +138,12 @@ def storage_high_mb_per_s(result: SweepResult, dataset: str) -> float | None:
     """The upper end of the interval of the fastest real storage ceiling measured under a dataset,
     in the bytes its counter saw fetched."""
     highs = [
-        s.fetched_bandwidth().high if s.fetched_bandwidth().known else s.fetched_bandwidth().value
+        band.high if band.known else band.value
         for dc in result.ceilings
         if dc.dataset == dataset
         for s in dc.storage
         if s.files and not s.emulated
+        for band in (s.fetched_bandwidth(),)
     ]
     return max(highs) if highs else None
 

@@ -508,7 +508,9 @@ def _probe_decode(
     if getattr(loader, "batch_size", None) is None and not batch and not settings.get("iterable"):
         return [], "your loader has no batch size ioprof could read (a batch sampler)", "", "", None
     source = settings["source"]
-    if source is None or (source.kind == "opened" and settings["source_unknown"]):  # seen, not said
+    if source is None or (
+        source.kind == sources.opened.KIND and settings["source_unknown"]
+    ):  # seen, not said
         return [], f"decode alone not measured: {settings['source_unknown']}", "", "", None
     view = _timed(
         phases,
