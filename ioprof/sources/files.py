@@ -1,8 +1,9 @@
 """Loose files: a dataset that keeps a list of the files it reads.
 
 Found on the dataset itself under a usual name (torchvision's ``ImageFolder``/``DatasetFolder``:
-``samples``/``imgs``; ``files``, ``paths``, ``image_files``, ``filenames``… of users' own) or as
-a column of a pandas DataFrame it holds (a CSV of names), each entry a path or a name in a folder
+``samples``/``imgs``; ``files``, ``paths``, ``image_files``, ``filenames``… of users' own), as
+a column of a pandas DataFrame it holds (a CSV of names), or under any name where one list alone
+holds an entry for each sample, each entry a path or a name in a folder
 the dataset holds (``img_dir``, ``root``); one level down on an object it holds (timm's
 ``ImageDataset`` keeps them on its ``reader``); and through ``Subset`` and ``ConcatDataset``. The
 copy in memory replaces the chosen entries of a copy of every object between the dataset and
@@ -131,7 +132,27 @@ def file_list(obj: Any) -> _Leaf | None:
             base = _base(obj, first) if isinstance(first, str) and first else None
             if base is not None:
                 return _Leaf((), name, frame[column], column, base)
-    return None
+    return _unnamed(obj)
+
+
+def _unnamed(obj: Any) -> _Leaf | None:
+    """A list under a name of the object's own choosing (``file_names``, ``im_paths``): one holding
+    an entry for each of its samples (as long as the object is), its first and last entries files
+    that are there — taken only where exactly one list does (two, images and masks: which of them
+    is a sample's read is not known)."""
+    try:
+        n = len(obj)
+    except Exception:  # no length (an iterable), or one that cannot be read: no list is its samples'
+        return None
+    found = []
+    for name, items in vars(obj).items() if n and hasattr(obj, "__dict__") else ():
+        if not isinstance(items, (list, tuple)) or len(items) != n:
+            continue
+        first, last = path_of(items[0]), path_of(items[-1])
+        base = _base(obj, first) if first is not None and last is not None else None
+        if base is not None and os.path.isfile(os.path.join(base, last or "")):
+            found.append(_Leaf((), name, items, base=base))
+    return found[0] if len(found) == 1 else None
 
 
 def _leaf(ds: Any) -> _Leaf | None:
@@ -344,7 +365,7 @@ def _rebuilt(root: Any, changed: dict[tuple[Edge, ...], tuple[_Leaf, list[Any]]]
             setattr(owner, leaf.attr, frame)
             continue
         new: Any = tuple(entries) if isinstance(original, tuple) else entries
-        for name in FILE_LIST_ATTRIBUTES:  # ImageFolder's imgs is the same list as its samples
+        for name in (leaf.attr, *FILE_LIST_ATTRIBUTES):  # ImageFolder's imgs is the list its samples is
             if getattr(owner, name, None) is original:
                 setattr(owner, name, new)
     return copies[()]

@@ -867,10 +867,11 @@ def test_a_dropped_iterators_workers_stop_even_when_the_clock_is_gone(
 
 
 class _OpensEachFile:
-    """A dataset that keeps its files under a name no source knows, and opens one per sample."""
+    """A dataset that keeps its files where no source looks (a mapping from each sample to its
+    path, not a list), and opens one per sample."""
 
     def __init__(self, root: Path, hold_s: float) -> None:
-        self._where = sorted(str(p) for p in root.rglob("*.jpg"))
+        self._where = dict(enumerate(sorted(str(p) for p in root.rglob("*.jpg"))))
         self.hold_s = hold_s
 
     def __len__(self) -> int:

@@ -432,6 +432,29 @@ def test_a_users_own_list_of_files_under_a_usual_name_is_found_but_not_a_list_of
     assert sources.find(_Own(images=["a cat", "a dog"], captions=jpegs)) is None  # names, not files
 
 
+def test_a_users_own_list_of_files_under_any_name_is_found_where_it_alone_is_the_samples(
+    small_set: Path,
+) -> None:
+    """A list under a name of the dataset's own (accelerate's example keeps ``file_names``) is its
+    samples' files where it holds one entry a sample and no other list of files does: of two
+    (images and masks) which a sample reads is not known, and a list of another length is not
+    the samples'."""
+    jpegs = sorted(str(p) for p in small_set.rglob("*.jpg"))
+    labels = [p.split(os.sep)[-2] for p in jpegs]
+    source = sources.find(_Own(file_names=jpegs, labels=labels))
+    assert source is not None and source.kind == "files" and list(source.items) == jpegs
+    user = _Own(file_names=jpegs)
+    view = sources.in_memory(sources.find(user), user, workers=2)  # type: ignore[arg-type]
+    assert not isinstance(view, str), view
+    try:
+        assert all(_resolves_to_memory(p) for p in view.dataset.file_names)
+        assert user.file_names == jpegs  # the user's list, untouched
+    finally:
+        view.close()
+    assert sources.find(_Own(im_paths=jpegs, mask_paths=list(reversed(jpegs)))) is None  # which one?
+    assert sources.find(_Own(labels=labels[:10], file_names=jpegs)) is None  # not one a sample
+
+
 class _Counted(list):  # type: ignore[type-arg]
     """A list that counts the entries read from it, one by one or in slices."""
 
