@@ -313,10 +313,18 @@ def _training_not_measured(x: f.TrainingNotMeasured) -> str:
         + (f", a window needs {need}" if batches < need else "")
         for key, role, batches, need in x.loaders
     )
+    # what a window needs without the warm-up: whether --warmup-steps 0 alone would give one
+    trained = [r for r in x.loaders if r[1] == "training"] or list(x.loaders)
+    bare = min(need - x.warmup_steps for _, _, _, need in trained)
+    fits = x.warmup_steps > 0 and any(batches >= need - x.warmup_steps for _, _, batches, need in trained)
+    fix = (
+        f"run with --warmup-steps 0 (a window then needs {bare}), or let the script train longer"
+        if fits
+        else f"let the script train longer: a pass of {bare} batches or more (with --warmup-steps 0)"
+    )
     return (
         f"Your script stepped an optimizer, but no training loader's window was measured: {rows}. A window "
-        f"is taken within one pass, after {x.warmup_steps} batches of warm-up plus one per worker: run with "
-        "--warmup-steps 0, or let the script train longer (more batches in a pass)."
+        f"is taken within one pass, after {x.warmup_steps} batches of warm-up plus one per worker: {fix}."
     )
 
 

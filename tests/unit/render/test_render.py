@@ -546,3 +546,17 @@ def test_the_wait_for_the_batch_takes_the_interval_of_its_cells_data_wait(tmp_pa
     (gpu,) = [c for c in replay("gpu-imagenet/one-epoch")[0].cells if c.inside is not None and c.workers]
     (line,) = [x for x in _cell(gpu) if x.startswith("In the training process, per batch:")]
     assert "wait for the batch" in line and "the data wait's" not in line
+
+
+def test_a_run_too_short_for_a_window_is_told_the_change_that_gives_one() -> None:
+    """Where the warm-up alone stands between a pass and a window, leaving it out is the fix; where
+    a pass is shorter than a window needs even without it, only a longer run is, and its length."""
+    from ioprof.core.findings import TrainingNotMeasured
+    from ioprof.render.findings import finding
+
+    near = finding(TrainingNotMeasured((("loader 1", "training", 8, 11),), warmup_steps=5))
+    assert "run with --warmup-steps 0 (a window then needs 6)" in near, near
+    short = finding(
+        TrainingNotMeasured((("loader 1", "training", 2, 11), ("loader 2", "evaluation", 1, 11)), 5)
+    )
+    assert "--warmup-steps 0 (a window" not in short and "a pass of 6 batches or more" in short, short
