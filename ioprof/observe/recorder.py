@@ -16,6 +16,7 @@ from ioprof.core.inside import LoaderInside
 from ioprof.measure.batchtree import images_in
 from ioprof.observe.observation import BeforeFields, LoaderObservation
 from ioprof.observe.producers import Producers, out_of_data
+from ioprof.observe.settings import interface, loader_settings, source_fields
 from ioprof.observe.watching import Watching
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ class LoaderRecorder:
             marks=watcher.gpu_marks(),
         )
         self.counters = watcher.mount_counters(self.settings["dataset_root"])
-        self.iface = _interface(self.settings["source"])  # a URL source: the interface its bytes arrive on
+        self.iface = interface(self.settings["source"])  # a URL source: the interface its bytes arrive on
         self.opened: list[str] = []  # files its workers held open (a dataset that names none)
         # whether they still held all of them a turn of the workers later (None: not looked again):
         # an archive or a table held for the run is the dataset; a file opened for one sample is not
@@ -459,7 +460,7 @@ class LoaderRecorder:
             "role": self.role,
             "settings": {k: v for k, v in self.settings.items() if k not in ("files", "source")},
             "files_known": len(self.settings["files"]),
-            "source": _source_fields(self.settings["source"]),
+            "source": source_fields(self.settings["source"]),
             "opened": self.opened[:20],
             "opened_held": self.opened_held,
             "peers": self.peers[:5],
@@ -552,86 +553,3 @@ class LoaderRecorder:
                 "iface": self.iface,
             },
         }
-
-
-def _interface(source: Any) -> str | None:
-    """The interface a source's bytes arrive on over the network (its host's route), or None."""
-    if source is None or not source.urls or not source.items:
-        return None
-    from ioprof.host.netdev import interface_for
-    from ioprof.sources.shards import host_of
-
-    host = host_of(source.items[0])
-    return interface_for(host) if host else None
-
-
-def _source_fields(source: Any) -> dict[str, Any] | None:
-    """A source as plain data: what it is and where, not its list of items."""
-    if source is None:
-        return None
-    return {
-        "kind": source.kind,
-        "label": source.label,
-        "root": source.root,
-        "where": source.where,
-        "counted_by": source.counted_by,
-        "items": source.count if source.count is not None else len(source.items),
-    }
-
-
-def loader_settings(loader: Any) -> dict[str, Any]:
-    from torch.utils.data import IterableDataset
-
-    from ioprof import sources
-    from ioprof.sources.shards import shard_count
-
-    ctx = getattr(loader, "multiprocessing_context", None)
-    ds = loader.dataset
-    try:
-        length: int | None = len(ds)
-    except TypeError:
-        length = None
-    iterable = isinstance(ds, IterableDataset)
-    try:
-        per_pass = None if iterable else len(loader)
-    except TypeError:
-        per_pass = None
-    try:
-        source = sources.find(ds)
-        unknown = "" if source is not None else sources.unknown(ds)
-    except Exception as e:  # a dataset's own properties may raise: then nothing is known of its source
-        source, unknown = (
-            None,
-            f"what {type(ds).__name__} reads could not be read off it ({type(e).__name__}: {e})",
-        )
-    return {
-        "num_workers": int(loader.num_workers),
-        "batch_size": loader.batch_size,
-        "pin_memory": bool(loader.pin_memory),
-        "prefetch_factor": loader.prefetch_factor if loader.num_workers else None,
-        "persistent_workers": bool(getattr(loader, "persistent_workers", False)),
-        "in_order": bool(getattr(loader, "in_order", True)),
-        "drop_last": bool(loader.drop_last),
-        "sampler": type(loader.sampler).__name__,
-        "start_method": _start_method(ctx, int(loader.num_workers)),
-        "dataset_class": type(ds).__name__,
-        "dataset_len": length,
-        "dataset_root": source.root if source is not None else "",
-        "files": list(source.items) if source is not None and source.root else [],
-        "iterable": iterable,
-        "shards": shard_count(ds) if iterable else None,
-        "batches_per_pass": per_pass,
-        "source": source,
-        "source_unknown": unknown,
-    }
-
-
-def _start_method(ctx: Any, workers: int) -> str:
-    """How the loader's workers start: its multiprocessing context, or the platform's default."""
-    if not workers:
-        return ""
-    if ctx is None:
-        import multiprocessing
-
-        return f"{multiprocessing.get_start_method()} (default)"
-    return ctx.get_start_method() if hasattr(ctx, "get_start_method") else str(ctx)

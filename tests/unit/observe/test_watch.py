@@ -488,6 +488,45 @@ def test_a_pass_of_a_sharded_sampler_counts_its_own_samples_not_the_datasets() -
     assert cell.inside.memory.dataset_samples == 128
 
 
+class ShardOf:
+    """A batch sampler wrapping another, as accelerate's ``BatchSamplerShard`` wraps the loader's
+    own when it prepares a loader for several processes (here all of its batches, one process)."""
+
+    def __init__(self, batch_sampler: Any) -> None:
+        self.batch_sampler = batch_sampler
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.batch_sampler)
+
+    def __len__(self) -> int:
+        return len(self.batch_sampler)
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.batch_sampler.batch_size)
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_loader_given_a_batch_sampler_is_described_by_what_it_draws_with(wrapped: bool) -> None:
+    """A loader given ``batch_sampler=`` (a bucketing sampler, or accelerate's shard of the
+    loader's own) has no ``batch_size`` of its own and a ``SequentialSampler`` it never uses: its
+    batch size, sampler and ``drop_last`` are the batch sampler's, followed to the sampler inside."""
+    import torch
+    from torch.utils.data import BatchSampler, RandomSampler
+
+    import ioprof
+
+    data = torch.utils.data.TensorDataset(torch.rand(40, 3, 8, 8), torch.zeros(40, dtype=torch.long))
+    batches = BatchSampler(RandomSampler(data), batch_size=6, drop_last=True)
+    loader = torch.utils.data.DataLoader(data, batch_sampler=ShardOf(batches) if wrapped else batches)
+    with ioprof.watch(steps=2, probe=False) as w:
+        for _ in loader:
+            pass
+    (lo,) = w.result().loaders
+    outer = "ShardOf" if wrapped else "BatchSampler"
+    assert (lo.batch_size, lo.sampler, lo.drop_last) == (6, f"RandomSampler in {outer}", True), lo
+
+
 class KeepsAList:
     """A dataset holding its samples' annotations as a large Python list of dicts, reading a slice
     per sample: in a forked worker each read writes the objects' reference counts, so their pages
