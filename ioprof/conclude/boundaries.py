@@ -99,12 +99,14 @@ def fresh_iterators(result: SweepResult) -> tuple[Finding, ...]:
 
 def fresh_cost(lo: ObservedLoader) -> FreshIterators | None:
     """What each pass's wait for its first batch cost a loader whose passes all held fewer batches
-    than a window needs, or None: fewer than three passes timed to their end, or a pass as long as
-    a window. Every batch such a loop takes is among its pass's first; the wait before the first,
-    and the workers' stop where the loop let the iterator go, are what a kept iterator would not
-    pay (its workers already running, their batches made ahead), counted whole: the loop's own
-    time, no figure of the workers' needed."""
-    ended = [p for p in lo.pass_starts if p.pass_s is not None and p.pass_s > 0]
+    than a window needs, or None: fewer than three passes timed to their end that the loop let go
+    before they ran out, or a pass as long as a window. Every batch such a loop takes is among its
+    pass's first; the wait before the first, and the workers' stop where the loop let the iterator
+    go, are what a kept iterator would not pay (its workers already running, their batches made
+    ahead), counted whole: the loop's own time, no figure of the workers' needed. A pass the loop
+    took whole is no fresh iterator, however short (an evaluation set of two batches): another
+    iterator is the only way to a next epoch."""
+    ended = [p for p in lo.pass_starts if p.pass_s is not None and p.pass_s > 0 and not p.ran_out]
     most = max((p.batches for p in lo.pass_starts), default=0)
     if len(ended) < 3 or most >= lo.measured_batches_needed:
         return None

@@ -44,7 +44,9 @@ class PassStart:
     from ``iter()`` to the pass's end (None: it did not end) and ``stop_s`` the call that ran its
     iterator out, or its collection where the loop let it go first (workers not persistent are
     stopped and joined there), ``batches`` the loop took in it, ``own_s`` ioprof's own time in
-    the pass's calls (in ``pass_s``, no part of the loop's)."""
+    the pass's calls (in ``pass_s``, no part of the loop's), ``ran_out`` whether the loop took the
+    whole pass (its last batch by the loader's length, or its iterator's StopIteration) rather
+    than letting it go first."""
 
     startup_s: float
     first_batch_s: float
@@ -52,6 +54,7 @@ class PassStart:
     batches: int
     stop_s: float = 0.0
     own_s: float = 0.0
+    ran_out: bool = False
 
 
 @dataclass(frozen=True)

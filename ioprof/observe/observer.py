@@ -127,7 +127,8 @@ class Watcher:
         """A loader's ``__iter__`` that begins a pass of its recorder and tags the iterator."""
 
         def __iter__(loader: Any) -> Any:
-            rec = self.recorder(loader)
+            t_enter = time.perf_counter()
+            rec = self.recorder(loader)  # made at the loader's first iter(): its settings read
             if rec is None or rec.in_iter:  # an override's call of the one it overrides
                 return original_iter(loader)
             self.guard(rec, rec.before_new_pass)
@@ -141,7 +142,7 @@ class Watcher:
                 rec.in_iter = False
             if isinstance(it, self._iter_kind):
                 cast(Any, it)._ioprof_recorder = rec
-                rec.new_iterator(it, t_iter)
+                rec.new_iterator(it, t_enter, t_iter)
             return it
 
         return __iter__
@@ -175,7 +176,7 @@ class Watcher:
                 rec = None
             original_del(it)
             if rec is not None:
-                self.guard(rec, lambda: rec.pass_dropped(it, time.perf_counter() - t0))
+                self.guard(rec, rec.pass_dropped, it, t0)
 
         return __del__
 
@@ -196,15 +197,15 @@ class Watcher:
             raise
         t_return = time.perf_counter()
         self.guard(rec, rec.after_next, it, t_call, t_return, batch)
+        first = rec.producers.first_cost()  # the first waits' split: the window pays it once
         # ioprof's own cost; the probe's pause, when the pass's last batch set it off, is said apart
         own = t_in - t_call + time.perf_counter() - t_return - (self.probe_pause_s - paused)
-        first = rec.producers.first_cost()  # the first waits' split: the window pays it once
         if rec.once:
             rec.once, rec.once_s = False, rec.once_s + own
         else:
             rec.own_s, rec.own_calls = rec.own_s + own - first, rec.own_calls + 1
             rec.once_s += first
-        self.guard(rec, rec.pass_own, it, own)
+        self.guard(rec, rec.pass_own, it, own, t_in - t_call)
         return batch
 
     def guard(self, rec: LoaderRecorder, fn: Callable[..., None], *a: Any) -> None:

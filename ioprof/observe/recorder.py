@@ -3,6 +3,7 @@ settings and what its dataset reads — and the look inside its workers."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -60,6 +61,7 @@ class LoaderRecorder:
         self.producers = Producers()
         self._mark: Any = None  # the awaited producer's scheduler totals at the last call
         self.pass_batches = 0  # batches returned in the current pass
+        self.moves = 0  # batches returned and passes begun: what a late mark checks nothing moved by
         self.pass_marks: list[dict[str, Any]] = []  # each pass: iter() called, returned, first batch, end
         self._pass_open = False  # a pass began and has not ended (by its length, StopIteration, iter())
         import psutil  # noqa: F401  (imported here, not in the first timed batch)
@@ -115,16 +117,22 @@ class LoaderRecorder:
         if self._pass_open:
             self._end_pass()
 
-    def new_iterator(self, it: Any, t_iter: float | None = None) -> None:
-        """A new pass began: ``iter()`` was called at ``t_iter`` and has returned now."""
+    def new_iterator(self, it: Any, t_enter: float, t_iter: float) -> None:
+        """A new pass began: the loop called ``iter()`` at ``t_enter``, ioprof's own part of it
+        (the last pass ended, the workers' clocks set) took it to ``t_iter``, the loader's own
+        returned now. ioprof's part and what it does here are its own time in the pass, and in
+        its first batch."""
         now = time.perf_counter()
         self.pass_marks.append(
             {
-                "iter_s": now if t_iter is None else t_iter,
+                "iter_s": t_enter,
                 "started_s": now,
+                "startup_s": now - t_iter,  # the loader's own iter()
+                "first_own_s": 0.0,  # ioprof's own time before the first batch (in ``own_s`` too)
                 "first_s": None,
                 "end_s": None,
                 "stop_s": 0.0,  # the call that ran the iterator out, or its collection (``pass_dropped``)
+                "ran_out": False,  # the loop took the whole pass (its length, or StopIteration)
                 "own_s": 0.0,  # ioprof's own time in the pass's calls (``pass_own``)
                 "paused_s": self.watcher.probe_pause_s,  # a probe's pause inside the pass is left out
             }
@@ -132,6 +140,7 @@ class LoaderRecorder:
         self._iterator = weakref.ref(it)
         self._pass_open = True  # a new pass (persistent workers: the same iterator object, reset)
         self.pass_batches = 0
+        self.moves += 1
         workers = [p.pid for p in getattr(it, "_workers", []) or [] if getattr(p, "pid", None)]
         self.producers.forget(set(self.window._pids) - set(workers))
         self.window.pass_started(workers or [os.getpid()])
@@ -154,6 +163,8 @@ class LoaderRecorder:
             from ioprof.measure.stages import time_in_process
 
             self._undo_in_process = time_in_process(it, self.inside.folder, self.index, loader.dataset)
+        mark = self.pass_marks[-1]
+        mark["own_s"] = mark["first_own_s"] = t_iter - t_enter + time.perf_counter() - now
 
     def untime_workers(self) -> None:
         self._restore_in_process()
@@ -215,7 +226,10 @@ class LoaderRecorder:
             mark = self.pass_marks[-1]
             mark["first_s"] = t_return - (self.watcher.probe_pause_s - mark["paused_s"])
         self.pass_batches += 1
+        self.moves += 1
         if self.pass_batches == self.settings["batches_per_pass"]:
+            if self.pass_marks:
+                self.pass_marks[-1]["ran_out"] = True
             self.iterator_ended(it)  # its last batch: the pass is over, whether or not it is exhausted
 
     def _first_batch(self, batch: Any) -> None:
@@ -289,21 +303,37 @@ class LoaderRecorder:
         end = began + seconds - (self.watcher.probe_pause_s - mark["paused_s"])  # before a probe it sets off
         if self._pass_open:
             self._end_pass()
-        mark["end_s"], mark["stop_s"] = end, seconds
+        mark["end_s"], mark["stop_s"], mark["ran_out"] = end, seconds, True
 
-    def pass_dropped(self, it: Any, seconds: float) -> None:
-        """The pass's iterator was collected in ``seconds`` before it ran out (the loop let it go:
-        ``next(iter(loader))``, a ``break``): its workers, not persistent, were stopped and joined
-        there — the pass's stop, as the call that runs an iterator out is."""
+    def pass_dropped(self, it: Any, began: float) -> None:
+        """The pass's iterator, collected before it ran out (the loop let it go:
+        ``next(iter(loader))``, a ``break``), has run its ``__del__`` begun at ``began``: its
+        workers, not persistent, were stopped and joined there — the pass's stop, as the call
+        that runs an iterator out is. Its own attributes (the workers' queues, pipes and handles)
+        are freed after ``__del__`` returns, in the same moment of the loop: a mark set last among
+        them adds that time as it is freed, where nothing of the loader moved since."""
         mark = self._open_mark(it)
-        if mark is not None:
-            mark["stop_s"] += seconds
+        if mark is None:
+            return
+        ended = time.perf_counter()
+        mark["stop_s"] += ended - began
+        moves = self.moves
 
-    def pass_own(self, it: Any, seconds: float) -> None:
-        """ioprof's own time in a call of the pass's iterator: no part of the loop's."""
+        def freed() -> None:
+            if self.moves == moves:
+                mark["stop_s"] += time.perf_counter() - ended
+
+        vars(it)["_ioprof_freed"] = _Freed(freed)
+
+    def pass_own(self, it: Any, seconds: float, before: float) -> None:
+        """ioprof's own time in a call of the pass's iterator, ``before`` of it ahead of the
+        loader's own ``next()``: no part of the loop's (nor, in the pass's first call, of its wait
+        for the first batch)."""
         mark = self._open_mark(it)
         if mark is not None:
             mark["own_s"] += seconds
+            if self.pass_batches == 1:
+                mark["first_own_s"] += before
 
     def _open_mark(self, it: Any) -> dict[str, Any] | None:
         """The open pass's mark, where ``it`` is that pass's iterator."""
@@ -553,3 +583,16 @@ class LoaderRecorder:
                 "iface": self.iface,
             },
         }
+
+
+class _Freed:
+    """Set last among a let-go iterator's attributes: freed after all of them, it calls back."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call: Callable[[], None]) -> None:
+        self.call = call
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # never raised into the loop's collection of its iterator
+            self.call()

@@ -257,12 +257,13 @@ def _pass_starts(loader: LoaderObservation) -> tuple[PassStart, ...]:
     (the call that ran it out), its length."""
     return tuple(
         PassStart(
-            startup_s=m["started_s"] - m["iter_s"],
-            first_batch_s=m["first_s"] - m["iter_s"],
+            startup_s=m.get("startup_s", m["started_s"] - m["iter_s"]),
+            first_batch_s=m["first_s"] - m["iter_s"] - m.get("first_own_s", 0.0),
             pass_s=None if m["end_s"] is None else m["end_s"] - m["iter_s"],
             batches=int(m.get("batches", 0)),
             stop_s=float(m.get("stop_s", 0.0)),
             own_s=float(m.get("own_s", 0.0)),
+            ran_out=bool(m.get("ran_out", False)),
         )
         for m in loader.get("pass_marks", [])
         if m["first_s"] is not None
