@@ -182,6 +182,8 @@ class LoaderRecorder:
         if self._current() is not it:
             return
         w = self.window
+        if not self._pass_open and self.pass_marks and self.pass_marks[-1]["ran_out"]:
+            w.ran_out_after(self.watcher.optimizer_steps)  # its length ended it: this call runs it out
         started = w.started
         ident = threading.get_ident()
         if ident not in self.thread_names:

@@ -359,6 +359,14 @@ class LoaderWindow:
         self.close_segment()
         self._last_return = None
 
+    def ran_out_after(self, optimizer_steps: int) -> None:
+        """The call that found a pass's iterator run out, where the pass's length had ended it at
+        its last batch: the loop's steps since that batch's call were the pass's (a loop handed its
+        batches one behind, as accelerate's loader does, has taken the last before it steps on the
+        one before it)."""
+        self.intervals += 1
+        self.optimizer_between += max(0, optimizer_steps - self._opt_at_call)
+
     def call(self, t_call: float, optimizer_steps: int, thread: int) -> bool:
         """``next()`` was called. Returns True when this call completed the window."""
         self.threads.add(thread)

@@ -319,6 +319,45 @@ def test_roles_come_from_optimizer_steps_between_batches(small_set: Path) -> Non
     ].role == "training"
 
 
+def _one_behind(loader: Any) -> Any:
+    """The loader's batches handed one behind, as accelerate's ``DataLoaderShard`` hands them: it
+    takes the next batch before it yields the one before, to know which batch is the last."""
+    it = iter(loader)
+    current = next(it)
+    for ahead in it:
+        yield current
+        current = ahead
+    yield current
+
+
+def test_short_passes_handed_one_behind_are_still_training() -> None:
+    """Passes of two batches, handed one behind (accelerate's loader): the loop has both batches
+    before its first step, and the pass's length ends it at the second; the steps it takes on
+    them come before the call that finds the iterator run out, and make it a training loader. The
+    evaluation loader of one batch a pass, taken whole with no step in between, is evaluation."""
+    import torch
+
+    import ioprof
+
+    data = torch.utils.data.TensorDataset(torch.rand(16, 3, 8, 8), torch.zeros(16, dtype=torch.long))
+    train = torch.utils.data.DataLoader(data, batch_size=8)  # two batches a pass
+    val = torch.utils.data.DataLoader(data, batch_size=16)  # one
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with ioprof.watch(probe=False) as w:
+        for _ in range(3):
+            for x, y in _one_behind(train):
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                opt.step()
+                opt.zero_grad()
+            for _ in _one_behind(val):
+                pass
+    assert {lo.key: lo.role for lo in w.result().loaders} == {
+        "loader 1": "training",
+        "loader 2": "evaluation",
+    }
+
+
 def test_a_script_without_an_optimizer_is_said_to_be_one() -> None:
     import torch
 
