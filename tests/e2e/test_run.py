@@ -442,6 +442,65 @@ def _timm_under_run(tmp_path: Path, *args: str) -> tuple[dict[str, Any], dict[st
     return r, train, val
 
 
+def _pretrained_in_cache(hub: Path, model: str) -> None:
+    """Random weights for timm's ``model`` where the Hugging Face hub's cache keeps its pretrained
+    checkpoint: a script asking for ``pretrained=True`` loads them offline, as on a host that
+    downloaded them before."""
+    import timm
+    from safetensors.torch import save_file
+
+    net = timm.create_model(model, pretrained=False)
+    repo = hub / ("models--" + net.pretrained_cfg["hf_hub_id"].replace("/", "--"))
+    commit = "0" * 40
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    weights = {k: v.contiguous() for k, v in net.state_dict().items()}
+    save_file(weights, str(repo / "snapshots" / commit / "model.safetensors"))
+
+
+@pytest.mark.slow
+def test_accelerates_example_is_read_through_its_own_loader_and_its_list_of_files(tmp_path: Path) -> None:
+    """accelerate's ``cv_example.py``, unchanged, on the CPU over a folder of pet photographs'
+    names: ``accelerator.prepare`` makes each DataLoader again from its batch sampler (no batch
+    size of its own, a SequentialSampler it never uses) and hands its batches one behind; its
+    dataset keeps its files in a list of its own naming. A short run (two training batches and
+    one evaluation batch an epoch, three epochs), too short for a window: what ioprof says of it
+    is the loaders as they are — the training one training, its random sampler and batch of 64,
+    the files its list names — and no advice a whole pass taken at every epoch does not need."""
+    pytest.importorskip("accelerate", reason="accelerate is not installed (pip install -e '.[test]')")
+    pytest.importorskip("timm", reason="timm is not installed (pip install -e '.[test]')")
+    generate(DatasetSpec(128, 96, 160, seed=0), tmp_path / "src")
+    pets = tmp_path / "pets"
+    pets.mkdir()
+    for i, image in enumerate(sorted((tmp_path / "src").rglob("*.jpg"))):
+        image.rename(pets / f"{image.parent.name}_{i}.jpg")  # as the Oxford pets are named: breed_n.jpg
+    _pretrained_in_cache(tmp_path / "hub", "resnet50d")
+    out = tmp_path / "o"
+    script = paths.SCRIPTS / "thirdparty" / "accelerate_cv" / "cv_example.py"
+    p = ioprof(
+        *("run", "--out", str(out), "--", sys.executable, str(script), "--data_dir", str(pets), "--cpu"),
+        env={"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"},
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "epoch 2:" in p.stdout  # the script's own output, unchanged
+    r = json.loads((out / "results.json").read_text())
+    train, val = r["loaders"]
+    assert [(lo["role"], lo["batch_size"], lo["sampler"]) for lo in (train, val)] == [
+        ("training", 64, "RandomSampler in BatchSampler"),
+        ("evaluation", 64, "SequentialSampler in BatchSampler"),
+    ], r["loaders"]
+    assert (train["dataset_class"], train["dataset_len"], train["dataset_root"]) == (
+        "PetsDataset",
+        128,
+        str(pets),
+    )
+    assert all(p["ran_out"] for lo in (train, val) for p in lo["pass_starts"]), r["loaders"]
+    kinds = {f["kind"] for f in r["analysis"]["findings"]}
+    assert "fresh-iterators" not in kinds and "training-not-measured" in kinds, kinds
+    assert "Keep one iterator" not in (out / "report.md").read_text()
+
+
 @pytest.mark.slow
 def test_timms_train_script_on_webdataset_shards_is_read_alone_from_its_readers_split(tmp_path: Path) -> None:
     """timm's ``train.py``, unchanged, reading tar shards through its own WebDataset reader
