@@ -84,8 +84,11 @@ def fetched_share(cell: CellResult, s: StorageCeiling | None) -> float | None:
 def by_page_faults(cell: CellResult, s: StorageCeiling | None) -> bool:
     """Whether the cell's samples came by page faults: its read() calls read under
     READ_CALLS_MIN_SHARE of the bytes its samples hold (``s``'s bytes per sample × the images),
-    where its fetched bytes are known."""
-    held = cell.images * s.sample_bytes() if s is not None else 0.0
+    where its fetched bytes are known. Only the samples that must have been read within the
+    window's spans count: a loader's workers may have read those of its queued batches before a
+    span opened (``read_ahead_samples``) — short passes of a loader far ahead of its loop read
+    little in the spans by read() calls all the same."""
+    held = (cell.images - cell.read_ahead_samples) * s.sample_bytes() if s is not None else 0.0
     return cell.fetched.known and held > 0 and cell.requested_bytes < READ_CALLS_MIN_SHARE * held
 
 

@@ -445,6 +445,11 @@ class CellResult:
     # what ``read_bytes_in_window`` counts: the delivered batches' bytes, or (workers reading files)
     # the workers' own reads over the fetch counters' readings (``fetched.bytes_read``)
     reads_counted: Literal["batches", "workers"] = "batches"
+    # samples whose reads may have come before the window's spans though their batches are counted
+    # in it (a user's loader, its reads counted over the spans): its workers hold up to
+    # prefetch_factor × workers batches read ahead as each segment opens; 0 where the reads counted
+    # are the batches' own
+    read_ahead_samples: int = 0
 
     @property
     def setting(self) -> LoaderSetting:

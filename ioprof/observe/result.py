@@ -166,6 +166,9 @@ def _cell(key: str, loader: LoaderObservation, config: Any) -> CellResult:
         start_method=s["start_method"] if setting.workers else "",
         bytes_window_s=io.window_s,
     )
+    # each segment may open with the queue's batches read already (read() counted before it)
+    ahead = (s.get("prefetch_factor") or 0) * setting.workers * cell.batch_size
+    cell = replace(cell, read_ahead_samples=int(loader.get("segments", 0)) * ahead)
     if loader.get("inside"):
         cell = replace(cell, inside=from_jsonable(LoaderInside, loader["inside"]))
     cell = replace(cell, wait_split=_wait_split(loader, waits))

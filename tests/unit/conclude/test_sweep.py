@@ -11,6 +11,7 @@ from builders import cell, compute, dataset_info, decode, storage, sweep_result
 
 from ioprof.conclude.sweep import (
     advise,
+    by_page_faults,
     cell_verdict,
     classify_input_bound,
     classify_interval,
@@ -155,6 +156,11 @@ def test_rows_of_a_memory_mapped_file_count_the_bytes_they_hold_not_those_read_b
     plain = conclude(replace(sweep_result(cells=(cell(),)), ceilings=(ceilings,)))
     assert plain.cells[0].verdict is not None and not plain.cells[0].verdict.read_by_faults
     assert plain.analysis is not None and plain.analysis.advice[0].storage_fetched_share is None
+    # a loader far ahead of its loop (its queue read before each span opened) that read() little
+    # in the spans: no more samples counted than its queue held, nothing known of page faults
+    ahead = replace(resident, read_ahead_samples=resident.images)
+    assert not by_page_faults(ahead, storage(4, 100.0))
+    assert by_page_faults(replace(resident, read_ahead_samples=resident.images // 2), storage(4, 100.0))
     # a loader whose read() calls read at least a tenth of its samples' bytes: the share of those
     reads = cell(read_chars=held // 5, fetched=held // 10)
     assert stage_rates(reads, compute(1000.0), ceilings, [], False)["storage"] == pytest.approx(200.0)

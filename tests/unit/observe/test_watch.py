@@ -566,6 +566,38 @@ def test_a_loader_given_a_batch_sampler_is_described_by_what_it_draws_with(wrapp
     assert (lo.batch_size, lo.sampler, lo.drop_last) == (6, f"RandomSampler in {outer}", True), lo
 
 
+def test_short_passes_read_ahead_of_the_loop_are_not_taken_for_page_faults(small_set: Path) -> None:
+    """Passes of 12 batches read by workers whose queue holds 16 (``prefetch_factor=8``) behind a
+    slow step: each pass is read whole before the loop takes its first batches, so the window's
+    spans see few read() bytes for the batches they count. That is the queue, not rows faulted
+    in from a memory-mapped file: the samples the queue could hold as each segment opened are
+    not counted against the read() calls."""
+    import time
+
+    import torch
+    from torchvision import datasets, transforms
+
+    import ioprof
+
+    ds = datasets.ImageFolder(
+        str(small_set), transforms.Compose([transforms.Resize((32, 32)), transforms.ToTensor()])
+    )
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True, num_workers=2, prefetch_factor=8)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 32 * 32, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with ioprof.watch(steps=12, probe=True) as w:
+        for _ in range(3):
+            for x, y in loader:
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                opt.step()
+                opt.zero_grad()
+                time.sleep(0.03)  # a step far slower than the workers: their queue stays full
+    r = w.result()
+    (cell,) = [c for c in r.cells if c.status == "ok"]
+    assert cell.read_ahead_samples >= 16 * 4 and cell.read_ahead_samples % (16 * 4) == 0, cell
+    assert cell.verdict is not None and not cell.verdict.read_by_faults, (cell.io, cell.images)
+
+
 class KeepsAList:
     """A dataset holding its samples' annotations as a large Python list of dicts, reading a slice
     per sample: in a forked worker each read writes the objects' reference counts, so their pages
