@@ -161,7 +161,7 @@ def _cell(key: str, loader: LoaderObservation, config: Any) -> CellResult:
         io=io,
         cache=CacheInfo("as-is", 0.0, True, "", "the page cache as your script left it"),
         gpu=gpu,
-        stopped_by={"complete": "steps", "partial": "script"}.get(loader["window"], "script"),
+        stopped_by=_stopped_by(loader["window"], len(steps), config),
         images_per_step=tuple(images),
         start_method=s["start_method"] if setting.workers else "",
         bytes_window_s=io.window_s,
@@ -176,6 +176,15 @@ def _cell(key: str, loader: LoaderObservation, config: Any) -> CellResult:
     if fetched is None:
         return cell
     return replace(cell, fetched=fetched, fetched_segments=_fetched_segments(loader, io, fetched))
+
+
+def _stopped_by(window: str, steps: int, config: Any) -> str:
+    """What ended a window: its steps, its seconds (``--seconds``: the steps it had then), or the
+    script, before either."""
+    if window != "complete":
+        return "script"
+    wanted = getattr(config, "steps", None)
+    return "steps" if wanted is None or steps >= wanted else "seconds"
 
 
 def _fetched_segments(

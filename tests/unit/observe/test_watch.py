@@ -1056,3 +1056,21 @@ def test_files_seen_open_describe_the_dataset_only_where_they_are_held(
     assert (each.files, each.total_bytes, each.mean_file_bytes) == (None, None, None), each
     assert each.fs_type and Path(each.path).is_dir() and Path(each.path).is_relative_to(small_set), each
     assert (whole.files, whole.total_bytes, whole.path) == (1, archive.stat().st_size, str(archive)), whole
+
+
+@pytest.mark.parametrize(("steps", "seconds", "by"), [(5, None, "steps"), (100, 0.3, "seconds")])
+def test_a_window_says_what_ended_it(steps: int, seconds: float | None, by: str) -> None:
+    """A window ends at its steps or at its seconds, whichever comes first: the cell says which
+    (a window of 11 batches that ran its 60 s said "steps")."""
+    import time
+
+    import torch
+
+    import ioprof
+
+    data = torch.utils.data.TensorDataset(torch.rand(64, 3, 8, 8), torch.zeros(64, dtype=torch.long))
+    with ioprof.watch(steps=steps, seconds=seconds, probe=False) as w:
+        for _ in torch.utils.data.DataLoader(data, batch_size=2):
+            time.sleep(0.02)
+    (cell,) = w.result().cells
+    assert (cell.stopped_by, cell.steps < 100) == (by, True), cell.steps
