@@ -280,7 +280,13 @@ def _evidence(result: SweepResult) -> list[str]:
         "served by the page cache is not limited by the disk); where that share is unknown, storage is "
         "assumed to serve every read. A loader whose read() calls read under "
         f"{pct(READ_CALLS_MIN_SHARE, 0)} of what its samples hold got them by page faults (rows of a "
-        "memory-mapped file): its share is of its samples' bytes (images × the bytes a sample takes).",
+        "memory-mapped file): its share is of its samples' bytes (images × the bytes a sample takes)."
+        + (
+            " The samples its workers' queue could hold read already as each span of the window opened "
+            "(prefetch_factor × workers batches) are not counted against its read() calls."
+            if result.kind == "run"
+            else ""
+        ),
         *([] if not kernel else ["", KERNEL_SPLIT_NOTE]),
         "",
     ]
