@@ -238,10 +238,9 @@ def test_a_short_loader_taken_whole_at_every_epoch_is_not_told_to_keep_one_itera
     with ioprof.watch(probe=False) as w:
         for _ in range(6):
             for x, y in loader:
-                loss = torch.nn.functional.cross_entropy(model(x), y)
-                opt.zero_grad()
-                loss.backward()
+                torch.nn.functional.cross_entropy(model(x), y).backward()
                 opt.step()
+                opt.zero_grad()
     result = w.result()
     (lo,) = result.loaders
     assert [(p.batches, p.ran_out) for p in lo.pass_starts] == [(2, True)] * 6, lo.pass_starts
