@@ -398,7 +398,7 @@ def advise(
 ) -> Advice:
     """What to fix first, workers needed, storage bandwidth needed, whether serial suffices."""
     demand = compute.img_per_s if compute else None
-    decode = _decode_advice(ceilings, demand, cores_usable)
+    decode = _decode_advice(ceilings, demand, cores_usable, cells)
     storage = _storage_advice(info, ceilings, demand)
     serial = next((c for c in cells if c.loader == "serial" and c.verdict is not None), None)
     verdict = dataset_verdict(info.label, cells)
@@ -464,8 +464,12 @@ def _fix_from_ceilings(decode: float | None, storage: float | None, demand: floa
     return stage if known[stage] < demand else "none"
 
 
-def _decode_advice(ceilings: DatasetCeilings | None, demand: float | None, cores: int) -> dict[str, Any]:
-    """Workers needed, read off the measured multiprocess decode curve."""
+def _decode_advice(
+    ceilings: DatasetCeilings | None, demand: float | None, cores: int, cells: Sequence[CellResult] = ()
+) -> dict[str, Any]:
+    """Workers needed, read off the measured multiprocess decode curve; and whether a measured
+    cell at that many workers kept up in its own window (its loop decidedly not input-bound): the
+    workers made what the step took, whatever the reading alone's interval leaves open."""
     curve = sorted(
         (d for d in (ceilings.decode if ceilings else ()) if d.loader == "multiprocess"),
         key=lambda d: d.workers,
@@ -495,6 +499,14 @@ def _decode_advice(ceilings: DatasetCeilings | None, demand: float | None, cores
         "best_decode_interval": best.throughput() if best else None,
         "decode_fed": best.fed if best else None,
         "workers_needed_interval": meeting[0].throughput() if meeting else None,
+        "workers_needed_kept_up": bool(meeting)
+        and any(
+            c.loader == "multiprocess"
+            and c.workers == meeting[0].workers
+            and c.verdict is not None
+            and c.verdict.input_bound_range == ("not", "not")
+            for c in cells
+        ),
     }
 
 

@@ -125,6 +125,8 @@ class Advice:
     decode_fed: int | None = None
     storage_mb_per_s_interval: Interval | None = None  # the best cold storage ceiling's MB/s
     workers_needed_interval: Interval | None = None  # img/s of the ceiling that meets the demand
+    # a cell at that many workers kept up in its own window (decidedly not input-bound)
+    workers_needed_kept_up: bool = False
     # the share of what the best cell read that it fetched, as the user's script ran it, where a
     # copy served most of it (``MOSTLY_A_COPY_SHARE``; 0: it fetched none); None otherwise
     window_fetched_share: float | None = None

@@ -191,7 +191,12 @@ def advice(a: f.Advice) -> list[str]:
         out.append(
             f"{worker_count(a.workers_needed)} {'suffices' if a.workers_needed == 1 else 'suffice'} for decoding: "
             "the training step consumes "
-            f"{rate(a.demand_img_per_s)} img/s and each worker decodes about {_per_worker(a)} img/s."
+            f"{rate(a.demand_img_per_s)} img/s and each worker decodes about {_per_worker(a)} img/s"
+            + (
+                f"; at {a.workers_needed} the loop did not wait for them in its window."
+                if a.workers_needed_kept_up
+                else "."
+            )
         )
     if a.fix_first != "storage" and a.demand_img_per_s:
         out.append(_storage_need(a))
@@ -294,9 +299,16 @@ def _storage_fix(a: f.Advice) -> list[str]:
 
 
 def _undecided(a: f.Advice) -> bool:
-    """Whether the ceiling that meets the demand does so only in its middle: its interval reaches below."""
+    """Whether the ceiling that meets the demand does so only in its middle: its interval reaches
+    below, and no window at that many workers showed them keeping up."""
     i = a.workers_needed_interval
-    return i is not None and i.known and a.demand_img_per_s is not None and i.low < a.demand_img_per_s
+    return (
+        not a.workers_needed_kept_up
+        and i is not None
+        and i.known
+        and a.demand_img_per_s is not None
+        and i.low < a.demand_img_per_s
+    )
 
 
 def _undecided_words(a: f.Advice) -> str:

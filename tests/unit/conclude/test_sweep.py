@@ -347,6 +347,19 @@ def test_workers_that_meet_the_demand_only_in_their_intervals_middle_are_not_sai
         f"Whether 4 workers keep up with decoding is not decided: measured alone, they decode {fmt.rate_ci(i)} "
         "img/s against the 800 img/s the training step consumes"
     ), text
+    # the same reading alone beside a window at 4 workers whose loop decidedly did not wait: those
+    # workers made what the step took, which decides it; a window that may have waited does not
+    ceilings = DatasetCeilings("d", (decode("multiprocess", 1, 250.0), uneven), (storage(4, 5000.0),))
+    rates = {"compute": 800.0, "decode": 900.0, "storage": 5000.0}
+    for wait, kept in ((0.0, True), (0.007, False)):
+        at_four = cell(workers=4, wait=wait, step=0.1, steps=10, jitter=wait / 2, dataset="d")
+        at_four = replace(at_four, verdict=cell_verdict(at_four, rates, compute_async=False))
+        a = advise(dataset_info(), [at_four], compute(800.0), ceilings, cores_usable=8)
+        text = " ".join(advice_words(a))
+        assert a.workers_needed_kept_up is kept, (a, at_four.verdict)
+        assert text.startswith("4 workers suffice for decoding" if kept else "Whether 4 workers keep up"), (
+            text
+        )
 
 
 def test_storage_headroom_is_claimed_only_where_the_storage_figures_interval_holds_it() -> None:
