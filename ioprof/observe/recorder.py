@@ -183,7 +183,10 @@ class LoaderRecorder:
             return
         w = self.window
         if not self._pass_open and self.pass_marks and self.pass_marks[-1]["ran_out"]:
-            w.ran_out_after(self.watcher.optimizer_steps)  # its length ended it: this call runs it out
+            # its length ended the pass at its last batch, and this call finds it run out: the
+            # loop's steps since were the pass's; no batch comes, so nothing of a window begins here
+            w.ran_out_after(self.watcher.optimizer_steps)
+            return
         started = w.started
         ident = threading.get_ident()
         if ident not in self.thread_names:

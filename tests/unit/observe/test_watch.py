@@ -334,14 +334,14 @@ def test_short_passes_handed_one_behind_are_still_training() -> None:
     """Passes of two batches, handed one behind (accelerate's loader): the loop has both batches
     before its first step, and the pass's length ends it at the second; the steps it takes on
     them come before the call that finds the iterator run out, and make it a training loader. The
-    evaluation loader of one batch a pass, taken whole with no step in between, is evaluation."""
+    evaluation loader, its passes taken whole with no step in between, is evaluation."""
     import torch
 
     import ioprof
 
     data = torch.utils.data.TensorDataset(torch.rand(16, 3, 8, 8), torch.zeros(16, dtype=torch.long))
     train = torch.utils.data.DataLoader(data, batch_size=8)  # two batches a pass
-    val = torch.utils.data.DataLoader(data, batch_size=16)  # one
+    val = torch.utils.data.DataLoader(data, batch_size=8, num_workers=2)  # two, one a worker
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with ioprof.watch(probe=False) as w:
@@ -352,10 +352,11 @@ def test_short_passes_handed_one_behind_are_still_training() -> None:
                 opt.zero_grad()
             for _ in _one_behind(val):
                 pass
-    assert {lo.key: lo.role for lo in w.result().loaders} == {
-        "loader 1": "training",
-        "loader 2": "evaluation",
-    }
+    loaders = w.result().loaders
+    assert {lo.key: lo.role for lo in loaders} == {"loader 1": "training", "loader 2": "evaluation"}
+    # passes no longer than their workers' first batches, which every pass skips: no window began,
+    # nor a first pass "before" one (the call that finds a pass run out is no batch of a segment)
+    assert (loaders[1].window, loaders[1].before) == ("none", None), loaders[1]
 
 
 def test_a_script_without_an_optimizer_is_said_to_be_one() -> None:
