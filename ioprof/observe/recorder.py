@@ -185,7 +185,7 @@ class LoaderRecorder:
         if not self._pass_open and self.pass_marks and self.pass_marks[-1]["ran_out"]:
             # its length ended the pass at its last batch, and this call finds it run out: the
             # loop's steps since were the pass's; no batch comes, so nothing of a window begins here
-            w.ran_out_after(self.watcher.optimizer_steps)
+            w.steps_since_last_call(self.watcher.optimizer_steps)
             return
         started = w.started
         ident = threading.get_ident()

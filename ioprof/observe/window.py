@@ -359,11 +359,11 @@ class LoaderWindow:
         self.close_segment()
         self._last_return = None
 
-    def ran_out_after(self, optimizer_steps: int) -> None:
-        """The call that found a pass's iterator run out, where the pass's length had ended it at
-        its last batch: the loop's steps since that batch's call were the pass's (a loop handed its
-        batches one behind, as accelerate's loader does, has taken the last before it steps on the
-        one before it)."""
+    def steps_since_last_call(self, optimizer_steps: int) -> None:
+        """The interval since the pass's last call, and the optimizer steps in it: between two of
+        its batches, or — the call that found its iterator run out, where its length had ended the
+        pass at its last batch — after that batch (a loop handed its batches one behind, as
+        accelerate's loader does, has taken the last before it steps on the one before it)."""
         self.intervals += 1
         self.optimizer_between += max(0, optimizer_steps - self._opt_at_call)
 
@@ -371,8 +371,7 @@ class LoaderWindow:
         """``next()`` was called. Returns True when this call completed the window."""
         self.threads.add(thread)
         if self._last_return is not None:  # from the previous call: a thread that only prefetches
-            self.intervals += 1  # sees the steps happen while it is blocked in next()
-            self.optimizer_between += max(0, optimizer_steps - self._opt_at_call)
+            self.steps_since_last_call(optimizer_steps)  # sees the steps happen while it is blocked in next()
         self._opt_at_call = optimizer_steps
         if self.done:
             return False

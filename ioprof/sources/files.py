@@ -150,7 +150,7 @@ def _unnamed(obj: Any) -> _Leaf | None:
             continue
         first, last = path_of(items[0]), path_of(items[-1])
         base = _base(obj, first) if first is not None and last is not None else None
-        if base is not None and os.path.isfile(os.path.join(base, last or "")):
+        if base is not None and last is not None and os.path.isfile(os.path.join(base, last)):
             found.append(_Leaf((), name, items, base=base))
     return found[0] if len(found) == 1 else None
 
