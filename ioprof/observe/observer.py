@@ -346,7 +346,7 @@ class Watcher:
         from ioprof.observe.window import Reading
 
         t0 = time.perf_counter()
-        procs, own, cpus, threads, parents, reaped = {}, {}, {}, {}, {}, set()
+        procs, own, cpus, children, threads, parents, reaped = {}, {}, {}, {}, {}, {}, set()
         for pid in {*pids, os.getpid()} if cpu else pids:
             if not cpu:
                 io = procstat.reads(pid)
@@ -359,6 +359,7 @@ class Watcher:
                     reaped.add(pid)
                 continue
             cpus[pid] = got.cpu_s + got.children_cpu_s
+            children[pid] = got.children_cpu_s
             parents[pid] = got.ppid
             threads[pid] = {tid: (t.cpu_s, t.runq_s) for tid, t in got.threads.items()}
             if pid in pids:
@@ -379,6 +380,7 @@ class Watcher:
             net = rx_bytes(rec.iface)
         elif not rec.settings["dataset_root"] and rec.settings["source"] is None:
             rx = rx_all()
+        took = time.perf_counter() - t0
         return Reading(
             at_s,
             procs,
@@ -386,14 +388,16 @@ class Watcher:
             daemon,
             own_chars=own,
             cpu=cpus,
+            children=children,
             threads=threads,
             parents=parents,
             reaped=reaped,
-            wall_s=time.time(),
+            wall_s=time.time() - took / 2,
+            read_s=t0 + took / 2,
             net_bytes=net,
             iface=rec.iface,
             rx=rx,
-            took_s=time.perf_counter() - t0,
+            took_s=took,
         )
 
     def mount_counters(self, root: str) -> MountCounters | None:

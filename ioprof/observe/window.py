@@ -68,16 +68,48 @@ class Reading:
     # pid → CPU seconds of the process, its threads and the children it reaped (the training
     # process and the loader's processes), and each thread's (CPU s, run-queue s)
     cpu: dict[int, float] = field(default_factory=dict)
+    children: dict[int, float] = field(default_factory=dict)  # pid → CPU s of the children it reaped
     parents: dict[int, int] = field(default_factory=dict)  # pid → its parent's, where its CPU was read
     reaped: set[int] = field(default_factory=set)  # of the processes asked for, those gone whole (no zombie)
     threads: dict[int, dict[int, tuple[float, float]]] = field(default_factory=dict)
-    wall_s: float = 0.0  # time.time() at the reading: the span can be matched with readings outside
+    # time.time() and perf_counter() halfway through the reading, when its CPU figures were read:
+    # a reading of a training process's dozens of threads takes a millisecond, the first of a
+    # segment twice as long as its last, and a span of one batch (10-20 ms) counted from the
+    # readings' starts held 2-4 % more seconds than its CPU figures did
+    wall_s: float = 0.0  # the span can be matched with readings outside
+    read_s: float | None = None  # None: read at ``at_s``
     net_bytes: int | None = None  # the interface routing to a URL source: bytes it received (host-wide)
     iface: str | None = None  # that interface
     # taken before the loader's source was known (its workers' connections are found at its first
     # batch): every interface's count, so that a span from here is counted once one is known
     rx: dict[str, int] = field(default_factory=dict)
     took_s: float = 0.0  # what this reading cost the loop
+
+    @property
+    def read_at(self) -> float:
+        return self.at_s if self.read_s is None else self.read_s
+
+    def cpu_exact(self, pid: int) -> float:
+        """``pid``'s CPU seconds as exactly as they were read. ``/proc/PID/stat`` counts in clock
+        ticks, each of its fields cut down to a whole one: one reading alone falls short by a
+        tick on average — where a reaped worker's CPU at a span's start is taken off what its
+        parent reaped, a pass's fresh workers were counted 20 ms over each (4-6 % of the cores
+        over passes of 0.2 s). Its living threads' scheduler totals are in nanoseconds, as exact
+        where none has ended: the larger of the two falls short of neither."""
+        threads = sum(cpu for cpu, _ in self.threads.get(pid, {}).values())
+        return max(self.cpu[pid], threads + self.children.get(pid, 0.0))
+
+    def cpu_to(self, b: Reading, pid: int) -> float:
+        """``pid``'s CPU from this reading to ``b``: its threads' nanosecond totals where none of
+        those read here had ended by ``b`` (one born since counts from 0), and the children it
+        reaped meanwhile; else the difference of its clock ticks, off by up to two ticks a span
+        either way (spans of one batch, 10-20 ms, left the cores figure 2-4 % from the kernel's
+        own count over a window of a few seconds)."""
+        before, after = self.threads.get(pid), b.threads.get(pid)
+        if not before or not after or before.keys() - after.keys():
+            return b.cpu[pid] - self.cpu[pid]
+        own = sum(cpu - before.get(tid, (0.0, 0.0))[0] for tid, (cpu, _) in after.items())
+        return own + b.children.get(pid, 0.0) - self.children.get(pid, 0.0)
 
     def net_on(self, iface: str | None) -> int | None:
         """What ``iface`` had received at this reading, where it was read."""
@@ -149,9 +181,9 @@ class Totals:
         gone = a.cpu.keys() - b.cpu.keys()
         if any(p not in b.reaped or a.parents.get(p) not in b.cpu for p in gone):
             return
-        common = sum(b.cpu[p] - a.cpu[p] for p in b.cpu) - sum(a.cpu[p] for p in gone)
+        common = sum(a.cpu_to(b, p) for p in b.cpu) - sum(a.cpu_exact(p) for p in gone)
         self.cpu_s += max(0.0, common)
-        self.cpu_window_s += b.at_s - a.at_s
+        self.cpu_window_s += b.read_at - a.read_at
         if a.wall_s and b.wall_s:
             self.cpu_spans_wall.append((a.wall_s, b.wall_s))
         if gone:

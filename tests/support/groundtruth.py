@@ -7,6 +7,7 @@ ssh and sshd carrying the link, the HTTP server, this test process), read from t
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
@@ -16,7 +17,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,26 @@ class CpuGroup:
                     return int(value) / 1e6
             raise OSError(f"no usage_usec in {self.folder / 'cpu.stat'}")
         return int((self.folder / "cpuacct.usage").read_text()) / 1e9
+
+    @contextlib.contextmanager
+    def holding_this_process(self) -> Iterator[CpuGroup]:
+        """This process in the group meanwhile (and what it forks: a loader's workers), then back
+        in the one it came from, the group removed: for a figure ioprof reads in this process."""
+        home = self._home()
+        self.procs.write_text(str(os.getpid()))
+        try:
+            yield self
+        finally:
+            (home / "cgroup.procs").write_text(str(os.getpid()))
+            self.remove()
+
+    def _home(self) -> Path:
+        """The cgroup this process is in, of the hierarchy this group is made in."""
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if (self.v2 and not controllers) or (not self.v2 and "cpuacct" in controllers.split(",")):
+                return self.folder.parent / path.lstrip("/")
+        raise OSError(f"this process is in no cgroup of {self.folder.parent}")
 
     def remove(self) -> None:
         """The cgroup removed once its processes are gone (a run's last worker may still be exiting)."""
