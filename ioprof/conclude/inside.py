@@ -121,7 +121,10 @@ def _cores(cell: CellResult) -> list[Finding]:
     c = cell.inside.cores if cell.inside is not None else None
     if c is None or c.cpu_busy_cores is None or not c.oversubscribed:
         return []
-    waits = cell.verdict is not None and cell.verdict.input_bound in ("highly", "borderline")
+    v = cell.verdict
+    waits = v.waits_for_data if v is not None else None
+    if waits and v is not None and v.bottleneck in ("storage", "transfer"):
+        waits = None  # it waits for its bytes, where fewer threads would lose reads in flight
     return [
         CoresOversubscribed(
             cell.dataset,

@@ -14,8 +14,6 @@ from __future__ import annotations
 from ioprof.core.findings import WorkersOutOfData
 from ioprof.core.results import SweepResult
 
-_WAITS = ("moderately", "highly", "borderline")
-
 
 def out_of_data(result: SweepResult) -> tuple[WorkersOutOfData, ...]:
     """Each measured loader with workers out of data as its window began."""
@@ -35,7 +33,7 @@ def out_of_data(result: SweepResult) -> tuple[WorkersOutOfData, ...]:
                 lo.workers_out,
                 lo.shards,
                 stages.processes if stages is not None else None,
-                the_limit=cell.verdict is not None and cell.verdict.input_bound in _WAITS,
+                the_limit=cell.verdict.waits_for_data if cell.verdict is not None else None,
             )
         )
     return tuple(found)

@@ -73,6 +73,17 @@ class CellVerdict:
     # under READ_CALLS_MIN_SHARE of what they hold, are not what it read
     read_by_faults: bool = False
 
+    @property
+    def waits_for_data(self) -> bool | None:
+        """True where the loop is input-bound for certain (moderately, highly, or borderline
+        between them), False where it is surely not, None where its interval reaches both (what
+        holds its loader back is then not known to hold the loop back)."""
+        if self.input_bound == "not":
+            return False
+        if self.input_bound == "borderline" and "not" in self.input_bound_range:
+            return None
+        return True
+
 
 # -- advice for one dataset --------------------------------------------------------------------
 
@@ -478,7 +489,7 @@ class CoresOversubscribed(Finding):
     workers: int
     threads_per_worker: int
     pin_memory_thread: bool
-    the_limit: bool  # the cell waits for data: the shared cores are what limits it
+    the_limit: bool | None  # the cell waits for data, not its storage: the cores limit it (None: not decided)
     runq_share: float | None = None  # of runnable time, waiting for a core
 
     @property
@@ -503,7 +514,9 @@ class WorkersOutOfData(Finding):
     out: int
     shards: int | None  # the shards the dataset says it deals out (None: it does not say)
     seen_making: int | None  # the processes whose batches the look inside saw in the window
-    the_limit: bool  # the window waits for data: its working workers are what it has
+    the_limit: (
+        bool | None
+    )  # the window waits for data: its working workers are what it has (None: not decided)
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,16 @@ def _oversubscribed(x: f.CoresOversubscribed) -> str:
         parts.append("its pin-memory thread")
     if x.workers:
         parts.append(f"{worker_count(x.workers)} × {x.threads_per_worker} thread(s)")
-    limit = (
-        " This is what limits it: the workers wait for a core, not for the files — use fewer threads "
-        "(torch.set_num_threads in the training process, fewer workers) or give the job more cores."
-        if x.the_limit
-        else " Fewer threads would lose nothing here."
-    )
+    if x.the_limit:
+        limit = (
+            " This is what limits it: the workers wait for a core, not for the files — use fewer threads "
+            "(torch.set_num_threads in the training process, fewer workers) or give the job more cores."
+        )
+    elif x.the_limit is None:
+        limit = " Whether this holds the training loop back is not decided here."
+    else:
+        limit = " Fewer threads would lose nothing here."
+
     queued = (
         f"; runnable threads waited for a core {pct(x.runq_share, 0)} of their runnable time (run-queue delay)"
         if x.runq_share is not None

@@ -86,6 +86,45 @@ def test_workers_that_fit_in_ram_and_in_dev_shm() -> None:
     assert inside.max_workers_ram(noise) == inside.max_workers_ram(m)
 
 
+def test_cores_shared_are_called_the_limit_only_where_the_loop_waits_for_them() -> None:
+    """Oversubscribed cores limit the loop where it is input-bound for certain and waits for its
+    workers, not for its storage; a loop whose wait may be under the first class's line (borderline
+    not/moderately: an evaluation pass of 16 batches, 3.6-7.6 %) is not said to be held back by
+    them, nor to lose nothing by fewer threads (broken once — "borderline" counted as waiting — it
+    was told "This is what limits it")."""
+    cell = builders.cell(workers=8, wait=0.3, step=0.1, jitter=0.01)
+    cell = replace(cell, inside=LoaderInside(stages(), memory(workers=8), cores(busy=6, cpu=0.97)))
+    (cell,) = conclude(builders.sweep_result((cell,))).cells
+    v = cell.verdict
+    assert v is not None
+    said = {}
+    for name, verdict in (
+        ("moderately, decode", replace(v, input_bound="moderately", bottleneck="decode")),
+        (
+            "borderline moderately/highly",
+            replace(v, input_bound="borderline", input_bound_range=("moderately", "highly")),
+        ),
+        (
+            "borderline not/moderately",
+            replace(v, input_bound="borderline", input_bound_range=("not", "moderately")),
+        ),
+        ("highly, storage", replace(v, input_bound="highly", bottleneck="storage")),
+        ("not", replace(v, input_bound="not", bottleneck="compute")),
+    ):
+        (over,) = inside._cores(replace(cell, verdict=verdict))
+        said[name] = over.the_limit
+        text = finding(over)
+        assert ("This is what limits it" in text) == bool(over.the_limit), text
+        assert ("not decided" in text) == (over.the_limit is None), text
+    assert said == {
+        "moderately, decode": True,
+        "borderline moderately/highly": True,
+        "borderline not/moderately": None,
+        "highly, storage": None,
+        "not": False,
+    }
+
+
 def test_findings_name_what_would_fail_before_it_does() -> None:
     cell = builders.cell(workers=8, wait=0.3, step=0.1, jitter=0.01)
     grows = memory(
