@@ -9,7 +9,7 @@ from typing import Any
 from ioprof.core import findings as f
 from ioprof.core.config import worker_count
 from ioprof.core.thresholds import KERNEL_SPLIT_MIN_UNITS, TRAINING_EPOCHS_AT_MOST
-from ioprof.render.fmt import counted, duration, mb, pct, rate, size
+from ioprof.render.fmt import counted, duration, mb, pct, rate, share_range, size
 
 
 def _oversubscribed(x: f.CoresOversubscribed) -> str:
@@ -76,7 +76,7 @@ def _out_of_data(x: f.WorkersOutOfData) -> str:
 
 def _share(x: tuple[float, float, float]) -> str:
     """A share and its interval: ``38 % [33–43]``."""
-    return f"{x[0] * 100:.0f} % [{x[1] * 100:.0f}–{x[2] * 100:.0f}]"
+    return share_range(*x)
 
 
 def _slow_samples(x: f.SlowSamples) -> str:
@@ -460,8 +460,7 @@ def _epoch_start(x: f.EpochStartCost) -> str:
             if x.stop_s > 0
             else ""
         )
-        + f" — {pct(x.share, 0)} "
-        f"[{pct(x.share_low, 0)}–{pct(x.share_high, 0)}] of a pass of {duration(x.pass_s)}. "
+        + f" — {share_range(x.share, x.share_low, x.share_high)} of a pass of {duration(x.pass_s)}. "
         "persistent_workers=True keeps the workers from one epoch to the next: a new pass then waits only for "
         "a batch made."
     )

@@ -63,6 +63,13 @@ def share_ci(i: Interval, digits: int = 1) -> str:
     return f"{pct(i.value, digits)} [{i.low * 100:.{digits}f}–{i.high * 100:.{digits}f}]"
 
 
+def share_range(value: float, low: float | None, high: float | None) -> str:
+    """A share with its interval where there is one: ``62 % [58–66]``."""
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return share_ci(Interval.unknown(value), 0)
+    return share_ci(Interval(value, max(0.0, low), min(1.0, high), 2), 0)
+
+
 def counted(n: int, noun: str) -> str:
     """``n`` and its noun, plural unless one: ``1 shard``, ``3 shards``."""
     return f"{n:,} {noun}{'' if n == 1 else 's'}"

@@ -24,8 +24,7 @@ from ioprof.core.rates import wait_per_batch
 from ioprof.core.results import CellResult, SweepResult
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import GROWTH_RULE
-from ioprof.render import words
-from ioprof.render.fmt import pct, rate, size
+from ioprof.render.fmt import pct, rate, share_range, size
 from ioprof.render.mdtable import table
 
 HOW = (
@@ -73,7 +72,9 @@ def _lead(c: CellResult) -> str:
     if lead is None or lead.share is None:
         return "not timed"
     whose = "the workers'" if c.workers else "its"
-    return f"{lead.name}, {words.share_range(lead.share, lead.share_low, lead.share_high)} of {whose} time per sample"
+    return (
+        f"{lead.name}, {share_range(lead.share, lead.share_low, lead.share_high)} of {whose} time per sample"
+    )
 
 
 def _cell(c: CellResult) -> list[str]:
@@ -129,8 +130,8 @@ def _slow_line(t: SampleTimes, queued: float) -> str:
     if s is None:
         return ""
     cost = (
-        f"{words.share_range(s.loop.value, s.loop.low, s.loop.high)} of the loop's time, "
-        f"{words.share_range(s.wait.value, s.wait.low, s.wait.high)} of its wait"
+        f"{share_range(s.loop.value, s.loop.low, s.loop.high)} of the loop's time, "
+        f"{share_range(s.wait.value, s.wait.low, s.wait.high)} of its wait"
         if s.loop.known
         else "too few batches to tell"
     )
@@ -145,7 +146,7 @@ def _slow_line(t: SampleTimes, queued: float) -> str:
     )
     if s.on_cpu is not None and s.on_cpu.known and s.loop.known:
         out += (
-            f" Of that, their own work on a CPU: {words.share_range(s.on_cpu.value, s.on_cpu.low, s.on_cpu.high)} "
+            f" Of that, their own work on a CPU: {share_range(s.on_cpu.value, s.on_cpu.low, s.on_cpu.high)} "
             "of the loop's time; the rest they waited off a CPU, which is theirs only where the storage had bytes "
             "to spare: at its limit, a sample's wait for bytes passes to the next sample that reads."
         )
@@ -171,7 +172,7 @@ def stages_table(s: LoaderStages, *, in_workers: bool = True, wait: Interval | N
         [
             st.name,
             f"{_ms(st.s_per_sample)} {_ms_range(st.low_s, st.high_s)}",
-            words.share_range(st.share, st.share_low, st.share_high) if st.share is not None else "—",
+            share_range(st.share, st.share_low, st.share_high) if st.share is not None else "—",
         ]
         for st in s.worker
     ]

@@ -26,7 +26,7 @@ from ioprof.core.results_devices import DeviceCell
 from ioprof.core.results_scale import RankCountResult
 from ioprof.core.stats import MIN_BATCHES, Interval
 from ioprof.render.findings import finding, first_pass
-from ioprof.render.fmt import counted, duration, mb, pct, rate, rate_ci, share_ci, size
+from ioprof.render.fmt import counted, duration, mb, pct, rate, rate_ci, share_ci, share_range, size
 
 PLACE_HINT = "`ioprof place --data PATH --candidates /local/nvme,/dev/shm`"
 
@@ -113,13 +113,6 @@ def leading(v: f.DatasetVerdict) -> str:
         )
         + "see *Inside the loader*)."
     )
-
-
-def share_range(value: float, low: float | None, high: float | None) -> str:
-    """A share with its interval where there is one: ``62 % [58–66]``."""
-    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
-        return share_ci(Interval.unknown(value), 0)
-    return share_ci(Interval(value, max(0.0, low), min(1.0, high), 2), 0)
 
 
 def dataset_line(v: f.DatasetVerdict, role: str = "") -> str:
