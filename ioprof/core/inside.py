@@ -163,6 +163,10 @@ class WorkerMemory:
     # per sample (None: not read — persistent workers, or no worker read twice)
     life_peak_bytes: float | None = None
     life_growth_per_sample: float | None = None
+    life_first_pass: bool = False  # the lives read include the first pass's workers
+    # where lives of the first pass and of later ones were read: the later ones' peak alone (a
+    # worker forked before the training's first steps can hold several times what later ones do)
+    later_life_peak_bytes: float | None = None
     # the dataset's samples (what a persistent worker may still touch over its epochs; None: as
     # ``samples_per_epoch``, as results written before it was kept)
     dataset_samples: int | None = None

@@ -8,9 +8,11 @@ first batch (its bytes), and at the end the window's span; it gives a ``LoaderIn
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import itertools
+import math
 import os
 import threading
 import time
@@ -269,15 +271,17 @@ class InsideRecorder:
         kept = [f for f in fits if f is not None]
         growth = pooled_slope([f.points for f in kept]) if kept else None
         epochs = self._epochs(warm, rows) if self.persistent and workers else None
-        lives = (
-            one_life_peak(
-                [samples_vs_uss(rs, own.get(pid, [])) for pid, rs in workers.items()],
-                (per_pass or 0) / self.workers,
-                [samples_vs_uss(rs, own.get(pid, []), "rss") for pid, rs in workers.items()],
-            )
-            if workers and not self.persistent and per_pass
-            else None
-        )
+        lives = later = None
+        first_pass = False
+        if workers and not self.persistent and per_pass:
+            # a worker forked in the first pass can hold several times what those forked later do
+            # (the ImageNet example's, read from outside): the most is what must fit, the later
+            # ones' what each epoch after the first takes (a sweep's cell has no passes told)
+            passes = {pid: self._pass_of(rs, own.get(pid, [])) for pid, rs in workers.items()}
+            lives = self._lives(workers, own, per_pass, list(workers))
+            first_pass = bool(self.pass_starts_s) and 0 in passes.values()
+            after = [pid for pid, k in passes.items() if k > 0]
+            later = self._lives(workers, own, per_pass, after) if first_pass and after else None
         latest = [_last(rs, own.get(pid, [])) for pid, rs in workers.items()]
         last = [m for m in latest if m is not None]
         available, source = memory_for_cache()
@@ -314,6 +318,27 @@ class InsideRecorder:
             **epoch_fields(epochs),
             life_peak_bytes=lives[0] if lives else None,
             life_growth_per_sample=lives[1] if lives else None,
+            life_first_pass=first_pass,
+            later_life_peak_bytes=later[0] if later else None,
+        )
+
+    def _pass_of(self, readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]]) -> int:
+        """The pass (from 0) a worker was forked in: the last to begin before its first reading."""
+        first = min([*(r.at_s for r in readings), *(float(r["t"]) for r in rows)], default=math.inf)
+        return max(0, bisect.bisect_right(self.pass_starts_s, first) - 1)
+
+    def _lives(
+        self,
+        workers: Mapping[int, Sequence[ProcessReading]],
+        own: Mapping[int, Sequence[dict[str, Any]]],
+        per_pass: int,
+        pids: Sequence[int],
+    ) -> tuple[float, float] | None:
+        """``one_life_peak`` of these workers' lives, each its share of a pass."""
+        return one_life_peak(
+            [samples_vs_uss(workers[pid], own.get(pid, [])) for pid in pids],
+            per_pass / self.workers,
+            [samples_vs_uss(workers[pid], own.get(pid, []), "rss") for pid in pids],
         )
 
     def _growth_words(

@@ -258,10 +258,7 @@ def memory_line(m: WorkerMemory) -> str:
             share = m.samples_per_epoch // max(1, m.workers)
             if not m.grows:  # a life too short to fit a growth in: its end is what is said
                 growth = "a worker's memory is what it reaches in one life"
-            growth += (
-                f"; forked again each epoch, each worker reaches about {size(round(worker_peak_bytes(m, m.workers)))} "
-                f"at its epoch's end ({share:,} samples), then exits"
-            )
+            growth += f"; forked again each epoch, {_life_peaks(m, share)}, then exits"
         line += (
             f", {each}, {growth}. Batches in "
             f"flight: {size(m.batch_bytes)} a batch × prefetch_factor {m.prefetch_factor} × "
@@ -273,6 +270,19 @@ def memory_line(m: WorkerMemory) -> str:
     else:
         line += f", {growth}"
     return line + "."
+
+
+def _life_peaks(m: WorkerMemory, share: int) -> str:
+    """What a worker forked again each epoch reaches at its life's end: the first pass's workers
+    apart from later ones', where both were read."""
+    peak = size(round(worker_peak_bytes(m, m.workers)))
+    whose = "each worker of the first pass" if m.life_first_pass else "each worker"
+    said = f"{whose} reaches about {peak} at its epoch's end ({share:,} samples)"
+    if m.later_life_peak_bytes is not None:
+        said += f", of later passes about {size(round(m.later_life_peak_bytes))}"
+    elif m.life_first_pass:
+        said += " (no worker of a later pass read)"
+    return said
 
 
 def _across_epochs(m: WorkerMemory) -> str:
