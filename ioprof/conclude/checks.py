@@ -456,6 +456,7 @@ def emulated_faster_than_real(result: SweepResult) -> list[Finding]:
 
 
 def borderline(result: SweepResult) -> list[Finding]:
+    found = [c for c in _ok(result) if c.verdict is not None and c.verdict.input_bound == "borderline"]
     cells = tuple(
         (
             c.dataset,
@@ -465,10 +466,11 @@ def borderline(result: SweepResult) -> list[Finding]:
             c.verdict.wait_share_low or 0.0,
             c.verdict.wait_share_high or 0.0,
         )
-        for c in _ok(result)
-        if c.verdict is not None and c.verdict.input_bound == "borderline"
+        for c in found
+        if c.verdict is not None
     )
-    return [BorderlineCells(cells)] if cells else []
+    ended = tuple(c.stopped_by for c in found) if result.kind == "run" else ()
+    return [BorderlineCells(cells, ended)] if cells else []
 
 
 CHECKS: Sequence[Callable[[SweepResult], list[Finding]]] = (

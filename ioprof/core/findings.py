@@ -75,9 +75,8 @@ class CellVerdict:
 
     @property
     def waits_for_data(self) -> bool | None:
-        """True where the loop is input-bound for certain (moderately, highly, or borderline
-        between them), False where it is surely not, None where its interval reaches both (what
-        holds its loader back is then not known to hold the loop back)."""
+        """True where the loop is input-bound for certain (moderately, highly, or borderline between
+        them), False where it is surely not, None where its interval reaches both."""
         if self.input_bound == "not":
             return False
         if self.input_bound == "borderline" and "not" in self.input_bound_range:
@@ -472,6 +471,7 @@ class BorderlineCells(Finding):
 
     kind: ClassVar[str] = "borderline"
     cells: tuple[tuple[str, str, str, str, float, float], ...]  # dataset, setting, low class, high, lo, hi
+    ended_by: tuple[str, ...] = ()  # what ended each one's window under run: steps | seconds | script
 
 
 @dataclass(frozen=True)

@@ -307,8 +307,26 @@ def _borderline(x: f.BorderlineCells) -> str:
     cells = "; ".join(f"{d} {s}: {lo * 100:.1f}–{hi * 100:.1f} % ({a}/{b})" for d, s, a, b, lo, hi in x.cells)
     return (
         f"Borderline (the data-wait interval straddles a class threshold, so the class is not decided): {cells}. "
-        "A longer run (--seconds) narrows the interval."
+        + _narrows(x)
     )
+
+
+NARROWS = {  # what ended a window under run, and what a longer one takes
+    "steps": "more --steps narrow its interval",
+    "seconds": "a longer --seconds narrows its interval",
+    "script": "its window ended with your script: a longer run of it (more batches in a pass) narrows its interval",
+}
+
+
+def _narrows(x: f.BorderlineCells) -> str:
+    """What narrows a borderline interval: a longer sweep, or under run what ended each window."""
+    if not x.ended_by:
+        return "A longer run (--seconds) narrows the interval."
+    said = [NARROWS.get(e, NARROWS["script"]) for e in x.ended_by]
+    if len(set(said)) == 1:
+        return said[0][0].upper() + said[0][1:] + "."
+    return "; ".join(f"{d} {s}: {w}" for (d, s, *_), w in zip(x.cells, said, strict=True)) + "."
+
 
 
 def _training_not_measured(x: f.TrainingNotMeasured) -> str:

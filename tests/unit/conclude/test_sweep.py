@@ -873,3 +873,25 @@ def test_a_cell_whose_own_steps_ran_faster_than_the_compute_ceiling_is_paced_not
     assert f.OffPrediction not in kinds and f.ManyOffPrediction not in kinds, result.analysis.findings
     (varied,) = [x for x in result.analysis.findings if isinstance(x, f.ComputePaceVaried)]
     assert (varied.count, varied.cells) == (2, 2) and varied.own_min == pytest.approx(80 / 68 - 1)
+
+
+def test_a_borderline_cell_is_told_what_would_narrow_its_interval() -> None:
+    """A sweep's cell narrows with --seconds; under run, what ended each window says what would: an
+    evaluation loader whose window ended with the script gains nothing from --seconds."""
+    from ioprof.conclude.checks import borderline
+
+    c = replace(cell(workers=2, wait=0.006, step=0.1, steps=16, jitter=0.005), stopped_by="script")
+    r = conclude(sweep_result((c,)))
+    (found,) = [x for x in r.analysis.findings if isinstance(x, f.BorderlineCells)]
+    assert found.ended_by == () and "A longer run (--seconds) narrows the interval." in finding(found)
+    (under_run,) = borderline(replace(r, kind="run"))
+    assert isinstance(under_run, f.BorderlineCells) and under_run.ended_by == ("script",)
+    assert "Its window ended with your script: a longer run of it" in finding(under_run)
+    two = f.BorderlineCells(
+        (*found.cells, ("loader 1", "2 workers", "not", "moderately", 0.03, 0.07)), ("script", "steps")
+    )
+    text = finding(two)
+    assert (
+        "500x375 2 workers: its window ended with your script" in text
+        and "loader 1 2 workers: more --steps" in text
+    )
