@@ -234,7 +234,8 @@ def stock_truths(
     """What no stock training script may get from ``ioprof run`` — a memory-growth finding, a
     page-cache claim where pages are dropped, "0 kB" or "0.00 MB/s" — and its cores figure against
     the kernel's count (``stat``: its cgroup's, or ``/proc/stat``'s) over the very spans ioprof read
-    (within 10 %)."""
+    (its cgroup's: within 5 %, the run's own ``ioprof`` process in it too, 0-2 % under here; the machine's
+    ``/proc/stat``, which samples busy ticks: within 10 %)."""
     findings = result["analysis"]["findings"]
     assert not [f for f in findings if f["kind"] in ("worker-memory-grows", "slow-samples")], findings
     if not all(d.get("keeps_pages") is True for d in result["datasets"]):  # sshfs, HTTP, unknown
@@ -247,10 +248,11 @@ def stock_truths(
     truth = stat.busy_cores_over(seen["cpu"]["spans_wall"])
     steal = stat.steal_cores_over(seen["cpu"]["spans_wall"])
     say(
-        f"run {name}: cores busy {cores['cpu_busy_cores']:.2f}, {stat.source} over the same spans {truth:.2f} "
+        f"run {name}: cores busy {cores['cpu_busy_cores']:.3f}, {stat.source} over the same spans {truth:.3f} "
         f"(steal {steal:.2f} left out)"
     )
-    assert abs(cores["cpu_busy_cores"] - truth) <= 0.10 * truth, (cores, truth)
+    within = 0.05 if stat.group is not None else 0.10
+    assert abs(cores["cpu_busy_cores"] - truth) <= within * truth, (cores, truth)
     # the in-order hand-over replayed from the workers' own batch times and each batch's own costs
     # gives back the wait the loop measured, but for what no recorded time shows: the replay the
     # slow samples' share rests on holds on the script. Its figures are
