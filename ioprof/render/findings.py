@@ -328,7 +328,6 @@ def _narrows(x: f.BorderlineCells) -> str:
     return "; ".join(f"{d} {s}: {w}" for (d, s, *_), w in zip(x.cells, said, strict=True)) + "."
 
 
-
 def _training_not_measured(x: f.TrainingNotMeasured) -> str:
     rows = "; ".join(
         f"{key} ({role}) delivered {batches} batch(es) in its longest pass"
@@ -346,7 +345,7 @@ def _training_not_measured(x: f.TrainingNotMeasured) -> str:
     )
     return (
         f"Your script stepped an optimizer, but no training loader's window was measured: {rows}. A window "
-        f"is taken within one pass, after {x.warmup_steps} batches of warm-up plus one per worker: {fix}."
+        f"is taken within one pass, after {counted(x.warmup_steps, 'batch', 'batches')} of warm-up plus one per worker: {fix}."
     )
 
 

@@ -70,9 +70,9 @@ def share_range(value: float, low: float | None, high: float | None) -> str:
     return share_ci(Interval(value, max(0.0, low), min(1.0, high), 2), 0)
 
 
-def counted(n: int, noun: str) -> str:
-    """``n`` and its noun, plural unless one: ``1 shard``, ``3 shards``."""
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and its noun, plural unless one: ``1 shard``, ``3 shards`` (``plural``: where not an s)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 def mb(x_bytes: float) -> str:

@@ -55,8 +55,8 @@ def _script(result: SweepResult) -> list[str]:
         "",
         f"- `{s.command}` {ENDED.get(s.ended, s.ended)}{code}; {s.ranks} process(es) observed; "
         f"{s.optimizer_steps} optimizer steps (rank 0).",
-        f"- Each loader's window: after {s.warmup_steps} batches of warm-up (plus one per worker: their first batches "
-        f"arrive together), {s.window_steps} batches"
+        f"- Each loader's window: after {counted(s.warmup_steps, 'batch', 'batches')} of warm-up (plus one per worker: "
+        f"their first batches arrive together), {s.window_steps} batches"
         + (f" or {s.window_seconds:g} s of them" if s.window_seconds else "")
         + "; pauses between batches (evaluation, checkpoints) are left out, and the batches queued during a pause "
         "skipped; after the window ioprof only counts batches, and the script goes on unchanged"
