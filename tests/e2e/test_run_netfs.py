@@ -27,6 +27,7 @@ with the kernel's count of the CPU time of the run's own cgroup over the same wi
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sys
@@ -94,6 +95,7 @@ def _run(
         "result": json.loads((out / "results.json").read_text()),
         "report": (out / "report.md").read_text(),
         "stderr": p.stderr,
+        "stdout": p.stdout,
         "out": out,
         "stat": stat,
         "memory": memory,
@@ -414,6 +416,7 @@ def test_the_imagenet_example_on_a_slow_link_is_storage_bound(runs: Any) -> None
     )
     assert "| loader 2 | evaluation |" in run["report"]
     _life_peaks_against_smaps(run, cell)
+    _first_batches_against_the_scripts_own(run, train)
     _stock_truths(run)
 
 
@@ -443,6 +446,38 @@ def _life_peaks_against_smaps(run: dict[str, Any], cell: dict[str, Any]) -> None
     for said, truth in ((m["life_peak_bytes"], first), (m["later_life_peak_bytes"], later)):
         assert 0.9 * max(truth) <= said <= 1.25 * max(truth), (said, truth)
     assert "each worker of the first pass reaches about" in run["report"]
+
+
+def _first_batches_against_the_scripts_own(run: dict[str, Any], train: dict[str, Any]) -> None:
+    """The example times each batch's wait itself (its "Data" meter, from before ``iter()`` to the
+    batch in its hands) and prints the first of each epoch: that is what ioprof says the pass's first
+    batch took from ``iter()`` and ioprof's own time before it (its loader's first look, once) — to
+    the millisecond the script prints, and what ioprof's own code costs a batch (broken once —
+    ioprof's own time left in its figure — the first pass read 90 ms long)."""
+    import re
+
+    printed = {
+        int(m[1]): float(m[2])
+        for m in re.finditer(
+            r"Epoch: \[(\d+)\]\[\s*1/\d+\]\tTime\s+[\d.]+ \([^)]*\)\tData\s+([\d.]+)", run["stdout"]
+        )
+    }
+    seen = next(o for o in run["observed"] for lo in o["loaders"] if lo["role"] == "training")
+    marks = next(lo for lo in seen["loaders"] if lo["role"] == "training")["pass_marks"]
+    passes = train["pass_starts"]
+    own = [m.get("first_own_s", 0.0) for m in marks if m["first_s"] is not None]
+    run["figure"](
+        f"run {run['name']}: each pass's first batch, ioprof "
+        + ", ".join(
+            f"{p['first_batch_s']:.3f} s and its own {o:.3f}" for p, o in zip(passes, own, strict=True)
+        )
+        + "; the script's own Data meter "
+        + ", ".join(f"{printed.get(k, math.nan):.3f}" for k in range(len(passes)))
+    )
+    assert sorted(printed) == list(range(len(passes))) and len(own) == len(passes), (printed, passes, own)
+    within = 0.001 + 2 * train["own_s_per_batch"]
+    for k, (p, o) in enumerate(zip(passes, own, strict=True)):
+        assert abs(printed[k] - (p["first_batch_s"] + o)) <= within, (k, p, o, printed)
 
 
 def test_timms_train_script_is_storage_bound_and_its_reads_are_timed(runs: Any) -> None:
