@@ -346,7 +346,7 @@ class Watcher:
         from ioprof.observe.window import Reading
 
         t0 = time.perf_counter()
-        procs, own, cpus, children, threads, parents, reaped = {}, {}, {}, {}, {}, {}, set()
+        procs, own, cpus, threads, parents, reaped = {}, {}, {}, {}, {}, set()
         for pid in {*pids, os.getpid()} if cpu else pids:
             if not cpu:
                 io = procstat.reads(pid)
@@ -359,7 +359,6 @@ class Watcher:
                     reaped.add(pid)
                 continue
             cpus[pid] = got.cpu_s + got.children_cpu_s
-            children[pid] = got.children_cpu_s
             parents[pid] = got.ppid
             threads[pid] = {tid: (t.cpu_s, t.runq_s) for tid, t in got.threads.items()}
             if pid in pids:
@@ -388,7 +387,6 @@ class Watcher:
             daemon,
             own_chars=own,
             cpu=cpus,
-            children=children,
             threads=threads,
             parents=parents,
             reaped=reaped,

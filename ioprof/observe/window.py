@@ -65,10 +65,10 @@ class Reading:
     nfs_bytes: int | None = None  # the mount's NFS client: bytes read from the server
     daemon: tuple[int, str, int] | None = None  # the FUSE daemon: (pid, name, rchar)
     own_chars: dict[int, int] = field(default_factory=dict)  # pid → its own threads' rchar (no child's)
-    # pid → CPU seconds of the process, its threads and the children it reaped (the training
-    # process and the loader's processes), and each thread's (CPU s, run-queue s)
+    # pid → CPU seconds of the process, all its threads (its CPU clock, to the nanosecond) and the
+    # children it reaped (in clock ticks), for the training process and the loader's processes;
+    # and each thread's (CPU s, run-queue s)
     cpu: dict[int, float] = field(default_factory=dict)
-    children: dict[int, float] = field(default_factory=dict)  # pid → CPU s of the children it reaped
     parents: dict[int, int] = field(default_factory=dict)  # pid → its parent's, where its CPU was read
     reaped: set[int] = field(default_factory=set)  # of the processes asked for, those gone whole (no zombie)
     threads: dict[int, dict[int, tuple[float, float]]] = field(default_factory=dict)
@@ -88,28 +88,6 @@ class Reading:
     @property
     def read_at(self) -> float:
         return self.at_s if self.read_s is None else self.read_s
-
-    def cpu_exact(self, pid: int) -> float:
-        """``pid``'s CPU seconds as exactly as they were read. ``/proc/PID/stat`` counts in clock
-        ticks, each of its fields cut down to a whole one: one reading alone falls short by a
-        tick on average — where a reaped worker's CPU at a span's start is taken off what its
-        parent reaped, a pass's fresh workers were counted 20 ms over each (4-6 % of the cores
-        over passes of 0.2 s). Its living threads' scheduler totals are in nanoseconds, as exact
-        where none has ended: the larger of the two falls short of neither."""
-        threads = sum(cpu for cpu, _ in self.threads.get(pid, {}).values())
-        return max(self.cpu[pid], threads + self.children.get(pid, 0.0))
-
-    def cpu_to(self, b: Reading, pid: int) -> float:
-        """``pid``'s CPU from this reading to ``b``: its threads' nanosecond totals where none of
-        those read here had ended by ``b`` (one born since counts from 0), and the children it
-        reaped meanwhile; else the difference of its clock ticks, off by up to two ticks a span
-        either way (spans of one batch, 10-20 ms, left the cores figure 2-4 % from the kernel's
-        own count over a window of a few seconds)."""
-        before, after = self.threads.get(pid), b.threads.get(pid)
-        if not before or not after or before.keys() - after.keys():
-            return b.cpu[pid] - self.cpu[pid]
-        own = sum(cpu - before.get(tid, (0.0, 0.0))[0] for tid, (cpu, _) in after.items())
-        return own + b.children.get(pid, 0.0) - self.children.get(pid, 0.0)
 
     def net_on(self, iface: str | None) -> int | None:
         """What ``iface`` had received at this reading, where it was read."""
@@ -181,7 +159,7 @@ class Totals:
         gone = a.cpu.keys() - b.cpu.keys()
         if any(p not in b.reaped or a.parents.get(p) not in b.cpu for p in gone):
             return
-        common = sum(a.cpu_to(b, p) for p in b.cpu) - sum(a.cpu_exact(p) for p in gone)
+        common = sum(b.cpu[p] - a.cpu[p] for p in b.cpu) - sum(a.cpu[p] for p in gone)
         self.cpu_s += max(0.0, common)
         self.cpu_window_s += b.read_at - a.read_at
         if a.wall_s and b.wall_s:

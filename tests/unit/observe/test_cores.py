@@ -63,22 +63,31 @@ class _Streamed(torch.utils.data.IterableDataset):  # type: ignore[type-arg]
             yield self.folder[i % len(self.folder)]
 
 
+def _passes(folder: Any, persistent: bool) -> Any:
+    """Passes long enough for the truth to resolve: the cgroup's count lags by what each running
+    thread ran since the scheduler last looked (up to a tick), which over spans of one pass of 6
+    batches (10-20 ms) moved it 2-4 % either way; 10 rounds of the folder make spans of a
+    second. The stream's passes (4 rounds) are long enough already."""
+    if persistent:
+        return torch.utils.data.ConcatDataset([folder] * 10)
+    return _Streamed(folder, rounds=4)
+
+
 @pytest.mark.rig  # /proc/stat counts the whole machine, and the cores ioprof sees busy are shared
 @pytest.mark.parametrize("persistent", [True, False], ids=["persistent", "stream-reforked"])
 def test_cores_busy_agrees_with_the_kernels_count_and_a_stock_folder_does_not_grow(
     folder, figure, persistent
 ) -> None:  # type: ignore[no-untyped-def]
-    """Workers kept from pass to pass, read at every pass (spans of a few batches, 10-20 ms); and
-    a stream's workers, started again at every pass and gone when the loop sees it end, whose CPU
-    is then read through the training process that reaped them. The truth: the CPU time the kernel
+    """Workers kept from pass to pass; and a stream's workers, started again at every pass and
+    gone when the loop sees it end, whose CPU is then read through the training process that
+    reaped them. The truth: the CPU time the kernel
     charged to a cgroup holding this process and its workers alone, to the nanosecond, over the
-    very spans ioprof read — within 3 % (it read 0.2-1 % under). Broken once each: a pass's end
-    left out where its workers were gone (cores read over a tenth of the window); a fresh worker's
-    CPU at a span's start read in clock ticks alone (5 % over). What is finer than 3 % (a span's
-    CPU in ticks, spans timed from the readings' starts: 2 % under) ``test_window`` checks. Where
+    very spans ioprof read — within 3 %. Broken once each: a pass's end left out where its workers
+    were gone (cores read over a tenth of the window); a fresh worker's CPU at a span's start read
+    in clock ticks (5 % over). Spans timed from the readings' starts ``test_window`` checks. Where
     no cgroup can be made, the machine's ``/proc/stat``, which samples busy ticks (3-4 % under the
     cgroup here)."""
-    data = folder if persistent else _Streamed(folder, rounds=4)
+    data = _passes(folder, persistent)
     loader = DataLoader(
         data, batch_size=8, shuffle=True if persistent else None, num_workers=2, persistent_workers=persistent
     )

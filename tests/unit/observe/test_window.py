@@ -346,40 +346,18 @@ def test_a_pass_s_workers_reaped_at_its_end_count_through_the_process_that_reape
     assert whole.thread_cpu_s == {"100/100": pytest.approx(1.0), "11/11": pytest.approx(3.0)}
 
 
-def test_a_spans_cpu_is_read_to_the_nanosecond_where_its_threads_allow_and_timed_at_the_readings() -> None:
-    """``/proc/PID/stat`` counts whole clock ticks: a span's CPU is its threads' scheduler totals
-    (nanoseconds) where none read at its start had ended by its end, a thread born meanwhile from
-    0, with the children reaped meanwhile; a thread ended, the ticks. A reaped worker's CPU at the
-    start is taken off at its most exact (its threads' sum where its ticks fall short). The span's
-    seconds run between the moments the readings read the CPU, not the events they were taken at."""
+def test_a_spans_cpu_is_timed_when_its_readings_read_it() -> None:
+    """A reading of a training process's threads takes a millisecond, the first of a segment twice
+    as long as its last: the span's seconds run between the moments the readings read the CPU
+    (halfway through each), not between the events they were taken at."""
     from ioprof.observe.window import Totals
 
-    def at(t, ticks, threads, children, read_s=None, parents=None, reaped=()):  # type: ignore[no-untyped-def]
-        return Reading(
-            t, {}, cpu=ticks, children=children, wall_s=1000.0 + t, read_s=read_s,
-            threads={p: {tid: (c, 0.0) for tid, c in ts.items()} for p, ts in threads.items()},
-            parents=parents or {}, reaped=set(reaped),
-        )  # fmt: skip
-
-    # the training process (100): 1.004 s on its two threads, a third born meanwhile with 0.3 s,
-    # 0.2 s reaped from a child; its ticks say 1.51
-    a = at(0.0, {100: 5.0}, {100: {100: 3.0, 101: 2.0}}, {100: 0.0}, read_s=0.001)
-    b = at(2.0, {100: 6.51}, {100: {100: 3.5, 101: 2.504, 102: 0.3}}, {100: 0.2}, read_s=2.0007)
+    a = Reading(0.0, {}, cpu={100: 5.0}, wall_s=1000.001, read_s=0.001)
+    b = Reading(2.0, {}, cpu={100: 6.5}, wall_s=1002.0004, read_s=2.0004)
     t = Totals()
     t.add(a, b, b)
-    assert t.cpu_s == pytest.approx(1.004 + 0.3 + 0.2) and t.cpu_window_s == pytest.approx(1.9997)
-    ended = at(2.0, {100: 6.51}, {100: {100: 3.5, 102: 0.3}}, {100: 0.2})  # thread 101 gone: its ticks
-    t2 = Totals()
-    t2.add(a, ended, ended)
-    assert t2.cpu_s == pytest.approx(1.51) and t2.cpu_window_s == pytest.approx(1.999)
-    # a worker (11) of 0.047 s on its threads, 0.04 in its ticks, reaped with 0.9 s in all
-    w0 = at(
-        0.0, {100: 5.0, 11: 0.04}, {100: {100: 5.0}, 11: {11: 0.047}}, {100: 0.0, 11: 0.0}, parents={11: 100}
-    )
-    w1 = at(1.0, {100: 5.9}, {100: {100: 5.0}}, {100: 0.9}, reaped={11})
-    t3 = Totals()
-    t3.add(w0, w1, w1)
-    assert t3.cpu_s == pytest.approx(0.9 - 0.047)
+    assert t.cpu_s == pytest.approx(1.5) and t.cpu_window_s == pytest.approx(1.9994)
+    assert t.cpu_spans_wall == [(1000.001, 1002.0004)]
 
 
 def test_the_bytes_are_read_no_more_often_than_their_cost_allows() -> None:
