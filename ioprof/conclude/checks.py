@@ -456,20 +456,19 @@ def emulated_faster_than_real(result: SweepResult) -> list[Finding]:
 
 
 def borderline(result: SweepResult) -> list[Finding]:
-    found = [c for c in _ok(result) if c.verdict is not None and c.verdict.input_bound == "borderline"]
+    found = [(c, v) for c in _ok(result) if (v := c.verdict) is not None and v.input_bound == "borderline"]
     cells = tuple(
         (
             c.dataset,
             c.setting.label,
-            c.verdict.input_bound_range[0],
-            c.verdict.input_bound_range[1],
-            c.verdict.wait_share_low or 0.0,
-            c.verdict.wait_share_high or 0.0,
+            v.input_bound_range[0],
+            v.input_bound_range[1],
+            v.wait_share_low or 0.0,
+            v.wait_share_high or 0.0,
         )
-        for c in found
-        if c.verdict is not None
+        for c, v in found
     )
-    ended = tuple(c.stopped_by for c in found) if result.kind == "run" else ()
+    ended = tuple(c.stopped_by for c, _ in found) if result.kind == "run" else ()
     return [BorderlineCells(cells, ended)] if cells else []
 
 

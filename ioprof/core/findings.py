@@ -514,9 +514,7 @@ class WorkersOutOfData(Finding):
     out: int
     shards: int | None  # the shards the dataset says it deals out (None: it does not say)
     seen_making: int | None  # the processes whose batches the look inside saw in the window
-    the_limit: (
-        bool | None
-    )  # the window waits for data: its working workers are what it has (None: not decided)
+    the_limit: bool | None  # the window waits for what its working workers make (None: not decided)
 
 
 @dataclass(frozen=True)

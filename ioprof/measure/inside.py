@@ -479,10 +479,9 @@ def core_use(
             per_worker[pid] = per_worker.get(pid, 0) + 1
     on_cpu = sum(cpu.thread_cpu_s.values())
     waiting = sum(cpu.thread_runq_s.values())
-    # where a thread ended within a span, its process's CPU comes in the kernel's ticks
-    # (/proc/PID/stat), read at both ends: over a short window the ticks of a few processes can add
-    # up to more cores than they may run on, which no process can be — the mask's cores (each
-    # rank's, where ranks share a host) bound it
+    # each process is read at its own moment of a reading, and the children it reaped come in the
+    # kernel's ticks: over a short window they can add up to more cores than the processes may
+    # run on, which none can — the mask's cores (each rank's, where ranks share a host) bound it
     cores_busy = cpu.cpu_s / cpu.window_s * ranks_on_host
     if affinity_cores > 0:
         cores_busy = min(cores_busy, affinity_cores * ranks_on_host)

@@ -74,11 +74,6 @@ def _out_of_data(x: f.WorkersOutOfData) -> str:
     )
 
 
-def _share(x: tuple[float, float, float]) -> str:
-    """A share and its interval: ``38 % [33–43]``."""
-    return share_range(*x)
-
-
 def _slow_samples(x: f.SlowSamples) -> str:
     replayed = (
         f"replayed so, the loop would wait {pct(max(0.0, x.unordered_saves), 0)} less; "
@@ -95,8 +90,8 @@ def _slow_samples(x: f.SlowSamples) -> str:
         f"than {x.fence_s * 1e3:,.1f} ms (the far fence of their times; median {x.median_s * 1e3:,.1f} ms). Each holds "
         f"back its batch, and batches are handed over in order, so the loop and then the other workers wait behind "
         f"it: replayed without what they cost by themselves (their work on a CPU; their waits off one as far as "
-        f"the storage had bytes to spare), the loop would save {_share(x.loop)} "
-        f"of its time, {_share(x.wait)} of its wait"
+        f"the storage had bytes to spare), the loop would save {share_range(*x.loop)} "
+        f"of its time, {share_range(*x.wait)} of its wait"
         + (
             f" (at most: the workers waited for a core {pct(x.queued, 0)} of their time, and the stalls freed "
             "cores for the rest)."
