@@ -131,7 +131,7 @@ class WaitSplit:
     wait_s: tuple[float, ...]
     cpu_s: tuple[float, ...]  # the producing thread's
     runq_s: tuple[float, ...]
-    others_cpu_s: tuple[float, ...]  # its process's other threads' (may read below 0 per unit: ticks)
+    others_cpu_s: tuple[float, ...]  # its process's other threads' (older results: in ticks, may read < 0)
     producer: str  # worker | main (the training process loads, without workers)
     units: int  # measured units in the window (these are the ones whose producer was known)
     receive_s: tuple[float, ...] = ()  # the calling thread's CPU (workers only: receiving the batch)

@@ -181,37 +181,38 @@ def children(pid: int) -> list[int]:
 
 
 class ThreadClock:
-    """One thread's scheduler totals and its process's CPU, read cheaply and often (an open file
-    each, read with ``pread``: a few µs) — for the thread that produces a batch, at each wait."""
+    """One thread's scheduler totals and its process's CPU, read cheaply and often — for the
+    thread that produces a batch, at each wait. The thread's from its ``schedstat`` (an open file
+    read with ``pread``: a few µs), its process's from the process's CPU clock (``process_cpu_s``):
+    nanoseconds, where ``/proc/PID/stat`` counts whole clock ticks — 10 ms, more than a fast
+    loop's whole wait, so its other threads' CPU in one wait read -10 to +10 ms."""
 
     def __init__(self, pid: int, tid: int | None = None, *, process: bool = True) -> None:
         """``process`` False: the thread's totals alone (its process's CPU read as 0.0) — the
-        process's line costs the kernel a walk over all its threads (a training process has dozens)."""
+        process's CPU costs the kernel a walk over all its threads (a training process has dozens)."""
         self.pid = pid
         self.tid = tid or pid
         # opened holding the GIL: a clock is opened at a batch, for a worker first awaited then
         self._sched = open_held(f"/proc/{pid}/task/{self.tid}/schedstat")
-        self._stat: int | None = None
-        if process:
-            try:
-                self._stat = open_held(f"/proc/{pid}/stat")
-            except OSError:
-                os.close(self._sched)
-                raise
+        self._process = process
+        if process and process_cpu_s(pid) is None:
+            os.close(self._sched)
+            raise ProcessLookupError(pid)
 
     def read(self) -> tuple[ThreadTimes, float] | None:
         """(this thread's totals, its process's CPU seconds), or None once it is gone."""
         try:
             times = parse_schedstat(pread_held(self._sched, 128))
-            return times, parse_stat(pread_held(self._stat, 1024))[0] if self._stat is not None else 0.0
         except (OSError, ValueError, IndexError):
             return None
+        if not self._process:
+            return times, 0.0
+        process = process_cpu_s(self.pid)
+        return None if process is None else (times, process)
 
     def close(self) -> None:
-        for fd in (self._sched, self._stat):
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+        with contextlib.suppress(OSError):
+            os.close(self._sched)
 
 
 class RunQueueWait:

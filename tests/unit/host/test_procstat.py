@@ -122,3 +122,44 @@ def test_a_thread_that_spins_and_one_that_sleeps_are_told_apart() -> None:
         c.close()
     on_cpu = {k: last[k][0].cpu_s - first[k][0].cpu_s for k in clocks}  # type: ignore[index]
     assert on_cpu["spin"] >= 0.1 and on_cpu["nap"] < 0.01, on_cpu
+
+
+_WORKS_IN_BURSTS = """
+import threading, time
+threading.Thread(target=threading.Event().wait, daemon=True).start()  # a thread that never runs
+print(flush=True)
+while True:
+    end = time.thread_time() + 0.003
+    while time.thread_time() < end:
+        pass
+    time.sleep(0.002)
+"""
+
+
+def test_a_producers_other_threads_read_nothing_over_a_wait_shorter_than_a_tick() -> None:
+    """A wait is split into the producing thread's CPU and its process's other threads' (the
+    process's CPU less the thread's). Over waits of a few ms — a fast loop's — the process's CPU
+    must be as fine as the thread's: counted in clock ticks (10 ms) its other threads read -10 to
+    +10 ms in a wait where they did nothing, and a split clipped at 0 counts the positive ones."""
+    child = subprocess.Popen(["python", "-c", _WORKS_IN_BURSTS], stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"\n"
+        clock = procstat.ThreadClock(child.pid)
+        others, own = [], 0.0
+        before = clock.read()
+        for _ in range(80):
+            time.sleep(0.004)
+            after = clock.read()
+            assert before is not None and after is not None
+            thread = after[0].cpu_s - before[0].cpu_s
+            others.append((after[1] - before[1]) - thread)
+            own += thread
+            before = after
+        clock.close()
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()  # type: ignore[union-attr]
+    assert own > 0.05, f"the child ran {own:.3f} s on a CPU: too little to test"
+    worst = max(others, key=abs)
+    assert abs(worst) < 0.0005, f"its idle thread read {worst * 1e3:+.1f} ms in a wait of 4 ms"
