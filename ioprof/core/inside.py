@@ -164,9 +164,10 @@ class WorkerMemory:
     life_peak_bytes: float | None = None
     life_growth_per_sample: float | None = None
     life_first_pass: bool = False  # the lives read include the first pass's workers
-    # where lives of the first pass and of later ones were read: the later ones' peak alone (a
-    # worker forked before the training's first steps can hold several times what later ones do)
+    # where lives of the first pass and of later ones were read: each group's peak alone (a worker
+    # forked before the training's first steps can hold several times what later ones do, or less)
     later_life_peak_bytes: float | None = None
+    first_life_peak_bytes: float | None = None
     # the dataset's samples (what a persistent worker may still touch over its epochs; None: as
     # ``samples_per_epoch``, as results written before it was kept)
     dataset_samples: int | None = None

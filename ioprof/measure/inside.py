@@ -271,17 +271,10 @@ class InsideRecorder:
         kept = [f for f in fits if f is not None]
         growth = pooled_slope([f.points for f in kept]) if kept else None
         epochs = self._epochs(warm, rows) if self.persistent and workers else None
-        lives = later = None
+        lives = first = later = None
         first_pass = False
         if workers and not self.persistent and per_pass:
-            # a worker forked in the first pass can hold several times what those forked later do
-            # (the ImageNet example's, read from outside): the most is what must fit, the later
-            # ones' what each epoch after the first takes (a sweep's cell has no passes told)
-            passes = {pid: self._pass_of(rs, own.get(pid, [])) for pid, rs in workers.items()}
-            lives = self._lives(workers, own, per_pass, list(workers))
-            first_pass = bool(self.pass_starts_s) and 0 in passes.values()
-            after = [pid for pid, k in passes.items() if k > 0]
-            later = self._lives(workers, own, per_pass, after) if first_pass and after else None
+            lives, first, later, first_pass = self._pass_peaks(workers, own, per_pass)
         latest = [_last(rs, own.get(pid, [])) for pid, rs in workers.items()]
         last = [m for m in latest if m is not None]
         available, source = memory_for_cache()
@@ -320,7 +313,28 @@ class InsideRecorder:
             life_growth_per_sample=lives[1] if lives else None,
             life_first_pass=first_pass,
             later_life_peak_bytes=later[0] if later else None,
+            first_life_peak_bytes=first[0] if first else None,
         )
+
+    def _pass_peaks(
+        self,
+        workers: Mapping[int, Sequence[ProcessReading]],
+        own: Mapping[int, Sequence[dict[str, Any]]],
+        per_pass: int,
+    ) -> tuple[tuple[float, float] | None, tuple[float, float] | None, tuple[float, float] | None, bool]:
+        """Workers forked again each pass: the peak of all their lives, of the first pass's and of
+        later passes' (each None where not read apart), and whether the first pass's were read. A
+        worker forked in the first pass can hold several times what those forked later do (the
+        ImageNet example's, read from outside), or less: the most is what must fit, the later ones'
+        what each epoch after the first takes (a sweep's cell has no passes told)."""
+        passes = {pid: self._pass_of(rs, own.get(pid, [])) for pid, rs in workers.items()}
+        lives = self._lives(workers, own, per_pass, list(workers))
+        first_pass = bool(self.pass_starts_s) and 0 in passes.values()
+        after = [pid for pid, k in passes.items() if k > 0]
+        if not (first_pass and after):
+            return lives, None, None, first_pass
+        first = self._lives(workers, own, per_pass, [pid for pid, k in passes.items() if k == 0])
+        return lives, first, self._lives(workers, own, per_pass, after), first_pass
 
     def _pass_of(self, readings: Sequence[ProcessReading], rows: Sequence[dict[str, Any]]) -> int:
         """The pass (from 0) a worker was forked in: the last to begin before its first reading."""

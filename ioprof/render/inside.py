@@ -275,10 +275,15 @@ def memory_line(m: WorkerMemory) -> str:
 def _life_peaks(m: WorkerMemory, share: int) -> str:
     """What a worker forked again each epoch reaches at its life's end: the first pass's workers
     apart from later ones', where both were read."""
+    if m.later_life_peak_bytes is not None and m.first_life_peak_bytes is not None:
+        return (
+            f"each worker of the first pass reaches about {size(round(m.first_life_peak_bytes))} at its "
+            f"epoch's end ({share:,} samples), of later passes about {size(round(m.later_life_peak_bytes))}"
+        )
     peak = size(round(worker_peak_bytes(m, m.workers)))
     whose = "each worker of the first pass" if m.life_first_pass else "each worker"
     said = f"{whose} reaches about {peak} at its epoch's end ({share:,} samples)"
-    if m.later_life_peak_bytes is not None:
+    if m.later_life_peak_bytes is not None:  # results written before the first pass's own peak was kept
         said += f", of later passes about {size(round(m.later_life_peak_bytes))}"
     elif m.life_first_pass:
         said += " (no worker of a later pass read)"
