@@ -128,6 +128,7 @@ def stages_undetermined(result: SweepResult) -> list[Finding]:
             why,
             tuple((k, r) for k, r in c.verdict.rates.items() if k in INPUT_STAGES and math.isfinite(r)),
             c.img_per_s,
+            c.verdict.kernel_call == "idle",
         )
         for c in _ok(result)
         if c.verdict is not None and c.verdict.bottleneck == "undetermined" and c.dataset not in evaluation

@@ -211,6 +211,11 @@ def cell_verdict(
     klass, between = classify_interval(share)
     inputs: dict[str, float] = {k: v for k, v in rates.items() if k in INPUT_STAGES and math.isfinite(v)}
     call = kernel_call(cell.wait_split, between[0] != "not")
+    fetched = fetched_share(cell, storage)
+    if call == "source" and fetched is not None and fetched <= FETCHED_NOTHING_SHARE:
+        # off-CPU is its source only where the source was read: a producer off-CPU through waits
+        # in which nothing was fetched slept, or waited on a lock or another process
+        call = "idle"
     decided_by: DecidedBy = ""
     bottleneck: Bottleneck
     if between[1] == "not":
@@ -247,7 +252,7 @@ def cell_verdict(
         residual=res,
         residual_unexplained=unexplained,
         rates=rates,
-        storage_miss_ratio=fetched_share(cell, storage),
+        storage_miss_ratio=fetched,
         read_by_faults=by_page_faults(cell, storage),
         decided_by=decided_by,
         kernel_call=call,

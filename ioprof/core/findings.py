@@ -430,6 +430,7 @@ class StageUndetermined(Finding):
     why: tuple[str, ...] = ()  # what kept the input stages from being measured, where known
     alone: tuple[tuple[str, float], ...] = ()  # (stage, img/s) of those measured alone
     img_per_s: float = 0.0  # what the loader delivered
+    idle: bool = False  # the kernel found its producer off-CPU, the window fetching nothing
 
 
 @dataclass(frozen=True)

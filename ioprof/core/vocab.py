@@ -19,8 +19,9 @@ InputBound = Literal["highly", "moderately", "not", "borderline"]
 OverallInputBound = Literal["highly", "moderately", "not", "borderline", "unknown"]
 # which method decided a bottleneck: the stage ceilings, the kernel's split of the waits, neither
 DecidedBy = Literal["ceilings", "kernel", ""]
-# what the awaited producer mostly did while the loop waited ("" where there was nothing to judge)
-KernelCall = Literal["source", "cpu", "cores", "receive", "mixed", ""]
+# what the awaited producer mostly did while the loop waited ("" where there was nothing to judge;
+# "idle": off-CPU while the window fetched nothing from its storage — not its source)
+KernelCall = Literal["source", "cpu", "cores", "receive", "mixed", "idle", ""]
 # where a measurement's reads came from
 CacheRegime = Literal["cold", "warm", "as-is", "memory"]
 # the loader a cell ran: in the training process, worker processes, or a pool of threads (whatif)

@@ -358,6 +358,10 @@ KERNEL_PARTS = {
 }
 
 
+# off-CPU through the waits of a window that fetched nothing from its storage
+IDLE = "mostly off-CPU, while nothing was fetched from its storage: asleep, on a lock or another process"
+
+
 KERNEL_SPLIT_NOTE = (
     "While the loop waited, the kernel was read (`/proc/PID/task/TID/schedstat`) for the thread that "
     "waited — its own work on the batch (receiving it from a worker), and its wait for a core once the batch "
@@ -376,11 +380,14 @@ def wait_split(split: Any, call: str) -> str:
     if split is None:
         return "not read"
     parts = split.shares()
-    text = " · ".join(f"{KERNEL_PARTS[k]} {pct(i.value, 0)}{_ci(i)}" for k, i in parts.items())
+    names = {**KERNEL_PARTS, "source": "off-CPU"} if call == "idle" else KERNEL_PARTS
+    text = " · ".join(f"{names[k]} {pct(i.value, 0)}{_ci(i)}" for k, i in parts.items())
     # no call: too few waits read, or a loop that hardly waits (whose waits are not judged)
     few = len(split.wait_s) < KERNEL_SPLIT_MIN_UNITS or not sum(split.wait_s)
     nothing = "too few waits to judge" if few else "not judged: the loop is not clearly input-bound"
-    verdict = {"": nothing, "mixed": "no part stands out"}.get(call, f"mostly {KERNEL_PARTS.get(call, call)}")
+    verdict = {"": nothing, "mixed": "no part stands out", "idle": IDLE}.get(
+        call, f"mostly {KERNEL_PARTS.get(call, call)}"
+    )
     return f"{text} ({verdict}; {len(split.wait_s)} of {split.units} waits)"
 
 
@@ -389,6 +396,33 @@ def _ci(i: Any) -> str:
 
 
 URL_SCHEMES = ("http", "https", "pipe", "s3")
+
+
+def _stage_undetermined(x: f.StageUndetermined) -> str:
+    """Input-bound, and no stage named: what was measured alone, and what the kernel saw."""
+    alone = " and ".join(
+        f"its {stage} ({rate(r)} img/s{' at the share of its reads it fetched' if stage == 'storage' else ''})"
+        for stage, r in x.alone
+    )
+    measured = (
+        f"only {alone} was measured alone, wholly faster than the {rate(x.img_per_s)} img/s the loader "
+        "delivered (not what held it back)"
+        if x.alone
+        else "no input stage's ceiling was measured for it"
+    )
+    if x.idle:
+        kernel = (
+            "not for its storage: while it waited, the process making its batch was off-CPU, and nothing was "
+            "fetched from its storage in the window — asleep, on a lock or waiting on another process (a "
+            "library that sleeps as its data runs out, a queue of its own); "
+            + ("no other input stage's ceiling was measured for it" if not x.alone else measured)
+        )
+    else:
+        kernel = measured + (", and the kernel's split of its waits names no stage" if x.alone else "")
+    return (
+        f"{x.dataset} {x.setting}: waits {pct(x.data_wait_share, 0)} for data, but {kernel}, so which stage is "
+        "to blame is not decided" + (f" ({'; '.join(x.why)})." if x.why else ".")
+    )
 
 
 def _pages_not_kept(x: f.PagesNotKept) -> str:
@@ -554,22 +588,7 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
         f"{', '.join(x.settings)} (no counter for it, and the cells were not verified cold); storage is "
         "assumed to serve every read."
     ),
-    f.StageUndetermined: lambda x: (
-        f"{x.dataset} {x.setting}: waits {pct(x.data_wait_share, 0)} for data, but "
-        + (
-            "only "
-            + " and ".join(
-                f"its {stage} ({rate(r)} img/s{' at the share of its reads it fetched' if stage == 'storage' else ''})"
-                for stage, r in x.alone
-            )
-            + f" was measured alone, wholly faster than the {rate(x.img_per_s)} img/s the loader delivered "
-            "(not what held it back), and the kernel's split of its waits names no stage"
-            if x.alone
-            else "no input stage's ceiling was measured for it"
-        )
-        + ", so which stage is to blame is not decided"
-        + (f" ({'; '.join(x.why)})." if x.why else ".")
-    ),
+    f.StageUndetermined: _stage_undetermined,
     f.TrainingNotMeasured: _training_not_measured,
     f.NoOptimizerSteps: lambda x: (
         "No torch.optim step ran in your script (inference, or updates written by hand): ioprof cannot tell "

@@ -222,6 +222,34 @@ def test_a_stage_measured_alone_blames_itself_only_where_it_explains_what_the_lo
     assert (v.bottleneck, v.decided_by) == ("decode", "ceilings"), v
 
 
+def test_a_producer_off_cpu_while_nothing_was_fetched_is_not_blamed_on_its_storage() -> None:
+    """The kernel saw the producer of each awaited batch off-CPU. That is its source only where its
+    source was read: a Hugging Face streaming dataset whose library sleeps 5 s as its data runs out,
+    its file read whole into a cache of its own at the pass's start, fetched nothing in its window —
+    the producer slept, and storage is not the bottleneck (broken once — the source blamed
+    whatever was fetched — it was). Where the window fetched what it read, or its fetch is unknown,
+    off-CPU is its source, as before."""
+    from ioprof.core.results import Fetched, WaitSplit
+
+    c = cell(wait=0.05, step=0.05, jitter=0.001, steps=20)
+    off_cpu = WaitSplit(c.wait_s, (0.0,) * 20, (0.0,) * 20, (0.0,) * 20, "worker", 20)
+    for fetched, call, blamed in (
+        (Fetched(0, "interface-rx"), "idle", "undetermined"),
+        (Fetched(c.io.read_chars, "interface-rx"), "source", "storage"),  # all it read was fetched
+        (Fetched(None, "unknown"), "source", "storage"),  # its fetch not counted: nothing against it
+    ):
+        v = cell_verdict(
+            replace(c, wait_split=off_cpu, fetched=fetched), {"compute": 1000.0}, compute_async=False
+        )
+        assert (v.kernel_call, v.bottleneck) == (call, blamed), (fetched, v)
+    # the report says so: not for its storage, and why off-CPU was not its source
+    idle = replace(c, wait_split=off_cpu, fetched=Fetched(0, "interface-rx"))
+    result = conclude(replace(sweep_result((idle,)), ceilings=()))
+    assert result.analysis is not None
+    (found,) = [x for x in result.analysis.findings if isinstance(x, f.StageUndetermined)]
+    assert found.idle and "but not for its storage: while it waited" in finding(found), finding(found)
+
+
 def test_input_bound_without_any_input_ceiling_is_undetermined_not_compute() -> None:
     # the decode probe failed for this setting and storage was served from the page cache
     v = cell_verdict(
