@@ -620,16 +620,16 @@ def test_timms_train_script_on_a_hugging_face_folder_reads_the_images_its_rows_n
 
 
 def _streamed_under_run(
-    tmp_path: Path, data: Path, steps: int
+    tmp_path: Path, data: Path | str, steps: int, epochs: int = 1
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """``train_hf.py --streaming`` over ``data`` (a Parquet file, a folder of images) under ``ioprof
-    run --out tmp_path/o``, 2 workers: its results, its loader and that loader's cell."""
+    """``train_hf.py --streaming`` over ``data`` (a Parquet file, a folder of images, a URL) under
+    ``ioprof run --out tmp_path/o``, 2 workers: its results, its loader and that loader's cell."""
     p = _script_run(
         tmp_path / "o",
         "train_hf.py",
         "--streaming",
         str(data),
-        *"--crop 32 -j 2 -b 8 --epochs 1 -a squeezenet1_1".split(),
+        *f"--crop 32 -j 2 -b 8 --epochs {epochs} -a squeezenet1_1".split(),
         steps=steps,
         probe_s=3,
         env={"HF_DATASETS_CACHE": str(tmp_path / "hf-cache")},
@@ -671,6 +671,22 @@ def test_a_streamed_dataset_whose_workers_decode_is_not_blamed_on_its_storage(tm
     ), v
 
 
+def _parquet_of_images(path: Path, n: int) -> Path:
+    """A Parquet file of ``n`` JPEGs of 128x96 and their labels, as ``datasets`` writes one."""
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    from ioprof.datasets.discover import find_images
+
+    generate(DatasetSpec(128, 96, n, seed=0), path.parent / "images")
+    images = find_images(path.parent / "images")
+    rows = {
+        "image": [{"bytes": Path(p).read_bytes(), "path": None} for p in images.paths],
+        "label": list(images.labels),
+    }
+    features = datasets.Features({"image": datasets.Image(), "label": datasets.Value("int64")})
+    datasets.Dataset.from_dict(rows, features=features).to_parquet(str(path))
+    return path
+
+
 @pytest.mark.slow
 def test_a_streamed_hugging_face_dataset_of_one_shard_runs_on_one_worker(tmp_path: Path) -> None:
     """A Hugging Face streaming dataset of one Parquet file (``num_shards`` 1) read by two workers:
@@ -678,18 +694,7 @@ def test_a_streamed_hugging_face_dataset_of_one_shard_runs_on_one_worker(tmp_pat
     and the window runs on one worker. ioprof says how many were out of data and why, from the
     shards the dataset declares, and the look inside agrees: one process made the batches. The
     file its builder streams is what it reads, and is read alone."""
-    datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
-    from ioprof.datasets.discover import find_images
-
-    generate(DatasetSpec(128, 96, 240, seed=0), tmp_path / "images")
-    images = find_images(tmp_path / "images")
-    rows = {
-        "image": [{"bytes": Path(p).read_bytes(), "path": None} for p in images.paths],
-        "label": list(images.labels),
-    }
-    features = datasets.Features({"image": datasets.Image(), "label": datasets.Value("int64")})
-    datasets.Dataset.from_dict(rows, features=features).to_parquet(str(tmp_path / "train.parquet"))
-    train_bytes = (tmp_path / "train.parquet").stat().st_size
+    train_bytes = _parquet_of_images(tmp_path / "train.parquet", 240).stat().st_size
     r, train, cell = _streamed_under_run(tmp_path, tmp_path / "train.parquet", steps=12)
     assert (train["iterable"], train["shards"], train["workers_out"]) == (True, 1, 1), train
     assert cell["inside"]["stages"]["processes"] == 1
@@ -704,3 +709,51 @@ def test_a_streamed_hugging_face_dataset_of_one_shard_runs_on_one_worker(tmp_pat
     report = (tmp_path / "o" / "report.md").read_text()
     assert "1 of its 2 workers had run out of data before its window began" in report
     assert "| 2 (1 out of data) |" in report
+
+
+@pytest.mark.slow
+def test_a_streamed_dataset_over_http_whose_library_sleeps_is_not_blamed_on_its_storage(
+    tmp_path: Path,
+) -> None:
+    """A Hugging Face streaming dataset of one Parquet file served over HTTP (range requests, as the
+    Hub serves its files), two epochs. fsspec reads the file whole into its own cache as a pass
+    starts, and ``datasets`` sleeps as its data runs out (5 s in 5.2:
+    ``SLEEP_TIME_ON_THREADS_SHUTDOWN``): the loop waits seconds near each pass's end, the process
+    making its batches off-CPU, while nothing crosses the network. That is not its storage (once
+    reported "highly input-bound — the bottleneck is storage", advising a local copy): the report
+    says the producer slept. The URL is what it reads, and it is read alone over HTTP."""
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+    ranges = pytest.importorskip(
+        "RangeHTTPServer", reason="rangehttpserver is not installed (pip install -e '.[test]')"
+    )
+    import functools
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    sleep_s = getattr(datasets.config, "SLEEP_TIME_ON_THREADS_SHUTDOWN", 0)
+    if sleep_s < 1:
+        pytest.skip(f"datasets {datasets.__version__} does not sleep as its data runs out: no premise")
+    data = _parquet_of_images(tmp_path / "served" / "train.parquet", 240)
+    handler = functools.partial(ranges.RangeRequestHandler, directory=str(data.parent))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/train.parquet"
+    try:
+        r, train, cell = _streamed_under_run(tmp_path, url, steps=40, epochs=2)
+    finally:
+        server.shutdown()
+        server.server_close()
+    # the premise: the window holds a wait of the library's sleep, and fetched nothing over the link
+    assert max(cell["wait_s"]) > 0.8 * sleep_s and cell["fetched"]["bytes"] == 0, (
+        cell["wait_s"],
+        cell["fetched"],
+    )
+    v = cell["verdict"]
+    assert v["bottleneck"] != "storage" and v["kernel_call"] == "idle", v
+    report = (tmp_path / "o" / "report.md").read_text()
+    assert "but not for its storage: while it waited, the process making its batch was off-CPU" in report
+    assert "the bottleneck is storage" not in report
+    (info,) = r["datasets"]
+    assert (info["fs_type"], info["total_bytes"]) == ("http", data.stat().st_size), info
+    (storage,) = next(c for c in r["ceilings"] if c["dataset"] == train["key"])["storage"]
+    assert storage["bytes"] == data.stat().st_size and storage["fetched"]["method"] == "read-alone", storage
