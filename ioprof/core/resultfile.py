@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ioprof.core import findings, findings_place, findings_whatif
+from ioprof.core import findings, findings_place, findings_run, findings_whatif
 from ioprof.core.errors import IoprofError
 from ioprof.core.results import SCHEMA_VERSION, SweepResult
 from ioprof.core.results_devices import DevicesResult
@@ -83,7 +83,7 @@ def _from(tp: Any, value: Any) -> Any:
 
 
 # the conclusions' types, which results name for type checking only
-_CONCLUSIONS = {**vars(findings), **vars(findings_place), **vars(findings_whatif)}
+_CONCLUSIONS = {**vars(findings), **vars(findings_place), **vars(findings_run), **vars(findings_whatif)}
 
 
 def from_jsonable(cls: type[T], data: dict[str, Any]) -> T:

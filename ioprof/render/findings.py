@@ -8,7 +8,12 @@ from typing import Any
 
 from ioprof.core import findings as f
 from ioprof.core.config import worker_count
-from ioprof.core.thresholds import KERNEL_SPLIT_MIN_UNITS, TRAINING_EPOCHS_AT_MOST
+from ioprof.core.findings_run import WaitInFewStalls
+from ioprof.core.thresholds import (
+    KERNEL_SPLIT_MIN_UNITS,
+    MODERATELY_INPUT_BOUND_SHARE,
+    TRAINING_EPOCHS_AT_MOST,
+)
 from ioprof.render.fmt import counted, duration, mb, pct, rate, share_range, size
 
 
@@ -589,6 +594,18 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
         "assumed to serve every read."
     ),
     f.StageUndetermined: _stage_undetermined,
+    WaitInFewStalls: lambda x: (
+        f"{x.dataset} {x.setting}: {x.stalls} of its {x.waits} waits — "
+        f"{', '.join(duration(s) for s in x.stall_s)} — hold {pct(x.share_of_wait, 0)} of its data wait; its "
+        f"other waits took {duration(x.median_wait_s)} (median), and without the stalls it would wait "
+        f"{pct(x.wait_share_without, 0)} of its time, not {pct(x.wait_share, 0)}. A wait that long is no "
+        "batch's making: a library sleeping as its data runs out, a pass's end, a lock or a download"
+        + (
+            "; between them the loader kept up."
+            if x.wait_share_without < MODERATELY_INPUT_BOUND_SHARE
+            else "."
+        )
+    ),
     f.TrainingNotMeasured: _training_not_measured,
     f.NoOptimizerSteps: lambda x: (
         "No torch.optim step ran in your script (inference, or updates written by hand): ioprof cannot tell "

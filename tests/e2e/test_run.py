@@ -749,10 +749,13 @@ def test_a_streamed_dataset_over_http_whose_library_sleeps_is_not_blamed_on_its_
         cell["fetched"],
     )
     v = cell["verdict"]
-    assert v["bottleneck"] != "storage" and v["kernel_call"] == "idle", v
+    # off-CPU through its waits, or — two waits holding nearly all of it — no part standing out
+    assert v["bottleneck"] != "storage" and v["kernel_call"] in ("idle", "mixed"), v
     report = (tmp_path / "o" / "report.md").read_text()
-    assert "but not for its storage: while it waited, the process making its batch was off-CPU" in report
-    assert "the bottleneck is storage" not in report
+    said = "but not for its storage: while it waited, the process making its batch was off-CPU"
+    assert (said in report) == (v["kernel_call"] == "idle") and "the bottleneck is storage" not in report
+    # and what its wait was between the stalls: the library's sleeps hold nearly all of it
+    assert "of its data wait; its other waits took" in report
     (info,) = r["datasets"]
     assert (info["fs_type"], info["total_bytes"]) == ("http", data.stat().st_size), info
     (storage,) = next(c for c in r["ceilings"] if c["dataset"] == train["key"])["storage"]
