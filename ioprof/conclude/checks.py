@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from ioprof.conclude.stalls import stalls_of
 from ioprof.core.findings import (
     BorderlineCells,
     ComputeBelowPublished,
@@ -38,8 +39,6 @@ from ioprof.core.findings import (
     UndecodableSamples,
     WorkersExceedCores,
 )
-from ioprof.core.findings_run import WaitInFewStalls
-from ioprof.core.handover import far_fence
 from ioprof.core.results import CellResult, StorageCeiling, SweepResult, WaitSplit
 from ioprof.core.results_run import ObservedLoader
 from ioprof.core.thresholds import (
@@ -48,8 +47,6 @@ from ioprof.core.thresholds import (
     DATASET_TO_RAM_FOR_COLD_EPOCHS,
     FETCHED_NOTHING_SHARE,
     FETCHED_VS_STORAGE_TOLERANCE,
-    KERNEL_SPLIT_MIN_UNITS,
-    MODERATELY_INPUT_BOUND_SHARE,
     PUBLISHED_SHARE_TUNED,
 )
 from ioprof.core.vocab import INPUT_STAGES
@@ -478,47 +475,7 @@ def borderline(result: SweepResult) -> list[Finding]:
 
 
 def waits_in_few_stalls(result: SweepResult) -> list[Finding]:
-    """Windows whose data wait lies mostly in a few waits beyond the far fence of all their waits
-    (Q3 + 3 IQR, as slow samples are told): the fewest that hold half of it, longest first. The
-    window's share is then the stalls', and between them the loader kept up. Only where the window
-    is input-bound by its share and the stalls are few (at most a tenth of its waits: otherwise
-    they are its pace, not stalls)."""
-    out: list[Finding] = []
-    for c in _ok(result):
-        waits = list(c.wait_s)
-        total = sum(waits)
-        if (
-            len(waits) < KERNEL_SPLIT_MIN_UNITS
-            or total <= 0
-            or c.data_wait_share < MODERATELY_INPUT_BOUND_SHARE
-        ):
-            continue
-        # the fewest waits that hold half of it, longest first: stalls where all lie beyond the fence
-        median, fence = far_fence(waits)
-        stalls: list[float] = []
-        for w in sorted(waits, reverse=True):
-            if sum(stalls) >= 0.5 * total or w <= fence:
-                break
-            stalls.append(w)
-        held = sum(stalls)
-        if held < 0.5 * total or len(stalls) > len(waits) // 10:
-            continue
-        measured = total + sum(c.step_s)
-        rest = sorted(w for w in waits if w < stalls[-1])
-        out.append(
-            WaitInFewStalls(
-                c.dataset,
-                c.setting.label,
-                len(stalls),
-                len(waits),
-                tuple(w for w in waits if w >= stalls[-1]),
-                held / total,
-                total / measured,
-                (total - held) / (measured - held),
-                rest[len(rest) // 2] if rest else median,
-            )
-        )
-    return out
+    return [x for c in _ok(result) if (x := stalls_of(c)) is not None]
 
 
 CHECKS: Sequence[Callable[[SweepResult], list[Finding]]] = (

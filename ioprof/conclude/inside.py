@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ioprof.conclude.stalls import pace_limits
 from ioprof.core.counts import MACHINE_WIDE_FETCH_METHODS
 from ioprof.core.findings import (
     Advice,
@@ -122,7 +123,7 @@ def _cores(cell: CellResult) -> list[Finding]:
     if c is None or c.cpu_busy_cores is None or not c.oversubscribed:
         return []
     v = cell.verdict
-    waits = v.waits_for_data if v is not None else None
+    waits = pace_limits(cell)
     if waits and v is not None and v.bottleneck in ("storage", "transfer"):
         waits = None  # it waits for its bytes, where fewer threads would lose reads in flight
     return [

@@ -11,6 +11,7 @@ the window began; the look inside, where it ran, says how many processes made th
 
 from __future__ import annotations
 
+from ioprof.conclude.stalls import pace_limits
 from ioprof.core.findings import WorkersOutOfData
 from ioprof.core.results import SweepResult
 
@@ -33,7 +34,7 @@ def out_of_data(result: SweepResult) -> tuple[WorkersOutOfData, ...]:
                 lo.workers_out,
                 lo.shards,
                 stages.processes if stages is not None else None,
-                the_limit=cell.verdict.waits_for_data if cell.verdict is not None else None,
+                the_limit=pace_limits(cell),
             )
         )
     return tuple(found)

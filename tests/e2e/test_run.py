@@ -749,13 +749,20 @@ def test_a_streamed_dataset_over_http_whose_library_sleeps_is_not_blamed_on_its_
         cell["fetched"],
     )
     v = cell["verdict"]
-    # off-CPU through its waits, or — two waits holding nearly all of it — no part standing out
-    assert v["bottleneck"] != "storage" and v["kernel_call"] in ("idle", "mixed"), v
+    # off-CPU through waits that fetched nothing ("idle"), or — two waits holding nearly all of it,
+    # split or not at the random share a fast loop's waits are split at — another part or none
+    assert v["bottleneck"] != "storage" and v["kernel_call"] != "source", v
     report = (tmp_path / "o" / "report.md").read_text()
     said = "but not for its storage: while it waited, the process making its batch was off-CPU"
     assert (said in report) == (v["kernel_call"] == "idle") and "the bottleneck is storage" not in report
     # and what its wait was between the stalls: the library's sleeps hold nearly all of it
     assert "of its data wait; its other waits took" in report
+    # its one working worker is what limits it only where, between the stalls, the loop still waited
+    (stall,) = [x for x in r["analysis"]["findings"] if x["kind"] == "wait-in-few-stalls"]
+    limits = "This is what limits it: it waits for data made by 1 worker" in report
+    assert "1 of its 2 workers had run out of data" in report and limits == (
+        stall["wait_share_without"] >= 0.05
+    )
     (info,) = r["datasets"]
     assert (info["fs_type"], info["total_bytes"]) == ("http", data.stat().st_size), info
     (storage,) = next(c for c in r["ceilings"] if c["dataset"] == train["key"])["storage"]
