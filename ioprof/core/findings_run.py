@@ -17,9 +17,9 @@ class WaitInFewStalls(Finding):
     kind: ClassVar[str] = "wait-in-few-stalls"
     dataset: str
     setting: str
-    stalls: int  # waits beyond the far fence
+    stalls: int  # the fewest waits that hold half the wait, longest first, each beyond the far fence
     waits: int  # the window's waits
-    stall_s: tuple[float, ...]  # each stall's length, in the window's order
+    stall_s: tuple[float, ...]  # their lengths (and any as long), in the window's order
     share_of_wait: float  # of the window's data wait, the stalls' part
     wait_share: float  # the window's data wait share, stalls included
     wait_share_without: float  # ... and with the stalls' time left out of the window
