@@ -23,11 +23,12 @@ def stalls_of(c: CellResult) -> WaitInFewStalls | None:
         return None
     median, fence = far_fence(waits)
     stalls: list[float] = []
+    held = 0.0
     for w in sorted(waits, reverse=True):
-        if sum(stalls) >= 0.5 * total or w <= fence:
+        if held >= 0.5 * total or w <= fence:
             break
         stalls.append(w)
-    held = sum(stalls)
+        held += w
     if held < 0.5 * total or len(stalls) > len(waits) // 10:
         return None
     measured = total + sum(c.step_s)

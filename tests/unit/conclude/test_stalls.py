@@ -44,7 +44,7 @@ def test_two_long_waits_among_fifty_short_ones_are_stalls() -> None:
 
 def test_a_loader_slow_at_every_batch_has_no_stalls() -> None:
     """Waits that are the loader's pace — long at every batch, or long at many — are no stalls (broken
-    once — every wait beyond the fence a stall — 6 of 51 short waits were)."""
+    once — every wait beyond the fence a stall — 5 of 50 were counted, the short ones among them)."""
     assert _stalls([0.05 + 0.01 * (i % 5) for i in range(50)]) == []
     many = [0.001] * 40 + [0.5] * 10  # a fifth of the waits: its pace, not a stall
     assert _stalls(many) == []
