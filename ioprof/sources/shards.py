@@ -48,14 +48,24 @@ def shard_stage(dataset: Any) -> tuple[int, Any] | None:
     return None
 
 
+def is_hugging_face_streaming(obj: Any) -> bool:
+    """A Hugging Face ``datasets.IterableDataset`` (told by what it has: ``datasets`` may not be
+    installed)."""
+    return type(obj).__module__.startswith("datasets.") and hasattr(obj, "_ex_iterable")
+
+
 def shard_count(dataset: Any) -> int | None:
     """The shards an iterable dataset deals out among its loader's workers, where it says: a
     Hugging Face ``IterableDataset``'s ``num_shards`` (this node's, where it was split by node), a
     WebDataset pipeline's URL list where a stage after it splits them by worker
     (``split_by_worker``; this rank's share where one splits them by node first; not a list that
-    resamples, nor one every worker reads whole). None where it does not say."""
-    try:
-        n = getattr(dataset, "num_shards", None)  # a property: a dataset's own code may raise
+    resamples, nor one every worker reads whole). None where it does not say.
+
+    A ``num_shards`` is read only where the library is known to deal its shards out by worker:
+    another dataset's may count files every worker reads from (MosaicML Streaming's counts the
+    shards of its index, and it deals samples, not shards, out among the workers)."""
+    try:  # a property: a dataset's own code may raise
+        n = getattr(dataset, "num_shards", None) if is_hugging_face_streaming(dataset) else None
     except Exception:
         n = None
     if isinstance(n, int) and not isinstance(n, bool) and n > 0:

@@ -22,6 +22,7 @@ from typing import Any
 from ioprof.sources import arrow
 from ioprof.sources.memory import MemoryView, held
 from ioprof.sources.shards import NETWORK_SCHEMES, local_path, scheme, url_source
+from ioprof.sources.shards import is_hugging_face_streaming as is_streaming
 from ioprof.sources.source import ITEMS_LISTED, Source, spread
 
 KIND = "streamed"
@@ -31,12 +32,6 @@ CHAIN_DEPTH = 64  # examples iterables wrapped one in another: map, filter, shuf
 FILE_KEYS = ("files", "base_files")
 FOOTERS_READ = 256  # Parquet files whose rows are counted from their footers, at most
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp", ".bmp", ".gif", ".tif", ".tiff")
-
-
-def is_streaming(obj: Any) -> bool:
-    """A Hugging Face ``datasets.IterableDataset`` (told by what it has: ``datasets`` may not be
-    installed)."""
-    return type(obj).__module__.startswith("datasets.") and hasattr(obj, "_ex_iterable")
 
 
 def data_files(ds: Any) -> list[str]:

@@ -37,11 +37,28 @@ class Sharded(IterableDataset):  # type: ignore[type-arg]
                 yield torch.full((3, 8, 8), float(shard)), i % 2
 
 
+def _rows(shards: int, per_shard: int) -> IterableDataset:  # type: ignore[type-arg]
+    """A Hugging Face streaming dataset of ``shards`` shards (a list in ``gen_kwargs``, the
+    datasets documentation's way to shard a generator) of ``per_shard`` rows: it deals its shards
+    out among the loader's workers and stops those beyond its ``num_shards``."""
+    datasets = pytest.importorskip("datasets", reason="datasets is not installed (pip install -e '.[test]')")
+
+    def rows(shard: list[int]) -> Iterator[dict[str, object]]:
+        for s in shard:
+            for i in range(per_shard):
+                time.sleep(SAMPLE_S)
+                yield {"x": [float(s)] * (3 * 8 * 8), "y": i % 2}
+
+    ds = datasets.IterableDataset.from_generator(rows, gen_kwargs={"shard": list(range(shards))})
+    return ds.with_format("torch")  # type: ignore[no-any-return]
+
+
 def _trained(loader: DataLoader) -> ioprof.SweepResult:  # type: ignore[type-arg]
     model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with ioprof.watch(steps=8, seconds=None, probe=False) as w:
-        for x, y in loader:
+        for batch in loader:
+            x, y = (batch["x"], batch["y"]) if isinstance(batch, dict) else batch
             loss = torch.nn.functional.cross_entropy(model(x), y)
             opt.zero_grad()
             loss.backward()
@@ -54,7 +71,7 @@ def test_workers_without_a_shard_are_counted_out_and_said() -> None:
     process make its batches, and the report says so with the shards the dataset declares."""
     from ioprof.render.findings import finding
 
-    r = _trained(DataLoader(Sharded(1, 160), batch_size=8, num_workers=2))
+    r = _trained(DataLoader(_rows(1, 160), batch_size=8, num_workers=2))
     (lo,) = r.loaders
     assert (lo.iterable, lo.shards, lo.workers_out) == (True, 1, 1), lo
     cell = next(c for c in r.cells if c.dataset == lo.key)
@@ -68,7 +85,7 @@ def test_workers_without_a_shard_are_counted_out_and_said() -> None:
 
 def test_workers_that_each_have_shards_are_not_said_out_of_data() -> None:
     """Two shards for two workers, each as long: none is out of data as the window begins."""
-    r = _trained(DataLoader(Sharded(2, 80), batch_size=8, num_workers=2))
+    r = _trained(DataLoader(_rows(2, 80), batch_size=8, num_workers=2))
     (lo,) = r.loaders
     assert (lo.shards, lo.workers_out) == (2, 0), lo
     assert not [x for x in r.analysis.findings if isinstance(x, WorkersOutOfData)]
@@ -130,6 +147,9 @@ def test_shard_counts_are_what_the_dataset_says(monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setenv("WORLD_SIZE", "2")
         assert shard_count(wds.WebDataset(five, shardshuffle=False, nodesplitter=wds.split_by_node)) == mine
     assert shard_count(Unsaid()) is None
+    # a num_shards of a dataset not known to deal its shards out by worker says nothing of how
+    # its data is dealt: it may count files every worker reads from
+    assert shard_count(Sharded(1, 8)) is None
 
 
 class Unsaid(IterableDataset):  # type: ignore[type-arg]
