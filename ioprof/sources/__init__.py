@@ -4,7 +4,8 @@
 through Subset and ConcatDataset), ``shards`` (tar shards by URL: WebDataset, local,
 ``http(s)://``, ``pipe:``), ``arrow`` (a Hugging Face ``datasets.Dataset``: the Arrow files it
 memory-maps), ``streamed`` (a Hugging Face ``IterableDataset``: the data files its builder
-streams), ``archive`` (images in tar archives read by member: timm's tar reader), and
+streams), ``mds`` (a MosaicML Streaming dataset: the shards its index lists, in its remote or its
+cache), ``archive`` (images in tar archives read by member: timm's tar reader), and
 ``opened`` (what a loader's workers hold open, read from the kernel, for a dataset none of these
 knows).
 
@@ -27,7 +28,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ioprof.core.results import DatasetInfo, StorageCeiling
-from ioprof.sources import archive, arrow, custom, files, memory, opened, shards, streamed
+from ioprof.sources import archive, arrow, custom, files, mds, memory, opened, shards, streamed
 from ioprof.sources.memory import MemoryView
 from ioprof.sources.source import Source, SourceKind
 
@@ -44,6 +45,7 @@ __all__ = [
     "files",
     "find",
     "in_memory",
+    "mds",
     "memory",
     "opened",
     "read_alone",
@@ -56,7 +58,7 @@ READ_ALONE_ITEMS = 200
 READ_ALONE_ITEMS_PER_READER = 50
 
 # the kinds that know a dataset by itself, asked in this order (what a dataset says of itself first)
-KINDS: tuple[SourceKind, ...] = (custom, files, shards, arrow, streamed, archive)
+KINDS: tuple[SourceKind, ...] = (custom, mds, files, shards, arrow, streamed, archive)
 BY_KIND: dict[str, SourceKind] = {k.KIND: k for k in (*KINDS, opened)}
 
 
@@ -185,6 +187,8 @@ def _rows_counted(source: Source) -> int | None:
 def bytes_per_sample(source: Source | None) -> float | None:
     """The bytes a sample takes, where the source's own files say how many samples they hold (all
     of them listed); None otherwise."""
+    if source is not None and source.samples and source.item_bytes:  # the dataset said both
+        return source.item_bytes / source.samples
     if source is None or not source.root or source.file_a_sample:
         return None
     samples = samples_of(source)
@@ -250,9 +254,10 @@ def describe(source: Source, label: str, samples: int | None = None) -> DatasetI
             samples=samples,
         )
     count = source.count or len(source.items)
-    sizes = [shards.size_of(u) for u in source.items[:SIZED_URLS]]
+    sizes = [shards.size_of(u) for u in source.items[:SIZED_URLS]] if source.item_bytes is None else []
     known = [s for s in sizes if s is not None]
     total = round(sum(known) / len(known) * count) if known and len(known) == len(sizes) else None
+    total = source.item_bytes if source.item_bytes is not None else total
     kind = shards.scheme(source.items[0])
     return DatasetInfo(
         label=label,

@@ -55,6 +55,8 @@ class Source:
     members: tuple[tuple[str, int, int], ...] = ()  # at most ``MEMBERS_SAMPLED``, in random order
     # the archives' format: a tar member's offset is its bytes', a zip member's its local header's
     members_in: str = "tar"
+    # the bytes its items hold in all, where the dataset says it without a read (an MDS index)
+    item_bytes: int | None = None
 
     @property
     def urls(self) -> bool:

@@ -767,3 +767,68 @@ def test_a_streamed_dataset_over_http_whose_library_sleeps_is_not_blamed_on_its_
     assert (info["fs_type"], info["total_bytes"]) == ("http", data.stat().st_size), info
     (storage,) = next(c for c in r["ceilings"] if c["dataset"] == train["key"])["storage"]
     assert storage["bytes"] == data.stat().st_size and storage["fetched"]["method"] == "read-alone", storage
+
+
+def _mds_of_images(root: Path, n: int, shard_bytes: int) -> Path:
+    """``n`` JPEGs of 256x192 and their labels in MDS shards of ``shard_bytes`` at most, written by
+    MosaicML Streaming's own ``MDSWriter`` under ``root/remote``."""
+    streaming = pytest.importorskip(
+        "streaming", reason="streaming-community is not installed (pip install -e '.[test]')"
+    )
+    from PIL import Image
+
+    from ioprof.datasets.discover import find_images
+
+    generate(DatasetSpec(256, 192, n, seed=0), root / "images")
+    images = find_images(root / "images")
+    columns = {"x": "jpeg", "y": "int"}
+    with streaming.MDSWriter(out=str(root / "remote"), columns=columns, size_limit=shard_bytes) as w:
+        for path, label in zip(images.paths, images.labels, strict=True):
+            with Image.open(path) as image:
+                w.write({"x": image, "y": int(label)})
+    return root / "remote"
+
+
+@pytest.mark.slow
+def test_a_mosaicml_streaming_dataset_of_one_shard_is_read_by_every_worker_and_measured_alone(
+    tmp_path: Path,
+) -> None:
+    """A MosaicML Streaming dataset of one MDS shard, read cold by two workers for three epochs:
+    Streaming downloads the shard into its cache, and each worker reads its own samples of it —
+    it deals samples, not shards, so no worker is out of data, and its pipeline is measured alone
+    at two workers (not at one, as a dataset dealing one shard would be). What it reads is its
+    remote's shard, which its index sizes; the copy read from memory is of its first samples."""
+    import hashlib
+
+    from ioprof.host.pagecache import evict
+
+    remote = _mds_of_images(tmp_path, 320, 1 << 26)
+    (shard,) = sorted(remote.glob("shard.*.mds"))
+    digest = hashlib.sha256(shard.read_bytes()).hexdigest()
+    evict([shard])  # its first pass reads it from the disk
+    out = tmp_path / "o"
+    p = _script_run(
+        out,
+        "train_streaming.py",
+        str(remote),
+        "--local",
+        str(tmp_path / "cache"),
+        *"--crop 32 -j 2 -b 8 --epochs 3".split(),
+        steps=12,
+        probe_s=3,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    r = json.loads((out / "results.json").read_text())
+    (train,) = r["loaders"]
+    assert (train["iterable"], train["shards"], train["workers_out"]) == (True, None, 0), train
+    (info,) = r["datasets"]
+    assert (info["path"], info["total_bytes"], info["samples"]) == (str(shard), shard.stat().st_size, 320)
+    (ceilings,) = [c for c in r["ceilings"] if c["dataset"] == train["key"]]
+    (storage,) = ceilings["storage"]
+    assert storage["bytes_per_sample"] == pytest.approx(shard.stat().st_size / 320)  # from its index
+    by_workers = {d["workers"]: d for d in ceilings["decode"] if d["loader"] == "multiprocess"}
+    assert by_workers[2]["fed"] is None and by_workers[2]["img_per_s"] > 0, by_workers
+    assert "samples of 1 of your shards" in by_workers[2]["cache"]["note"]
+    report = (out / "report.md").read_text()
+    assert "out of data" not in report and "does not say what it reads" not in report
+    assert hashlib.sha256(shard.read_bytes()).hexdigest() == digest  # the user's dataset, as it was

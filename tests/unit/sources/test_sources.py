@@ -617,7 +617,16 @@ def test_a_kind_of_source_is_one_module_implementing_the_protocol(
 
     for kind in sources.BY_KIND.values():
         assert isinstance(kind.KIND, str) and callable(kind.find) and callable(kind.in_memory), kind
-    assert set(sources.BY_KIND) == {"custom", "files", "shards", "arrow", "streamed", "archive", "opened"}
+    assert set(sources.BY_KIND) == {
+        "custom",
+        "mds",
+        "files",
+        "shards",
+        "arrow",
+        "streamed",
+        "archive",
+        "opened",
+    }
 
     class Rows:  # a dataset no kind here knows: rows of a database file
         path = str(tmp_path / "rows.db")
