@@ -63,7 +63,8 @@ def main() -> None:
             loss.backward()
             optimizer.step()
             seen += imgs.shape[0]
-        print(f"epoch {epoch}: {seen} images, {seen / (time.perf_counter() - t0):.1f} img/s", flush=True)
+        took = time.perf_counter() - t0
+        print(f"epoch {epoch}: {seen} images in {took:.1f} s, {seen / took:.1f} img/s", flush=True)
 
 
 if __name__ == "__main__":
