@@ -9,6 +9,7 @@ from __future__ import annotations
 from ioprof.core.findings_run import WaitInFewStalls
 from ioprof.core.handover import far_fence
 from ioprof.core.results import CellResult
+from ioprof.core.stats import nearest_rank
 from ioprof.core.thresholds import KERNEL_SPLIT_MIN_UNITS, MODERATELY_INPUT_BOUND_SHARE
 
 
@@ -42,7 +43,7 @@ def stalls_of(c: CellResult) -> WaitInFewStalls | None:
         held / total,
         total / measured,
         (total - held) / (measured - held),
-        rest[len(rest) // 2] if rest else median,
+        nearest_rank(rest, 0.5) if rest else median,
     )
 
 
