@@ -200,3 +200,36 @@ def test_a_shards_first_samples_are_a_shard_of_their_own(remote: Path, tmp_path:
             a, b = mine[i], original[i]
             assert a["y"] == b["y"] and a["x"].tobytes() == b["x"].tobytes(), i
         assert len(data) < whole.stat().st_size
+
+
+# Streaming opens each compressed shard to decompress it and leaves it for the garbage collector
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_compressed_shards_are_read_as_downloaded_and_copied_once_in_the_cache(tmp_path: Path) -> None:
+    """Shards written compressed (zstd): what it downloads is the compressed files, as the index
+    sizes them; none is copied into memory before its cache holds it decompressed, and the copy then
+    comes from the cache."""
+    from PIL import Image
+
+    generate(DatasetSpec(64, 48, 24, seed=0), tmp_path / "images")
+    images = find_images(tmp_path / "images")
+    remote = tmp_path / "remote"
+    columns = {"x": "jpeg", "y": "int"}
+    with streaming.MDSWriter(out=str(remote), columns=columns, size_limit=40_000, compression="zstd") as w:
+        for path, label in zip(images.paths, images.labels, strict=True):
+            with Image.open(path) as image:
+                w.write({"x": image, "y": int(label)})
+    ds = _photos(str(remote), tmp_path / "cache")
+    source = sources.find(ds)
+    zipped = sorted(str(p) for p in remote.glob("shard.*.mds.zstd"))
+    assert source is not None and sorted(source.items) == zipped and len(zipped) > 1
+    assert source.item_bytes == sum(os.path.getsize(p) for p in zipped)
+    why = sources.in_memory(source, ds, workers=1)
+    assert isinstance(why, str) and "compressed and not in its cache" in why
+    assert sum(1 for _ in ds) == 24
+    view = sources.in_memory(source, ds, workers=1)
+    assert not isinstance(view, str), view
+    try:
+        image, _ = view.dataset[view.positions[0]]
+        assert image.shape == (3, 48, 64)
+    finally:
+        view.close()
