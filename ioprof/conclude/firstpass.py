@@ -58,7 +58,13 @@ def _judged(lo: ObservedLoader, cell: CellResult) -> FirstPassWaits | None:
     klass, steady = classify_input_bound(low), classify_input_bound(window.low if window.known else 0.0)
     if classify_input_bound(high) != klass or _RANK[klass] <= _RANK[steady]:
         return None
-    busy = b.busy_share
+    # whether the processes making its batches were off the CPU (neither on one nor waiting for
+    # one: blocked on I/O, asleep, on a lock) most of the time: the training process itself waits
+    # for them, blocked, whatever they do. A run read before they were read apart: all processes
+    # on a CPU, which counts that wait, and a wait for a core, as off it
+    busy, of = b.producers_share, ("workers" if lo.num_workers else "training process")
+    if busy is None:
+        busy, of = b.busy_share, "processes"
     by = "" if busy is None else ("storage" if busy < 0.5 else "loader")
     if by == "storage" and b.fetched.known and b.fetched.method != "unknown" and not b.fetched.bytes:
         # off the CPU, yet a counter that sees the dataset's storage counted nothing from it:
@@ -82,6 +88,7 @@ def _judged(lo: ObservedLoader, cell: CellResult) -> FirstPassWaits | None:
         b.fetched.method,
         pass_low=low,
         pass_high=high,
+        busy_of=of,
     )
 
 

@@ -605,11 +605,11 @@ class ShmTooSmall(Finding):
 @dataclass(frozen=True)
 class FirstPassWaits(Finding):
     """A training loader that waited for data mostly before its window: over its first pass (the
-    time before the window and the rest of the pass at the window's pace) it is more input-bound
-    than its window says — a streaming dataset downloading before it yields, a cache filled on the
-    first pass. ``by``: storage where its processes were mostly off the CPU meanwhile (waiting on
-    I/O), start where they were, but a counter that sees the dataset's storage counted nothing
-    from it, loader where they were busy, "" where their CPU was not read."""
+    time before it and the rest at the window's pace) it is more input-bound than its window says —
+    a streaming dataset downloading before it yields, a cache filled on the first pass. ``by``:
+    storage where the processes making its batches (``busy_of``) were mostly off the CPU (neither
+    on one nor waiting for one: on I/O; ``busy_share`` the rest), start where they were, but a
+    counter that sees its storage counted nothing, loader where busy, "" where not read."""
 
     kind: ClassVar[str] = "first-pass-waits"
     dataset: str
@@ -629,6 +629,7 @@ class FirstPassWaits(Finding):
     fetched_method: str = ""
     pass_low: float | None = None  # the pass's share, its 95 % interval (``conclude.firstpass``)
     pass_high: float | None = None
+    busy_of: str = "processes"  # workers | training process | processes (a run read before: on a CPU)
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,11 @@ class BeforeWindow:
     streaming dataset's downloads, or a cache its first pass fills, happen here.
 
     ``cpu_s`` over ``cpu_window_s``: the training process's and the loader's processes' CPU
-    (None where they could not be read at both ends); ``fetched``: the bytes fetched over it,
-    counted as the window's are."""
+    (None where they could not be read at both ends); ``producers_runnable_s`` over
+    ``producers_window_s``: the time the ``producers`` making its batches (its workers; without
+    them, the training process) were on a CPU or waiting for one (None: not read apart, as by a
+    version before this field); ``fetched``: the bytes fetched over it, counted as the window's
+    are."""
 
     seconds: float
     first_batch_s: float | None
@@ -27,6 +30,9 @@ class BeforeWindow:
     cpu_s: float | None = None
     cpu_window_s: float = 0.0
     fetched: Fetched = UNKNOWN_FETCH
+    producers: int = 0
+    producers_runnable_s: float | None = None
+    producers_window_s: float = 0.0
 
     @property
     def busy_share(self) -> float | None:
@@ -34,6 +40,13 @@ class BeforeWindow:
         if self.cpu_s is None or self.cpu_window_s <= 0 or self.processes <= 0:
             return None
         return min(1.0, self.cpu_s / (self.processes * self.cpu_window_s))
+
+    @property
+    def producers_share(self) -> float | None:
+        """The share of its producers' time they were on a CPU or waiting for one (None: not read)."""
+        if self.producers_runnable_s is None or self.producers_window_s <= 0 or self.producers <= 0:
+            return None
+        return min(1.0, self.producers_runnable_s / (self.producers * self.producers_window_s))
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,15 @@ class MountFields(TypedDict):
     iface: str | None
 
 
+class ProducerFields(TypedDict):
+    """The processes making a loader's batches over a span: their seconds on a CPU or waiting for
+    one (each process's, up to the span's), how many they were, and the span's seconds."""
+
+    runnable_s: float
+    processes: int
+    window_s: float
+
+
 class BeforeFields(TypedDict):
     """The first pass up to the window (``window.Before``)."""
 
@@ -55,6 +64,7 @@ class BeforeFields(TypedDict):
     io: IoFields
     cpu: CpuFields
     mount: MountFields
+    producers: NotRequired[ProducerFields | None]
 
 
 class LoaderObservation(TypedDict):

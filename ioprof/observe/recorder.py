@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ioprof.core.inside import LoaderInside
 from ioprof.measure.batchtree import images_in
-from ioprof.observe.observation import BeforeFields, LoaderObservation
+from ioprof.observe.observation import BeforeFields, LoaderObservation, ProducerFields
 from ioprof.observe.producers import Producers, out_of_data
 from ioprof.observe.settings import interface, loader_settings, source_fields
 from ioprof.observe.watching import Watching
@@ -23,6 +23,7 @@ from ioprof.observe.watching import Watching
 if TYPE_CHECKING:
     from ioprof.core.results import DatasetInfo
     from ioprof.measure.inside import CpuTotals
+    from ioprof.observe.window import Totals
 
 PASS_MARKS_KEPT = 1000  # each pass's start and end kept: the first pass and the latest passes
 
@@ -578,6 +579,7 @@ class LoaderRecorder:
                 "own_read_chars": t.own_chars if t else None,
             },
             "cpu": {"cpu_s": t.cpu_s if t else 0.0, "window_s": t.cpu_window_s if t else 0.0},
+            "producers": _producers(t, self.window.workers) if t else None,
             "mount": {
                 "nfs_bytes": t.nfs_bytes if t else None,
                 "daemon_bytes": t.daemon_bytes if t else None,
@@ -588,6 +590,27 @@ class LoaderRecorder:
                 "iface": self.iface,
             },
         }
+
+
+def _producers(t: Totals, workers: int) -> ProducerFields | None:
+    """The time the processes making the batches (the workers; without them, the training process)
+    were on a CPU or waiting for one, each its threads' sum up to the span's seconds, over the spans
+    whose every thread was read at both ends; None where there were none."""
+    if t.threads_window_s <= 0:
+        return None
+    mine = os.getpid()
+    per_pid: dict[int, float] = {}
+    for key, cpu in t.thread_cpu_s.items():
+        pid = int(key.split("/", 1)[0])
+        per_pid[pid] = per_pid.get(pid, 0.0) + cpu + t.thread_runq_s.get(key, 0.0)
+    making = [pid for pid in per_pid if (pid != mine) == bool(workers)]
+    if not making:
+        return None
+    return {
+        "runnable_s": sum(min(t.threads_window_s, per_pid[pid]) for pid in making),
+        "processes": len(making),
+        "window_s": t.threads_window_s,
+    }
 
 
 class _Freed:

@@ -296,6 +296,7 @@ def _before(loader: LoaderObservation) -> BeforeWindow | None:
     )
     fetched = _fetched({**loader, "mount": b["mount"]}, io) if b["mount"]["spans"] else None
     cpu_window = b["cpu"]["window_s"]
+    making = b.get("producers")
     return BeforeWindow(
         seconds=b["seconds"],
         first_batch_s=b["first_batch_s"],
@@ -305,6 +306,9 @@ def _before(loader: LoaderObservation) -> BeforeWindow | None:
         cpu_s=b["cpu"]["cpu_s"] if cpu_window > 0 else None,
         cpu_window_s=cpu_window,
         fetched=fetched or UNKNOWN_FETCH,
+        producers=making["processes"] if making else 0,
+        producers_runnable_s=making["runnable_s"] if making else None,
+        producers_window_s=making["window_s"] if making else 0.0,
     )
 
 

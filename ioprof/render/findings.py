@@ -565,7 +565,9 @@ def first_pass(x: f.FirstPassWaits) -> str:
                 "not the storage — its workers starting, a download to a local copy, or a lock"
             ),
         }.get(x.by, "busy making them — a cache built, or costly first samples")
-        text += f"; its processes were on a CPU {pct(x.busy_share, 0)} of that time: {doing}"
+        waiting = "" if x.busy_of == "processes" else " or waiting for one"
+        whose = {"workers": "its workers were", "training process": "the training process making them was"}
+        text += f"; {whose.get(x.busy_of, 'its processes were')} on a CPU{waiting} {pct(x.busy_share, 0)} of that time: {doing}"
     if x.fetched_bytes:
         text += f", {mb(x.fetched_bytes)} fetched ({x.fetched_method})"
     return text + "."

@@ -20,12 +20,14 @@ STEP_S = 0.05  # the training step's own time: the steady state is compute-bound
 BATCHES = 100  # a pass: at STEP_S, 5 s of steps
 
 
-class DownloadsFirst(Dataset):  # type: ignore[type-arg]
+class SlowToStart(Dataset):  # type: ignore[type-arg]
     """Each worker waits ``download_s`` before its first sample (its shard arriving, off the CPU),
-    then hands out samples at once."""
+    then hands out samples at once; with ``computes``, it spends those seconds on a CPU instead
+    (an index built, a cache computed: its own CPU time, a wait for a core not counted)."""
 
-    def __init__(self, download_s: float) -> None:
+    def __init__(self, download_s: float, computes: bool = False) -> None:
         self.download_s = download_s
+        self.computes = computes
         self.have = False
 
     def __len__(self) -> int:
@@ -33,15 +35,23 @@ class DownloadsFirst(Dataset):  # type: ignore[type-arg]
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
         if not self.have:
-            time.sleep(self.download_s)
+            if self.computes:
+                end = time.thread_time() + self.download_s
+                while time.thread_time() < end:
+                    pass
+            else:
+                time.sleep(self.download_s)
             self.have = True
         return torch.zeros(3, 8, 8), i % 2
 
 
-def _watched(download_s: float, whole_pass: bool = False):  # type: ignore[no-untyped-def]
+def _watched(  # type: ignore[no-untyped-def]
+    download_s: float, whole_pass: bool = False, dataset: Dataset | None = None, workers: int = 2
+):
     """The loop watched; with ``whole_pass``, it runs the whole pass and says, beside ioprof's
     result, what the pass took and how long it waited for its batches, timed around each one."""
-    loader = DataLoader(DownloadsFirst(download_s), batch_size=4, num_workers=2)
+    ds = dataset if dataset is not None else SlowToStart(download_s)
+    loader = DataLoader(ds, batch_size=4, num_workers=workers)
     model = torch.nn.Linear(3 * 8 * 8, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     waited = 0.0
@@ -87,6 +97,29 @@ def test_a_first_pass_that_waits_for_its_download_is_judged_whole() -> None:
     line = words.verdict_line(r.analysis)
     assert line.startswith("**Verdict: highly input-bound over its first pass — the bottleneck is storage**")
     assert "In its window after them, the steady state: " in line
+
+
+@pytest.mark.parametrize(("workers", "making"), [(1, "workers"), (0, "training process")])
+def test_a_first_pass_whose_producer_computes_is_its_loaders_not_its_storages(
+    workers: int, making: str
+) -> None:
+    """One worker busy on a CPU for 3 s before its first sample, the training process blocked
+    waiting for it: the process making the batches was on a CPU (or waiting for one), not on I/O
+    — the loader's start, not its storage. Counting the training process's wait as time off the
+    CPU once made it storage: one worker busy all along is half of two processes' time. Without
+    workers, the training process makes them itself, and is read so."""
+    r, _, _ = _watched(0.0, dataset=SlowToStart(3.0, computes=True), workers=workers)
+    (lo,) = r.loaders
+    b = lo.before
+    assert b is not None and b.first_batch_s is not None and b.first_batch_s >= 3.0, b
+    fp = r.analysis.first_pass
+    assert fp is not None and fp.by == "loader" and fp.busy_of == making, fp
+    assert fp.busy_share is not None and fp.busy_share >= 0.5 and b.producers == 1
+    assert "the bottleneck is its loader's start" in words.verdict_line(r.analysis)
+    from ioprof.render.findings import first_pass
+
+    whose = "its workers were" if workers else "the training process making them was"
+    assert f"{whose} on a CPU or waiting for one" in first_pass(fp)
 
 
 def test_a_loader_that_starts_at_once_is_judged_by_its_window() -> None:
