@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from replay import recorded, replay
 
+from ioprof.conclude.checks import fetched_nothing
 from ioprof.render import words
 from ioprof.render.kinds import kind_of
 
@@ -32,6 +33,8 @@ def test_the_pass_that_downloads_is_storage_bound_and_its_steady_state_is_said_b
     first = lo.pass_starts[0]
     fp = r.analysis.first_pass
     assert fp is not None and (fp.by, fp.pass_class) == ("storage", "highly") and fp.window_class != "highly"
+    # told by its workers (blocked on their downloads), not by the training process waiting for them
+    assert fp.busy_of == "workers" and fp.busy_share is not None and fp.busy_share < 0.5, fp
     # an IterableDataset has no len(): the pass is as long as the first pass was once it ended,
     # not as long as the window, which ran on into the second epoch
     assert lo.batches_per_pass is None and first.pass_s is not None
@@ -63,5 +66,7 @@ def test_a_loader_that_keeps_its_own_copy_is_not_told_that_every_epoch_reads_the
     assert (
         "would draw" in report and "in a pass that reads it from storage: in its window it fetched" in report
     )
-    fetched = "none of what it read" if miss == 0.0 else "of what it read (a copy served the rest"
+    # "none" where the window fetched no more than a share of it that counts as nothing (the
+    # interface counts the whole host's traffic: 34 kB of 8 MB in one recording)
+    fetched = "none of what it read" if fetched_nothing(cell) else "of what it read (a copy served the rest"
     assert fetched in report
