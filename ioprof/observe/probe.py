@@ -403,10 +403,10 @@ def probe_pipeline(
     decode, note, start, error, per_sample = _probe_decode(
         loader, settings, decode_s, batch_images, phases, kept
     )
-    # the bytes a sample takes: all of them ÷ all its samples where the dataset says both (an index),
-    # else those of the samples copied, else its files' own count of samples
-    said = source is not None and bool(source.item_bytes and source.samples)
-    per_sample = (bytes_per_sample(source) if said else None) or per_sample or bytes_per_sample(source)
+    # the bytes a sample takes: all of them ÷ all its samples where the dataset states both (an
+    # index), else those of the samples copied, else its files' own count of samples
+    stated = source.stated_bytes_per_sample if source is not None else None
+    per_sample = stated or per_sample or bytes_per_sample(source)
     stopped = release_fork_server()
     if not files_first:
         storage, storage_note = _timed(

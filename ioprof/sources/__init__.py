@@ -187,8 +187,8 @@ def _rows_counted(source: Source) -> int | None:
 def bytes_per_sample(source: Source | None) -> float | None:
     """The bytes a sample takes, where the source's own files say how many samples they hold (all
     of them listed); None otherwise."""
-    if source is not None and source.samples and source.item_bytes:  # the dataset said both
-        return source.item_bytes / source.samples
+    if source is not None and source.stated_bytes_per_sample is not None:
+        return source.stated_bytes_per_sample
     if source is None or not source.root or source.file_a_sample:
         return None
     samples = samples_of(source)
@@ -254,10 +254,11 @@ def describe(source: Source, label: str, samples: int | None = None) -> DatasetI
             samples=samples,
         )
     count = source.count or len(source.items)
-    sizes = [shards.size_of(u) for u in source.items[:SIZED_URLS]] if source.item_bytes is None else []
-    known = [s for s in sizes if s is not None]
-    total = round(sum(known) / len(known) * count) if known and len(known) == len(sizes) else None
-    total = source.item_bytes if source.item_bytes is not None else total
+    total = source.item_bytes  # where the dataset states it; else asked of a few items and scaled
+    if total is None:
+        sizes = [shards.size_of(u) for u in source.items[:SIZED_URLS]]
+        known = [s for s in sizes if s is not None]
+        total = round(sum(known) / len(known) * count) if known and len(known) == len(sizes) else None
     kind = shards.scheme(source.items[0])
     return DatasetInfo(
         label=label,

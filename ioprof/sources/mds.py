@@ -24,7 +24,7 @@ import struct
 from dataclasses import replace
 from typing import IO, Any
 
-from ioprof.sources.memory import MemoryCopies, MemoryView, held, shallow, unavailable
+from ioprof.sources.memory import MEMORY_SAMPLE_BYTES, MemoryCopies, MemoryView, held, shallow, unavailable
 from ioprof.sources.shards import MEMORY_SAMPLES, MEMORY_SHARDS, NETWORK_SCHEMES, opened, scheme, url_source
 from ioprof.sources.source import Source
 
@@ -85,7 +85,7 @@ def find(dataset: Any) -> Source | None:
     cached = [_in_cache(r) for r in readers]
     if all(os.path.isfile(path) for path in cached):  # nothing to download: the cache is read
         listed = cached
-        sizes = [os.path.getsize(path) for path in cached]
+        sizes = [int(r.raw_data.bytes) for r in readers]  # as the index sizes them: no stat again
     else:
         listed = [_remote_of(ds, k) for k in range(len(readers))]
         sizes = [_file_of(r)[1] for r in readers]
@@ -138,8 +138,6 @@ class ByPosition:
 def in_memory(
     source: Source, dataset: Any, *, workers: int, read: dict[str, bytes] | None
 ) -> MemoryView | str:
-    from ioprof.sources.memory import MEMORY_SAMPLE_BYTES
-
     why = unavailable()
     if why or not is_streaming_dataset(dataset):
         return why or (

@@ -62,6 +62,12 @@ class Source:
     def urls(self) -> bool:
         return not self.root
 
+    @property
+    def stated_bytes_per_sample(self) -> float | None:
+        """The bytes a sample takes, where the dataset states both its bytes and its samples (an
+        index) without a read; None otherwise."""
+        return self.item_bytes / self.samples if self.item_bytes and self.samples else None
+
 
 class SourceKind(Protocol):
     """One kind of source (a module of ``sources/``): what a dataset it knows reads, and a copy of

@@ -86,6 +86,7 @@ def test_it_reads_its_remotes_shards_and_then_its_cache_and_deals_out_no_shards(
     cached = sources.find(ds)
     assert cached is not None and cached.root == str(tmp_path / "cache")
     assert sorted(cached.items) == sorted(str(tmp_path / "cache" / os.path.basename(p)) for p in shards)
+    assert cached.item_bytes == sum(os.path.getsize(p) for p in cached.items)  # the index's sizes
 
 
 @pytest.fixture()
