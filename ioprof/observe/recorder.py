@@ -130,6 +130,7 @@ class LoaderRecorder:
                 "started_s": now,
                 "startup_s": now - t_iter,  # the loader's own iter()
                 "first_own_s": 0.0,  # ioprof's own time before the first batch (in ``own_s`` too)
+                "first_after_s": 0.0,  # and after it came back, before the loop had it (the same)
                 "first_s": None,
                 "end_s": None,
                 "stop_s": 0.0,  # the call that ran the iterator out, or its collection (``pass_dropped``)
@@ -334,12 +335,14 @@ class LoaderRecorder:
     def pass_own(self, it: Any, seconds: float, before: float) -> None:
         """ioprof's own time in a call of the pass's iterator, ``before`` of it ahead of the
         loader's own ``next()``: no part of the loop's (nor, in the pass's first call, of its wait
-        for the first batch)."""
+        for the first batch). The rest of the first call's — what it does once, after the pass's
+        first batch came back — is said apart: the loop waited for it too."""
         mark = self._open_mark(it)
         if mark is not None:
             mark["own_s"] += seconds
             if self.pass_batches == 1:
                 mark["first_own_s"] += before
+                mark["first_after_s"] += seconds - before
 
     def _open_mark(self, it: Any) -> dict[str, Any] | None:
         """The open pass's mark, where ``it`` is that pass's iterator."""
