@@ -14,7 +14,7 @@ from ioprof.core.thresholds import (
     MODERATELY_INPUT_BOUND_SHARE,
     TRAINING_EPOCHS_AT_MOST,
 )
-from ioprof.render.fmt import counted, duration, mb, pct, rate, share_range, size
+from ioprof.render.fmt import counted, duration, mb, pct, rate, share_ends, share_range, size
 
 
 def _oversubscribed(x: f.CoresOversubscribed) -> str:
@@ -397,7 +397,7 @@ def wait_split(split: Any, call: str) -> str:
 
 
 def _ci(i: Any) -> str:
-    return f" [{i.low * 100:.0f}–{i.high * 100:.0f}]" if i.known else ""
+    return share_ends(i.low, i.high, 0) if i.known else ""
 
 
 URL_SCHEMES = ("http", "https", "pipe", "s3")
@@ -546,7 +546,7 @@ def _pass_range(x: f.FirstPassWaits) -> str:
     """`` [a–b]``: the pass's share within the window's interval, where it was reckoned so."""
     if x.pass_low is None or x.pass_high is None:
         return ""
-    return f" [{x.pass_low * 100:.0f}–{x.pass_high * 100:.0f}]"
+    return share_ends(x.pass_low, x.pass_high, 0)
 
 
 def first_pass(x: f.FirstPassWaits) -> str:

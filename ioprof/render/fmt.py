@@ -3,7 +3,9 @@
 A figure with an interval reads ``252 ± 3 %`` (the half-width of its 95 % interval relative to
 it) where the interval is symmetric about it as far as the figure shows, else its ends:
 ``2,691 [2,691–3,009]`` (an interval held to a bound, or stretched to take in the figure); a
-share reads ``31 % [28–34]``. Where too few samples give no interval, it says so.
+share reads ``31 % [28–34]``, or ``94 %`` alone where its ends round to the same (an interval
+narrower than the digits shown tells nothing the figure does not). Where too few samples give no
+interval, it says so.
 """
 
 from __future__ import annotations
@@ -60,7 +62,14 @@ def share_ci(i: Interval, digits: int = 1) -> str:
     """A share with its interval: ``31.0 % [28.4–33.7]``."""
     if not i.known:
         return pct(i.value, digits) + " [± ?]"
-    return f"{pct(i.value, digits)} [{i.low * 100:.{digits}f}–{i.high * 100:.{digits}f}]"
+    return pct(i.value, digits) + share_ends(i.low, i.high, digits)
+
+
+def share_ends(low: float, high: float, digits: int = 1) -> str:
+    """`` [28.4–33.7]``: a share's interval by its ends, as percentages to ``digits``; nothing
+    where both ends show the same (``94 % [94–94]`` says no more than ``94 %``)."""
+    a, b = f"{low * 100:.{digits}f}", f"{high * 100:.{digits}f}"
+    return "" if a == b else f" [{a}–{b}]"
 
 
 def share_range(value: float, low: float | None, high: float | None) -> str:

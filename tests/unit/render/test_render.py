@@ -120,14 +120,14 @@ def test_markdown_opens_with_the_answer_and_has_the_exact_tables(analyzed: Sweep
     )
     assert md.index("## The answer") < md.index("## Every cell") < md.index("![") < md.index("## How this")
     assert (
-        "| 500x375 | serial (in-process) | 200 ± 0.0 % | 75.0 % [75.0–75.0] | 25.0 % [25.0–25.0] | highly | decode "
+        "| 500x375 | serial (in-process) | 200 ± 0.0 % | 75.0 % | 25.0 % | highly | decode "
         "| 207–231 (compute+decode in series) | 2.50 / 2.50 (block-io) | cold, verified | 0.25 s | 10 (steps) |"
     ) in lines
     assert "| 500x375 | 200 ± 0.0 % | 800 ± 0.0 % (4 workers) | 4.00× |" in lines
     # MLPerf Storage's accelerator utilization at the best setting, against its bar, in the answer
     busy = (
         "**Accelerator busy** (MLPerf Storage's AU: the share of the loop's time not spent waiting for data; its "
-        "bar is 90 %) at the best setting: 500x375 (4 workers) 100.0 % [100.0–100.0], meets it."
+        "bar is 90 %) at the best setting: 500x375 (4 workers) 100.0 %, meets it."
     )
     assert busy in lines and md.index(busy) < md.index("## Every cell")
     assert "No GPU telemetry: the compute device is the CPU; there is no GPU to sample." in lines
@@ -142,6 +142,18 @@ def test_every_cell_figure_carries_its_interval(analyzed: SweepResult) -> None:
         line for line in render_markdown(analyzed).splitlines() if line.startswith("| 500x375 | 1 worker |")
     )
     assert f"{share.low * 100:.1f}–{share.high * 100:.1f}]" in row and " ± " in row
+
+
+def test_a_share_whose_interval_is_narrower_than_its_digits_is_shown_alone() -> None:
+    """A first pass's share measured once, exactly, read "94 % [94–94]": ends that round to the
+    same say nothing the figure does not."""
+    from ioprof.core.stats import Interval
+    from ioprof.render.fmt import share_ci
+
+    assert share_ci(Interval(0.9402, 0.9398, 0.9406, 2), 0) == "94 %"
+    assert share_ci(Interval(0.9402, 0.9398, 0.9406, 2), 2) == "94.02 % [93.98–94.06]"
+    assert share_ci(Interval(0.31, 0.284, 0.337, 10)) == "31.0 % [28.4–33.7]"
+    assert share_ci(Interval(0.0, 0.0, 0.0004, 10)) == "0.0 %"
 
 
 def test_fetched_mb_per_s_carries_its_interval_from_the_windows_segments(analyzed: SweepResult) -> None:
