@@ -513,8 +513,10 @@ def test_timms_train_script_is_storage_bound_and_its_reads_are_timed(runs: Any) 
 
 
 def _kept_per_epoch_against_smaps(run: dict[str, Any], cell: dict[str, Any]) -> None:
-    """timm's persistent workers keep a little more each epoch (a worker grew 1.5-1.9 MB from the
-    end of its first epoch to the end of its second here, read from outside): what ioprof says
+    """timm's persistent workers keep a little more each epoch (a worker grew 0.5-1.9 MB from the
+    end of its first epoch to the end of its second here, from run to run, read from outside; with
+    its first epoch matched at points inside it, still warming up, ioprof once read 1.50 MB where
+    smaps read 1.04 and 1.06): what ioprof says
     they keep from epoch to epoch against each worker's USS at the end of each of its stretches
     of work, read from ``smaps`` outside ioprof — within 30 %, or inside ioprof's interval.
     No warning, though: the RAM there is outlasts any training at that rate."""
