@@ -166,7 +166,7 @@ def across_epochs(
     inside the first, the growth read 1.4-1.5 MB an epoch where they kept 1.0-1.3 from end to end.)
 
     The workers are the independent units (``_between_workers``)."""
-    diffs: dict[int, list[float]] = {}
+    diffs: dict[int, dict[int, list[float]]] = {}  # each worker's, by the epoch compared with
     most = 0
     for pid, points in series.items():
         placed = _placed(points, sorted(set(starts.get(pid, ()))))
@@ -179,7 +179,7 @@ def across_epochs(
             for k, y in placed[e + 1]:
                 level = _level(before, k)
                 if level is not None:
-                    diffs.setdefault(pid, []).append(y - level)
+                    diffs.setdefault(pid, {}).setdefault(e, []).append(y - level)
     return EpochGrowth(_between_workers(diffs), most)
 
 
@@ -220,23 +220,34 @@ def _level(points: Sequence[tuple[float, float]], k: float) -> float | None:
     return y0 + (y1 - y0) * (k - below) / (above - below)
 
 
-def _between_workers(diffs: Mapping[int, Sequence[float]]) -> Interval:
-    """The growth per epoch from each worker's differences at matched points: the mean of the
-    workers' means. A worker's readings rise in its allocator's steps, not each on its own, and
-    workers differ (timm's two kept 1.15 and 0.03 MB from one epoch to the next, read from
-    outside), so the independent units of a growth shared by workers are the workers. The
-    half-width is the larger of the two: the readings' (their spread about each worker's mean),
-    and a t-interval over the workers' means (from two workers on)."""
-    means = {pid: sum(d) / len(d) for pid, d in diffs.items() if d}
+def _between_workers(diffs: Mapping[int, Mapping[int, Sequence[float]]]) -> Interval:
+    """The growth per epoch from each worker's differences at matched points, by the pair of
+    epochs compared: each pair one epoch's growth however many readings it holds (a first epoch is
+    compared at its end only, later ones at every point: pooling the readings let the later
+    epochs, where timm's workers kept a tenth of what they kept in their second, outweigh it), a
+    worker's growth the mean of its pairs', the growth the mean of the workers'. A worker's
+    readings rise in its allocator's steps, not each on its own, and workers differ (timm's two
+    kept 1.15 and 0.03 MB from one epoch to the next, read from outside), so the independent
+    units of a growth shared by workers are the workers. The half-width is the larger of the two:
+    the readings' (their spread about their pair's mean), and a t-interval over the workers'
+    growths (from two workers on)."""
+    pairs = {pid: {e: sum(d) / len(d) for e, d in by.items() if d} for pid, by in diffs.items()}
+    means = {pid: sum(p.values()) / len(p) for pid, p in pairs.items() if p}
     if not means:
         return Interval.unknown(0.0)
-    w, n = len(means), sum(len(d) for d in diffs.values())
+    w = len(means)
+    n = sum(len(d) for by in diffs.values() for d in by.values())
     value = sum(means.values()) / w
     halves = []
-    if (df := n - w) >= 1:
-        ss = sum((x - means[pid]) ** 2 for pid, d in diffs.items() for x in d)
-        spread = ss / df * sum(1 / len(d) for d in diffs.values() if d)
-        halves.append(t_975(df) * math.sqrt(spread) / w)
+    if (df := n - sum(len(p) for p in pairs.values())) >= 1:
+        ss = sum((x - pairs[pid][e]) ** 2 for pid, by in diffs.items() for e, d in by.items() for x in d)
+        # a worker's growth: the mean of its pairs' means, each of its own readings
+        spread = sum(
+            sum(1 / len(d) for d in by.values() if d) / len(pairs[pid]) ** 2
+            for pid, by in diffs.items()
+            if pairs[pid]
+        )
+        halves.append(t_975(df) * math.sqrt(ss / df * spread) / w)
     if w >= 2:
         mean_sd = math.sqrt(sum((m - value) ** 2 for m in means.values()) / (w - 1))
         halves.append(t_975(w - 1) * mean_sd / math.sqrt(w))

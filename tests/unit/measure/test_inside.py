@@ -110,6 +110,11 @@ def test_growth_across_epochs_is_what_a_worker_keeps_not_what_it_gives_back() ->
     # 40 MB an epoch, the same point of consecutive epochs sees nothing
     breathes = across_epochs(*_epochs(lambda e, k: 300e6 + 40e6 * k, epochs=3))
     assert abs(breathes.per_epoch.value) < 1e6 and breathes.per_epoch.low < 0 < breathes.per_epoch.high
+    # keeps 2 MB over its second epoch and 0.2 MB over each later one: 0.8 MB an epoch from the
+    # first epoch's end to the last's, each pair of epochs one epoch's growth however many points
+    # they are matched at (pooled, the later pairs' 18 readings outweighed the first's one: 0.3)
+    slows = across_epochs(*_epochs(lambda e, k: 300e6 + [0.0, 2e6, 2.2e6, 2.4e6][e], epochs=4))
+    assert slows.epochs == 4 and slows.per_epoch.value == pytest.approx(0.8e6, abs=1.5e5), slows
     # one epoch: nothing to compare
     once = across_epochs(*_epochs(lambda e, k: 300e6 + 40e6 * k, epochs=1))
     assert once.epochs == 1 and not once.per_epoch.known
