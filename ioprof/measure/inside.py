@@ -84,6 +84,7 @@ class InsideRecorder:
         self._thread: threading.Thread | None = None
         self.reading_s = 0.0  # what the last reading took
         self._stop = threading.Event()
+        self._wake = threading.Event()  # a reading wanted now (``read_soon``), or the stop
         # the dataset's Python objects, counted only where a growth needs a cause (in the training
         # process, whose dataset the workers copied): a callable giving ``python_objects``
         self.count_objects: Callable[[], tuple[int, int, bool]] | None = None
@@ -92,6 +93,13 @@ class InsideRecorder:
 
     def pass_started(self, at_s: float) -> None:
         self.pass_starts_s.append(at_s)
+
+    def read_soon(self) -> None:
+        """A pass ended: read now, on the readings' thread, while its workers idle with their epoch
+        made — the one point of every epoch a persistent worker's memory is compared at in all of
+        them (``growth.across_epochs``), which a reading every EVERY_S misses where epochs follow
+        each other within it."""
+        self._wake.set()
 
     def first_batch(self, batch: Any) -> int:
         if not self.batch_bytes:
@@ -126,6 +134,7 @@ class InsideRecorder:
         if self._thread is not None:
             return
         stop = self._stop = threading.Event()
+        self._wake.clear()
         workers = self.workers > 0
 
         def loop() -> None:
@@ -140,7 +149,9 @@ class InsideRecorder:
                 if not first or not workers:  # the budget holds the readings taken between
                     self.reading_s = took
                 first = False
-                if stop.wait(max(EVERY_S, self.reading_s / READING_BUDGET)):
+                self._wake.wait(max(EVERY_S, self.reading_s / READING_BUDGET))
+                self._wake.clear()
+                if stop.is_set():
                     return
 
         self._thread = threading.Thread(target=loop, name="ioprof-inside", daemon=True)
@@ -151,6 +162,7 @@ class InsideRecorder:
         if self._thread is None:
             return
         self._stop.set()
+        self._wake.set()
         self._thread.join()
         self._thread = None
         self.read(pids)

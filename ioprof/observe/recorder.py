@@ -358,6 +358,8 @@ class LoaderRecorder:
             if len(self.pass_marks) > PASS_MARKS_KEPT:
                 del self.pass_marks[1]  # the first pass and the latest: a run of any length stays small
         self._restore_in_process()
+        if self.inside is not None:
+            self.inside.read_soon()
         self.window.pass_ended(time.perf_counter())
         self.watcher.pass_ended(self)
 
