@@ -98,8 +98,10 @@ class InsideRecorder:
         """A pass ended: read now, on the readings' thread, while its workers idle with their epoch
         made — the one point of every epoch a persistent worker's memory is compared at in all of
         them (``growth.across_epochs``), which a reading every EVERY_S misses where epochs follow
-        each other within it."""
-        self._wake.set()
+        each other within it. Not of workers forked again each pass: they are being stopped
+        there, and a reading as one exits is no point of its life."""
+        if self.persistent:
+            self._wake.set()
 
     def first_batch(self, batch: Any) -> int:
         if not self.batch_bytes:
