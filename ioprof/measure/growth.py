@@ -197,9 +197,9 @@ def _placed(
     typical = lengths[len(lengths) // 2]
     out: dict[int, list[tuple[float, float]]] = {}
     for x, y in points:
-        e = max(0, bisect.bisect_left(bounds, x) - 1)  # the epoch whose span (b_e, b_e+1] holds x
         if x < bounds[0]:
             continue
+        e = max(0, bisect.bisect_left(bounds, x) - 1)  # the epoch whose span (b_e, b_e+1] holds x
         length = bounds[e + 1] - bounds[e] if e + 1 < len(bounds) else typical
         out.setdefault(e, []).append((min(1.0, (x - bounds[e]) / length), y))
     return out
@@ -231,8 +231,9 @@ def _between_workers(diffs: Mapping[int, Mapping[int, Sequence[float]]]) -> Inte
     units of a growth shared by workers are the workers. The half-width is the larger of the two:
     the readings' (their spread about their pair's mean), and a t-interval over the workers'
     growths (from two workers on)."""
-    pairs = {pid: {e: sum(d) / len(d) for e, d in by.items() if d} for pid, by in diffs.items()}
-    means = {pid: sum(p.values()) / len(p) for pid, p in pairs.items() if p}
+    # every worker in ``diffs`` has a pair, every pair a difference (``across_epochs`` adds them so)
+    pairs = {pid: {e: sum(d) / len(d) for e, d in by.items()} for pid, by in diffs.items()}
+    means = {pid: sum(p.values()) / len(p) for pid, p in pairs.items()}
     if not means:
         return Interval.unknown(0.0)
     w = len(means)
@@ -242,11 +243,7 @@ def _between_workers(diffs: Mapping[int, Mapping[int, Sequence[float]]]) -> Inte
     if (df := n - sum(len(p) for p in pairs.values())) >= 1:
         ss = sum((x - pairs[pid][e]) ** 2 for pid, by in diffs.items() for e, d in by.items() for x in d)
         # a worker's growth: the mean of its pairs' means, each of its own readings
-        spread = sum(
-            sum(1 / len(d) for d in by.values() if d) / len(pairs[pid]) ** 2
-            for pid, by in diffs.items()
-            if pairs[pid]
-        )
+        spread = sum(sum(1 / len(d) for d in by.values()) / len(pairs[pid]) ** 2 for pid, by in diffs.items())
         halves.append(t_975(df) * math.sqrt(ss / df * spread) / w)
     if w >= 2:
         mean_sd = math.sqrt(sum((m - value) ** 2 for m in means.values()) / (w - 1))
