@@ -275,8 +275,8 @@ def _storage_alone(s: StorageCeiling, shared: str) -> str:
         what = f"{s.files} of the items it reads, streamed from {s.where} (every byte crosses the network)"
     elif s.by_member:
         what = (
-            f"{s.files} of its samples, each read cold at its place in its archive, in a random order (as a "
-            "random sampler asks for them)"
+            f"{s.files} of its samples, each read cold at its place in the file that holds it (an archive, "
+            "a database), in a random order (as a random sampler asks for them)"
         )
     else:
         what = f"a sample of {s.files} of the files it lists, read cold"

@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ioprof.core.results import DatasetInfo, StorageCeiling
-from ioprof.sources import archive, arrow, custom, files, mds, memory, opened, shards, streamed
+from ioprof.sources import archive, arrow, custom, files, lmdbfile, mds, memory, opened, shards, streamed
 from ioprof.sources.memory import MemoryView
 from ioprof.sources.source import Source, SourceKind
 
@@ -45,6 +45,7 @@ __all__ = [
     "files",
     "find",
     "in_memory",
+    "lmdbfile",
     "mds",
     "memory",
     "opened",
@@ -58,7 +59,7 @@ READ_ALONE_ITEMS = 200
 READ_ALONE_ITEMS_PER_READER = 50
 
 # the kinds that know a dataset by itself, asked in this order (what a dataset says of itself first)
-KINDS: tuple[SourceKind, ...] = (custom, mds, files, shards, arrow, streamed, archive)
+KINDS: tuple[SourceKind, ...] = (custom, mds, files, shards, arrow, streamed, archive, lmdbfile)
 BY_KIND: dict[str, SourceKind] = {k.KIND: k for k in (*KINDS, opened)}
 
 
@@ -126,10 +127,10 @@ def read_alone(
         from ioprof.host.pagecache import filesystem_of
         from ioprof.measure.storage import probe_storage
 
-        if source.members and not in_order:
-            taken = source.members[:at_least]
-            with archive.MemberReads(zipped=source.members_in == "zip") as read:
-                return probe_storage(
+        taken = members_of(source, at_least) if not in_order else ()
+        if taken:
+            with archive.MemberReads(source.members_in) as read:
+                ceiling = probe_storage(
                     [path for path, _, _ in taken],
                     readers,
                     filesystem_of(taken[0][0]),
@@ -138,6 +139,14 @@ def read_alone(
                     found=found,
                     read_member=lambda i: read(*taken[i]),
                 )
+            if source.kind != lmdbfile.KIND or not bytes_per_sample:
+                return ceiling
+            # a database's records need not be one a sample: the samples/s its bandwidth feeds
+            return replace(
+                ceiling,
+                img_per_s=ceiling.read_mb_per_s * 1e6 / bytes_per_sample,
+                bytes_per_sample=bytes_per_sample,
+            )
         ceiling = probe_storage(
             sample,
             readers,
@@ -167,6 +176,20 @@ def read_alone(
         )
     # files of many samples, how many not known: its files/s is no img/s
     return ceiling if bytes_per_sample or source.file_a_sample else replace(ceiling, samples_unknown=True)
+
+
+def members_of(source: Source, count: int) -> tuple[tuple[str, int, int], ...]:
+    """The first ``count`` of the samples a source reads by member (in random order): an archive's,
+    listed as it was found; a database's, listed when first asked — by the probe, once the window
+    is over — and kept."""
+    if source.members or source.kind != lmdbfile.KIND:
+        return source.members[:count]
+    return _records_listed(source, count)
+
+
+@functools.lru_cache(maxsize=16)
+def _records_listed(source: Source, count: int) -> tuple[tuple[str, int, int], ...]:
+    return lmdbfile.members(source, count)
 
 
 def samples_of(source: Source) -> int | None:

@@ -106,20 +106,22 @@ class MemberReads:
     size (8 kB: two reads of the archive for a member of 12 kB, and each a read of the disk where it
     is cold), at the offset its header gave. A zip's (``zipped``) as ``zipfile`` reads one: its
     local header at the offset the central directory gave, its name and extra field, then its
-    bytes as stored (a storage read: nothing is decompressed). A context manager: the archives are
-    closed at its end."""
+    bytes as stored (a storage read: nothing is decompressed). An LMDB database's record
+    (``lmdb``): its bytes at their place, in one read (the dataset faults in the pages of its
+    memory map that hold them). A context manager: the archives are closed at its end."""
 
-    def __init__(self, zipped: bool = False) -> None:
+    def __init__(self, members_in: str = "tar") -> None:
         self._mine = threading.local()
         self._opened: list[tarfile.TarFile | BinaryIO] = []
         self._lock = threading.Lock()
-        self._zipped = zipped
+        self._in = members_in
+        self._zipped = members_in == "zip"
 
     def _held(self, path: str) -> Any:
         held: dict[str, Any] = self._mine.__dict__.setdefault("archives", {})
         if path not in held:
             # closed with the rest at the end
-            held[path] = open(path, "rb") if self._zipped else tarfile.open(path)  # noqa: SIM115
+            held[path] = open(path, "rb") if self._in != "tar" else tarfile.open(path)  # noqa: SIM115
             with self._lock:
                 self._opened.append(held[path])
         return held[path]
@@ -128,6 +130,8 @@ class MemberReads:
         try:
             if self._zipped:
                 return _zip_member(self._held(path), path, offset, size)
+            if self._in == "lmdb":
+                return len(os.pread(self._held(path).fileno(), size, offset))
             member = tarfile.TarInfo("member")
             member.offset_data, member.size = offset, size
             extracted = self._held(path).extractfile(member)

@@ -53,7 +53,8 @@ class Source:
     # reader's list of members; a streamed dataset's are counted later: ``sources.samples_of``)
     samples: int | None = None
     members: tuple[tuple[str, int, int], ...] = ()  # at most ``MEMBERS_SAMPLED``, in random order
-    # the archives' format: a tar member's offset is its bytes', a zip member's its local header's
+    # the format of the files they lie in: a tar member's offset is its bytes', a zip member's its
+    # local header's, an LMDB record's its bytes' in the database file (``sources.members_of``)
     members_in: str = "tar"
     # the bytes its items hold in all, where the dataset says it without a read (an MDS index)
     item_bytes: int | None = None

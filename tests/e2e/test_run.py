@@ -14,6 +14,7 @@ from typing import Any
 
 import paths
 import pytest
+import torch
 from cli import ioprof, ioprof_run
 from groundtruth import ProcStat, no_more_than_chance, resident_pages, stock_truths
 
@@ -787,6 +788,69 @@ def _mds_of_images(root: Path, n: int, shard_bytes: int) -> Path:
             with Image.open(path) as image:
                 w.write({"x": image, "y": int(label)})
     return root / "remote"
+
+
+@pytest.mark.slow
+def test_an_lmdb_database_opened_in_each_worker_is_read_alone_by_record_and_copied_in_memory(
+    tmp_path: Path,
+) -> None:
+    """thecml/pytorch-lmdb's ``main.py``, unchanged, over a database its own ``folder2lmdb.py``
+    wrote: its dataset keeps the database's path and opens it lazily in each worker. What it reads
+    is the database file: read alone by record at their places (a random sampler's reads, not the
+    file through), what a sample takes the file's bytes over its samples; its pipeline measured alone over a copy of some of its records
+    (the database is larger than a copy holds), found by the keys it holds by position. The
+    database is never written."""
+    import hashlib
+
+    import torchvision
+
+    from ioprof.host.pagecache import evict
+
+    pytest.importorskip("lmdb", reason="lmdb is not installed (pip install -e '.[test]')")
+    thirdparty = paths.SCRIPTS / "thirdparty" / "pytorch_lmdb"
+    samples = 6144  # 48 batches of 128 an epoch: the window and the workers' queue read a fraction
+    generate(DatasetSpec(160, 120, samples, seed=0), tmp_path / "train")
+    subprocess.run(
+        [sys.executable, str(thirdparty / "folder2lmdb.py"), "-f", str(tmp_path), "-s", "train"],
+        check=True,
+        capture_output=True,
+    )
+    db = tmp_path / "train.lmdb"
+    assert db.stat().st_size > 64 * 2**20  # more than a copy in memory holds
+    digest = hashlib.sha256(db.read_bytes()).hexdigest()
+    evict([db])
+    # ResNet-18's pretrained weights where torch's hub cache keeps them (random ones: offline)
+    hub = tmp_path / "torch" / "hub" / "checkpoints"
+    hub.mkdir(parents=True)
+    url = torchvision.models.ResNet18_Weights.IMAGENET1K_V1.url
+    torch.save(torchvision.models.resnet18().state_dict(), hub / url.rsplit("/", 1)[1])
+    out = tmp_path / "o"
+    p = ioprof(
+        *f"run --steps 8 --warmup-steps 0 --probe-seconds 3 --stop-after --out {out} --".split(),
+        sys.executable,
+        str(thirdparty / "main.py"),
+        *("-f", str(tmp_path / "train"), "-l", str(db)),
+        env={"TORCH_HOME": str(tmp_path / "torch")},
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    r = json.loads((out / "results.json").read_text())
+    train = r["loaders"][0]
+    assert (train["dataset_class"], train["dataset_root"]) == ("ImageFolderLMDB", str(tmp_path)), train
+    (info,) = [d for d in r["datasets"] if d["label"] == train["key"]]
+    assert (info["files"], info["total_bytes"], info["samples"]) == (1, db.stat().st_size, samples)
+    (ceilings,) = [c for c in r["ceilings"] if c["dataset"] == train["key"]]
+    (storage,) = ceilings["storage"]
+    assert storage["by_member"], storage
+    # each record read is an image with its pickle around it (a metadata record may be among them)
+    sizes = [q.stat().st_size for q in (tmp_path / "train").rglob("*.jpg")]
+    assert min(sizes) * 0.9 <= storage["bytes"] / storage["files"] <= max(sizes) + 200
+    assert storage["bytes_per_sample"] == pytest.approx(db.stat().st_size / samples)
+    decode = [d for d in ceilings["decode"] if d["loader"] == "multiprocess"]
+    assert decode and all(d["img_per_s"] > 0 for d in decode), ceilings["decode"]
+    assert "64 of your LMDB records" in decode[0]["cache"]["note"], decode[0]["cache"]
+    report = (out / "report.md").read_text()
+    assert "does not say what it reads" not in report
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == digest  # the user's database, as it was
 
 
 @pytest.mark.slow

@@ -589,7 +589,7 @@ def test_a_dataset_that_names_nothing_is_read_by_the_zip_its_workers_hold(runs: 
     (info,) = [d for d in r["datasets"] if d["label"] == cell["dataset"]]
     assert info["samples"] == r["loaders"][0]["dataset_len"] and info["files"] == 1, info
     assert "ZipImages does not say what it reads" in run["report"]  # why its decode was not measured
-    assert "each read cold at its place in its archive" in run["report"]
+    assert "each read cold at its place in the file that holds it" in run["report"]
     # its members are alike: what makes one sample in several slow is the block it waits for over
     # the link, not work of its own — which is all a slow sample is charged with here, no ceiling
     # saying what the link had to spare

@@ -625,6 +625,7 @@ def test_a_kind_of_source_is_one_module_implementing_the_protocol(
         "arrow",
         "streamed",
         "archive",
+        "lmdb",
         "opened",
     }
 
