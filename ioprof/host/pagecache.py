@@ -228,6 +228,27 @@ def resident_runs(fd: int, size_bytes: int) -> list[tuple[int, int]]:
     return runs
 
 
+def held_resident(ranges: Sequence[tuple[str, int, int]]) -> list[bool]:
+    """Whether any page of each (file, offset, bytes) range is resident: a sample read at its place
+    in a file of many (an archive's member, a database's record) whose pages the cache holds."""
+    runs: PageRuns = {}
+    out = []
+    for path, offset, size in ranges:
+        if path not in runs:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                runs[path] = []
+            else:
+                try:
+                    runs[path] = resident_runs(fd, os.fstat(fd).st_size)
+                finally:
+                    os.close(fd)
+        first, last = offset // _PAGE_SIZE, (offset + max(size, 1) - 1) // _PAGE_SIZE
+        out.append(any(start <= last and first < start + n for start, n in runs[path]))
+    return out
+
+
 @dataclass(frozen=True)
 class Residency:
     """How much of a set of files sits in the page cache, and how it was measured."""

@@ -44,7 +44,14 @@ from ioprof.core.results import StorageCeiling
 from ioprof.core.stats import LOOKS, gaps, is_look, percentile, ratio_interval, steady_start
 from ioprof.datasets import objects, shards
 from ioprof.host.fetched import MountCounters, decide
-from ioprof.host.pagecache import FilesystemInfo, PageRuns, drop_after_read, filesystem_of, prepare
+from ioprof.host.pagecache import (
+    FilesystemInfo,
+    PageRuns,
+    drop_after_read,
+    filesystem_of,
+    held_resident,
+    prepare,
+)
 
 # A read failing with one of these means the storage itself may have stopped answering (a
 # dropped network or FUSE mount, a vanished device), not that one file is bad.
@@ -419,23 +426,22 @@ def probe_storage(
     keep_bytes: int = 0,
     found: PageRuns | None = None,
     read_member: Callable[[int], int] | None = None,
+    places: Sequence[tuple[int, int]] | None = None,
 ) -> StorageCeiling:
     """Read files in shuffled order with ``concurrency`` readers: bandwidth, files/s, latency.
     ``read_member``: each item is one sample's member of the file ``paths[i]`` (an archive's), read
     by this as its dataset's library reads it, in the order given: a completion is a sample, and
-    a file's pages are evicted before, not after each (a member shares pages with its neighbours).
+    a file's pages are evicted before, not after each (a member shares pages with its neighbours);
+    ``places``, each one's (offset, bytes): cold, one whose pages stayed cached is left out.
 
     ``keep``: filled with the bytes of the first files read, up to ``keep_bytes`` (a copy in
     memory for the decode ceiling, made from the same cold reads instead of reading them again).
-    ``found``: filled with the pages the cold regime's eviction dropped that were resident (to be
-    read back after, ``pagecache.read_back``).
-
+    ``found``: filled with the pages the cold eviction dropped that were resident (to read back).
     ``blobs``: read an in-memory sample (aligned with ``paths``) instead of the files — only
     through emulated storage. The kernel's per-process counters (``read_bytes``) sum over the
     process's threads; bytes fetched are counted by the method the filesystem allows (``fetched``).
     Stops when every file was read, when MB/s's interval is within ±5 % (after
-    STORAGE_PROBE_MIN_FILES), or after ``max_seconds``.
-    """
+    STORAGE_PROBE_MIN_FILES), or after ``max_seconds``."""
     order = list(range(len(paths)))
     if read_member is None:  # members come in a random order already
         random.Random(seed).shuffle(order)
@@ -447,6 +453,7 @@ def probe_storage(
         readers = _Readers(order, lambda i: len(read_blob(blobs[i], emulated)), clock)
     else:
         cache = prepare(list(dict.fromkeys(paths[i] for i in order)), regime, fs, found)
+        order, cache = _cold_members(order, paths, places, cache, fs)
         lock = threading.Lock()
         stop = threading.Event()
 
@@ -482,6 +489,32 @@ def probe_storage(
     )
     ceiling = _ceiling(readers, concurrency, cache, fetched, read_bytes, stopped_by, emulated)
     return replace(ceiling, by_member=True, latency_kind="a member") if read_member is not None else ceiling
+
+
+def _cold_members(
+    order: list[int],
+    paths: Sequence[str],
+    places: Sequence[tuple[int, int]] | None,
+    cache: CacheInfo,
+    fs: FilesystemInfo,
+) -> tuple[list[int], CacheInfo]:
+    """The members to read cold: those none of whose pages the cache still holds once evicted. A
+    page mapped by a process stays (a memory-mapped database's, mapped in the loader's workers
+    that read it), and a member read there is read from memory: such members are left out, and
+    the rest, read cold, are the figure (said in the cache's note). Unchanged where none stayed,
+    or all did, and where nothing can be evicted (memory, an object store)."""
+    if places is None or cache.regime != "cold" or fs.ram_backed or fs.object_store:
+        return order, cache
+    held = held_resident([(paths[i], *places[i]) for i in order])
+    cold = [i for i, h in zip(order, held, strict=True) if not h]
+    if not cold or len(cold) == len(order):
+        return order, cache
+    note = (
+        f"{len(order) - len(cold)} of the {len(order)} samples drawn were left out: their pages stayed "
+        "in the page cache after eviction (mapped by another process: the loader's workers?); the "
+        "rest were read cold"
+    )
+    return cold, replace(cache, resident_fraction=0.0, verified=True, note=note)
 
 
 def _ceiling(

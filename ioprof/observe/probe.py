@@ -33,7 +33,7 @@ from ioprof.core.config import TARGET_REL_HALF_WIDTH, LoaderSetting
 from ioprof.core.counts import CacheInfo
 from ioprof.core.results import DecodeCeiling, StorageCeiling
 from ioprof.core.stats import LOOKS
-from ioprof.host.pagecache import PageRuns, held_any, read_back
+from ioprof.host.pagecache import COLD_MAX_RESIDENT_FRACTION, PageRuns, filesystem_of, held_any, read_back
 from ioprof.host.processes import end_loader_workers
 
 # ``probe_seconds`` is the pause's length: the storage read alone gets this share of it, each
@@ -661,4 +661,22 @@ def _probe_storage(
         )
     except OSError as e:
         return [], f"the storage was not read alone: {source.where} could not be read ({e})"
+    if _served_by_cache(source, ceiling):
+        return [], (
+            f"the storage could not be read alone cold: {ceiling.cache.resident_fraction:.0%} of what "
+            "it read stayed in the page cache after eviction (pages mapped by a process, such as the "
+            "loader's workers that read them: a memory-mapped file's), so what it read came from memory"
+        )
     return [replace(ceiling, shared_by=local_world_size)], ""
+
+
+def _served_by_cache(source: Any, ceiling: StorageCeiling) -> bool:
+    """Whether a read alone meant to be cold came from the page cache: its pages stayed after
+    eviction, on storage that is not memory itself (a tmpfs's figure is its storage's). Its
+    figure is then the cache's, not the storage's, and is no storage ceiling."""
+    cache = ceiling.cache
+    if not source.root or ceiling.emulated or cache.regime != "cold" or cache.verified:
+        return False
+    if cache.resident_fraction <= COLD_MAX_RESIDENT_FRACTION:
+        return False
+    return not filesystem_of(source.items[0]).ram_backed

@@ -138,6 +138,7 @@ def read_alone(
                     root=source.root,
                     found=found,
                     read_member=lambda i: read(*taken[i]),
+                    places=[(offset, size) for _, offset, size in taken],
                 )
             if source.kind != lmdbfile.KIND or not bytes_per_sample:
                 return ceiling

@@ -797,7 +797,8 @@ def test_an_lmdb_database_opened_in_each_worker_is_read_alone_by_record_and_copi
     """thecml/pytorch-lmdb's ``main.py``, unchanged, over a database its own ``folder2lmdb.py``
     wrote: its dataset keeps the database's path and opens it lazily in each worker. What it reads
     is the database file: read alone by record at their places (a random sampler's reads, not the
-    file through), what a sample takes the file's bytes over its samples; its pipeline measured alone over a copy of some of its records
+    file through) — cold, the records its workers hold mapped left out —, what a sample takes the
+    file's bytes over its samples; its pipeline measured alone over a copy of some of its records
     (the database is larger than a copy holds), found by the keys it holds by position. The
     database is never written."""
     import hashlib
@@ -840,10 +841,11 @@ def test_an_lmdb_database_opened_in_each_worker_is_read_alone_by_record_and_copi
     assert (info["files"], info["total_bytes"], info["samples"]) == (1, db.stat().st_size, samples)
     (ceilings,) = [c for c in r["ceilings"] if c["dataset"] == train["key"]]
     (storage,) = ceilings["storage"]
-    assert storage["by_member"], storage
+    assert storage["by_member"] and storage["cache"]["verified"], storage
     # each record read is an image with its pickle around it (a metadata record may be among them)
     sizes = [q.stat().st_size for q in (tmp_path / "train").rglob("*.jpg")]
     assert min(sizes) * 0.9 <= storage["bytes"] / storage["files"] <= max(sizes) + 200
+    assert storage["fetched"]["bytes"] >= storage["bytes"], storage["fetched"]  # cold: from the disk
     assert storage["bytes_per_sample"] == pytest.approx(db.stat().st_size / samples)
     decode = [d for d in ceilings["decode"] if d["loader"] == "multiprocess"]
     assert decode and all(d["img_per_s"] > 0 for d in decode), ceilings["decode"]

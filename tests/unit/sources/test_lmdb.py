@@ -200,3 +200,62 @@ def test_a_large_database_without_its_keys_by_position_says_why_no_copy(
     monkeypatch.setattr(lmdbfile, "MEMORY_SAMPLE_BYTES", 10_000)
     why = sources.in_memory(source, ds, workers=2)
     assert isinstance(why, str) and "no list of its LMDB keys by position" in why
+
+
+_HOLD = """
+import mmap, sys
+f = open(sys.argv[1], "rb")
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+upto = int(len(m) * float(sys.argv[2])) // mmap.PAGESIZE * mmap.PAGESIZE
+sum(m[i] for i in range(0, upto, mmap.PAGESIZE))  # each page faulted in, and mapped while it lives
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def _held_mapped(path: Path, share: float) -> subprocess.Popen[str]:
+    """A process that maps ``path`` and touches its first ``share`` of pages, as a loader's
+    workers map the database they read; its pages stay resident while it lives."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(path), str(share)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_records_a_process_holds_mapped_are_left_out_of_the_cold_read(database: Path) -> None:
+    from ioprof.host.pagecache import evict
+
+    source = sources.find(_their_dataset(database))
+    assert source is not None
+    evict([database])
+    holder = _held_mapped(database, 0.5)
+    try:
+        ceiling = sources.read_alone(
+            source, 2, max_seconds=5, bytes_per_sample=sources.bytes_per_sample(source)
+        )
+    finally:
+        holder.communicate("")
+    # about half its records lie in the pages held: those are not read; the rest are read cold
+    assert ceiling.cache.verified and "were left out" in ceiling.cache.note, ceiling.cache
+    assert 0 < ceiling.files < SAMPLES
+    assert ceiling.fetched.bytes is not None and ceiling.fetched.bytes >= ceiling.bytes
+
+
+def test_a_database_held_mapped_whole_gives_no_storage_figure(database: Path) -> None:
+    """Every record mapped by a process (a loader's workers that read them all): a read meant to
+    be cold comes from memory, and is no figure of the storage's."""
+    from ioprof.observe.probe import _probe_storage
+
+    source = sources.find(_their_dataset(database))
+    assert source is not None
+    holder = _held_mapped(database, 1.0)
+    try:
+        settings = {"source": source, "num_workers": 2, "sampler": "RandomSampler"}
+        storage, note = _probe_storage(settings, sources.bytes_per_sample(source), 0, 1, 5.0, None, {})
+    finally:
+        holder.communicate("")
+    assert storage == [] and "could not be read alone cold" in note, note
