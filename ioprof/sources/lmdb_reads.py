@@ -6,19 +6,20 @@ only py-lmdb, numpy and the standard library, never ioprof or torch. The databas
 read-only, with no lock file and no readahead: nothing of it is written.
 
 Requests (a dict, ``what`` naming it):
-- ``records``: a random sample of ``limit`` records, in random order, each as (offset of its
-  bytes in the data file, their size), read off the memory map (the record's address less the
-  map's start), not from the record itself — its keys listed once (the leaf pages only).
+- ``records``: the records under ``keys``, in their order, each as (offset of its bytes in the
+  data file, their size), read off the memory map (the record's address less the map's start).
+  py-lmdb reads a record's pages as it hands it over (and a page of each it steps over with a
+  cursor): these records are read once here.
 - ``copy``: a database of the records under ``keys`` (those present) and of every record whose
   key is not in ``samples`` (the database's own: its list of keys, its length), as the bytes of
-  its file; with the keys found.
+  its file, with the keys found and how many records are no sample's; none where those were not
+  found stepping in from both ends of the key order within ``scan_bytes`` (a page a step).
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-import random
 import sys
 from typing import Any
 
@@ -43,23 +44,15 @@ def _map_offset(address: int, data: str) -> int | None:
     return None
 
 
-def records(path: str, folder: bool, data: str, limit: int, seed: int) -> list[tuple[int, int]]:
+def records(path: str, folder: bool, data: str, keys: list[bytes]) -> list[tuple[int, int]]:
     import numpy as np
 
     env = _open(path, folder)
     try:
         with env.begin(buffers=True) as txn:
-            rng = random.Random(seed)
-            keys: list[bytes] = []
-            for n, key in enumerate(txn.cursor().iternext(keys=True, values=False)):
-                if len(keys) < limit:
-                    keys.append(bytes(key))
-                elif (k := rng.randrange(n + 1)) < limit:
-                    keys[k] = bytes(key)
-            rng.shuffle(keys)
             out = []
             for key in keys:
-                value = txn.get(key)
+                value = txn.get(key)  # py-lmdb reads the record's pages as it hands it over
                 if value is None or not len(value):
                     continue
                 offset = _map_offset(int(np.frombuffer(value, np.uint8).ctypes.data), data)
@@ -70,23 +63,30 @@ def records(path: str, folder: bool, data: str, limit: int, seed: int) -> list[t
         env.close()
 
 
-def copy(path: str, folder: bool, keys: list[bytes], samples: list[bytes]) -> tuple[bytes, list[bytes]]:
+def copy(
+    path: str, folder: bool, keys: list[bytes], samples: list[bytes], scan_bytes: int
+) -> tuple[bytes | None, list[bytes], int]:
     import lmdb
 
     env = _open(path, folder)
     chosen: dict[bytes, bytes] = {}
     try:
+        stat = env.stat()
+        others = int(stat["entries"]) - len(samples)
         with env.begin() as txn:
             for key in keys:
                 value = txn.get(key)
                 if value is not None:
                     chosen[key] = value
             found = list(chosen)
-            if int(env.stat()["entries"]) > len(samples):  # records that are no sample's
+            if others > 0:
                 theirs = set(samples)
-                for key, value in txn.cursor():
-                    if key not in theirs:
-                        chosen[key] = value
+                extra = _not_samples(
+                    txn, theirs, others, int(stat["entries"]), scan_bytes // int(stat["psize"])
+                )
+                if extra is None:
+                    return None, [], others
+                chosen |= {key: txn.get(key) for key in extra}
     finally:
         env.close()
     fd = os.memfd_create("ioprof-lmdb-copy", os.MFD_CLOEXEC)
@@ -97,18 +97,39 @@ def copy(path: str, folder: bool, keys: list[bytes], samples: list[bytes]) -> tu
             for key, value in chosen.items():
                 w.put(key, value)
         out.close()
-        return os.pread(fd, os.fstat(fd).st_size, 0), found
+        return os.pread(fd, os.fstat(fd).st_size, 0), found, others
     finally:
         os.close(fd)
+
+
+def _not_samples(txn: Any, theirs: set[bytes], others: int, entries: int, steps: int) -> list[bytes] | None:
+    """The keys of the ``others`` records that are no sample's, stepping in from both ends of the
+    key order at once (a database's own records, named apart from its samples' keys, sort before
+    or after them), no more than ``steps`` steps (each reads a page of the record it passes); None
+    where they were not all found within them."""
+    ends = [txn.cursor(), txn.cursor()]
+    if not (ends[0].first() and ends[1].last()):
+        return None
+    found: list[bytes] = []
+    for step in range(min(steps, entries)):
+        cursor = ends[step % 2]
+        key = bytes(cursor.key())
+        if key not in theirs and key not in found:
+            found.append(key)
+            if len(found) == others:
+                return found
+        if not (cursor.next() if step % 2 == 0 else cursor.prev()):
+            break
+    return None
 
 
 def main() -> None:
     request = pickle.load(sys.stdin.buffer)
     where, folder = request["path"], request["folder"]
     if request["what"] == "records":
-        answer: Any = records(where, folder, request["data"], request["limit"], request["seed"])
+        answer: Any = records(where, folder, request["data"], request["keys"])
     else:
-        answer = copy(where, folder, request["keys"], request["samples"])
+        answer = copy(where, folder, request["keys"], request["samples"], request["scan_bytes"])
     pickle.dump(answer, sys.stdout.buffer, protocol=pickle.HIGHEST_PROTOCOL)
 
 

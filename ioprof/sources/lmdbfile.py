@@ -7,18 +7,22 @@ worker, from that path.
 
 What it reads: the database file (what a sample takes: its bytes over the dataset's samples, as
 the file states them without a read of its records).
-Read alone: a random sample of its records at their places in the file, each read there, in a
-random order, as a random sampler asks for them (``lmdb_reads``: where each lies is read off the
-database's memory map, its keys listed once — its leaf pages only, a thousandth of the file for
-records of images). Every read of the database itself is made in a process of its own: py-lmdb
-opens a database once a process, and the training process may hold the user's open.
+Read alone: the records of a random sample of its positions, where the dataset holds its keys
+by position (a list of as many keys as it has samples), each read at its place in the file, in a
+random order, as a random sampler asks for them. Where each lies is read off the database's
+memory map in a process of its own (``lmdb_reads``: py-lmdb opens a database once a process, and
+the training process may hold the user's open); py-lmdb reads a record's pages as it hands it
+over, so those records are read once there before they are evicted and read cold. Without its
+keys by position nothing is read alone: its records could be listed only by stepping over every
+one with a cursor, which reads a page of each.
 
-In memory: where the database is small, the whole file; otherwise the records of a random
-sample of positions, where the dataset holds the list of its keys by position (a list of as many
-keys as it has samples), with every record that is no sample's (its list of keys, its length) —
-written as a database of their own in a memory file (``lmdb_reads``). The copy of the dataset reads that
-database: its path (and any environment it holds) is the copy's; the user's database is opened
-read-only and never written.
+In memory: where the database is small, the whole file; otherwise, where it holds its keys by
+position, the records of a random sample of positions with every record that is no sample's (its
+list of keys, its length, which it may read as it opens: found stepping in from both ends of the
+key order, where they sort apart from the samples' keys, within what a copy holds, each step
+reading a page) — written as a database of their own in a memory file
+(``lmdb_reads``). The copy of the dataset reads that database: its path (and any environment it
+holds) is the copy's; the user's database is opened read-only and never written.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from ioprof.sources.memory import (
     unavailable,
     wrapped,
 )
-from ioprof.sources.source import Source
+from ioprof.sources.source import MEMBERS_SAMPLED, Source
 
 KIND = "lmdb"
 # where a loader's dataset holds the dataset that opens the database (itself, first)
@@ -121,6 +125,8 @@ def find(dataset: Any) -> Source | None:
         size = os.path.getsize(data)
     except OSError:
         return None
+    keys = _keys_by_position(holder)
+    drawn = itertools.islice(shuffled(len(keys), 0, MEMBERS_SAMPLED), MEMBERS_SAMPLED) if keys else ()
     return Source(
         KIND,
         "records of an LMDB database",
@@ -131,6 +137,7 @@ def find(dataset: Any) -> Source | None:
         samples=samples,
         item_bytes=size,
         members_in="lmdb",
+        keys=tuple(_key(keys[i]) for i in drawn) if keys else (),
     )
 
 
@@ -148,20 +155,32 @@ def _ask(request: dict[str, Any]) -> Any:
     return pickle.loads(done.stdout)
 
 
-def members(source: Source, limit: int, seed: int = 0) -> tuple[tuple[str, int, int], ...]:
-    """A random sample of the database's records, in random order, each as (its data file, the
-    offset of its bytes there, their size)."""
+def members(source: Source, limit: int) -> tuple[tuple[str, int, int], ...]:
+    """The records of the first ``limit`` of the source's sampled keys, in their random order, each
+    as (its data file, the offset of its bytes there, their size). Where each lies is read off the
+    database's memory map: py-lmdb reads a record's pages as it hands it over, so these records are
+    read once here, before the storage read evicts them and reads them cold. Without the keys of
+    its samples, its records could be listed only by reading a page of each."""
+    if not source.keys:
+        raise OSError(
+            "the dataset holds no list of its LMDB keys by position, and the database's records could be "
+            "listed only by reading a page of every one of them"
+        )
     data = source.items[0]
     found = _ask(
         {"what": "records", "path": source.where, "folder": os.path.isdir(source.where), "data": data}
-        | {"limit": limit, "seed": seed}
+        | {"keys": list(source.keys[:limit])}
     )
     return tuple((data, int(offset), int(size)) for offset, size in found)
 
 
-def _keys_by_position(holder: Any) -> list[bytes] | None:
+def _key(k: bytes | str) -> bytes:
+    return k.encode() if isinstance(k, str) else bytes(k)
+
+
+def _keys_by_position(holder: Any) -> list[Any] | tuple[Any, ...] | None:
     """The list of keys a dataset holds by position: as many as its samples, each a key (bytes, or
-    a string of them)."""
+    a string of them), as it holds it (a million keys are not copied as its loader starts)."""
     try:
         n = len(holder)
     except TypeError:
@@ -173,7 +192,7 @@ def _keys_by_position(holder: Any) -> list[bytes] | None:
             and n
             and all(isinstance(k, (bytes, str)) for k in (value[0], value[-1]))
         ):
-            return [k.encode() if isinstance(k, str) else bytes(k) for k in value]
+            return value
     return None
 
 
@@ -224,11 +243,18 @@ def _records(path: str, folder: bool, holder: Any) -> tuple[bytes, list[int]] | 
     per_sample = os.path.getsize(os.path.join(path, "data.mdb") if folder else path) / len(keys)
     want = max(1, min(MEMORY_SAMPLE_FILES, int(MEMORY_SAMPLE_BYTES // max(per_sample, 1.0))))
     drawn = list(itertools.islice(shuffled(len(keys), 0), want))
-    copied, found = _ask(
-        {"what": "copy", "path": path, "folder": folder, "keys": [keys[i] for i in drawn], "samples": keys}
+    copied, found, others = _ask(
+        {"what": "copy", "path": path, "folder": folder, "keys": [_key(keys[i]) for i in drawn]}
+        | {"samples": [_key(k) for k in keys], "scan_bytes": MEMORY_SAMPLE_BYTES}
     )
+    if copied is None:
+        return (
+            f"its database holds {others:,} record(s) that are no sample's (its own: a list of keys, a length, "
+            "which it may read as it opens), not found at either end of its keys within what a copy in "
+            "memory reads (each step over a record reads a page of it): no copy of its records is made"
+        )
     present = set(found)
-    positions = [i for i in drawn if keys[i] in present]
+    positions = [i for i in drawn if _key(keys[i]) in present]
     if not positions:
         return "none of the keys it holds by position is in its LMDB database: no copy of its records"
     return copied, positions

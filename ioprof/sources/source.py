@@ -58,6 +58,9 @@ class Source:
     members_in: str = "tar"
     # the bytes its items hold in all, where the dataset says it without a read (an MDS index)
     item_bytes: int | None = None
+    # the keys its samples are read by, a random sample of them in random order, where its samples
+    # are records of a database it reads by key (an LMDB database's): where each lies is asked later
+    keys: tuple[bytes, ...] = ()
 
     @property
     def urls(self) -> bool:

@@ -113,6 +113,73 @@ def test_its_records_are_read_at_their_places_in_the_file(database: Path) -> Non
             assert os.pread(f.fileno(), size, offset) in values  # a whole record, at its place
 
 
+def test_locating_its_records_reads_those_records_and_its_index_only(database: Path) -> None:
+    """py-lmdb reads a record's pages as it hands it over, and a page of every record a cursor
+    steps over: where the sampled records lie is asked by their keys, never by stepping over the
+    database (over a slow link, a page of each of a million records is gigabytes)."""
+    from ioprof.host.pagecache import evict, residency
+
+    source = sources.find(_their_dataset(database))
+    assert source is not None and len(source.keys) == SAMPLES
+    # what opening it reads: its header, read() with the kernel's readahead around it
+    evict([database])
+    env = lmdb.open(str(database), subdir=False, readonly=True, lock=False)
+    stat = env.stat()
+    env.close()
+    opening = residency([database]).resident_pages
+    evict([database])
+    taken = sources.members_of(source, 8)
+    pages = sum(-(-(offset % 4096 + size) // 4096) for _, offset, size in taken)
+    index = int(stat["branch_pages"]) + int(stat["leaf_pages"])
+    assert residency([database]).resident_pages <= opening + index + pages
+
+
+def test_without_its_keys_by_position_its_storage_is_not_read_alone(tmp_path: Path) -> None:
+    _folder_database(tmp_path / "db", 30, 5000)
+    source = sources.find(_Held(str(tmp_path / "db")))
+    assert source is not None and source.keys == ()
+    with pytest.raises(OSError, match="no list of its LMDB keys by position"):
+        sources.read_alone(source, 2, max_seconds=2)
+
+
+class _Listed(torch.utils.data.Dataset):  # type: ignore[type-arg]
+    """A dataset of one's own that holds its keys by position and opens its database lazily."""
+
+    def __init__(self, path: str, keys: list[bytes]) -> None:
+        self.path, self.keys = path, keys
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, i: int) -> bytes:
+        if not hasattr(self, "env"):
+            self.env = lmdb.open(self.path, readonly=True, lock=False)
+        with self.env.begin() as txn:
+            return bytes(txn.get(self.keys[i]))
+
+
+def test_its_own_records_are_searched_for_no_further_than_a_copy_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record that is no sample's, its key sorting among the samples': found only by stepping
+    over half the records (a page of each), more than a copy reads — so no copy, and why."""
+    _folder_database(tmp_path / "db", 30, 5000)
+    env = lmdb.open(str(tmp_path / "db"), map_size=2**26)
+    with env.begin(write=True) as txn:
+        txn.put(b"000015-meta", b"{}")  # between 000015 and 000016
+    env.close()
+    ds = _Listed(str(tmp_path / "db"), [b"%06d" % i for i in range(30)])
+    source = sources.find(ds)
+    assert source is not None
+    monkeypatch.setattr(lmdbfile, "MEMORY_SAMPLE_BYTES", 8 * 4096)  # 8 steps: 4 in from each end
+    why = sources.in_memory(source, ds, workers=2)
+    assert isinstance(why, str) and "1 record(s) that are no sample's" in why, why
+    monkeypatch.setattr(lmdbfile, "MEMORY_SAMPLE_BYTES", 40 * 4096)  # enough steps to reach it
+    view = sources.in_memory(source, ds, workers=2)
+    assert not isinstance(view, str), view
+    view.close()
+
+
 def _read_all(ds: Any, positions: list[int]) -> list[tuple[torch.Tensor, Any]]:
     loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2, sampler=positions)
     out = []
@@ -127,6 +194,8 @@ def test_a_large_database_is_copied_by_the_keys_its_positions_read(
     """Larger than a copy holds: the records of some positions, and its own records (its list of
     keys, its length), in a database of their own; the dataset opens that one lazily in each worker
     as it would its own."""
+    # a few records' worth: its own records (``__keys__``, ``__len__``) sort after its samples'
+    # keys, and are found a few steps in from that end
     monkeypatch.setattr(lmdbfile, "MEMORY_SAMPLE_BYTES", 40_000)
     before = _sha(database)
     ds = _their_dataset(database)
