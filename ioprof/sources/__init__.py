@@ -140,14 +140,10 @@ def read_alone(
                     read_member=lambda i: read(*taken[i]),
                     places=[(offset, size) for _, offset, size in taken],
                 )
-            if source.kind != lmdbfile.KIND or not bytes_per_sample:
-                return ceiling
             # a database's records need not be one a sample: the samples/s its bandwidth feeds
-            return replace(
-                ceiling,
-                img_per_s=ceiling.read_mb_per_s * 1e6 / bytes_per_sample,
-                bytes_per_sample=bytes_per_sample,
-            )
+            if source.kind == lmdbfile.KIND and bytes_per_sample:
+                return _fed_by_bandwidth(ceiling, bytes_per_sample)
+            return ceiling
         ceiling = probe_storage(
             sample,
             readers,
@@ -158,12 +154,8 @@ def read_alone(
             keep_bytes=memory.MEMORY_SAMPLE_BYTES if source.file_a_sample else 0,
             found=found,
         )
-        if bytes_per_sample and not source.file_a_sample:  # a file of many samples (a shard): the
-            ceiling = replace(  # samples/s its bandwidth feeds
-                ceiling,
-                img_per_s=ceiling.read_mb_per_s * 1e6 / bytes_per_sample,
-                bytes_per_sample=bytes_per_sample,
-            )
+        if bytes_per_sample and not source.file_a_sample:  # a file of many samples (a shard)
+            ceiling = _fed_by_bandwidth(ceiling, bytes_per_sample)
     else:
         from ioprof.measure.streams import probe_streams
 
@@ -177,6 +169,13 @@ def read_alone(
         )
     # files of many samples, how many not known: its files/s is no img/s
     return ceiling if bytes_per_sample or source.file_a_sample else replace(ceiling, samples_unknown=True)
+
+
+def _fed_by_bandwidth(ceiling: StorageCeiling, bytes_per_sample: float) -> StorageCeiling:
+    """The samples/s a read's bandwidth feeds, at ``bytes_per_sample`` a sample."""
+    return replace(
+        ceiling, img_per_s=ceiling.read_mb_per_s * 1e6 / bytes_per_sample, bytes_per_sample=bytes_per_sample
+    )
 
 
 def members_of(source: Source, count: int) -> tuple[tuple[str, int, int], ...]:

@@ -24,7 +24,8 @@ import sys
 from typing import Any
 
 
-def _open(path: str, folder: bool) -> Any:
+def open_to_read(path: str, folder: bool) -> Any:
+    """The database opened as a reader that changes nothing: read-only, no lock file, no readahead."""
     import lmdb
 
     return lmdb.open(path, subdir=folder, readonly=True, lock=False, readahead=False, max_readers=512)
@@ -47,7 +48,7 @@ def _map_offset(address: int, data: str) -> int | None:
 def records(path: str, folder: bool, data: str, keys: list[bytes]) -> list[tuple[int, int]]:
     import numpy as np
 
-    env = _open(path, folder)
+    env = open_to_read(path, folder)
     try:
         with env.begin(buffers=True) as txn:
             out = []
@@ -68,7 +69,7 @@ def copy(
 ) -> tuple[bytes | None, list[bytes], int]:
     import lmdb
 
-    env = _open(path, folder)
+    env = open_to_read(path, folder)
     chosen: dict[bytes, bytes] = {}
     try:
         stat = env.stat()

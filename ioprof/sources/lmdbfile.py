@@ -36,6 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ioprof.sources.lmdb_reads import open_to_read
 from ioprof.sources.memory import (
     MEMORY_SAMPLE_BYTES,
     MEMORY_SAMPLE_FILES,
@@ -82,9 +83,9 @@ def database_of(path: Any) -> tuple[str, str, bool] | None:
     return p, os.path.realpath(data), folder
 
 
-def _opened_by(obj: Any) -> tuple[str, str, bool] | None:
-    """The database an object holds: an open ``lmdb.Environment``, or a path to one, among its own
-    attributes."""
+def _opened_by(obj: Any) -> tuple[Any, str, str, bool] | None:
+    """(the object, and the database it holds: an open ``lmdb.Environment``, or a path to one,
+    among its own attributes)."""
     lmdb = _lmdb()
     fields = getattr(obj, "__dict__", None)
     if lmdb is None or not isinstance(fields, dict):
@@ -98,13 +99,8 @@ def _opened_by(obj: Any) -> tuple[str, str, bool] | None:
         else:
             found = database_of(value)
         if found is not None:
-            return found
+            return (obj, *found)
     return None
-
-
-def _open(path: str, folder: bool) -> Any:
-    """The database opened to read, as a reader that changes nothing: no lock file, no readahead."""
-    return _lmdb().open(path, subdir=folder, readonly=True, lock=False, readahead=False, max_readers=512)
 
 
 def find(dataset: Any) -> Source | None:
@@ -112,10 +108,7 @@ def find(dataset: Any) -> Source | None:
     found = held(dataset, HOLDER_ATTRIBUTES, HOLDER_DEPTH, _opened_by)
     if found is None:
         return None
-    way, (path, data, _) = found
-    holder = dataset
-    for name in way:
-        holder = getattr(holder, name)
+    _, (holder, path, data, _) = found
     try:
         samples = len(holder)
     except TypeError:
@@ -205,17 +198,15 @@ def in_memory(
     found = held(dataset, HOLDER_ATTRIBUTES, HOLDER_DEPTH, _opened_by)
     if found is None:
         return "its LMDB database is no longer held by the dataset: no copy of it can be made"
-    way, (path, data, folder) = found
-    holder = dataset
-    for name in way:
-        holder = getattr(holder, name)
+    way, (holder, path, data, folder) = found
     try:
-        if os.path.getsize(data) <= MEMORY_SAMPLE_BYTES:
+        size = os.path.getsize(data)
+        if size <= MEMORY_SAMPLE_BYTES:
             with open(data, "rb") as f:
                 copied, positions = f.read(), list(range(len(holder)))
             what = "your LMDB database whole"
         else:
-            picked = _records(path, folder, holder)
+            picked = _records(path, folder, holder, size)
             if isinstance(picked, str):
                 return picked
             copied, positions = picked
@@ -230,7 +221,7 @@ def in_memory(
     return view
 
 
-def _records(path: str, folder: bool, holder: Any) -> tuple[bytes, list[int]] | str:
+def _records(path: str, folder: bool, holder: Any, size: int) -> tuple[bytes, list[int]] | str:
     """A database of the records of a random sample of the dataset's positions (up to what a copy
     in memory holds, by their mean size) and of every record that is no sample's, as the bytes of
     its file, and those positions."""
@@ -240,7 +231,7 @@ def _records(path: str, folder: bool, holder: Any) -> tuple[bytes, list[int]] | 
             "it holds no list of its LMDB keys by position, and its database is larger than a copy "
             "in memory holds: which record a sample reads is not known"
         )
-    per_sample = os.path.getsize(os.path.join(path, "data.mdb") if folder else path) / len(keys)
+    per_sample = size / len(keys)
     want = max(1, min(MEMORY_SAMPLE_FILES, int(MEMORY_SAMPLE_BYTES // max(per_sample, 1.0))))
     drawn = list(itertools.islice(shuffled(len(keys), 0), want))
     copied, found, others = _ask(
@@ -269,10 +260,10 @@ def _reading(holder: Any, path: str, copy_path: str, folder: bool) -> Any:
     user = database_of(path)
     for name, value in list(vars(copy).items()):
         if isinstance(value, lmdb.Environment):
-            env = env or _open(copy_path, folder)
+            env = env or open_to_read(copy_path, folder)
             setattr(copy, name, env)
         elif isinstance(value, (lmdb.Transaction, lmdb.Cursor)):
-            env = env or _open(copy_path, folder)
+            env = env or open_to_read(copy_path, folder)
             txn = env.begin()
             setattr(copy, name, txn if isinstance(value, lmdb.Transaction) else txn.cursor())
         elif (named := database_of(value)) is not None and user is not None and named[1] == user[1]:
