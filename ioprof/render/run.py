@@ -277,7 +277,7 @@ def _storage_alone(s: StorageCeiling, shared: str) -> str:
         what = (
             f"{s.files} of its samples, each read cold at its place in the file that holds it (an archive, "
             "a database), in a random order (as a random sampler asks for them)"
-            + (f" ({s.cache.note})" if s.cache.verified and s.cache.note else "")
+            + (f"; {s.cache.note}" if s.cache.verified and s.cache.note else "")
         )
     else:
         what = f"a sample of {s.files} of the files it lists, read cold"

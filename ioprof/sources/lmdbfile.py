@@ -108,12 +108,12 @@ def find(dataset: Any) -> Source | None:
     found = held(dataset, HOLDER_ATTRIBUTES, HOLDER_DEPTH, _opened_by)
     if found is None:
         return None
-    _, (holder, path, data, _) = found
+    _, (holder, path, data, folder) = found
     try:
         samples = len(holder)
     except TypeError:
         samples = None
-    root = os.path.dirname(data)
+    root = os.path.dirname(data) if folder else data  # the database, as a zip held open is its file
     try:
         size = os.path.getsize(data)
     except OSError:

@@ -836,7 +836,8 @@ def test_an_lmdb_database_opened_in_each_worker_is_read_alone_by_record_and_copi
     assert p.returncode == 0, p.stderr[-3000:]
     r = json.loads((out / "results.json").read_text())
     train = r["loaders"][0]
-    assert (train["dataset_class"], train["dataset_root"]) == ("ImageFolderLMDB", str(tmp_path)), train
+    # the dataset is the database, not the folder it lies in (beside the images it was made from)
+    assert (train["dataset_class"], train["dataset_root"]) == ("ImageFolderLMDB", str(db)), train
     (info,) = [d for d in r["datasets"] if d["label"] == train["key"]]
     assert (info["files"], info["total_bytes"], info["samples"]) == (1, db.stat().st_size, samples)
     (ceilings,) = [c for c in r["ceilings"] if c["dataset"] == train["key"]]

@@ -73,6 +73,7 @@ def test_a_database_kept_by_its_path_is_found_and_its_bytes_a_sample_stated(data
     source = sources.find(ds)
     assert source is not None and source.kind == "lmdb"
     assert source.items == (os.path.realpath(database),) and source.where == str(database)
+    assert source.root == os.path.realpath(database)  # the database file, not the folder it lies in
     assert source.samples == SAMPLES
     # the pages its records fill: each image's bytes, its pickle around it, rounded up to pages
     images = _images(database)
@@ -248,6 +249,7 @@ def test_a_folder_database_held_open_is_copied_whole_when_it_is_small(tmp_path: 
     source = sources.find(wrapper)
     assert source is not None and source.kind == "lmdb"
     assert source.items == (os.path.realpath(tmp_path / "db" / "data.mdb"),)
+    assert source.root == os.path.realpath(tmp_path / "db")
     view = sources.in_memory(source, ds, workers=2)
     assert not isinstance(view, str), view
     try:
