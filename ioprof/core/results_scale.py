@@ -14,7 +14,7 @@ from ioprof.core.results import (
     StorageCeiling,
     interval_fields,
 )
-from ioprof.core.stats import Interval, ratio_interval
+from ioprof.core.stats import Interval, gaps, ratio_interval
 
 
 def interval_sum(parts: list[Interval]) -> Interval:
@@ -40,21 +40,67 @@ class RankResult:
     wall_s: float  # the window's wall-clock length
     host_cores: int = 0  # CPU cores usable on the rank's host
     compute_s_per_step: float = 0.0  # the accelerator's work per step, without waiting for other ranks
+    # when each batch handed over in the window, then each still held ready at its close, was
+    # made (s from the window's open: 0 or below, made before it)
+    made_s: tuple[float, ...] = ()
 
     @property
     def cores_used(self) -> float:
         return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
 
+    def made_rate(self) -> Interval | None:
+        """Batches a second the rank's loader made in the window, with its interval: from the first
+        it made after the open over whole turns of its workers (one batch each) to the last it
+        made before the close — a renewal count, with neither a start from idle workers nor a
+        batch part made at either edge — or None with fewer than three such batches, or none
+        recorded."""
+        turn = self.cell.setting.concurrency
+        made = sorted(m for m in self.made_s if 0 < m <= self.wall_s)
+        made = made[: 1 + (len(made) - 1) // turn * turn]  # whole turns: each worker's cycles alike
+        if len(made) < 3:
+            return None
+        seconds = gaps([m - made[0] for m in made[1:]])
+        return ratio_interval([1.0] * len(seconds), seconds, turn)
+
+    def _steps_per_s(self) -> tuple[Interval, bool]:
+        """Steps a second the rank's window held, and whether that is its loader's making rate: the
+        loop's own, unless the loader made batches wholly more slowly than the loop took them
+        (the making rate's interval below the loop's figure). Then the loop drained batches made
+        before the window opened — read ahead while the first steps were slow (a late rank's
+        first all-reduce, a first step's set-up) and handed over without a wait — which no
+        longer window would, and what the loader makes is the rate."""
+        c = self.cell
+        durations = c.step_durations_s()
+        total = sum(durations)
+        loop = ratio_interval([1.0] * len(durations), durations, c.setting.concurrency)
+        loop = loop.centered_on(len(durations) / total if total > 0 else 0.0)
+        made = self.made_rate()
+        if made is not None and made.known and made.high < loop.value:
+            return made, True
+        return loop, False
+
+    def throughput(self) -> Interval:
+        """img/s of the rank's window (``_steps_per_s``): the images handed over, or — where the
+        loop drained batches made before the window — what its loader made in it."""
+        c = self.cell
+        rate, made = self._steps_per_s()
+        if not made or not c.steps:
+            return c.throughput()
+        per_batch = c.images / c.steps
+        return Interval(rate.value * per_batch, rate.low * per_batch, rate.high * per_batch, rate.batches)
+
     def busy(self) -> Interval:
         """Share of the rank's wall time its accelerator computed (MLPerf Storage's AU: compute time ÷
-        total time), with its interval. Time in the all-reduce waiting for a late rank is not busy,
-        nor is the time blocked waiting for data. (Files without the compute time: 1 − wait share.)"""
+        total time), with its interval: a step's compute at the rate of ``_steps_per_s``. Time in
+        the all-reduce waiting for a late rank is not busy, nor is the time blocked waiting for
+        data. (Files without the compute time: 1 − wait share.)"""
         c = self.cell
         if self.compute_s_per_step <= 0:
             w = c.wait_share()
             return Interval(1.0 - w.value, 1.0 - w.high, 1.0 - w.low, w.batches)
-        durations = c.step_durations_s()
-        return ratio_interval([self.compute_s_per_step] * len(durations), durations, c.setting.concurrency)
+        rate, _ = self._steps_per_s()
+        x = self.compute_s_per_step
+        return Interval(rate.value * x, rate.low * x, rate.high * x, rate.batches).clipped(0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -76,7 +122,7 @@ class RankCountResult:
 
     def aggregate(self) -> Interval:
         """img/s of all ranks together."""
-        return interval_sum([r.cell.throughput() for r in self.per_rank])
+        return interval_sum([r.throughput() for r in self.per_rank])
 
     def window_s(self) -> float:
         return max((r.cell.elapsed_s for r in self.per_rank), default=0.0)

@@ -14,6 +14,7 @@ import io
 import itertools
 import os
 import random
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
@@ -76,6 +77,7 @@ class Batch(NamedTuple):
     paths: list[str]  # the files read for it
     lost: tuple[str, int] | None  # (path, errno) of a read that may mean the storage went away
     retries: int = 0  # requests the client repeated for its samples (an object store)
+    made_s: float = 0.0  # time.monotonic() when it was collated (in its worker, or this process)
 
 
 class ImageFiles(Dataset):
@@ -354,9 +356,9 @@ def collate(samples: list[Sample]) -> Batch:
     paths = [s.path for s in samples if s.nbytes]
     retries = sum(s.retries for s in samples)
     if not ok:
-        return Batch(None, None, failures, converted, nbytes, paths, lost, retries)
+        return Batch(None, None, failures, converted, nbytes, paths, lost, retries, time.monotonic())
     images, labels = default_collate(ok)
-    return Batch(images, labels, failures, converted, nbytes, paths, lost, retries)
+    return Batch(images, labels, failures, converted, nbytes, paths, lost, retries, time.monotonic())
 
 
 def make_loader(

@@ -212,7 +212,7 @@ def _rank_rows(count: RankCountResult) -> list[list[str]]:
             [
                 str(r.rank),
                 r.host,
-                rate_ci(cell.throughput()),
+                rate_ci(r.throughput()),
                 share_ci(cell.wait_share()),
                 share_ci(r.busy(), 0),
                 f"{r.cores_used:.2f}",
@@ -300,7 +300,11 @@ def _how(result: ScaleResult) -> list[str]:
         + "; every rank runs the same number of steps, as DDP requires.",
         "- Busy = the share of a rank's wall time its accelerator computes (MLPerf Storage's AU: compute time ÷ total "
         "time), with a 95 % interval from batch means; the compute time per step is the simulated step's, or real "
-        "steps timed under DDP's `no_sync` (no all-reduce). Neither the time blocked in `next()` waiting for data nor "
+        "steps timed under DDP's `no_sync` (no all-reduce). A rank's img/s and busy share are its loop's, unless its "
+        "loader made batches wholly more slowly than the loop took them (each batch stamped when its worker made it, "
+        "counted over whole turns of the workers): then the loop drained batches read ahead before the window opened "
+        "(while a late rank's first all-reduce or a first step's set-up held it), handed over without a wait, and what "
+        "the loader made in the window is the rate. Neither the time blocked in `next()` waiting for data nor "
         "the time in the all-reduce waiting for a late rank is busy: with stalls that move from rank to rank, every "
         "rank's own data wait stays small while every step stretches. The mean busy share is checked against the "
         "scaling efficiency × the smallest count's busy share. A count is "

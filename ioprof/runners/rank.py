@@ -33,7 +33,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
-from ioprof.core.config import ComputeSpec, LoaderSetting
+from ioprof.core.config import PREFETCH_FACTOR, ComputeSpec, LoaderSetting
 from ioprof.core.counts import CacheInfo, Fetched, IoCounts
 from ioprof.core.resultfile import from_jsonable, to_jsonable
 from ioprof.core.results import CellResult
@@ -175,6 +175,7 @@ class _RankWindow:
     io: Any = None
     mounts: tuple[Any, Any] = (None, None)
     readings: FetchReadings | None = None  # the fetch counters, read at step boundaries
+    made: list[float] = field(default_factory=list)  # when each batch was made, s from the open
     cpu_s: float = 0.0
     wall_s: float = 0.0
     telemetry: Any = None
@@ -196,6 +197,7 @@ def _measure(
             readings = w.readings = FetchReadings(workers or [os.getpid()], mount)
             io_before, mount_before = readings.open(time.perf_counter())
             cpu_before, t_start = _tree_cpu_s(pids), time.perf_counter()
+            opened = time.monotonic()  # the clock the workers stamp their batches with
             gpu.start()
         t_a = time.perf_counter()
         batch = next(it)
@@ -213,15 +215,37 @@ def _measure(
             w.counts.append(int(batch.images.shape[0]))
             w.nbytes.append(batch.bytes_read)
             w.paths.extend(batch.paths)
+            w.made.append(batch.made_s - opened)
             readings.step(len(w.steps), time.perf_counter())
     assert io_before is not None and w.readings is not None
     io_after, mount_after = w.readings.close(len(w.steps), time.perf_counter())
     w.io = iocounters.delta(io_before, io_after)
     w.mounts = (mount_before, mount_after)
     w.wall_s = time.perf_counter() - t_start
+    closed = time.monotonic()
     w.cpu_s = _tree_cpu_s(pids) - cpu_before
     w.telemetry = gpu.stop()
+    w.made.extend(_held_at_close(it, int(cfg["workers"]), opened, closed))
     return w
+
+
+def _held_at_close(it: Any, workers: int, opened: float, closed: float) -> list[float]:
+    """When each batch the workers had made by the window's close but not handed over was made (s
+    from the open): taken after it without a step, until each worker's next batch was made after
+    the close — at most every batch they may hold, and one more each. A loader without workers
+    makes its batch inside ``next()``, so holds none."""
+    held: list[float] = []
+    after = 0  # batches in a row made after the close: one a worker, and no worker holds another
+    for _ in range(workers * (PREFETCH_FACTOR + 1)):
+        batch = next(it)
+        if batch.made_s > closed:
+            after += 1
+            if after == workers:
+                break
+            continue
+        after = 0
+        held.append(batch.made_s - opened)
+    return held
 
 
 def _rank_cell(
@@ -308,6 +332,7 @@ def run_scale_rank(cfg: dict[str, Any], group: Any) -> dict[str, Any]:
         "wall_s": w.wall_s,
         "host_cores": usable_cores(),
         "compute_s_per_step": compute_s,
+        "made_s": w.made,
     }
 
 

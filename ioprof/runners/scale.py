@@ -154,6 +154,7 @@ def run_scale(
                     g["wall_s"],
                     g.get("host_cores", 0),
                     g.get("compute_s_per_step", 0.0),
+                    tuple(g.get("made_s", ())),
                 )
                 for g in launched.gathered
             )

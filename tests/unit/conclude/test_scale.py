@@ -124,6 +124,47 @@ def test_ranks_that_wait_for_each_other_are_not_busy() -> None:
     assert "ranks waiting for each other" in text and "efficiency says" in text
 
 
+def _loader_window(make_s: float, steps: int, workers: int = 2, ahead: int = 2) -> RankResult:
+    """A rank's window over a loader simulated batch by batch: ``workers`` workers each making a
+    batch of 8 in ``make_s`` s, in index order, ``ahead`` indices each outstanding; a step computes
+    0.1 s. At the open every batch the workers may hold is ready, made before it (while the rank's
+    first steps were slow); at the close, what they made but did not hand over is taken."""
+    from dataclasses import replace
+
+    depth = workers * ahead
+    made = [-0.5 + 0.1 * i for i in range(depth)]  # all ready before the open
+    free = [made[-1]] * workers  # each worker idle since
+    waits, computes, t = [], [], 0.0
+    for i in range(steps):
+        ready = made[i]
+        waits.append(max(0.0, ready - t))
+        t = max(t, ready) + 0.1
+        computes.append(0.1)
+        w = (i + depth) % workers  # the freed slot's index goes to its worker, which makes it in turn
+        start = max(t - 0.1, free[w])
+        free[w] = start + make_s
+        made.append(free[w])
+    held = [m for m in made[steps:] if m <= t]
+    c = replace(builders.cell(workers=workers, steps=steps), wait_s=tuple(waits), step_s=tuple(computes))
+    c = replace(c, elapsed_s=t, img_per_s=c.images / t, data_wait_share=sum(waits) / t)
+    return RankResult(0, "h", c, 0.2 * t, t, 2, compute_s_per_step=0.1, made_s=(*made[:steps], *held))
+
+
+def test_batches_read_ahead_before_the_window_are_not_what_the_loader_made_in_it() -> None:
+    """Two workers making 7 batches a second together for a step that takes 10: 70 % busy, however
+    many batches they had ready when the window opened. Counting the 4 read ahead as the window's
+    called it 77 % at 20 steps; where the workers outpace the step, the loop's own figure stands."""
+    starved = _loader_window(make_s=2 / 7, steps=20)
+    assert starved.cell.steps * 0.1 / starved.cell.elapsed_s > 0.76  # what the handed batches say
+    assert starved.busy().value == pytest.approx(0.7, abs=0.01), starved.busy()
+    assert starved.throughput().value == pytest.approx(0.7 * 80, rel=0.01)
+    fed = _loader_window(make_s=0.15, steps=20)
+    assert fed.busy().value == pytest.approx(1.0, abs=0.01)
+    assert fed.throughput() == fed.cell.throughput()  # the loop's own: its queue filled, not drained
+    no_record = RankResult(0, "h", starved.cell, 1.0, starved.cell.elapsed_s, 2, compute_s_per_step=0.1)
+    assert no_record.busy().value > 0.76  # a file from before the makings were recorded: as it was
+
+
 def test_a_host_wide_counter_is_taken_once_per_host_not_once_per_rank() -> None:
     from dataclasses import replace
 
