@@ -541,15 +541,21 @@ def _storage_advice(
     # headroom is claimed only where the figure's interval holds it, not its middle alone
     band = fastest.bandwidth().centered_on(fastest.read_mb_per_s) if fastest else None
     low_mb = band.low if band is not None and band.known else best_mb
+    read = "cold"
+    if fastest is not None and not fastest.emulated and not fastest.cache.verified:
+        read = "memory" if info.fs_kind == "ram" else "unverified"
+    suffices = (
+        None if low_mb is None or not demand or need_mb is None else low_mb >= need_mb * STORAGE_HEADROOM
+    )
     return {
+        "storage_read": read,
         "storage_mb_per_s_needed": need_mb,
         "mean_file_bytes": per_sample,
         "storage_mb_per_s_measured": best_mb,
         "storage_img_per_s_best": best.img_per_s if best else None,
         "storage_best_readers": best.concurrency if best else None,
-        "storage_suffices": None
-        if low_mb is None or not demand or need_mb is None
-        else low_mb >= need_mb * STORAGE_HEADROOM,
+        # a figure the page cache may have served can show the storage short, never enough
+        "storage_suffices": None if suffices and read == "unverified" else suffices,
         "storage_scales_with_readers": scales,
         "storage_mb_per_s_interval": band if band is not None and band.known else None,
     }

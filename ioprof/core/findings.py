@@ -107,15 +107,14 @@ class Advice:
     cores_usable: int
     cores_suffice: bool
     decode_shortfall: float | None  # best decode ceiling / demand, when below 1
-    # storage
-    # the bytes a sample's read takes (an archive's member: its own, not its share of the archive);
-    # None: what the dataset reads per image is not known
+    # storage: the bytes a sample's read takes (an archive's member: its own, not its share of the
+    # archive); None: what the dataset reads per image is not known
     mean_file_bytes: float | None
     storage_mb_per_s_needed: float | None
     storage_mb_per_s_measured: float | None  # best real (or emulated) cold figure
     storage_img_per_s_best: float | None
     storage_best_readers: int | None
-    storage_suffices: bool | None
+    storage_suffices: bool | None  # never True from a figure the page cache may have served
     storage_scales_with_readers: bool | None  # latency-bound: more concurrent reads help
     network_storage: bool
     # the serial loader
@@ -123,6 +122,7 @@ class Advice:
     serial_wait_share: float | None
     # the fastest cell measured end to end
     best_cell_workers: int | None = None
+    storage_read: str = "cold"  # the best storage figure: "cold" (verified, emulated), "memory", "unverified"
     best_cell_wait_share: float | None = None
     consumer: str = "training"  # what consumes the batches: training, or a script's evaluation
     object_store: bool = False  # its data is in an object store (read by GETs)

@@ -208,6 +208,15 @@ def _storage_mb(a: f.Advice) -> str:
     return rate_ci(i) if i is not None else rate(a.storage_mb_per_s_measured)
 
 
+def _not_cold(a: f.Advice) -> str:
+    """How the storage figure was read, where not cold: from memory, or not verified cold."""
+    return {
+        "cold": "",
+        "memory": " (it is memory: nothing to evict)",
+        "unverified": " read alone, not verified cold (the page cache may have served it)",
+    }[a.storage_read]
+
+
 def _storage_need(a: f.Advice) -> str:
     where = ""
     if a.storage_mb_per_s_measured is not None:
@@ -218,7 +227,8 @@ def _storage_need(a: f.Advice) -> str:
             else "short of it",
             None: "",
         }[a.storage_suffices]
-        where = f"; storage delivers {_storage_mb(a)} MB/s cold" + (f", {verdict}" if verdict else "")
+        read = _not_cold(a) or " cold"
+        where = f"; storage delivers {_storage_mb(a)} MB/s{read}" + (f", {verdict}" if verdict else "")
     if a.window_fetched_share is not None:
         fetched = (
             "none of what it read (a copy served it"
@@ -255,7 +265,7 @@ def _storage_fix(a: f.Advice) -> list[str]:
         else "needs more (the bytes it reads per image are not known)"
     )
     delivers = (
-        f"the storage delivers {_storage_mb(a)} MB/s ({rate(a.storage_img_per_s_best)} img/s "
+        f"the storage delivers {_storage_mb(a)} MB/s{_not_cold(a)} ({rate(a.storage_img_per_s_best)} img/s "
         f"at {a.storage_best_readers} reader(s)"
         + (
             f" reading whole samples; {rate(a.storage_img_per_s_fetched)} img/s to this loader, which fetched "

@@ -7,7 +7,7 @@ import math
 from dataclasses import replace
 
 import pytest
-from builders import cell, compute, dataset_info, decode, storage, sweep_result
+from builders import COLD, cell, compute, dataset_info, decode, storage, sweep_result
 
 from ioprof.conclude.sweep import (
     advise,
@@ -436,6 +436,37 @@ def test_an_archives_samples_read_alone_are_weighed_by_their_own_bytes_not_the_a
     ceilings = replace(ceilings, storage=(replace(member, by_member=False),))
     loose = advise(archive, [], compute(800.0), ceilings, cores_usable=8)
     assert loose.mean_file_bytes == 13_000.0, loose
+
+
+def test_a_storage_figure_not_read_cold_is_never_called_enough_nor_cold() -> None:
+    """A storage reading asked cold whose pages stayed resident may be the page cache's: it can
+    show the storage short (the cache only makes a read faster), never enough, and is not called
+    cold. On a RAM-backed filesystem there is nothing to evict: the figure is its storage's."""
+    from ioprof.render.words import advice as advice_words
+
+    decoded = (decode("multiprocess", 4, 5000.0),)
+    resident = replace(COLD, verified=False, resident_after=1.0, note="not cold: 100 % still resident")
+    cached = replace(storage(2, 1000.0, mean_bytes=10_000.0), cache=resident)  # 10 MB/s
+    words = {}
+    for name, fs_kind, need in (
+        ("disk", "block", 800.0),
+        ("tmpfs", "ram", 800.0),
+        ("short", "block", 2000.0),
+    ):
+        info = replace(dataset_info(mean_bytes=10_000.0), fs_kind=fs_kind)
+        a = advise(info, [], compute(need), DatasetCeilings("d", decoded, (cached,)), cores_usable=8)
+        words[name] = (a.storage_suffices, " ".join(advice_words(a)))
+    suffices, text = words["disk"]
+    assert suffices is None and "10.0 ± 0.0 % MB/s read alone, not verified cold" in text, text
+    assert "enough" not in text and "MB/s cold" not in text, text
+    suffices, text = words["tmpfs"]
+    assert suffices is True and "MB/s (it is memory: nothing to evict), enough, with headroom" in text, text
+    suffices, text = words["short"]
+    assert (
+        suffices is False
+        and "Storage limits it: the storage delivers 10.0 ± 0.0 % MB/s read alone, not " in text
+    )
+    assert "not verified cold (the page cache may have served it) (1,000 img/s at 2 reader(s))" in text, text
 
 
 def test_storage_limited_advice_names_storage_and_whether_readers_help() -> None:
