@@ -385,14 +385,15 @@ def datasets_fit_in_ram(result: SweepResult) -> list[Finding]:
     fetched again at each read) every epoch reads the storage, said apart — unless a window of its
     loader fetched none of what it read (a cache of its own, filled by its first pass: WebDataset's
     ``cache_dir``, a streaming dataset's local copy). A dataset whose size or filesystem is unknown
-    gets no claim either way."""
+    gets no claim either way; nor does one on a RAM-backed filesystem (tmpfs), which every epoch
+    reads from memory and no cold cell could evict."""
     ram = result.machine.ram_for_cache_bytes or result.machine.ram_bytes
     small = [
         i
         for i in result.datasets
         if i.total_bytes is not None and i.total_bytes * DATASET_TO_RAM_FOR_COLD_EPOCHS <= ram
     ]
-    kept = [i for i in small if i.keeps_pages is True and i.fs_type]
+    kept = [i for i in small if i.keeps_pages is True and i.fs_type and i.fs_kind != "ram"]
     dropped = [
         i for i in small if i.keeps_pages is False and i.fs_type and not _read_from_a_copy(result, i.label)
     ]

@@ -954,3 +954,14 @@ def test_a_borderline_cell_is_told_what_would_narrow_its_interval() -> None:
         "500x375 2 workers: its window ended with your script" in text
         and "loader 1 2 workers: more --steps" in text
     )
+
+
+def test_a_dataset_in_memory_is_not_told_later_epochs_come_from_the_page_cache() -> None:
+    """A small dataset on a disk that keeps read pages: later epochs would come from the page
+    cache, said. On a tmpfs every epoch reads memory, and no cold cell evicted anything: no claim."""
+    from ioprof.conclude.checks import datasets_fit_in_ram
+
+    on_disk = sweep_result((cell(),))
+    assert [f.kind for f in datasets_fit_in_ram(on_disk)] == ["datasets-fit-in-ram"]
+    tmpfs = replace(dataset_info(), fs_type="tmpfs", fs_kind="ram", mount_source="tmpfs")
+    assert datasets_fit_in_ram(replace(on_disk, datasets=(tmpfs,))) == []
