@@ -18,6 +18,10 @@ turns (``RunLength.warmup_for``, ``stats.Looks``), and the loop's own total (ima
 window's time) must agree with the workers' interval (``_agrees``), else the loop's side is used.
 Where the workers could make wholly more than the step takes (their time making batches, never
 idle, against the step alone), the loop's steps are the pace and each is its own observation.
+Where the workers made batches wholly more slowly than the loop took them (their rate's interval
+below the loop's figure), the loop drained a queue filled before its window — its first steps slow
+(an accelerator's set-up, a compile) while the workers read ahead — and the workers' rate is the
+rate, whatever the window's turns: the queue only fills where they outpace the loop.
 Whatever side, no interval reaches beyond what the hardware allows: a rate above what
 the step alone allows (images ÷ the step's time, the loop with no wait at all), or above what the
 workers could make were they never idle; a wait share outside [0, 1 − the rate ÷ the step's].
@@ -33,7 +37,9 @@ from typing import Literal
 from ioprof.core.stats import MIN_BATCHES, Interval, ratio_interval, wait_share_interval
 from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MIN_BUSY_SHARE, MODERATELY_INPUT_BOUND_SHARE
 
-Method = Literal["loop", "steps", "workers"]  # the loop in whole turns, its steps one by one, the workers
+# the loop in whole turns, its steps one by one, the workers (where its turns are few), the workers'
+# making rate (where the loop drained a queue they had filled before its window)
+Method = Literal["loop", "steps", "workers", "drained"]
 
 # A batch a worker completed in a cell's window: (its cycle in s — since that worker's previous
 # batch was done, 0 for a worker's first batch —, the seconds it spent making it, its images).
@@ -122,6 +128,11 @@ def loader_rate(
     ):
         low, high = min(img_per_s, theirs.low), max(img_per_s, min(theirs.high, top))
         return Interval(img_per_s, low, high, theirs.batches), "workers"
+    made = workers_rate(produced, workers, looks) if not paced else None
+    if made is not None and made.known and made.high < img_per_s:
+        # the loop took batches wholly faster than its workers made them: it drained a queue they
+        # filled before its window (while the first steps were slow), which no longer run holds
+        return Interval(made.value, made.low, min(made.high, top), made.batches), "drained"
     method: Method = "steps" if paced else "loop"
     loop = ratio_interval(list(images), list(durations), 1 if paced else concurrency, looks).centered_on(
         img_per_s
@@ -156,6 +167,8 @@ def cell_rates(
     )
     if method == "workers":
         share = _share_from_rate(rate, alone, wait_s, step_s)
+    elif method == "drained":  # the loop's own wait is the drained queue's: what the rate leaves is the share
+        share = _share_left(rate, alone)
     else:
         group = 1 if method == "steps" else max(1, workers)
         share = wait_share_interval(list(wait_s), list(step_s), group, looks)
@@ -197,6 +210,16 @@ def _share_from_rate(
         return Interval.unknown(value)
     low = 1 - rate.high / alone.low
     high = 1 - rate.low / alone.high
+    return Interval(value, min(value, max(0.0, low)), max(value, min(1.0, high)), rate.batches)
+
+
+def _share_left(rate: Interval, alone: Interval) -> Interval:
+    """The wait share a rate leaves the step, 1 − rate ÷ the step's own rate, its interval from both
+    intervals' ends, within [0, 1]: the loop's own waits not set in it."""
+    if not alone.known or alone.value <= 0 or alone.low <= 0:
+        return Interval.unknown(0.0)
+    value = min(1.0, max(0.0, 1 - rate.value / alone.value))
+    low, high = 1 - rate.high / alone.low, 1 - rate.low / alone.high
     return Interval(value, min(value, max(0.0, low)), max(value, min(1.0, high)), rate.batches)
 
 

@@ -103,6 +103,7 @@ class LoaderObservation(TypedDict):
     mount: MountFields
     gpu: Any  # GpuTelemetry, as plain data once written
     inside: Any  # LoaderInside, likewise
+    produced: NotRequired[list[Any]]  # its workers' batches in the window (``rates.Produced``)
     shm_warning: NotRequired[str]
     before: NotRequired[BeforeFields | None]
     pass_marks: NotRequired[list[dict[str, Any]]]

@@ -79,6 +79,7 @@ class LoaderRecorder:
         self.window_pids: set[int] = set()  # its processes while the window was open
         self.shm_warning = ""  # said as soon as the first batch showed its size
         self._inside_seen: Any = None  # the look inside, once the window ended
+        self._produced: list[tuple[float, float, int]] = []  # its workers' batches in the window
         self._undo_in_process: Callable[[], None] | None = None
 
         self.gpu: Any = None  # the NVML sampler of the window (CUDA), or None
@@ -418,11 +419,25 @@ class LoaderRecorder:
             self.watcher.pins.between(self.pin_thread, self.window_start_s, end) if self.watcher.pins else []
         )
         main = [(PIN, pins), (WAIT, list(self.window.waits))]
-        rows = self.inside.rows(self.window_pids)  # read once: its stages and its hand-over
+        rows = self.inside.rows(self.window_pids)  # read once: its stages, its hand-over, its makings
+        self._produced = self._made_in_window(rows)
         seen = self.inside.result(
             self.window_start_s, end, main, pids=self.window_pids, cpu=self.cpu_totals(), rows=rows
         )
         return self._with_handover(seen, rows)
+
+    def _made_in_window(self, rows: list[dict[str, Any]]) -> list[tuple[float, float, int]]:
+        """Each batch its workers completed within the window's segments (``rates.Produced``), a
+        cycle counted only from a batch the same worker completed in that segment: one begun
+        before it held a pause, or a worker's idle wait while the window had not begun."""
+        from ioprof.measure.stage_rows import produced_in
+
+        if not self.settings["num_workers"]:
+            return []
+        made: list[tuple[float, float, int]] = []
+        for start, end in self.window.spans:
+            made.extend(produced_in([r for r in rows if start <= float(r["t"]) <= end], start, end))
+        return made
 
     def _with_handover(self, seen: LoaderInside, rows: list[dict[str, Any]]) -> LoaderInside:
         """The look inside with what the slow samples cost the loop, where its batches are handed
@@ -554,6 +569,7 @@ class LoaderRecorder:
             },
             "gpu": self.telemetry,
             "inside": self._inside_now(),
+            "produced": list(self._produced),
             "shm_warning": self.shm_warning,
             "before": self._before(),
             "pass_marks": self._pass_marks_now(),

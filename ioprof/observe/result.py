@@ -165,6 +165,7 @@ def _cell(key: str, loader: LoaderObservation, config: Any) -> CellResult:
         images_per_step=tuple(images),
         start_method=s["start_method"] if setting.workers else "",
         bytes_window_s=io.window_s,
+        produced=tuple((float(c), float(b), int(n)) for c, b, n in loader.get("produced") or ()),
     )
     # each segment may open with the queue's batches read already (read() counted before it)
     ahead = (s.get("prefetch_factor") or 0) * setting.workers * cell.batch_size

@@ -217,10 +217,10 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
         '"read" what the loader read from the dataset\'s files through read() calls ("— (page faults)" where '
         "its samples came as pages of a memory-mapped file, which no read() counts). Intervals rest on the loop's steps, in groups of "
         "whole turns of the workers (one batch each; step by step where the workers could make wholly more than "
-        f"the step takes), or — marked (W) — where the window held fewer than {MIN_BATCHES} "
-        "turns, on the workers' own batches (each worker's time from one batch to its next; the loop's own total "
-        "agrees with them); no rate's interval reaches above what the step alone or the workers allow. "
-        "How the fetched bytes were counted:",
+        f"the step takes), or — marked (W) — where the window held fewer than {MIN_BATCHES} turns, on the workers' "
+        "own batches (each one's time from a batch to its next; the loop's total agrees), or where they made them "
+        "wholly slower than the loop took them (it drained a queue filled before its window), on their rate; no "
+        "rate's interval reaches above what the step alone or the workers allow. How the fetched bytes were counted:",
         "",
         *(f"- `{m}`: {words.FETCH_METHODS.get(m, m)}" for m in methods),
         "",
@@ -450,7 +450,7 @@ def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
     rows = [
         [
             d.setting.label,
-            rate_ci(d.throughput()) + (" (W)" if d.rate()[1] == "workers" else ""),
+            rate_ci(d.throughput()) + (" (W)" if d.rate()[1] in ("workers", "drained") else ""),
             rate(d.per_reader_img_per_s),
             str(d.images),
             *([str(b)] if smaller else []),
@@ -489,7 +489,7 @@ def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
                 "is the batches' arrivals.",
                 "",
             ]
-            if any(d.rate()[1] == "workers" for d in dc.decode)
+            if any(d.rate()[1] in ("workers", "drained") for d in dc.decode)
             else []
         ),
     ]

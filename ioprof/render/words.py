@@ -499,7 +499,7 @@ def cell_figures(c: CellResult) -> tuple[str, str]:
     """A cell's img/s and data wait with their intervals, marked where the workers' own batches
     gave them (W); where the observations cannot decide, the words say so and what would."""
     r = c.rates()
-    mark = " (W)" if r.method == "workers" else ""
+    mark = " (W)" if r.method in ("workers", "drained") else ""
     if decided(r.throughput):
         return rate_ci(r.throughput) + mark, share_ci(r.wait_share) + mark
     return rate(c.img_per_s), f"{pct(r.wait_share.value)}: {_too_few(c, r.turns)}"
@@ -510,7 +510,7 @@ def busy_figure(c: CellResult) -> str:
     interval where its figures are decided, marked (W) where the workers' batches gave it."""
     r = c.rates()
     if decided(r.throughput):
-        return share_ci(r.busy) + (" (W)" if r.method == "workers" else "")
+        return share_ci(r.busy) + (" (W)" if r.method in ("workers", "drained") else "")
     return pct(r.busy.value)
 
 

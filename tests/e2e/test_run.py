@@ -342,6 +342,7 @@ def test_a_probe_never_hangs_a_loader_whose_workers_raise_torchs_threads(tmp_pat
 
 
 SLOW_SAMPLES = str(paths.SCRIPTS / "train_slow_samples.py")
+FIRST_STEP = str(paths.SCRIPTS / "train_slow_first_step.py")
 
 
 def _plain(tmp_path: Path, name: str, *args: str) -> dict[str, Any]:
@@ -401,6 +402,43 @@ def test_slow_samples_are_found_with_the_share_of_the_wait_they_cause(
     (found,) = [f for f in r["analysis"]["findings"] if f["kind"] == "slow-samples"]
     assert found["slowest"] and all(int(index) in own["slow"] for index, _, _ in found["slowest"]), found
     assert "slow samples hold the loop back" in (out / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_queue_filled_while_the_first_step_set_up_is_not_taken_for_a_fed_loop(
+    tmp_path: Path, figure: Callable[[str], None]
+) -> None:
+    """A loop whose first step takes 3 s (an accelerator's set-up) while 4 workers fill their queue,
+    then takes batches a little faster than they make them: the queue drains over the window, and
+    the loop's own waits there said 8 % where its steady wait — its own, over steps after the window
+    and the drain — is 12 %. ioprof's wait share is what the workers make in the window (their
+    rate wholly below the loop's), within a fifth of that truth, and in its class."""
+    out = tmp_path / "o"
+    record = out / "own.json"
+    out.mkdir()
+    p = ioprof_run(
+        *"--no-probe --out".split(), str(out), "--", sys.executable, FIRST_STEP, "--record", str(record)
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    r, own = json.loads((out / "results.json").read_text()), json.loads(record.read_text())
+    (loader,) = r["loaders"]
+    cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
+    first, n = loader["before"]["batches"], len(cell["wait_s"])
+
+    def share(part: slice) -> float:
+        waited = sum(own["waits"][part])
+        return waited / (waited + sum(own["steps"][part]))
+
+    in_window, truth = share(slice(first, first + n)), share(slice(first + n + 40, None))
+    v = cell["verdict"]
+    figure(
+        f"a queue filled while the first step set up: the loop's own wait over ioprof's window "
+        f"{in_window:.3f}, steady {truth:.3f}; ioprof {v['data_wait_share']:.3f} "
+        f"[{v['wait_share_low']:.3f}–{v['wait_share_high']:.3f}]"
+    )
+    assert 0.05 < truth < 0.20 and in_window < truth  # moderately input-bound; the window drained a queue
+    assert abs(v["data_wait_share"] - truth) <= 0.2 * truth, (v, truth)
+    assert v["input_bound"] == "moderately", v
 
 
 def _script_run(

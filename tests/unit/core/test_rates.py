@@ -39,11 +39,13 @@ def simulate(
     warmup: int,
     steps: int,
     fork_s: float = 0.0,
+    first_step_s: float | None = None,
 ) -> Simulated:
     """A DataLoader's timeline: batch i is made by worker i % W after its previous one and after its
     index was sent (when the loop received batch i - 2W), worker w starting ``fork_s`` × w after the
     first (forked one after another); the loop waits for batch i in order, then steps. Only the
-    window (after ``warmup`` batches) is returned, as a cell records it."""
+    window (after ``warmup`` batches) is returned, as a cell records it. ``first_step_s``: the first
+    step's time, where it is a set-up (cuDNN's autotuning, a compile) while the workers read ahead."""
     n = warmup + steps
     done: list[float] = []
     received: list[float] = []
@@ -62,7 +64,7 @@ def simulate(
         if i >= warmup:
             waits.append(got - ready)
             step_times.append(step_s)
-        ready = got + step_s
+        ready = got + (first_step_s if i == 0 and first_step_s is not None else step_s)
     produced = [
         (done[i] - done[i - workers] if i >= workers else 0.0, made[i], batch)
         for i in range(n)
@@ -151,6 +153,41 @@ def test_a_compute_bound_cell_is_told_not_input_bound_from_the_workers_cycles() 
         assert rate.high <= 256 / 0.1 + 1e-6  # never above what the step alone allows
     assert covered / 200 >= 0.9
     assert decided / 200 >= 0.9
+
+
+def test_a_queue_filled_while_the_first_step_set_up_is_not_the_windows_rate() -> None:
+    """A GPU loop whose first step takes 10 s (autotuning) while 8 workers fill their queue, then
+    steps its batches faster than they make them (they keep it 93 % fed): at 100 steps after 13 of
+    warm-up the loop still drains what they read ahead, and its own figures said 'not input-bound'.
+    The workers' making rate (each one's cycle from a batch it made in the window) lies wholly
+    below the loop's: it is the rate, covering the true one and leaving the true wait share in its
+    interval; where the workers outpace the step, the queue fills and the loop's figures stand."""
+    fed = {"workers": 8, "batch": 256, "step_s": 256 / 4703, "cv": 0.05, "first_step_s": 10.0}
+    starved = {**fed, "make_s": 8 * 256 / 4703 / 0.93}
+    truth = true_rate(**starved)
+    true_wait = 1 - truth / 4703
+    rng = random.Random(6)
+    covered = waits = loop_not = 0
+    for _ in range(200):
+        s = simulate(rng, **starved, warmup=13, steps=100)  # type: ignore[arg-type]
+        s.produced = _fresh_cycles(s.produced, 8)
+        rate, share, method = rates_of(s, 8)
+        assert method == "drained"
+        covered += rate.low <= truth <= rate.high
+        waits += share.low <= true_wait <= share.high
+        _, loop_share, _ = rates_of(s, 8, produced=False)
+        loop_not += loop_share.high < 0.05
+    assert covered / 200 >= 0.9 and waits / 200 >= 0.9, (covered, waits)
+    assert loop_not / 200 >= 0.5  # what the loop alone said
+    for _ in range(50):
+        s = simulate(rng, **{**fed, "make_s": 0.2}, warmup=13, steps=100)  # type: ignore[arg-type]
+        s.produced = _fresh_cycles(s.produced, 8)
+        assert rates_of(s, 8)[2] != "drained"
+
+
+def _fresh_cycles(produced: list[tuple[float, float, int]], workers: int) -> list[tuple[float, float, int]]:
+    """As ``ioprof run`` records them: each worker's first batch in the window has no cycle."""
+    return [(0.0 if k < workers else c, b, n) for k, (c, b, n) in enumerate(produced)]
 
 
 def test_no_rate_reaches_above_what_the_step_or_the_workers_allow() -> None:
