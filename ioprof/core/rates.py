@@ -18,10 +18,11 @@ turns (``RunLength.warmup_for``, ``stats.Looks``), and the loop's own total (ima
 window's time) must agree with the workers' interval (``_agrees``), else the loop's side is used.
 Where the workers could make wholly more than the step takes (their time making batches, never
 idle, against the step alone), the loop's steps are the pace and each is its own observation.
-Where the workers made batches wholly more slowly than the loop took them (their rate's interval
-below the loop's figure), the loop drained a queue filled before its window — its first steps slow
-(an accelerator's set-up, a compile) while the workers read ahead — and the workers' rate is the
-rate, whatever the window's turns: the queue only fills where they outpace the loop.
+Where the workers completed fewer batches in the window than the loop took in it (the batches
+counted on both sides) and their cycles say they made them more slowly, the loop drained a queue filled before its window — its first steps slow
+(an accelerator's set-up, a compile) while the workers read ahead —, which no longer run holds:
+the rate is the workers', from their cycles. Where they outpace the loop, the queue only fills,
+and the loop's figures stand.
 Whatever side, no interval reaches beyond what the hardware allows: a rate above what
 the step alone allows (images ÷ the step's time, the loop with no wait at all), or above what the
 workers could make were they never idle; a wait share outside [0, 1 − the rate ÷ the step's].
@@ -37,8 +38,8 @@ from typing import Literal
 from ioprof.core.stats import MIN_BATCHES, Interval, ratio_interval, wait_share_interval
 from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MIN_BUSY_SHARE, MODERATELY_INPUT_BOUND_SHARE
 
-# the loop in whole turns, its steps one by one, the workers (where its turns are few), the workers'
-# making rate (where the loop drained a queue they had filled before its window)
+# the loop in whole turns, its steps one by one, the workers (where its turns are few), what the
+# workers made in the window (where the loop drained a queue they had filled before it)
 Method = Literal["loop", "steps", "workers", "drained"]
 
 # A batch a worker completed in a cell's window: (its cycle in s — since that worker's previous
@@ -128,15 +129,18 @@ def loader_rate(
     ):
         low, high = min(img_per_s, theirs.low), max(img_per_s, min(theirs.high, top))
         return Interval(img_per_s, low, high, theirs.batches), "workers"
-    made = workers_rate(produced, workers, looks) if not paced else None
-    if made is not None and made.known and made.high < img_per_s:
-        # the loop took batches wholly faster than its workers made them: it drained a queue they
-        # filled before its window (while the first steps were slow), which no longer run holds
-        return Interval(made.value, made.low, min(made.high, top), made.batches), "drained"
     method: Method = "steps" if paced else "loop"
     loop = ratio_interval(list(images), list(durations), 1 if paced else concurrency, looks).centered_on(
         img_per_s
     )
+    made = sum(n for _, _, n in produced) if workers and not paced else 0
+    drained = workers_rate(produced, workers, looks) if 0 < made < sum(images) else None
+    if drained is not None and drained.known and drained.value < img_per_s:
+        # the loop took more than its workers made in its window: it drained a queue they filled
+        # before it (while its first steps were slow), which no longer run holds. Their cycles give
+        # the rate: a count of what they made is off by up to a turn where they work in step
+        high = max(drained.value, min(drained.high, top))
+        return Interval(drained.value, drained.low, high, drained.batches), "drained"
     if not loop.known:
         return loop, method
     return Interval(img_per_s, loop.low, max(img_per_s, min(loop.high, top)), loop.batches), method

@@ -62,20 +62,29 @@ class RankResult:
         seconds = gaps([m - made[0] for m in made[1:]])
         return ratio_interval([1.0] * len(seconds), seconds, turn)
 
+    def drained(self) -> int:
+        """Batches the loop took in the window beyond what the loader made in it: those handed over
+        that were made before it opened, less those made in it and still held at its close (0
+        where the makings were not recorded)."""
+        handed = len(self.cell.wait_s)
+        if len(self.made_s) < handed:
+            return 0
+        return sum(1 for m in self.made_s[:handed] if m <= 0) - (len(self.made_s) - handed)
+
     def _steps_per_s(self) -> tuple[Interval, bool]:
         """Steps a second the rank's window held, and whether that is its loader's making rate: the
-        loop's own, unless the loader made batches wholly more slowly than the loop took them
-        (the making rate's interval below the loop's figure). Then the loop drained batches made
-        before the window opened — read ahead while the first steps were slow (a late rank's
-        first all-reduce, a first step's set-up) and handed over without a wait — which no
-        longer window would, and what the loader makes is the rate."""
+        loop's own, unless the loop took more batches than the loader made in the window
+        (``drained``) and the loader made them more slowly than it took them. Then it drained batches made before the window opened — read ahead while
+        the first steps were slow (a late rank's first all-reduce, a first step's set-up) and
+        handed over without a wait —, which no longer window would, and what the loader makes is
+        the rate."""
         c = self.cell
         durations = c.step_durations_s()
         total = sum(durations)
         loop = ratio_interval([1.0] * len(durations), durations, c.setting.concurrency)
         loop = loop.centered_on(len(durations) / total if total > 0 else 0.0)
-        made = self.made_rate()
-        if made is not None and made.known and made.high < loop.value:
+        made = self.made_rate() if self.drained() > 0 else None
+        if made is not None and made.known and made.value < loop.value:
             return made, True
         return loop, False
 

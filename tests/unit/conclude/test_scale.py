@@ -160,7 +160,7 @@ def test_batches_read_ahead_before_the_window_are_not_what_the_loader_made_in_it
     assert starved.throughput().value == pytest.approx(0.7 * 80, rel=0.01)
     fed = _loader_window(make_s=0.15, steps=20)
     assert fed.busy().value == pytest.approx(1.0, abs=0.01)
-    assert fed.throughput() == fed.cell.throughput()  # the loop's own: its queue filled, not drained
+    assert fed.throughput().value == pytest.approx(fed.cell.throughput().value)  # its queue never drained
     no_record = RankResult(0, "h", starved.cell, 1.0, starved.cell.elapsed_s, 2, compute_s_per_step=0.1)
     assert no_record.busy().value > 0.76  # a file from before the makings were recorded: as it was
 

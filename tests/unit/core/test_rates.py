@@ -159,9 +159,10 @@ def test_a_queue_filled_while_the_first_step_set_up_is_not_the_windows_rate() ->
     """A GPU loop whose first step takes 10 s (autotuning) while 8 workers fill their queue, then
     steps its batches faster than they make them (they keep it 93 % fed): at 100 steps after 13 of
     warm-up the loop still drains what they read ahead, and its own figures said 'not input-bound'.
-    The workers' making rate (each one's cycle from a batch it made in the window) lies wholly
-    below the loop's: it is the rate, covering the true one and leaving the true wait share in its
-    interval; where the workers outpace the step, the queue fills and the loop's figures stand."""
+    They made fewer batches in the window than the loop took: their rate (each one's cycle from a
+    batch it made in the window) is the rate, covering the true one and leaving the true wait share
+    in its interval; where the workers outpace the step, the queue fills and the loop's figures
+    stand."""
     fed = {"workers": 8, "batch": 256, "step_s": 256 / 4703, "cv": 0.05, "first_step_s": 10.0}
     starved = {**fed, "make_s": 8 * 256 / 4703 / 0.93}
     truth = true_rate(**starved)
