@@ -19,18 +19,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
-import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests" / "support"))
 
 import figures  # noqa: E402
+from groundtruth import ioprof_window, own_wait_share  # noqa: E402
 
 SCRIPT = REPO / "tests" / "scripts" / "train_slow_first_step.py"
 SHAPES = {
@@ -49,24 +48,17 @@ def _one(tmp: Path, name: str, args: tuple[str, ...]) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "ioprof", "run", "--no-probe", "--out", str(out), "--"]
     cmd += [sys.executable, str(SCRIPT), "--steps", str(STEPS), "--record", str(record), *args]
     subprocess.run(cmd, check=True, capture_output=True, env={**os.environ, "PYTHONPATH": str(REPO)})
-    r, own = json.loads((out / "results.json").read_text()), json.loads(record.read_text())
-    (loader,) = r["loaders"]
-    cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
-    first, n = loader["before"]["batches"], len(cell["wait_s"])
-
-    def share(part: slice) -> float:
-        waited = sum(own["waits"][part])
-        return waited / (waited + sum(own["steps"][part]))
-
+    own = json.loads(record.read_text())
+    cell, window = ioprof_window(json.loads((out / "results.json").read_text()))
     v = cell["verdict"]
     return {
-        "truth_wait_share": round(share(slice(STEPS // 2, None)), 4),
-        "loop_own_in_window": round(share(slice(first, first + n)), 4),
+        "truth_wait_share": round(own_wait_share(own, slice(STEPS // 2, None)), 4),
+        "loop_own_in_window": round(own_wait_share(own, window), 4),
         "ioprof_wait_share": [
             round(v[k], 4) for k in ("data_wait_share", "wait_share_low", "wait_share_high")
         ],
         "ioprof_class": v["input_bound"],
-        "window": [first, first + n],
+        "window": [window.start, window.stop],
     }
 
 
@@ -74,24 +66,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=2)
     a = p.parse_args()
-    out: dict[str, Any] = {
-        "benchmark": "first_step",
-        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "host": {
-            "cores": len(os.sched_getaffinity(0)),
-            "processor": platform.processor() or platform.machine(),
-        },
-        "how": "python benchmarks/bench_first_step.py",
-        "shapes": {},
-    }
-    with tempfile.TemporaryDirectory(prefix="ioprof-bench-first-") as tmp:
-        for i, (shape, args) in enumerate(SHAPES.items()):
-            rounds = []
-            for r in range(a.rounds):
-                got = _one(Path(tmp), f"s{i}r{r}", args)
-                print(shape, got, flush=True)
-                rounds.append(got)
-            out["shapes"][shape] = rounds
+    out = figures.shapes("first_step", "python benchmarks/bench_first_step.py", SHAPES, _one, a.rounds)
     figures.save(out, REPO / "reports" / "benchmarks" / "first_step.json")
     return 0
 

@@ -20,11 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
-import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -86,24 +83,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=2)
     a = p.parse_args()
-    out: dict[str, Any] = {
-        "benchmark": "slow_samples",
-        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "host": {
-            "cores": len(os.sched_getaffinity(0)),
-            "processor": platform.processor() or platform.machine(),
-        },
-        "how": "python benchmarks/bench_slow_samples.py",
-        "shapes": {},
-    }
-    with tempfile.TemporaryDirectory(prefix="ioprof-bench-slow-") as tmp:
-        for i, (shape, args) in enumerate(SHAPES.items()):
-            rounds = []
-            for r in range(a.rounds):
-                got = _one(Path(tmp), f"s{i}r{r}", args)
-                print(shape, got, flush=True)
-                rounds.append(got)
-            out["shapes"][shape] = rounds
+    out = figures.shapes("slow_samples", "python benchmarks/bench_slow_samples.py", SHAPES, _one, a.rounds)
     figures.save(out, REPO / "reports" / "benchmarks" / "slow_samples.json")
     return 0
 

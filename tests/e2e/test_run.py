@@ -16,7 +16,14 @@ import paths
 import pytest
 import torch
 from cli import ioprof, ioprof_run
-from groundtruth import ProcStat, no_more_than_chance, resident_pages, stock_truths
+from groundtruth import (
+    ProcStat,
+    ioprof_window,
+    no_more_than_chance,
+    own_wait_share,
+    resident_pages,
+    stock_truths,
+)
 
 from ioprof.datasets.synth import DatasetSpec, generate
 
@@ -420,16 +427,9 @@ def test_a_queue_filled_while_the_first_step_set_up_is_not_taken_for_a_fed_loop(
         *"--no-probe --out".split(), str(out), "--", sys.executable, FIRST_STEP, "--record", str(record)
     )
     assert p.returncode == 0, p.stderr[-2000:]
-    r, own = json.loads((out / "results.json").read_text()), json.loads(record.read_text())
-    (loader,) = r["loaders"]
-    cell = next(c for c in r["cells"] if c["dataset"] == "loader 1")
-    first, n = loader["before"]["batches"], len(cell["wait_s"])
-
-    def share(part: slice) -> float:
-        waited = sum(own["waits"][part])
-        return waited / (waited + sum(own["steps"][part]))
-
-    in_window, truth = share(slice(first, first + n)), share(slice(first + n + 40, None))
+    own = json.loads(record.read_text())
+    cell, window = ioprof_window(json.loads((out / "results.json").read_text()))
+    in_window, truth = own_wait_share(own, window), own_wait_share(own, slice(window.stop + 40, None))
     v = cell["verdict"]
     figure(
         f"a queue filled while the first step set up: the loop's own wait over ioprof's window "

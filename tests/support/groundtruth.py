@@ -526,3 +526,19 @@ class Smaps:
                 return []
             out.append(after[0] if after else before[-1])
         return out
+
+
+def ioprof_window(results: dict[str, Any]) -> tuple[dict[str, Any], slice]:
+    """``ioprof run``'s cell of its one loader in ``results`` (its results.json), and the batches
+    of its window among the loop's own: after those the warm-up delivered before it."""
+    (loader,) = results["loaders"]
+    cell = next(c for c in results["cells"] if c["dataset"] == "loader 1")
+    first = loader["before"]["batches"]
+    return cell, slice(first, first + len(cell["wait_s"]))
+
+
+def own_wait_share(own: dict[str, list[float]], part: slice) -> float:
+    """A loop's wait share over ``part`` of its steps, from its own record of each ``next()``'s
+    wait (``waits``) and each step's time after it (``steps``)."""
+    waited = sum(own["waits"][part])
+    return waited / (waited + sum(own["steps"][part]))
