@@ -171,8 +171,10 @@ def cell_rates(
     )
     if method == "workers":
         share = _share_from_rate(rate, alone, wait_s, step_s)
-    elif method == "drained":  # the loop's own wait is the drained queue's: what the rate leaves is the share
-        share = _share_left(rate, alone)
+    elif method == "drained":  # the loop's steps stand; its batches came faster than they were made
+        share = _share_left(
+            rate, img_per_s, wait_share_interval(list(wait_s), list(step_s), max(1, workers), looks)
+        )
     else:
         group = 1 if method == "steps" else max(1, workers)
         share = wait_share_interval(list(wait_s), list(step_s), group, looks)
@@ -217,14 +219,21 @@ def _share_from_rate(
     return Interval(value, min(value, max(0.0, low)), max(value, min(1.0, high)), rate.batches)
 
 
-def _share_left(rate: Interval, alone: Interval) -> Interval:
-    """The wait share a rate leaves the step, 1 − rate ÷ the step's own rate, its interval from both
-    intervals' ends, within [0, 1]: the loop's own waits not set in it."""
-    if not alone.known or alone.value <= 0 or alone.low <= 0:
-        return Interval.unknown(0.0)
-    value = min(1.0, max(0.0, 1 - rate.value / alone.value))
-    low, high = 1 - rate.high / alone.low, 1 - rate.low / alone.high
-    return Interval(value, min(value, max(0.0, low)), max(value, min(1.0, high)), rate.batches)
+def _share_left(rate: Interval, img_per_s: float, loop: Interval) -> Interval:
+    """The wait share a loop would have had at ``rate`` rather than the ``img_per_s`` it took: its
+    steps are what they were, a batch each, and only fewer batches come a second, so the time not
+    waiting (1 − its own share) shrinks by rate ÷ img_per_s. The interval from both intervals'
+    ends (a slower delivery, a busier loop: more waiting), within [0, 1]."""
+    if img_per_s <= 0 or not loop.known:
+        return Interval.unknown(loop.value)
+    value = min(1.0, max(0.0, 1 - rate.value / img_per_s * (1 - loop.value)))
+    if not rate.known:
+        return Interval.unknown(value)
+    low = 1 - rate.high / img_per_s * (1 - loop.low)
+    high = 1 - rate.low / img_per_s * (1 - loop.high)
+    return Interval(
+        value, min(value, max(0.0, low)), max(value, min(1.0, high)), min(rate.batches, loop.batches)
+    )
 
 
 def class_decided(share: Interval) -> bool:

@@ -186,6 +186,33 @@ def test_a_queue_filled_while_the_first_step_set_up_is_not_the_windows_rate() ->
         assert rates_of(s, 8)[2] != "drained"
 
 
+def test_a_drained_queues_wait_share_rests_on_the_loops_steps_not_on_the_step_alone() -> None:
+    """A loop of 1 ms steps, three of them preempted for 60 ms (a loaded machine), waiting 30 ms a
+    batch for one worker that made 56 of the 60 batches it took: the step alone's interval reaches
+    0 img/s, and a share taken from it had no lower bound — a CI run called such a loop, 47 %
+    waiting, "not input-bound" (an unknown share at 0). The loop's own steps stand: its share
+    shrinks only by the rate the worker made, and stays highly input-bound."""
+    steps = [0.001] * 60
+    for k in (10, 30, 50):
+        steps[k] = 0.06
+    waits = [0.03] * 60
+    images = [8.0] * 60
+    elapsed = sum(waits) + sum(steps)
+    produced = [(0.0, 0.03, 8)] + [(0.035, 0.03, 8)] * 55  # 56 made, a little more slowly
+    r = cell_rates(
+        images=images,
+        wait_s=waits,
+        step_s=steps,
+        img_per_s=sum(images) / elapsed,
+        workers=1,
+        produced=produced,
+    )
+    assert r.method == "drained", r
+    loop = cell_rates(images=images, wait_s=waits, step_s=steps, img_per_s=sum(images) / elapsed, workers=1)
+    assert loop.wait_share.low > 0.8  # what the loop itself saw
+    assert r.wait_share.known and r.wait_share.low > 0.8 and r.wait_share.value >= loop.wait_share.value, r
+
+
 def _fresh_cycles(produced: list[tuple[float, float, int]], workers: int) -> list[tuple[float, float, int]]:
     """As ``ioprof run`` records them: each worker's first batch in the window has no cycle."""
     return [(0.0 if k < workers else c, b, n) for k, (c, b, n) in enumerate(produced)]
