@@ -19,10 +19,11 @@ window's time) must agree with the workers' interval (``_agrees``), else the loo
 Where the workers could make wholly more than the step takes (their time making batches, never
 idle, against the step alone), the loop's steps are the pace and each is its own observation.
 Where the workers completed fewer batches in the window than the loop took in it (the batches
-counted on both sides) and their cycles say they made them more slowly, the loop drained a queue filled before its window — its first steps slow
-(an accelerator's set-up, a compile) while the workers read ahead —, which no longer run holds:
-the rate is the workers', from their cycles. Where they outpace the loop, the queue only fills,
-and the loop's figures stand.
+counted on both sides) and their cycles say they made them more slowly, the loop drained a queue
+filled before its window — its first steps slow (an accelerator's set-up, a compile) while the
+workers read ahead —, which no longer run holds: the rate is the workers', from their cycles, and
+the wait share what the loop's own steps leave at that rate. Where they outpace the loop, the
+queue only fills, and the loop's figures stand.
 Whatever side, no interval reaches beyond what the hardware allows: a rate above what
 the step alone allows (images ÷ the step's time, the loop with no wait at all), or above what the
 workers could make were they never idle; a wait share outside [0, 1 − the rate ÷ the step's].

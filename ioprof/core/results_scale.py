@@ -74,10 +74,10 @@ class RankResult:
     def _steps_per_s(self) -> tuple[Interval, bool]:
         """Steps a second the rank's window held, and whether that is its loader's making rate: the
         loop's own, unless the loop took more batches than the loader made in the window
-        (``drained``) and the loader made them more slowly than it took them. Then it drained batches made before the window opened — read ahead while
-        the first steps were slow (a late rank's first all-reduce, a first step's set-up) and
-        handed over without a wait —, which no longer window would, and what the loader makes is
-        the rate."""
+        (``drained``) and the loader made them more slowly than it took them. Then it drained
+        batches made before the window opened — read ahead while the first steps were slow (a
+        late rank's first all-reduce, a first step's set-up) and handed over without a wait —,
+        which no longer window would, and what the loader makes is the rate."""
         c = self.cell
         durations = c.step_durations_s()
         total = sum(durations)
