@@ -19,11 +19,12 @@ window's time) must agree with the workers' interval (``_agrees``), else the loo
 Where the workers could make wholly more than the step takes (their time making batches, never
 idle, against the step alone), the loop's steps are the pace and each is its own observation.
 Where the workers completed fewer batches in the window than the loop took in it (the batches
-counted on both sides) and their cycles say they made them more slowly, the loop drained a queue
-filled before its window — its first steps slow (an accelerator's set-up, a compile) while the
-workers read ahead —, which no longer run holds: the rate is the workers', from their cycles, and
-the wait share what the loop's own steps leave at that rate. Where they outpace the loop, the
-queue only fills, and the loop's figures stand.
+counted on both sides) and their cycles say they made them more slowly — the loop's own figure
+above their interval, not merely above their estimate: a batch or two in hand at either end is in
+any window —, the loop drained a queue filled before its window — its first steps slow (an
+accelerator's set-up, a compile) while the workers read ahead —, which no longer run holds: the
+rate is the workers', from their cycles, and the wait share what the loop's own steps leave at
+that rate. Where they outpace the loop, the queue only fills, and the loop's figures stand.
 Whatever side, no interval reaches beyond what the hardware allows: a rate above what
 the step alone allows (images ÷ the step's time, the loop with no wait at all), or above what the
 workers could make were they never idle; a wait share outside [0, 1 − the rate ÷ the step's].
@@ -136,10 +137,12 @@ def loader_rate(
     )
     made = sum(n for _, _, n in produced) if workers and not paced else 0
     drained = workers_rate(produced, workers, looks) if 0 < made < sum(images) else None
-    if drained is not None and drained.known and drained.value < img_per_s:
-        # the loop took more than its workers made in its window: it drained a queue they filled
-        # before it (while its first steps were slow), which no longer run holds. Their cycles give
-        # the rate: a count of what they made is off by up to a turn where they work in step
+    if drained is not None and drained.known and drained.high < img_per_s:
+        # the loop took more than its workers made in its window, faster than their cycles allow:
+        # it drained a queue they filled before it (while its first steps were slow), which no
+        # longer run holds. A batch or two in hand at either end is in any window, and leaves the
+        # loop's figure within what they made. Their cycles give the rate: a count of what they
+        # made is off by up to a turn where they work in step
         high = max(drained.value, min(drained.high, top))
         return Interval(drained.value, drained.low, high, drained.batches), "drained"
     if not loop.known:
@@ -173,7 +176,7 @@ def cell_rates(
     if method == "workers":
         share = _share_from_rate(rate, alone, wait_s, step_s)
     elif method == "drained":  # the loop's steps stand; its batches came faster than they were made
-        share = _share_left(
+        share = share_left(
             rate, img_per_s, wait_share_interval(list(wait_s), list(step_s), max(1, workers), looks)
         )
     else:
@@ -220,7 +223,7 @@ def _share_from_rate(
     return Interval(value, min(value, max(0.0, low)), max(value, min(1.0, high)), rate.batches)
 
 
-def _share_left(rate: Interval, img_per_s: float, loop: Interval) -> Interval:
+def share_left(rate: Interval, img_per_s: float, loop: Interval) -> Interval:
     """The wait share a loop would have had at ``rate`` rather than the ``img_per_s`` it took: its
     steps are what they were, a batch each, and only fewer batches come a second, so the time not
     waiting (1 − its own share) shrinks by rate ÷ img_per_s. The interval from both intervals'
