@@ -125,10 +125,10 @@ def stages_undetermined(result: SweepResult) -> list[Finding]:
         StageUndetermined(
             c.dataset,
             c.setting.label,
-            c.data_wait_share,
+            c.verdict.data_wait_share,
             why,
             tuple((k, r) for k, r in c.verdict.rates.items() if k in INPUT_STAGES and math.isfinite(r)),
-            c.img_per_s,
+            c.delivered(),
             c.verdict.kernel_call == "idle",
         )
         for c in _ok(result)
@@ -351,7 +351,7 @@ def _off_prediction(result: SweepResult, off: list[CellResult]) -> list[Finding]
             OffPrediction(
                 c.dataset,
                 c.setting.label,
-                c.img_per_s,
+                c.delivered(),
                 c.verdict.predicted_low_img_per_s or 0.0,
                 c.verdict.predicted_img_per_s or 0.0,
                 c.verdict.residual or 0.0,
@@ -436,7 +436,7 @@ def _longest_epoch_s(result: SweepResult, labels: Sequence[str]) -> float | None
     for info in result.datasets:
         if info.label not in labels:
             continue
-        best = max((c.img_per_s for c in _ok(result) if c.dataset == info.label), default=0.0)
+        best = max((c.delivered() for c in _ok(result) if c.dataset == info.label), default=0.0)
         if not info.epoch_samples or best <= 0:
             return None
         epochs.append(info.epoch_samples / best)

@@ -25,8 +25,11 @@ def _interval(c: CellResult) -> tuple[float, float] | None:
 
 
 def compare_cells(a: CellResult, b: CellResult, min_effect: float = COMPARE_MIN_EFFECT) -> CellComparison:
+    """Two cells' rates (each the figure its report shows: the loop's, or what its workers made
+    where the loop drained a queue filled before its window) and whether they differ beyond noise."""
     ia, ib = _interval(a), _interval(b)
-    ratio = b.img_per_s / a.img_per_s if a.img_per_s > 0 else 0.0
+    rate_a, rate_b = a.throughput().value, b.throughput().value
+    ratio = rate_b / rate_a if rate_a > 0 else 0.0
     low = high = None
     change = "within-noise"
     if ia and ib:
@@ -41,15 +44,15 @@ def compare_cells(a: CellResult, b: CellResult, min_effect: float = COMPARE_MIN_
         dataset=a.dataset,
         setting_a=a.setting.label,
         setting_b=b.setting.label,
-        img_per_s_a=a.img_per_s,
-        img_per_s_b=b.img_per_s,
+        img_per_s_a=rate_a,
+        img_per_s_b=rate_b,
         interval_a=ia,
         interval_b=ib,
         ratio=ratio,
         ratio_low=low,
         ratio_high=high,
-        wait_share_a=a.data_wait_share,
-        wait_share_b=b.data_wait_share,
+        wait_share_a=a.wait_share().value,
+        wait_share_b=b.wait_share().value,
         change=change,
     )
 
@@ -159,12 +162,12 @@ def compare_runs(
 def noise_floor(reference: SweepResult, repeats: Sequence[SweepResult]) -> tuple[float, float | None]:
     """The smallest change that counts: COMPARE_MIN_EFFECT, or more where the runs the user
     declared repeats of the reference differ more from it; and that spread."""
-    spread = [
-        abs(b.img_per_s / a.img_per_s - 1)
+    pairs = [
+        (a.throughput().value, b.throughput().value)
         for r in repeats
         for a, b in match(reference.cells, r.cells)[0]
-        if a.img_per_s > 0
     ]
+    spread = [abs(b / a - 1) for a, b in pairs if a > 0]
     return max([COMPARE_MIN_EFFECT, *spread]), max(spread) if spread else None
 
 

@@ -38,8 +38,12 @@ def _judged(lo: ObservedLoader, cell: CellResult) -> FirstPassWaits | None:
     b = lo.before
     if b is None:
         return None
-    unit_s = (sum(cell.wait_s) + sum(cell.step_s)) / cell.steps  # a batch of the window
-    wait_s = sum(cell.wait_s) / cell.steps
+    # a batch of the window, and its wait: at the rate the window delivered (the loop's own, or
+    # what the workers made where it drained a queue filled before the window; ``rates``)
+    window = cell.wait_share()
+    took = cell.delivered()
+    unit_s = (sum(cell.wait_s) + sum(cell.step_s)) / cell.steps * (cell.img_per_s / took if took > 0 else 1.0)
+    wait_s = unit_s * window.value
     # the pass's length: its loader's len(), or where it has none (an IterableDataset), what the
     # first pass held once it ended — its window can run on into the next pass
     first = lo.pass_starts[0] if lo.pass_starts else None
@@ -51,7 +55,6 @@ def _judged(lo: ObservedLoader, cell: CellResult) -> FirstPassWaits | None:
     if pass_s <= 0 or b.wait_s < rest * wait_s:  # most of the pass's wait is the window's own
         return None
     share = pass_wait / pass_s
-    window = cell.wait_share()
     low, high = _pass_interval(window, b.wait_s, rest * unit_s, pass_s)
     # a verdict to put before the window's only where the pass's class is decided (its interval
     # within one class) and the window's does not decide as much (its low end in a lower class)
@@ -80,8 +83,8 @@ def _judged(lo: ObservedLoader, cell: CellResult) -> FirstPassWaits | None:
         pass_s,
         share,
         klass,
-        cell.data_wait_share,
-        classify_input_bound(cell.data_wait_share),
+        window.value,
+        classify_input_bound(window.value),
         busy,
         by,
         b.fetched.bytes,

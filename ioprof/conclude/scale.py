@@ -82,7 +82,7 @@ def stragglers(count: RankCountResult) -> tuple[int, ...]:
     """Ranks that wait for data clearly longer than the median rank."""
     if len(count.per_rank) < 2:
         return ()
-    shares = [r.cell.wait_share() for r in count.per_rank]
+    shares = [r.wait_share() for r in count.per_rank]
     median = statistics.median(s.value for s in shares)
     median_high = statistics.median(s.high if s.known else s.value for s in shares)
     return tuple(
@@ -140,7 +140,7 @@ def judge(count: RankCountResult, base: tuple[float, float] | None) -> CountVerd
         storage_use_point=_storage_use(count, point=True),
         busy_mean=_mean_busy(count),
         busy_from_efficiency=efficiency * base[1] if efficiency is not None and base else None,
-        own_wait_max=max(r.cell.data_wait_share for r in count.per_rank),
+        own_wait_max=max(r.wait_share().value for r in count.per_rank),
     )
 
 

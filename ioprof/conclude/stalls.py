@@ -20,7 +20,11 @@ def stalls_of(c: CellResult) -> WaitInFewStalls | None:
     tenth of its waits: otherwise they are its pace, not stalls)."""
     waits = list(c.wait_s)
     total = sum(waits)
-    if len(waits) < KERNEL_SPLIT_MIN_UNITS or total <= 0 or c.data_wait_share < MODERATELY_INPUT_BOUND_SHARE:
+    if (
+        len(waits) < KERNEL_SPLIT_MIN_UNITS
+        or total <= 0
+        or c.wait_share().value < MODERATELY_INPUT_BOUND_SHARE
+    ):
         return None
     median, fence = far_fence(waits)
     stalls: list[float] = []

@@ -191,7 +191,7 @@ def _ceilings_decide(
     stage = min(inputs, key=lambda k: inputs[k])
     low = inputs[stage] * (1.0 - spreads.get(stage, 0.0))
     delivered = cell.throughput()
-    return low <= (delivered.high if delivered.known else cell.img_per_s)
+    return low <= (delivered.high if delivered.known else delivered.value)
 
 
 def cell_verdict(
@@ -298,8 +298,8 @@ def speedup_over_serial(
     ok = [c for c in cells if c.status == "ok" and c.steps]
     serial = next((c for c in ok if c.loader == "serial"), None)
     mps = [c for c in ok if c.loader == "multiprocess"]
-    best = max(mps, key=lambda c: c.img_per_s) if mps else None
-    ratio = best.img_per_s / serial.img_per_s if serial and best and serial.img_per_s > 0 else None
+    best = max(mps, key=lambda c: c.delivered()) if mps else None
+    ratio = best.delivered() / serial.delivered() if serial and best and serial.delivered() > 0 else None
     return serial, best, ratio
 
 
@@ -311,7 +311,7 @@ def loader_gain(serial: CellResult | None, best: CellResult | None) -> tuple[flo
     if serial is None:
         return None, False
     share = serial.wait_share()
-    top = share.high if share.known else serial.data_wait_share
+    top = share.high if share.known else share.value
     if not 0 <= top < 1:
         return None, False
     most = 1 / (1 - top)
@@ -345,9 +345,14 @@ def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict |
     ok = [c for c in cells if c.verdict is not None]
     if not ok:
         return None
-    fastest = max(ok, key=lambda c: c.img_per_s)
+    fastest = max(ok, key=lambda c: c.delivered())
     ties = tied_with(fastest, ok)
-    top = min(ties, key=lambda c: (CLASS_ORDER[c.verdict.input_bound] if c.verdict else 9, c.data_wait_share))
+    top = min(
+        ties,
+        key=lambda c: (
+            (CLASS_ORDER[c.verdict.input_bound], c.verdict.data_wait_share) if c.verdict else (9, 1.0)
+        ),
+    )
     assert top.verdict is not None
     serial, best_mp, ratio = speedup_over_serial(ok)
     gain_max, beyond = loader_gain(serial, best_mp)
@@ -360,16 +365,16 @@ def dataset_verdict(label: str, cells: Sequence[CellResult]) -> DatasetVerdict |
     return DatasetVerdict(
         dataset=label,
         best_setting=top.setting.label,
-        best_img_per_s=top.img_per_s,
+        best_img_per_s=top.delivered(),
         bottleneck=top.verdict.bottleneck,
         input_bound=top.verdict.input_bound,
         input_bound_range=top.verdict.input_bound_range,
         data_wait_share=top.verdict.data_wait_share,
         input_bound_settings=bound,
-        serial_img_per_s=serial.img_per_s if serial else None,
+        serial_img_per_s=serial.delivered() if serial else None,
         speedup_over_serial=ratio,
         best_multiprocess_setting=best_mp.setting.label if best_mp else None,
-        best_multiprocess_img_per_s=best_mp.img_per_s if best_mp else None,
+        best_multiprocess_img_per_s=best_mp.delivered() if best_mp else None,
         leading_stage=lead.name if lead else "",
         leading_share=lead.share if lead else None,
         leading_share_low=lead.share_low if lead else None,
@@ -407,7 +412,7 @@ def advise(
     storage = _storage_advice(info, ceilings, demand)
     serial = next((c for c in cells if c.loader == "serial" and c.verdict is not None), None)
     verdict = dataset_verdict(info.label, cells)
-    top = max((c for c in cells if c.verdict is not None), key=lambda c: c.img_per_s, default=None)
+    top = max((c for c in cells if c.verdict is not None), key=lambda c: c.delivered(), default=None)
     fix: str
     if verdict is not None:
         fix = (
@@ -428,9 +433,9 @@ def advise(
         serial_suffices=None
         if serial is None or serial.verdict is None
         else serial.verdict.input_bound == "not",
-        serial_wait_share=serial.data_wait_share if serial else None,
+        serial_wait_share=serial.wait_share().value if serial else None,
         best_cell_workers=top.workers if top else None,
-        best_cell_wait_share=top.data_wait_share if top else None,
+        best_cell_wait_share=top.wait_share().value if top else None,
         consumer=consumer,
         window_fetched_share=_served_by_a_copy(top),
         **_fetched_of_what_it_read(top, ceilings),

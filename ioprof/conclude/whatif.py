@@ -55,14 +55,15 @@ def _on_data_storage(
     assert alt.cell is not None
     if current <= 0:
         return None, alt.where not in ("data", "emulated") and alt.name != CONTROL
+    mine = alt.cell.throughput().value
     if alt.where in ("data", "emulated") or alt.name == CONTROL:
-        return alt.cell.img_per_s / current, False
+        return mine / current, False
     per_image, storage = bytes_per_image(alt), result.data_storage
     if per_image is None or storage is None or not storage.files:
         return None, True
     # the data's storage feeds this many of the copy's images a second, at the loader's readers
     fed = storage.read_mb_per_s * 1e6 / per_image
-    return min(alt.cell.img_per_s, fed) / current, True
+    return min(mine, fed) / current, True
 
 
 def current_runs(measured: list[AlternativeResult]) -> list[AlternativeResult]:
@@ -82,7 +83,7 @@ def around(measured: list[AlternativeResult], alt: AlternativeResult) -> list[Al
 def drift(runs: list[AlternativeResult]) -> float | None:
     """How far the user's pipeline moved between its runs (the fastest over the slowest, less 1):
     this machine's noise from one run to the next, which no window's interval holds."""
-    rates = [a.cell.img_per_s for a in runs if a.cell is not None]
+    rates = [a.cell.throughput().value for a in runs if a.cell is not None]
     if len(rates) < 2 or min(rates) <= 0:
         return None
     return max(rates) / min(rates) - 1
@@ -107,13 +108,14 @@ def _ranked(
     """``alt`` against the user's pipeline measured around it (``runs``), and against its control."""
     assert alt.cell is not None and ctrl.cell is not None
     mine = alt.cell.throughput()
-    current = sum(a.cell.img_per_s for a in runs if a.cell is not None) / len(runs)
+    current = sum(a.cell.throughput().value for a in runs if a.cell is not None) / len(runs)
     floor = max(COMPARE_MIN_EFFECT, drift(runs) or 0.0)
     beyond = _beyond(alt, ctrl, runs, floor)
     scale = result.dataset.listed_bytes / alt.sample_bytes if alt.sample_bytes else None
     data_gain, estimated = _on_data_storage(alt, current, result)
-    storage_gain = ctrl.cell.img_per_s / current if ctrl.name == CONTROL and current > 0 else None
-    of_control = current if ctrl.name == "baseline" else ctrl.cell.img_per_s
+    theirs = ctrl.cell.throughput().value
+    storage_gain = theirs / current if ctrl.name == CONTROL and current > 0 else None
+    of_control = current if ctrl.name == "baseline" else theirs
     return RankedAlternative(
         name=alt.name,
         img_per_s=mine.value,
@@ -122,7 +124,7 @@ def _ranked(
         gain=mine.value / current if current > 0 else 0.0,
         beyond_noise=beyond,
         busy_share=mine.value / result.compute.img_per_s if result.compute.img_per_s > 0 else None,
-        data_wait_share=alt.cell.data_wait_share,
+        data_wait_share=alt.cell.wait_share().value,
         dataset_prep_s=alt.prep_s * scale if alt.prep_s is not None and scale else None,
         dataset_prep_bytes=round(alt.prep_bytes * scale) if alt.prep_bytes is not None and scale else None,
         control=ctrl.name,

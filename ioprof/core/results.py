@@ -470,8 +470,10 @@ class CellResult:
 
     def rates(self) -> CellRates:
         """img/s and the data-wait share with their 95 % intervals, from the loop's steps or the
-        workers' own batches (``rates.cell_rates``), centred on img_per_s (images over the
-        window's clock), the figure every table shows."""
+        workers' own batches (``rates.cell_rates``): centred on img_per_s (images over the
+        window's clock), except where the loop drained a queue its workers filled before the
+        window, whose rate is what they made in it. Their points are the figures every table,
+        verdict and comparison uses (``delivered``)."""
         images = [float(n) for n in self.images_per_step] or [float(self.batch_size)] * self.steps
         return cell_rates(
             images=images,
@@ -488,6 +490,11 @@ class CellResult:
 
     def wait_share(self) -> Interval:
         return self.rates().wait_share
+
+    def delivered(self) -> float:
+        """img/s the loader delivered over the window: ``img_per_s``, the loop's own, unless the loop
+        drained a queue filled before the window, which no longer run holds (``rates``)."""
+        return self.throughput().value
 
     @property
     def read_bytes_in_window(self) -> int:
@@ -537,9 +544,15 @@ class CellResult:
         # the verdict's share where there is one: of the samples' bytes for rows faulted in from a
         # memory-mapped file (conclude.sweep.fetched_share), else of the bytes read
         miss = self.verdict.storage_miss_ratio if self.verdict is not None else self.miss_ratio()
+        r = self.rates()
         return {
-            **interval_fields("img_per_s", self.throughput()),
-            **interval_fields("data_wait_share", self.wait_share()),
+            # the figures the report shows (img_per_s above is the loop's own: images over its
+            # window's clock) and the side they rest on (``rates.Method``)
+            "delivered_img_per_s": r.throughput.value,
+            **interval_fields("img_per_s", r.throughput),
+            "delivered_data_wait_share": r.wait_share.value,
+            **interval_fields("data_wait_share", r.wait_share),
+            "rate_from": r.method,
             "requested_bytes": self.requested_bytes,
             "fetched_mb_per_s": self.fetched_mb_per_s(),
             **interval_fields("fetched_mb_per_s", self.fetched_bandwidth() or Interval.unknown(0.0)),

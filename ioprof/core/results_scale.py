@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ioprof.core.counts import MACHINE_WIDE_FETCH_METHODS
+from ioprof.core.rates import share_left
 from ioprof.core.results import (
     CellResult,
     DatasetInfo,
@@ -87,6 +88,18 @@ class RankResult:
         if made is not None and made.known and made.value < loop.value:
             return made, True
         return loop, False
+
+    def wait_share(self) -> Interval:
+        """The rank's data-wait share: its loop's own, or — where the loop drained batches made
+        before the window (``_steps_per_s``) — what its steps leave at its loader's rate: each
+        step is what it was, only fewer come a second (``rates.share_left``)."""
+        c = self.cell
+        own = c.wait_share()
+        rate, made = self._steps_per_s()
+        total = sum(c.step_durations_s())
+        if not made or total <= 0:
+            return own
+        return share_left(rate, len(c.wait_s) / total, own)
 
     def throughput(self) -> Interval:
         """img/s of the rank's window (``_steps_per_s``): the images handed over, or — where the

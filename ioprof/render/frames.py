@@ -35,9 +35,10 @@ def _cell_row(c: CellResult) -> dict[str, Any]:
         "loader": c.loader,
         "workers": c.workers,
         "status": c.status,
-        "img_per_s": c.img_per_s,
+        # the figures the report shows (``CellResult.rates``)
+        "img_per_s": c.delivered() if ok else c.img_per_s,
         **_bounds("img_per_s", c.throughput() if ok else None),
-        "data_wait_share": c.data_wait_share,
+        "data_wait_share": c.wait_share().value if ok else c.data_wait_share,
         **_bounds("data_wait_share", c.wait_share() if ok else None),
         "input_bound": v.input_bound if v else None,
         "bottleneck": v.bottleneck if v else None,
@@ -237,6 +238,7 @@ def ranks_frame(result: ScaleResult) -> pd.DataFrame:
         if not count.per_rank:
             rows.append({**head, "rank": None})
         for r in count.per_rank:
+            rate, share = r.throughput(), r.wait_share()
             rows.append(
                 {
                     **head,
@@ -246,6 +248,11 @@ def ranks_frame(result: ScaleResult) -> pd.DataFrame:
                     "busy_share": r.busy().value,
                     **_bounds("busy_share", r.busy()),
                     **_cell_row(r.cell),
+                    # the rank's own figures: its loader's where the loop drained a read-ahead queue
+                    "img_per_s": rate.value,
+                    **_bounds("img_per_s", rate),
+                    "data_wait_share": share.value,
+                    **_bounds("data_wait_share", share),
                 }
             )
     return pd.DataFrame(rows)

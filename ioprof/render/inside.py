@@ -62,7 +62,7 @@ def _shown(result: SweepResult, cells: Sequence[CellResult]) -> list[CellResult]
     out = []
     for label in dict.fromkeys(c.dataset for c in cells):
         mine = [c for c in cells if c.dataset == label]
-        out.append(max(mine, key=lambda c: c.img_per_s))
+        out.append(max(mine, key=lambda c: c.delivered()))
     return out
 
 

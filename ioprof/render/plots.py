@@ -36,7 +36,7 @@ def plot_throughput(result: SweepResult, path: Path) -> None:
         if mp:
             ax.errorbar(
                 [c.workers for c in mp],
-                [c.img_per_s for c in mp],
+                [c.delivered() for c in mp],
                 yerr=_yerr(mp),
                 fmt="o-",
                 color=color,
@@ -47,7 +47,7 @@ def plot_throughput(result: SweepResult, path: Path) -> None:
         if serial:
             ax.errorbar(
                 [0],
-                [serial[0].img_per_s],
+                [serial[0].delivered()],
                 yerr=_yerr(serial),
                 fmt="*",
                 markersize=14,
@@ -56,7 +56,7 @@ def plot_throughput(result: SweepResult, path: Path) -> None:
                 label=f"{info.label}, serial loader" if not mp else None,
             )
             if mp:
-                ax.plot([0, mp[0].workers], [serial[0].img_per_s, mp[0].img_per_s], ":", color=color)
+                ax.plot([0, mp[0].workers], [serial[0].delivered(), mp[0].delivered()], ":", color=color)
             xticks.add(0)
     if result.compute is not None:
         kind = "simulated" if result.compute.simulated else "measured"
@@ -70,7 +70,7 @@ def plot_throughput(result: SweepResult, path: Path) -> None:
             fontsize=8,
             color="0.3",
         )
-    measured = [c.img_per_s for c in result.cells if c.status == "ok" and c.img_per_s > 0]
+    measured = [r for c in result.cells if c.status == "ok" and c.steps and (r := c.delivered()) > 0]
     if measured and result.compute is not None and result.compute.img_per_s > LOG_SCALE_RATIO * max(measured):
         # the ceiling far above every cell: a log axis shows both the gap and the cells' differences
         ax.set_yscale("log")

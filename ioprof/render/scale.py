@@ -213,7 +213,7 @@ def _rank_rows(count: RankCountResult) -> list[list[str]]:
                 str(r.rank),
                 r.host,
                 rate_ci(r.throughput()),
-                share_ci(cell.wait_share()),
+                share_ci(r.wait_share()),
                 share_ci(r.busy(), 0),
                 f"{r.cores_used:.2f}",
                 "—" if fetched is None else f"{words.fetched_rate(cell)} ({cell.fetched.method})",

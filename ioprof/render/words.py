@@ -466,7 +466,7 @@ def rank_count_line(c: RankCountResult) -> str:
     head = f"{c.ranks} rank(s), {c.regime}"
     if c.status != "ok":
         return f"{head}: FAILED — {c.reason} ({c.launch_s:.1f} s)"
-    waits = ", ".join(pct(r.cell.wait_share().value, 0) for r in c.per_rank)
+    waits = ", ".join(pct(r.wait_share().value, 0) for r in c.per_rank)
     return (
         f"{head}: {rate_ci(c.aggregate())} img/s all ranks; data wait per rank {waits}; "
         f"fetched {fetched_rate(c)} MB/s; {c.cores_used():.2f} cores ({c.launch_s:.1f} s)"
@@ -502,7 +502,7 @@ def cell_figures(c: CellResult) -> tuple[str, str]:
     mark = " (W)" if r.method in ("workers", "drained") else ""
     if decided(r.throughput):
         return rate_ci(r.throughput) + mark, share_ci(r.wait_share) + mark
-    return rate(c.img_per_s), f"{pct(r.wait_share.value)}: {_too_few(c, r.turns)}"
+    return rate(r.throughput.value), f"{pct(r.wait_share.value)}: {_too_few(c, r.turns)}"
 
 
 def busy_figure(c: CellResult) -> str:

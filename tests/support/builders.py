@@ -67,6 +67,25 @@ def cell(
     )
 
 
+def drained_cell(ahead: int = 20, steps: int = 40, dataset: str = "500x375") -> CellResult:
+    """4 workers that make 100 img/s (batches of 8, each worker a 0.32 s cycle) for a 0.05 s step:
+    the loop's first ``ahead`` steps take batches they read ahead before the window (no wait), the
+    rest wait 0.03 s. The loop's own figure is above what they made in it (drained, ``rates``)."""
+    waits = tuple(0.0 if i < ahead else 0.03 for i in range(steps))
+    elapsed = sum(waits) + 0.05 * steps
+    made = int(elapsed * 100 / 8)  # the batches the workers completed in the window
+    cycles = [0.32 * (1 + 0.03 * ((k % 3) - 1)) for k in range(made - 4)]
+    c = cell(workers=4, step=0.05, steps=steps, dataset=dataset)
+    return replace(
+        c,
+        wait_s=waits,
+        elapsed_s=elapsed,
+        img_per_s=c.images / elapsed,
+        data_wait_share=sum(waits) / elapsed,
+        produced=((0.0, 0.3, 8),) * 4 + tuple((x, 0.3, 8) for x in cycles),
+    )
+
+
 def storage(
     concurrency: int, img_per_s: float, mean_bytes: float = 100_000.0, files: int = 100
 ) -> StorageCeiling:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import builders
 import paths
 import pytest
 from builders import cell, sweep_result
@@ -109,3 +110,25 @@ def test_a_cell_wholly_above_a_slow_one_whose_interval_reaches_zero_is_faster() 
         )
         got = compare_cells(slow, fast)
     assert got.change == "faster" and got.ratio_low is None
+
+
+def test_a_window_that_drained_a_read_ahead_queue_is_compared_by_what_its_workers_made() -> None:
+    """A loop whose first steps took batches its workers read ahead before the window took 123 img/s
+    where they made 100: against the same pipeline measured without that queue, the loop's own
+    figure said 23 % faster and waiting less. The report shows what the workers made (``rates``),
+    and so do the comparison, the notebook's frame and results.json beside its interval."""
+    from ioprof.core import resultfile
+    from ioprof.render.frames import cells_frame
+
+    drained = builders.drained_cell()
+    steady = cell(workers=4, wait=0.03, step=0.05, steps=40, jitter=0.002)
+    assert drained.img_per_s > 1.2 * steady.img_per_s and drained.rates().method == "drained"
+    c = compare_cells(steady, drained)
+    assert c.ratio == pytest.approx(1.0, abs=0.02) and c.change == "within-noise"
+    assert c.wait_share_b == pytest.approx(c.wait_share_a, abs=0.02)
+    (row,) = cells_frame(sweep_result((drained,))).to_dict("records")
+    assert row["img_per_s_low"] <= row["img_per_s"] <= row["img_per_s_high"]
+    assert row["data_wait_share_low"] <= row["data_wait_share"] <= row["data_wait_share_high"]
+    (written,) = resultfile.to_jsonable(sweep_result((drained,)))["cells"]
+    assert written["rate_from"] == "drained"
+    assert written["img_per_s_low"] <= written["delivered_img_per_s"] <= written["img_per_s_high"]

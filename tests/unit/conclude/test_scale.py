@@ -158,6 +158,9 @@ def test_batches_read_ahead_before_the_window_are_not_what_the_loader_made_in_it
     assert starved.cell.steps * 0.1 / starved.cell.elapsed_s > 0.76  # what the handed batches say
     assert starved.busy().value == pytest.approx(0.7, abs=0.01), starved.busy()
     assert starved.throughput().value == pytest.approx(0.7 * 80, rel=0.01)
+    # and its wait share: the loop's own steps, at the rate the loader made (not its own 0.2)
+    assert starved.cell.wait_share().value < 0.24
+    assert starved.wait_share().value == pytest.approx(0.3, abs=0.01), starved.wait_share()
     fed = _loader_window(make_s=0.15, steps=20)
     assert fed.busy().value == pytest.approx(1.0, abs=0.01)
     assert fed.throughput().value == pytest.approx(fed.cell.throughput().value)  # its queue never drained

@@ -143,3 +143,20 @@ def test_a_change_counts_only_beyond_how_far_the_pipeline_itself_moved_around_it
     assert "your pipeline was measured 3 times" in text
     assert "your pipeline as it is, run 2 (measured again)" in text
     assert "(4 workers, 286–364 img/s over its 3 runs)" in whatif_answer(r, "4 workers")
+
+
+def test_an_alternative_whose_loop_drained_a_read_ahead_queue_gains_only_what_its_workers_made() -> None:
+    """The same pipeline as the baseline, measured with a queue its workers filled before the window
+    (a slow first step): its loop took 23 % more than they made. It is no fix, and its gain is what
+    they made."""
+    from builders import drained_cell
+
+    base = AlternativeResult(
+        "baseline", True, "", cell(workers=4, wait=0.03, step=0.05, steps=40, jitter=0.002), "data", "ext4"
+    )
+    ahead = AlternativeResult("prefetch-4", True, "", drained_cell(), "data", "ext4")
+    r = conclude(_result(base, ahead)).ranking
+    assert r is not None and r.best == ""
+    by = {x.name: x for x in r.ranked}
+    assert by["prefetch-4"].gain == pytest.approx(1.0, abs=0.02) and not by["prefetch-4"].beyond_noise
+    assert by["prefetch-4"].data_wait_share == pytest.approx(0.37, abs=0.02)
