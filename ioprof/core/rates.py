@@ -19,12 +19,14 @@ window's time) must agree with the workers' interval (``_agrees``), else the loo
 Where the workers could make wholly more than the step takes (their time making batches, never
 idle, against the step alone), the loop's steps are the pace and each is its own observation.
 Where the workers completed fewer batches in the window than the loop took in it (the batches
-counted on both sides) and their cycles say they made them more slowly — the loop's own figure
-above their interval, not merely above their estimate: a batch or two in hand at either end is in
-any window —, the loop drained a queue filled before its window — its first steps slow (an
-accelerator's set-up, a compile) while the workers read ahead —, which no longer run holds: the
-rate is the workers', from their cycles, and the wait share what the loop's own steps leave at
-that rate. Where they outpace the loop, the queue only fills, and the loop's figures stand.
+counted on both sides) and their cycles say they made them more slowly, the loop drained a queue
+filled before its window — its first steps slow (an accelerator's set-up, a compile) while the
+workers read ahead —, which no longer run holds: the rate is the workers', from their cycles, and
+the wait share what the loop's own steps leave at that rate; a drain only spares the loop waits, so
+that share is never below the loop's own. Whether it drained is counted, not tested for
+significance: a drain's bias is not noise. Where they outpace the loop, the queue only fills, and
+the loop's figures stand; a loop that never steps (a decode ceiling's) takes each batch as it
+comes, fills no queue and drains none.
 Whatever side, no interval reaches beyond what the hardware allows: a rate above what
 the step alone allows (images ÷ the step's time, the loop with no wait at all), or above what the
 workers could make were they never idle; a wait share outside [0, 1 − the rate ÷ the step's].
@@ -135,14 +137,13 @@ def loader_rate(
     loop = ratio_interval(list(images), list(durations), 1 if paced else concurrency, looks).centered_on(
         img_per_s
     )
-    made = sum(n for _, _, n in produced) if workers and not paced else 0
+    # a loop with no step (``alone`` None: a decode ceiling's) takes each batch as it comes
+    made = sum(n for _, _, n in produced) if workers and not paced and alone is not None else 0
     drained = workers_rate(produced, workers, looks) if 0 < made < sum(images) else None
-    if drained is not None and drained.known and drained.high < img_per_s:
-        # the loop took more than its workers made in its window, faster than their cycles allow:
-        # it drained a queue they filled before it (while its first steps were slow), which no
-        # longer run holds. A batch or two in hand at either end is in any window, and leaves the
-        # loop's figure within what they made. Their cycles give the rate: a count of what they
-        # made is off by up to a turn where they work in step
+    if drained is not None and drained.known and drained.value < img_per_s:
+        # the loop took more than its workers made in its window: it drained a queue they filled
+        # before it (while its first steps were slow), which no longer run holds. Their cycles give
+        # the rate: a count of what they made is off by up to a turn where they work in step
         high = max(drained.value, min(drained.high, top))
         return Interval(drained.value, drained.low, high, drained.batches), "drained"
     if not loop.known:
@@ -227,13 +228,15 @@ def share_left(rate: Interval, img_per_s: float, loop: Interval) -> Interval:
     """The wait share a loop would have had at ``rate`` rather than the ``img_per_s`` it took: its
     steps are what they were, a batch each, and only fewer batches come a second, so the time not
     waiting (1 − its own share) shrinks by rate ÷ img_per_s. The interval from both intervals'
-    ends (a slower delivery, a busier loop: more waiting), within [0, 1]."""
+    ends (a slower delivery, a busier loop: more waiting), within [0, 1]. ``rate`` is a drained
+    loop's workers': a drain only spared the loop waits, so the share is never below the loop's own
+    interval (where few cycles leave the workers' rate reaching far above what the loop took)."""
     if img_per_s <= 0 or not loop.known:
         return Interval.unknown(loop.value)
     value = min(1.0, max(0.0, 1 - rate.value / img_per_s * (1 - loop.value)))
     if not rate.known:
         return Interval.unknown(value)
-    low = 1 - rate.high / img_per_s * (1 - loop.low)
+    low = max(loop.low, 1 - rate.high / img_per_s * (1 - loop.low))
     high = 1 - rate.low / img_per_s * (1 - loop.high)
     return Interval(
         value, min(value, max(0.0, low)), max(value, min(1.0, high)), min(rate.batches, loop.batches)

@@ -450,7 +450,7 @@ def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
     rows = [
         [
             d.setting.label,
-            rate_ci(d.throughput()) + (" (W)" if d.rate()[1] in ("workers", "drained") else ""),
+            rate_ci(d.throughput()) + (" (W)" if d.rate()[1] == "workers" else ""),
             rate(d.per_reader_img_per_s),
             str(d.images),
             *([str(b)] if smaller else []),
@@ -489,7 +489,7 @@ def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
                 "is the batches' arrivals.",
                 "",
             ]
-            if any(d.rate()[1] in ("workers", "drained") for d in dc.decode)
+            if any(d.rate()[1] == "workers" for d in dc.decode)
             else []
         ),
     ]
