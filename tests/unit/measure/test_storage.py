@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import time
 from pathlib import Path
@@ -187,11 +188,19 @@ def _target(fd: str) -> str:
 
 
 def test_hdd_latency_is_serial(blob_files: list[str]) -> None:
-    emu = EmulatedStorage(parse_storage_profile("hdd"))
+    """One head: four readers' reads never overlap on the device (its bookings end a seek and a
+    transfer apart, or more), so they get no more files a second than one read at a time allows;
+    the probe reports the device's rate up to how late its clock read its span's two ends."""
+    emu, clock = _Booked("hdd"), _Clock()
     blobs = [Path(p).read_bytes() for p in blob_files[:12]]
-    four = probe_storage(blob_files[:12], 4, filesystem_of(blob_files[0]), emulated=emu, blobs=blobs)
+    fs = filesystem_of(blob_files[0])
+    four = probe_storage(blob_files[:12], 4, fs, emulated=emu, blobs=blobs, clock=clock)
     per_file_s = 0.006 + 256 * 1024 / 180e6
-    assert four.files_per_s == pytest.approx(1 / per_file_s, rel=0.15)
+    ends = sorted(b[1] for b in emu.booked)
+    assert min(b - a for a, b in itertools.pairwise(ends)) >= per_file_s * (1 - 1e-9)
+    device = emu.delivered_mb_per_s(four.warmup) * 1e6 / (256 * 1024)  # files a second
+    assert device <= 1 / per_file_s * (1 + 1e-9) and clock.first is not None
+    assert four.files_per_s == pytest.approx(device, rel=0.01 + 1.01 * emu.lag(four, clock.first))
 
 
 def test_probe_stops_at_its_cap_and_says_so(blob_files: list[str]) -> None:
