@@ -304,7 +304,7 @@ def _how(result: ScaleResult) -> list[str]:
         "loop took more batches in the window than its loader made there (each batch stamped when its worker made it) "
         "and the loader made them more slowly (over whole turns of its workers): then the loop drained batches read "
         "ahead before the window opened (while a late rank's first all-reduce or a first step's set-up held it), "
-        "handed over without a wait, and what the loader made in the window is the rate. Neither the time blocked in `next()` waiting for data nor "
+        "handed over without a wait, and what the loader made in the window is the rate (its data wait never below the loop's own). Neither the time blocked in `next()` waiting for data nor "
         "the time in the all-reduce waiting for a late rank is busy: with stalls that move from rank to rank, every "
         "rank's own data wait stays small while every step stretches. The mean busy share is checked against the "
         "scaling efficiency × the smallest count's busy share. A count is "

@@ -219,8 +219,8 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
         "whole turns of the workers (one batch each; step by step where the workers could make wholly more than "
         f"the step takes), or — marked (W) — where the window held fewer than {MIN_BATCHES} turns, on the workers' "
         "own batches (each one's time from a batch to its next; the loop's total agrees), or where they made fewer "
-        "in it than the loop took (it drained a queue filled before its window), on their batches alone; no "
-        "rate's interval reaches above what the step alone or the workers allow. How the fetched bytes were counted:",
+        "in it than the loop took (it drained a queue filled before its window), on their batches alone, its data "
+        "wait never below the loop's own (a drain only spared it waits); no rate's interval reaches above what the step alone or the workers allow. How the fetched bytes were counted:",
         "",
         *(f"- `{m}`: {words.FETCH_METHODS.get(m, m)}" for m in methods),
         "",
