@@ -67,22 +67,27 @@ class StageClock:
             self._gc_began = time.perf_counter(), self.queue.seconds()
         elif self._gc_began is not None:
             t0, q0 = self._gc_began
-            self.gc_s += max(0.0, time.perf_counter() - t0 - (self.queue.seconds() - q0))
+            q1 = self.queue.seconds()  # read inside the clock's readings (``since``)
+            self.gc_s += max(0.0, time.perf_counter() - t0 - (q1 - q0))
             self._gc_began = None
             if info.get("generation") == _OLDEST:
                 self.full_gcs += 1
 
     def mark(self) -> tuple[float, float]:
         """Now, on the wall clock and on what is no stage's work: this thread's wait for a core and
-        the process's garbage collections."""
-        return time.perf_counter(), self.queue.seconds() + self.gc_s
+        the process's garbage collections — read after the clock, and at ``since`` before it, so
+        that a wait taken off lies inside the span timed (one between two readings, which the
+        kernel adds as the thread runs again, would otherwise be taken off a span without it)."""
+        t0 = time.perf_counter()
+        return t0, self.queue.seconds() + self.gc_s
 
     def since(self, mark: tuple[float, float]) -> float:
         """Seconds since ``mark`` less the time this thread waited for a core in between and the
         collector's pauses: what the stage itself took (its work, and its own blocking, a read),
         wherever it was preempted or a collection began."""
         t0, q0 = mark
-        return max(0.0, time.perf_counter() - t0 - (self.queue.seconds() + self.gc_s - q0))
+        q1 = self.queue.seconds() + self.gc_s
+        return max(0.0, time.perf_counter() - t0 - (q1 - q0))
 
     def add(self, name: str, seconds: float) -> None:
         self.current[name] = self.current.get(name, 0.0) + seconds
@@ -91,8 +96,9 @@ class StageClock:
     def sample_mark(self) -> tuple[float, float, float, float]:
         """Now, on the wall clock, on this thread's wait for a core, on its time on a CPU and on
         the process's garbage collections."""
+        t0 = time.perf_counter()  # first: the wait read inside the clock's readings (``mark``)
         on, wait = self.queue.both()
-        return time.perf_counter(), wait, on, self.gc_s
+        return t0, wait, on, self.gc_s
 
     def sample(self, index: Any, mark: tuple[float, float, float, float]) -> None:
         """One sample's whole ``__getitem__`` since ``mark``: its time kept (less its wait for a
@@ -101,8 +107,8 @@ class StageClock:
         index where it is the batch's slowest so far (its name is looked up once per batch, for
         that one only)."""
         t0, q0, c0, g0 = mark
-        now = time.perf_counter()
         on, wait = self.queue.both()
+        now = time.perf_counter()  # last (``mark``)
         collected = self.gc_s - g0
         # to the µs: a GPU batch of 256 makes one row
         seconds = round(max(0.0, now - t0 - (wait - q0) - collected), 6)

@@ -608,6 +608,54 @@ def test_each_samples_time_on_a_cpu_is_told_apart_from_its_wait(tmp_path: Path) 
     assert whole >= 0.12 and on < 0.02
 
 
+class _PreemptedAtEachEnd:
+    """This thread's run-queue count, with a preemption of ``ENDS_PREEMPTED_S``, really spent, just
+    before each second read — a span's end, after its clock was read or before — counted as the
+    kernel counts it, once the thread runs again; the real count beneath it."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.reads, self.waited = 0, 0.0
+
+    def _read(self) -> float:
+        self.reads += 1
+        if self.reads % 2 == 0:
+            time.sleep(ENDS_PREEMPTED_S)
+            self.waited += ENDS_PREEMPTED_S
+        return self.waited
+
+    def seconds(self) -> float:
+        return self._read() + self.real.seconds()
+
+    def both(self) -> tuple[float, float]:
+        waited = self._read()
+        on, wait = self.real.both()
+        return on, wait + waited
+
+    def here(self) -> bool:
+        return True
+
+
+ENDS_PREEMPTED_S = 0.05
+
+
+def test_a_wait_read_after_a_spans_clock_is_not_taken_off_it(tmp_path: Path) -> None:
+    """CI once gave a sample that slept 120 ms a time of 1.3 ms: the wait for a core is taken off a
+    stage's and a sample's time, and a preemption between the clock's reading and the wait's at a
+    span's end was counted in the wait and not in the span. The wait is read inside the clock's
+    readings: a stage that took 30 ms is never timed below that (broken once — the end's clock read
+    before its wait, as it was —: 0 s)."""
+    clock = stages.StageClock(str(tmp_path), 1, "stages")
+    clock.queue = _PreemptedAtEachEnd(clock.queue)  # type: ignore[assignment]
+    mark = clock.mark()
+    time.sleep(0.03)
+    assert clock.since(mark) >= 0.03
+    sample = clock.sample_mark()
+    time.sleep(0.03)
+    clock.sample(0, sample)
+    assert clock.sample_s[-1] >= 0.03, clock.sample_s
+
+
 PREEMPTED_S = 0.2  # spread over the calibration's 2,000 calls: 100 µs a call
 
 
