@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ioprof.core.config import LoaderSetting
 from ioprof.core.results import CellResult, DatasetCeilings
 from ioprof.core.stats import Interval
-from ioprof.core.thresholds import RESIDUAL_TOLERANCE
+from ioprof.core.thresholds import FETCHED_NOTHING_SHARE, RESIDUAL_TOLERANCE
 
 
 def _series(rates: Sequence[float]) -> float:
@@ -116,17 +116,31 @@ def own_paces(
     return {}
 
 
-def decode_pace_of(cell: CellResult, ceilings: DatasetCeilings | None) -> float | None:
+def decode_pace_of(
+    cell: CellResult, ceilings: DatasetCeilings | None, fetched: float | None = None
+) -> float | None:
     """How many times faster the loader's own work per sample ran in ``cell`` than in the decode
-    ceiling at its setting, both timed inside the loader (``LoaderStages.work_s_per_sample``): the
-    same decode, transforms and collate, read at two moments of the host. None where either was
-    not timed so."""
+    ceiling at its setting, both timed inside the loader and the same way
+    (``LoaderStages.work_as_timed_s_per_sample``): the same decode, transforms and collate, read at
+    two moments of the host. Where the dataset reads inside what was timed whole (its
+    ``__getitem__``, its iterator), only a cell that fetched nothing from storage is compared
+    (``fetched``, the share of what it read that storage delivered: ``FETCHED_NOTHING_SHARE``): its
+    reads came from a copy in memory, as the ceiling's did, and a read from storage is not the
+    host's pace. None where either was not timed so."""
     stages = cell.inside.stages if cell.inside is not None else None
-    mine = stages.work_s_per_sample if stages is not None else None
+    if stages is None:
+        return None
+    mine = stages.work_as_timed_s_per_sample
     theirs = next(
-        (d.work_s_per_sample for d in (ceilings.decode if ceilings else ()) if d.setting == cell.setting),
+        (
+            d.work_s_per_sample
+            for d in (ceilings.decode if ceilings else ())
+            if d.setting == cell.setting and d.work_seen == stages.seen
+        ),
         None,
     )
+    if stages.seen != "stages" and (fetched is None or fetched > FETCHED_NOTHING_SHARE):
+        return None
     if not mine or not theirs:
         return None
     return theirs / mine

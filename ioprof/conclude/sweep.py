@@ -285,7 +285,7 @@ def cell_verdicts(result: SweepResult) -> tuple[CellResult, ...]:
             compute_async=compute_runs_async(result),
             storage=storage_for(cell, theirs),
             spreads=spreads_of(stages),
-            decode_pace=decode_pace_of(cell, theirs),
+            decode_pace=decode_pace_of(cell, theirs, fetched_share(cell, storage_for(cell, theirs))),
         )
         out.append(replace(cell, verdict=verdict))
     return tuple(out)

@@ -97,6 +97,17 @@ class LoaderStages:
         return work if work > 0 else None
 
     @property
+    def work_as_timed_s_per_sample(self) -> float | None:
+        """The loader's own work a sample took, as finely as it could be timed: without its file's
+        read where that was timed apart (``work_s_per_sample``), with it where the dataset reads
+        inside what was timed whole (its ``__getitem__``, its iterator's next). Never the wait for
+        a core nor the garbage collector's pauses (``NO_STAGE``)."""
+        if self.seen == "stages":
+            return self.work_s_per_sample
+        work = sum(s.s_per_sample for s in self.own_stages)
+        return work if work > 0 else None
+
+    @property
     def named_share(self) -> float:
         """Σ named stages ÷ the workers' time per sample (1 − the share left unexplained)."""
         named = sum(s.s_per_sample for s in self.worker if s.name != REST_OF_GETITEM)

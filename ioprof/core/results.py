@@ -231,7 +231,11 @@ class DecodeCeiling:
     looks: int = 1  # how often a stopping rule looked at its interval (``stats.LOOKS``), or 1
     # each batch a worker completed in the window: (cycle s, making s, images) (``rates.Produced``)
     produced: tuple[tuple[float, float, int], ...] = ()
-    work_s_per_sample: float | None = None  # its own work but the read (``LoaderStages``), timed
+    # its own work a sample took, timed in its workers (``LoaderStages.work_as_timed_s_per_sample``):
+    # but the read where ``work_seen`` is ``stages``, with it where the dataset reads inside what was
+    # timed whole (``getitem``, ``iterator``)
+    work_s_per_sample: float | None = None
+    work_seen: str = "stages"
     # the workers that had data, where fewer than ``workers``: a dataset that deals out fewer
     # shards than the loader has workers gives the rest none (``sources.shards.shard_count``)
     fed: int | None = None
@@ -249,6 +253,21 @@ class DecodeCeiling:
     def per_reader_img_per_s(self) -> float:
         """What one reader decodes: a worker, or the training process of the serial loader."""
         return self.img_per_s / self.readers
+
+    def pooled(self, again: DecodeCeiling) -> DecodeCeiling:
+        """Two readings of one setting as one: their batches together, and the work a sample took."""
+        a, b = self.work_s_per_sample, again.work_s_per_sample
+        images = self.images + again.images
+        return replace(
+            self,
+            img_per_s=images / (self.elapsed_s + again.elapsed_s),
+            images=images,
+            elapsed_s=self.elapsed_s + again.elapsed_s,
+            batch_images=self.batch_images + again.batch_images,
+            batch_s=self.batch_s + again.batch_s,
+            stopped_by=again.stopped_by,
+            work_s_per_sample=(a * self.images + b * again.images) / max(1, images) if a and b else None,
+        )
 
     def rate(self) -> tuple[Interval, Method]:
         """img/s with its 95 % interval, centred on img_per_s (the figure every table and answer

@@ -39,6 +39,16 @@ def produced(folder: str | Path, start_s: float, end_s: float, tag: int = 0) -> 
     return produced_in(read_rows(folder, tag), start_s, end_s)
 
 
+def work_in(
+    folder: str | Path, start_s: float, end_s: float, workers: int
+) -> tuple[float | None, str] | None:
+    """The loader's own work a sample took in the batches its processes completed between
+    ``start_s`` and ``end_s`` (``LoaderStages.work_as_timed_s_per_sample``) and how it was timed
+    (``LoaderStages.seen``); None where too few were."""
+    timed = summarize(read_rows(folder, 0), start_s=start_s, end_s=end_s, workers=workers)
+    return (timed.work_as_timed_s_per_sample, timed.seen) if timed is not None else None
+
+
 def produced_in(rows: Sequence[dict[str, Any]], start_s: float, end_s: float) -> tuple[Produced, ...]:
     """``produced`` from rows already read (``read_rows``, in time order)."""
     last: dict[int, float] = {}

@@ -35,6 +35,7 @@ from ioprof.core.results import DecodeCeiling, StorageCeiling
 from ioprof.core.stats import LOOKS
 from ioprof.host.pagecache import COLD_MAX_RESIDENT_FRACTION, PageRuns, filesystem_of, held_any, read_back
 from ioprof.host.processes import end_loader_workers
+from ioprof.measure import stage_rows, stages
 
 # ``probe_seconds`` is the pause's length: the storage read alone gets this share of it, each
 # worker count of the loader alone an equal part of the rest; each stops sooner once its interval
@@ -232,14 +233,13 @@ def modules_to_preload(pickled: bytes) -> list[str]:
 def _loader_alone(
     loader: Any, view: Any, workers: int, seconds: float, batch: int, context: Any, early: bool = True
 ) -> DecodeCeiling:
-    """The user's dataset (its in-memory view), collate and batch size in a fresh DataLoader, no model."""
-    from torch.utils.data import DataLoader
-
+    """The user's dataset (its in-memory view), collate and batch size in a fresh DataLoader, no model:
+    its rate, and the work a sample took in its workers (their stages timed as a cell's)."""
     kwargs: dict[str, Any] = {
         "num_workers": workers,
         "collate_fn": loader.collate_fn,
         "pin_memory": False,  # decode and augment only: pinning is the main process's copy
-        "worker_init_fn": getattr(loader.worker_init_fn, "own", loader.worker_init_fn),  # not ioprof's timers
+        "worker_init_fn": getattr(loader.worker_init_fn, "own", loader.worker_init_fn),  # the user's own
         "batch_size": loader.batch_size,
         "drop_last": loader.drop_last,
     }
@@ -250,6 +250,22 @@ def _loader_alone(
         kwargs["multiprocessing_context"] = context
         kwargs["prefetch_factor"] = loader.prefetch_factor or 2
         kwargs["timeout"] = PROBE_BATCH_TIMEOUT_S
+    with stages.folder_for() as folder:
+        if workers:  # the work a sample took in its workers, timed as a cell's (``decode_pace_of``)
+            kwargs["worker_init_fn"] = stages.WorkerStages(folder, 0, kwargs["worker_init_fn"])
+        images, spans, stopped_by, end_s = _read_alone(view, workers, seconds, batch, early, kwargs)
+        work = stage_rows.work_in(folder, end_s - sum(spans), end_s, workers) if workers else None
+    setting = LoaderSetting.multiprocess(workers) if workers else LoaderSetting.serial()
+    ceiling = _ceiling(setting, view, images, spans, stopped_by)
+    return replace(ceiling, work_s_per_sample=work[0], work_seen=work[1]) if work else ceiling
+
+
+def _read_alone(
+    view: Any, workers: int, seconds: float, batch: int, early: bool, kwargs: dict[str, Any]
+) -> tuple[list[int], list[float], str, float]:
+    """A fresh DataLoader over the view timed (``_time_batches``), then its workers ended; and when."""
+    from torch.utils.data import DataLoader
+
     with warnings.catch_warnings():  # torch's warning about more workers than cores: ioprof's choice
         warnings.simplefilter("ignore", UserWarning)
         probe = DataLoader(view.dataset, **kwargs)
@@ -259,6 +275,7 @@ def _loader_alone(
         images, spans, stopped_by = _time_batches(
             it, workers, seconds, kwargs["batch_size"] or batch or 1, early
         )
+        end_s = time.perf_counter()
     except RuntimeError as e:
         if "timed out" in str(e):
             raise ProbeAbandoned(
@@ -269,8 +286,7 @@ def _loader_alone(
     finally:
         end_loader_workers(it)  # the training waits for the probe: its workers' batches in hand are dropped
         del it
-    setting = LoaderSetting.multiprocess(workers) if workers else LoaderSetting.serial()
-    return _ceiling(setting, view, images, spans, stopped_by)
+    return images, spans, stopped_by, end_s
 
 
 def _ceiling(
@@ -615,20 +631,7 @@ def _read_decode(
     order = [r for r in readings if r[1] != "threads"] + [(threads, "threads")]
     there = [read(w, kind, half_s, False) for w, kind in order]
     back = [read(w, kind, half_s, False) for w, kind in reversed(order)]
-    decode.extend(_pooled(a, b) for a, b in zip(there, reversed(back), strict=True))
-
-
-def _pooled(first: DecodeCeiling, again: DecodeCeiling) -> DecodeCeiling:
-    """Two readings of one setting as one: their batches together."""
-    return replace(
-        first,
-        img_per_s=(first.images + again.images) / (first.elapsed_s + again.elapsed_s),
-        images=first.images + again.images,
-        elapsed_s=first.elapsed_s + again.elapsed_s,
-        batch_images=first.batch_images + again.batch_images,
-        batch_s=first.batch_s + again.batch_s,
-        stopped_by=again.stopped_by,
-    )
+    decode.extend(a.pooled(b) for a, b in zip(there, reversed(back), strict=True))
 
 
 def _probe_storage(

@@ -913,6 +913,51 @@ def test_a_cell_whose_loader_did_the_same_work_slower_than_its_decode_ceiling_is
     assert f.OffPrediction in [type(x) for x in same.analysis.findings]
 
 
+def _iterated(cell_: CellResult, next_s: float) -> CellResult:
+    """``cell_`` with a look inside an iterable dataset's loader: its iterator's next, which reads
+    as well as decodes, ``next_s`` a sample, beside its wait for a core (not its work)."""
+    worker = (
+        StageTime("next(iterator)", "worker", next_s, next_s, next_s),
+        StageTime("waiting for a core", "worker", 0.004, 0.004, 0.004),
+    )
+    total = 0.004 + next_s
+    timed = LoaderStages(worker, (), total, total, total, 800, 100, 4, "iterator", 0.0)
+    return replace(cell_, inside=LoaderInside(stages=timed))
+
+
+def test_an_iterators_work_read_with_it_is_paced_only_where_the_cell_fetched_nothing() -> None:
+    """An iterable dataset, read and decoded inside its iterator's next, timed whole: the decode-bound
+    cell above (600 img/s; its decode ceiling 900 at 4 workers), its next 5.6 ms a sample in the
+    cell and 4 ms in the ceiling, over the in-memory copy. Where the cell fetched nothing from
+    storage its reads came from memory too, and the same work ran slower: the host's pace, said as
+    such. Where it fetched from storage, a slower next is the storage's, not the host's: unexplained.
+    A ceiling timed another way (its read apart) is not set beside it."""
+    from_memory = _iterated(cell(wait=8 / 600 - 0.001, step=0.001, fetched=0), 0.0056)
+    result = sweep_result((from_memory,))
+    ceilings = result.ceilings[0]
+
+    def timed(seen: str) -> SweepResult:
+        probed = tuple(
+            replace(d, work_s_per_sample=0.004 if d.workers == 4 else None, work_seen=seen)
+            for d in ceilings.decode
+        )
+        return replace(result, ceilings=(replace(ceilings, decode=probed),))
+
+    paced = conclude(timed("iterator"))
+    (verdict,) = [c.verdict for c in paced.cells]
+    assert verdict is not None and verdict.own_decode_img_per_s == pytest.approx(900 * 4 / 5.6)
+    assert paced.analysis is not None
+    assert f.DecodePaceVaried in [type(x) for x in paced.analysis.findings], paced.analysis.findings
+
+    fetching = conclude(replace(timed("iterator"), cells=(replace(from_memory, fetched=cell().fetched),)))
+    apart = conclude(timed("stages"))
+    for unpaced in (fetching, apart):
+        (verdict,) = [c.verdict for c in unpaced.cells]
+        assert verdict is not None and verdict.residual_unexplained and verdict.own_decode_img_per_s is None
+        assert unpaced.analysis is not None
+        assert f.OffPrediction in [type(x) for x in unpaced.analysis.findings]
+
+
 def test_a_cell_whose_own_steps_ran_faster_than_the_compute_ceiling_is_paced_not_unexplained() -> None:
     """The compute ceiling read at one moment (68 img/s), a compute-bound cell at another (its own
     steps: 80 img/s, 18 % faster — a shared host's speed varies): the cell's rate is what its own
