@@ -279,13 +279,14 @@ def cell_verdicts(result: SweepResult) -> tuple[CellResult, ...]:
             continue
         theirs = ceilings.get(cell.dataset)
         stages = stage_ceilings(cell, result.compute, theirs, result.transfer, pinned)
+        storage = storage_for(cell, theirs)
         verdict = cell_verdict(
             cell,
             rates_of(stages),
             compute_async=compute_runs_async(result),
-            storage=storage_for(cell, theirs),
+            storage=storage,
             spreads=spreads_of(stages),
-            decode_pace=decode_pace_of(cell, theirs, fetched_share(cell, storage_for(cell, theirs))),
+            decode_pace=decode_pace_of(cell, theirs, fetched_share(cell, storage)),
         )
         out.append(replace(cell, verdict=verdict))
     return tuple(out)
