@@ -11,11 +11,16 @@ the workers keep up, the loop paces them and their cycles are its period; where 
 their cycles are their own. Either way the cycles measure the rate the loop received.
 
 Which side an interval rests on is decided by counting the independent observations each
-side has, never by which interval is narrower: the loop's, where its window holds
-``stats.MIN_BATCHES`` whole turns of the workers (or the loader has none); the workers', where it
-holds fewer and they completed at least two batches in the window. The window holds whole
-turns (``RunLength.warmup_for``, ``stats.Looks``), and the loop's own total (images ÷ its
-window's time) must agree with the workers' interval (``_agrees``), else the loop's side is used.
+side has, never by which interval is narrower: the loop's whole turns of the workers against the
+workers' cycles — the workers', where they completed more cycles than the loop took whole turns,
+else the loop's. Where the workers keep ahead in turn, a turn of the loop is one worker's cycle (it
+waits for the batch of the one it is on; the others' are ready): it sees one worker's cycle a turn
+where the workers' own batches hold W. The window holds whole turns (``RunLength.warmup_for``,
+``stats.Looks``), and the loop's own total (images ÷ its window's time) must agree with the
+workers' interval (``_agrees``), else the loop's side is used: a window over a new pass's forked
+workers holds their start-up, a wait the loop took that no cycle holds (each one's first batch has
+none), and where it moves the loop's total beyond the workers' interval, their interval is not
+the loop's. Where it does not, the interval still reaches the loop's own total.
 Where the workers could make wholly more than the step takes (their time making batches, never
 idle, against the step alone), the loop's steps are the pace and each is its own observation.
 Where the workers completed fewer batches in the window than the loop took in it (the batches
@@ -24,7 +29,10 @@ filled before its window — its first steps slow (an accelerator's set-up, a co
 workers read ahead —, which no longer run holds: the rate is the workers', from their cycles, and
 the wait share what the loop's own steps leave at that rate; a drain only spares the loop waits, so
 that share is never below the loop's own. Whether it drained is counted, not tested for
-significance: a drain's bias is not noise. Where they outpace the loop, the queue only fills, and
+significance: a drain's bias is not noise — it is counted before the workers' side is taken,
+where the loop's window holds the ``stats.MIN_BATCHES`` whole turns that its own share, which a
+drain's rests on, needs (in fewer, a turn's batches made before the window are most of the count's
+difference, and the workers' side stands where the loop's total agrees). Where they outpace the loop, the queue only fills, and
 the loop's figures stand; a loop that never steps (a decode ceiling's) takes each batch as it
 comes, fills no queue and drains none.
 Whatever side, no interval reaches beyond what the hardware allows: a rate above what
@@ -127,25 +135,29 @@ def loader_rate(
     paced = capacity is not None and capacity.low > step_high
     top = min(step_high, capacity.high if capacity else math.inf)
     turns = len(durations) / concurrency
-    theirs = workers_rate(produced, workers, looks) if turns < MIN_BATCHES and not paced else None
+    # a loop with no step (``alone`` None: a decode ceiling's) takes each batch as it comes
+    made = sum(n for _, _, n in produced) if workers and not paced and alone is not None else 0
+    drained = workers_rate(produced, workers, looks) if 0 < made < sum(images) else None
+    if drained is None or not drained.known or drained.value >= img_per_s:
+        drained = None
+    # the loop took more than its workers made in its window: it drained a queue they filled before
+    # it (while its first steps were slow), which no longer run holds. Their cycles give the rate,
+    # the loop's own share shrunk by it the wait share — where the loop's turns give that share
+    if drained is not None and turns >= MIN_BATCHES:
+        return _drained(drained, top), "drained"
+    mine = sum(1 for c, _, n in produced if c > 0 and n > 0) > turns
+    theirs = workers_rate(produced, workers, looks) if mine and not paced else None
     if theirs is not None and _agrees(
         _steady(images, durations, concurrency) or (img_per_s, sum(durations)), theirs, produced
     ):
         low, high = min(img_per_s, theirs.low), max(img_per_s, min(theirs.high, top))
         return Interval(img_per_s, low, high, theirs.batches), "workers"
+    if drained is not None:
+        return _drained(drained, top), "drained"
     method: Method = "steps" if paced else "loop"
     loop = ratio_interval(list(images), list(durations), 1 if paced else concurrency, looks).centered_on(
         img_per_s
     )
-    # a loop with no step (``alone`` None: a decode ceiling's) takes each batch as it comes
-    made = sum(n for _, _, n in produced) if workers and not paced and alone is not None else 0
-    drained = workers_rate(produced, workers, looks) if 0 < made < sum(images) else None
-    if drained is not None and drained.known and drained.value < img_per_s:
-        # the loop took more than its workers made in its window: it drained a queue they filled
-        # before it (while its first steps were slow), which no longer run holds. Their cycles give
-        # the rate: a count of what they made is off by up to a turn where they work in step
-        high = max(drained.value, min(drained.high, top))
-        return Interval(drained.value, drained.low, high, drained.batches), "drained"
     if not loop.known:
         return loop, method
     return Interval(img_per_s, loop.low, max(img_per_s, min(loop.high, top)), loop.batches), method
@@ -197,6 +209,12 @@ def _steady(
     whole = len(durations) // concurrency * concurrency
     seconds = sum(durations[concurrency:whole])
     return (sum(images[concurrency:whole]) / seconds, seconds) if seconds > 0 else None
+
+
+def _drained(rate: Interval, top: float) -> Interval:
+    """A drained window's rate: the workers' (a count of what they made is off by up to a turn
+    where they work in step), its upper end held to ``top``."""
+    return Interval(rate.value, rate.low, max(rate.value, min(rate.high, top)), rate.batches)
 
 
 def _agrees(loop: tuple[float, float], theirs: Interval, produced: Sequence[Produced]) -> bool:

@@ -14,7 +14,7 @@ from ioprof.core.findings import CpuIsTheDevice, FetchedAboveStorage
 from ioprof.core.rates import busy_class
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results import CellResult, DatasetCeilings, RunInfo, SweepResult
-from ioprof.core.stats import INTERIM_LOOKS, LOOKS, MIN_BATCHES, looks_level, share_below, summarize
+from ioprof.core.stats import INTERIM_LOOKS, LOOKS, looks_level, share_below, summarize
 from ioprof.core.thresholds import (
     DECODE_ABOVE_COMPUTE,
     HIGHLY_INPUT_BOUND_SHARE,
@@ -217,8 +217,8 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
         '"read" what the loader read from the dataset\'s files through read() calls ("— (page faults)" where '
         "its samples came as pages of a memory-mapped file, which no read() counts). Intervals rest on the loop's steps, in groups of "
         "whole turns of the workers (one batch each; step by step where the workers could make wholly more than "
-        f"the step takes), or — marked (W) — where the window held fewer than {MIN_BATCHES} turns, on the workers' "
-        "own batches (each one's time from a batch to its next; the loop's total agrees), or where they made fewer "
+        "the step takes), or — marked (W) — on the workers' own batches where they hold more observations (each "
+        "one's time from a batch to its next: a turn of the loop sees one worker's; the loop's total agrees), or where they made fewer "
         "in it than the loop took (it drained a queue filled before its window), on their batches alone, its data "
         "wait never below the loop's own (a drain only spared it waits); no rate's interval reaches above what the step alone or the workers allow. How the fetched bytes were counted:",
         "",
@@ -485,8 +485,8 @@ def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
         *(
             [
                 "(W): the interval rests on the workers' own batches (each worker's time from one batch to its "
-                f"next), where the probe held fewer than {MIN_BATCHES} whole turns of the workers; the rate itself "
-                "is the batches' arrivals.",
+                "next), where they hold more of them than the probe held whole turns of the workers; the rate "
+                "itself is the batches' arrivals.",
                 "",
             ]
             if any(d.rate()[1] == "workers" for d in dc.decode)

@@ -118,6 +118,40 @@ def test_the_workers_batches_cover_the_true_rate_of_a_cell_of_three_turns() -> N
         assert undecided_by_loop / trials >= 0.5  # what the loop alone could say
 
 
+def test_a_window_of_many_turns_is_read_from_the_workers_who_hold_more_observations() -> None:
+    """A decode-bound cell of 4 workers on a CPU host, 12 turns (48 steps), a batch's making varying
+    by 20 %: the loop waits once a turn, for the worker it is on, so its turns hold one worker's
+    cycle each where the workers' own batches hold all four. As a sweep recorded it (256x192, 4
+    workers, 49 steps: ± 19 % from the loop's turns, undecided at its cap), the loop's side leaves
+    most such cells beyond ± 10 %; the workers' side decides most of them and still covers the
+    true rate in at least 90 % of 95 % intervals (held to the looks a stopping rule took)."""
+    kw = {"workers": 4, "batch": 256, "make_s": 4 * 256 / 850, "step_s": 256 / 4703, "cv": 0.2}
+    truth = true_rate(**kw)
+    rng = random.Random(8)
+    covered = narrow = narrow_by_loop = 0
+    trials = 300
+    for _ in range(trials):
+        s = simulate(rng, **kw, warmup=8, steps=48)  # type: ignore[arg-type]
+        r = cell_rates(
+            images=s.images,
+            wait_s=s.waits,
+            step_s=s.steps,
+            img_per_s=s.img_per_s,
+            workers=4,
+            produced=s.produced,
+            looks=4,
+        )
+        loop = cell_rates(
+            images=s.images, wait_s=s.waits, step_s=s.steps, img_per_s=s.img_per_s, workers=4, looks=4
+        )
+        assert r.method in ("workers", "drained"), r
+        covered += r.throughput.low <= truth <= r.throughput.high
+        narrow += r.throughput.rel_half_width <= 0.10
+        narrow_by_loop += loop.throughput.rel_half_width <= 0.10
+    assert covered / trials >= 0.90, covered / trials
+    assert narrow / trials >= 0.5 and narrow_by_loop / trials <= 0.2, (narrow, narrow_by_loop)
+
+
 def test_a_window_from_the_start_up_burst_to_a_cap_mid_turn_is_still_read_from_the_workers() -> None:
     """As the sweep runs a GPU cell: the window begins once the start-up burst (one turn, the workers
     forked 0.1 s apart) is drained, and its time cap ends it one batch into a turn (25 steps of 8
@@ -223,7 +257,7 @@ def test_a_drained_windows_wait_share_is_never_below_the_loops_own() -> None:
         _, share, method = rates_of(s, 2)
         _, own, _ = rates_of(s, 2, produced=False)
         drained += method == "drained"
-        assert share.low >= own.low
+        assert method != "drained" or share.low >= own.low
         decided += class_decided(share) and share.low >= 0.2
         covered += share.low <= true_wait <= share.high
     assert drained / 200 >= 0.5 and decided / 200 >= 0.95 and covered / 200 >= 0.9, (
