@@ -21,6 +21,11 @@ workers' interval (``_agrees``), else the loop's side is used: a window over a n
 workers holds their start-up, a wait the loop took that no cycle holds (each one's first batch has
 none), and where it moves the loop's total beyond the workers' interval, their interval is not
 the loop's. Where it does not, the interval still reaches the loop's own total.
+Each figure rests on the side that observes it where that side has the observations: the rate on
+the workers', the data-wait share on the loop's own waits (the loop waits; the workers only tell
+the rate that share follows from with the step, and where their batches vary as a network's reads
+do, a share of 89 % read from them reached below 5 %) — from the workers' rate and the step only
+where the loop's window holds fewer than ``stats.MIN_BATCHES`` whole turns.
 Where the workers could make wholly more than the step takes (their time making batches, never
 idle, against the step alone), the loop's steps are the pace and each is its own observation.
 Where the workers completed fewer batches in the window than the loop took in it (the batches
@@ -68,6 +73,12 @@ class CellRates:
     wait_share: Interval
     method: Method
     turns: float  # measured steps ÷ workers (steps, for a loader without workers)
+
+    @property
+    def share_from_workers(self) -> bool:
+        """Whether the wait share's interval rests on the workers' batches (their rate with the
+        step, where the loop's turns are too few; or a drained window's), not the loop's waits."""
+        return self.method == "drained" or (self.method == "workers" and self.turns < MIN_BATCHES)
 
     @property
     def busy(self) -> Interval:
@@ -186,7 +197,8 @@ def cell_rates(
         looks=looks,
         alone=alone,
     )
-    if method == "workers":
+    turns = len(durations) / max(1, workers)
+    if method == "workers" and turns < MIN_BATCHES:  # the loop's own waits give no interval
         share = _share_from_rate(rate, alone, wait_s, step_s)
     elif method == "drained":  # the loop's steps stand; its batches came faster than they were made
         share = share_left(
@@ -195,7 +207,7 @@ def cell_rates(
     else:
         group = 1 if method == "steps" else max(1, workers)
         share = wait_share_interval(list(wait_s), list(step_s), group, looks)
-    return CellRates(rate, share, method, len(durations) / max(1, workers))
+    return CellRates(rate, share, method, turns)
 
 
 def _steady(

@@ -218,8 +218,8 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
         "its samples came as pages of a memory-mapped file, which no read() counts). Intervals rest on the loop's steps, in groups of "
         "whole turns of the workers (one batch each; step by step where the workers could make wholly more than "
         "the step takes), or — marked (W) — on the workers' own batches where they hold more observations (each "
-        "one's time from a batch to its next: a turn of the loop sees one worker's; the loop's total agrees), or where they made fewer "
-        "in it than the loop took (it drained a queue filled before its window), on their batches alone, its data "
+        "one's time from a batch to its next: a turn of the loop sees one worker's; the loop's total agrees; the data wait "
+        "then still the loop's own, but in windows of too few turns), or where they made fewer in it than the loop took (it drained a queue filled before its window), on their batches alone, its data "
         "wait never below the loop's own (a drain only spared it waits); no rate's interval reaches above what the step alone or the workers allow. How the fetched bytes were counted:",
         "",
         *(f"- `{m}`: {words.FETCH_METHODS.get(m, m)}" for m in methods),

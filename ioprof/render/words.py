@@ -501,7 +501,7 @@ def cell_figures(c: CellResult) -> tuple[str, str]:
     r = c.rates()
     mark = " (W)" if r.method in ("workers", "drained") else ""
     if decided(r.throughput):
-        return rate_ci(r.throughput) + mark, share_ci(r.wait_share) + mark
+        return rate_ci(r.throughput) + mark, share_ci(r.wait_share) + (" (W)" if r.share_from_workers else "")
     return rate(r.throughput.value), f"{pct(r.wait_share.value)}: {_too_few(c, r.turns)}"
 
 
@@ -510,7 +510,7 @@ def busy_figure(c: CellResult) -> str:
     interval where its figures are decided, marked (W) where the workers' batches gave it."""
     r = c.rates()
     if decided(r.throughput):
-        return share_ci(r.busy) + (" (W)" if r.method in ("workers", "drained") else "")
+        return share_ci(r.busy) + (" (W)" if r.share_from_workers else "")
     return pct(r.busy.value)
 
 
