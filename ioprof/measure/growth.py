@@ -32,6 +32,7 @@ def one_life_peak(
     lives: Sequence[Sequence[tuple[float, float]]],
     share: float,
     resident: Sequence[Sequence[tuple[float, float]]] = (),
+    warm: Sequence[float] = (),
 ) -> tuple[float, float] | None:
     """Workers forked again each epoch, each making its ``share`` of an epoch's samples and then
     exiting: the most one reaches at its life's end, and the slope per sample it was carried at.
@@ -42,15 +43,18 @@ def one_life_peak(
     A forked worker's own memory (USS) also grows by pages it was handed at the fork becoming its
     alone — as it writes them (copy-on-read), or as the training process writes its own copies —
     which is no more than it maps: never above its resident memory (``resident``, the same lives'
-    RSS), carried on at its own slope, which only what the worker itself allocates raises."""
+    RSS), carried on at its own slope, which only what the worker itself allocates raises.
+
+    ``warm``: each life's samples at the end of its warm-up (``warm_from``). A fresh worker's first
+    batches are a step — the inherited pages it writes become its own at once, its first allocations
+    are made —, not a rate it goes on at: the slopes are fitted to the readings after it, where two
+    of a life are (a step of 100 MB read mid-way through a first batch of 8, carried to a life of
+    40 samples, said 149 MB of a worker that held 116). Without them, to every reading."""
     read = [sorted(points) for points in lives if points]
     if not read:
         return None
-    fit = pooled_slope(read)
-    slope = max(0.0, fit.value) if math.isfinite(fit.value) else 0.0
     mapped = [sorted(p) for p in resident if p]
-    bound = pooled_slope(mapped) if mapped else None
-    grows = max(0.0, bound.value) if bound is not None and math.isfinite(bound.value) else 0.0
+    slope, grows = (_warm_slope(series, warm) for series in (lives, resident))
 
     def carried(points: Sequence[tuple[float, float]], rate: float) -> float:
         return points[-1][1] + rate * max(0.0, share - points[-1][0])
@@ -59,6 +63,14 @@ def one_life_peak(
     if mapped and (most := max(carried(points, grows) for points in mapped)) < peak:
         return most, grows  # carried (to another count's share too) at what it allocates itself
     return peak, slope
+
+
+def _warm_slope(lives: Sequence[Sequence[tuple[float, float]]], warm: Sequence[float]) -> float:
+    """The slope pooled over the lives' readings after their warm-up (``warm``, a life each, where
+    two readings of a life are), else over all of them; never below 0 (0 where none is known)."""
+    after = [[(x, y) for x, y in sorted(p) if x >= w] for p, w in zip(lives, warm, strict=False)]
+    fit = pooled_slope(after if any(len(p) >= 2 for p in after) else [sorted(p) for p in lives if p])
+    return max(0.0, fit.value) if math.isfinite(fit.value) else 0.0
 
 
 def goes_on(fits: Sequence[GrowthFit], growth: Interval) -> bool:
@@ -88,8 +100,16 @@ def warm_points(
     series = samples_vs_uss(readings, rows)
     if not series:
         return []
-    warm = max(GROWTH_WARMUP_BATCHES * batch, GROWTH_WARMUP_SHARE * series[-1][0], _first_full_gc(rows))
+    warm = warm_from(series, rows, batch)
     return [(x, y) for x, y in series if x >= warm]
+
+
+def warm_from(series: Sequence[tuple[float, float]], rows: Sequence[dict[str, Any]], batch: int) -> float:
+    """The samples a process had made when its warm-up ended (``warm_points``): its first
+    ``GROWTH_WARMUP_BATCHES`` batches, its first ``GROWTH_WARMUP_SHARE`` of the samples its readings
+    reach (``series``, in order), and its first full garbage collection."""
+    last = series[-1][0] if series else 0.0
+    return max(GROWTH_WARMUP_BATCHES * batch, GROWTH_WARMUP_SHARE * last, _first_full_gc(rows))
 
 
 def _first_full_gc(rows: Sequence[dict[str, Any]]) -> float:

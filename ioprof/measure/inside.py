@@ -43,6 +43,7 @@ from ioprof.measure.growth import (
     goes_on,
     one_life_peak,
     samples_vs_uss,
+    warm_from,
     warm_points,
 )
 
@@ -363,10 +364,13 @@ class InsideRecorder:
         pids: Sequence[int],
     ) -> tuple[float, float] | None:
         """``one_life_peak`` of these workers' lives, each its share of a pass."""
+        uss = [samples_vs_uss(workers[pid], own.get(pid, [])) for pid in pids]
+        batch = max((int(r["n"]) for pid in pids for r in own.get(pid, [])), default=1)
         return one_life_peak(
-            [samples_vs_uss(workers[pid], own.get(pid, [])) for pid in pids],
+            uss,
             per_pass / self.workers,
             [samples_vs_uss(workers[pid], own.get(pid, []), "rss") for pid in pids],
+            [warm_from(series, own.get(pid, []), batch) for series, pid in zip(uss, pids, strict=True)],
         )
 
     def _growth_words(

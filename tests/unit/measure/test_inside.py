@@ -214,6 +214,31 @@ def test_a_forked_workers_life_is_never_carried_above_what_it_maps() -> None:
     assert one_life_peak([small], 200.0, [rss]) == one_life_peak([small], 200.0)
 
 
+def test_a_forked_workers_step_at_its_start_is_not_carried_as_a_rate() -> None:
+    """Workers of a first pass that write 100 MB they inherited in their first sample, 40 samples a
+    life in batches of 8, read from outside every 0.5 s: one reading fell mid-way through a first
+    batch (30 MB), the rest after it. Fitted to every reading, the step was carried on as a rate
+    to each life's end — 149 MB said of workers that held 116 at the most, read each 0.1 s from
+    outside. Fitted to the readings after each life's warm-up (its first 2 batches), the peak is
+    what they held."""
+    from ioprof.measure.growth import one_life_peak, warm_from
+
+    mb = 1e6
+    lives = [
+        [(2.0, 30 * mb), (8.0, 113.1 * mb), (30.7, 113.9 * mb), (32.0, 113.9 * mb)],
+        [(32.0, 114.0 * mb), (34.6, 114.0 * mb)],
+    ]
+    warm = [warm_from(life, [], 8) for life in lives]
+    assert warm == [16.0, 16.0]
+    stepped, _ = one_life_peak(lives, 40.0) or (0.0, 0.0)
+    peak, slope = one_life_peak(lives, 40.0, warm=warm) or (0.0, 0.0)
+    assert stepped > 1.1 * 114 * mb  # the step carried as a rate
+    assert peak == pytest.approx(114.0 * mb, rel=0.005) and slope < 0.1 * mb, (peak, slope)
+    # a life whose readings all fall in its warm-up is carried at the slope of all of them
+    early = [[(2.0, 20 * mb), (6.0, 24 * mb)]]
+    assert one_life_peak(early, 40.0, warm=[16.0]) == one_life_peak(early, 40.0)
+
+
 def test_a_cells_round_of_readings_longer_than_their_reach_still_counts_every_process(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Seen in a default sweep: 8 workers' cell read before its warm-up, one process after another
     (0.34 s for nine), the training process first, 2.13 s before the window; the workers read last
