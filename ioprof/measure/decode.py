@@ -237,7 +237,8 @@ def probe_decode(
         stopped_by=stopped_by or "seconds",
         looks=looks.count,
         produced=made,
-        work_s_per_sample=work,
+        work_s_per_sample=work[0] if work else None,
+        work_seen=work[1] if work else "stages",
     )
 
 
@@ -264,13 +265,12 @@ def _look(
 
 def _made_and_work(
     folder: str, setting: LoaderSetting, start_s: float, end_s: float
-) -> tuple[tuple[Produced, ...], float | None]:
+) -> tuple[tuple[Produced, ...], tuple[float | None, str] | None]:
     """From the window's rows, read once: the batches the workers completed (``_made``) and the
-    loader's own work a sample took but its read (``LoaderStages.work_s_per_sample``)."""
+    loader's own work a sample took, with how it was timed (``stage_rows.work_in``)."""
     rows = stage_rows.read_rows(folder, 0)
     made = stage_rows.produced_in(rows, start_s, end_s) if setting.workers else ()
-    timed = stage_rows.summarize(rows, start_s=start_s, end_s=end_s, workers=setting.workers)
-    return made, timed.work_s_per_sample if timed is not None else None
+    return made, stage_rows.work_of(rows, start_s, end_s, setting.workers)
 
 
 def _made(folder: str, setting: LoaderSetting, start_s: float, end_s: float) -> tuple[Produced, ...]:

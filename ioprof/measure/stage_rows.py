@@ -45,7 +45,14 @@ def work_in(
     """The loader's own work a sample took in the batches its processes completed between
     ``start_s`` and ``end_s`` (``LoaderStages.work_as_timed_s_per_sample``) and how it was timed
     (``LoaderStages.seen``); None where too few were."""
-    timed = summarize(read_rows(folder, 0), start_s=start_s, end_s=end_s, workers=workers)
+    return work_of(read_rows(folder, 0), start_s, end_s, workers)
+
+
+def work_of(
+    rows: Sequence[dict[str, Any]], start_s: float, end_s: float, workers: int
+) -> tuple[float | None, str] | None:
+    """``work_in`` from rows already read (``read_rows``, in time order)."""
+    timed = summarize(rows, start_s=start_s, end_s=end_s, workers=workers)
     return (timed.work_as_timed_s_per_sample, timed.seen) if timed is not None else None
 
 
