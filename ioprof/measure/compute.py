@@ -15,7 +15,7 @@ from torchvision import models
 from ioprof.core.config import AUTO, PRECISIONS, TARGET_REL_HALF_WIDTH, ComputeSpec, PlaceConfig, SweepConfig
 from ioprof.core.errors import IoprofError
 from ioprof.core.results import ComputeCeiling, TransferCeiling
-from ioprof.core.stats import MIN_BATCHES, Looks, ratio_interval
+from ioprof.core.stats import MIN_BATCHES, Looks, ratio_interval, steady_start
 from ioprof.measure.steptiming import StepEvents, resolve
 
 IMAGENET_CLASSES = 1000
@@ -300,6 +300,8 @@ def probe_compute(
         # on CUDA the host only enqueued the steps: their times are on the GPU's clock, step end
         # to step end (the data are already on the device, so nothing else can stall it)
         times = resolve(start, events, [0.0] * len(events)).slot_s()
+    cut = _startup(times, batch_size)
+    times = times[cut:]
     total = sum(times)
     return ComputeCeiling(
         img_per_s=batch_size * len(times) / total if total > 0 else float("inf"),
@@ -311,7 +313,16 @@ def probe_compute(
         label=step.label,
         source=spec.source or "",
         looks=1 if step.simulated or events else looks.count,
+        startup_steps=cut,
     )
+
+
+def _startup(times: list[float], batch_size: int) -> int:
+    """How many of the first measured steps still ran at a fresh model's start-up pace, past the
+    warm-up steps: MSER-5's cut (``stats.steady_start``). On a CPU ResNet-50's steps settle over
+    its first several seconds (its allocator, oneDNN's caches, pages first touched), however many
+    a fixed warm-up took; a ceiling over them sits below the pace every later step keeps."""
+    return steady_start([float(batch_size)] * len(times), times)
 
 
 def _compute_done(
@@ -332,7 +343,8 @@ def _compute_done(
         return True
     if not looks.due(n, spent_s):
         return False
-    interval = ratio_interval([float(batch_size)] * n, times, 1, looks.count)
+    steady = times[_startup(times, batch_size) :]
+    interval = ratio_interval([float(batch_size)] * len(steady), steady, 1, looks.count)
     return interval.batches >= MIN_BATCHES and interval.rel_half_width <= target
 
 

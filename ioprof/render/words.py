@@ -36,10 +36,15 @@ PLACE_HINT = "`ioprof place --data PATH --candidates /local/nvme,/dev/shm`"
 
 def compute_steps(comp: ComputeCeiling) -> str:
     """The steps a compute ceiling rests on: its own, and the serial cells' where they were pooled."""
+    cut = (
+        f" (after its first {comp.startup_steps}, left out as a fresh model's start-up: MSER-5)"
+        if comp.startup_steps
+        else ""
+    )
     if not comp.alone_steps:
-        return f"synthetic batches already on the device, {len(comp.step_s)} steps"
+        return f"synthetic batches already on the device, {len(comp.step_s)} steps{cut}"
     return (
-        f"{comp.alone_steps} steps on synthetic batches already on the device and the serial cells' "
+        f"{comp.alone_steps} steps on synthetic batches already on the device{cut} and the serial cells' "
         f"{len(comp.step_s) - comp.alone_steps} (the same step alone, later in the sweep: a CPU's pace is the "
         "host's, which varies)"
     )
@@ -433,7 +438,8 @@ def fetched(x: Fetched) -> str:
 def measured(result: object, dataset: str = "", position: str = "", took_s: float = 0.0) -> str:
     """One progress line for a finished measurement."""
     if isinstance(result, ComputeCeiling):
-        return f"compute ceiling: {rate_ci(result.throughput())} img/s ({result.label})"
+        cut = f"; its first {result.startup_steps} steps left out as start-up" if result.startup_steps else ""
+        return f"compute ceiling: {rate_ci(result.throughput())} img/s ({result.label}{cut})"
     if isinstance(result, StorageCeiling):
         emu = f" (emulated {result.emulated})" if result.emulated else ""
         regime = result.cache.regime + ("" if result.cache.verified else " NOT verified")

@@ -136,7 +136,9 @@ def test_compute_ceiling_of_an_asynchronous_step_is_timed_on_the_gpu_clock() -> 
         warmup_steps=1,
     )
     assert c.img_per_s == pytest.approx(400, rel=0.1)
-    assert len(c.step_s) == 50  # a fixed count when steps are only enqueued
+    # a fixed count when steps are only enqueued (the first's idle start, 28 µs here, can leave a
+    # few of them out as start-up: MSER-5 over a tail steady to the clock's rounding)
+    assert len(c.step_s) + c.startup_steps == 50 and c.startup_steps <= 25
 
 
 class _WindowSampler:
