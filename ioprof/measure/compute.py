@@ -15,7 +15,7 @@ from torchvision import models
 from ioprof.core.config import AUTO, PRECISIONS, TARGET_REL_HALF_WIDTH, ComputeSpec, PlaceConfig, SweepConfig
 from ioprof.core.errors import IoprofError
 from ioprof.core.results import ComputeCeiling, TransferCeiling
-from ioprof.core.stats import MIN_BATCHES, Looks, ratio_interval, steady_start
+from ioprof.core.stats import MIN_BATCHES, Looks, ratio_interval, transient_start
 from ioprof.measure.steptiming import StepEvents, resolve
 
 IMAGENET_CLASSES = 1000
@@ -322,7 +322,7 @@ def _startup(times: list[float], batch_size: int) -> int:
     warm-up steps: MSER-5's cut (``stats.steady_start``). On a CPU ResNet-50's steps settle over
     its first several seconds (its allocator, oneDNN's caches, pages first touched), however many
     a fixed warm-up took; a ceiling over them sits below the pace every later step keeps."""
-    return steady_start([float(batch_size)] * len(times), times)
+    return transient_start([float(batch_size)] * len(times), times)
 
 
 def _compute_done(
