@@ -8,7 +8,10 @@ process — it makes a batch, hands it over, takes the next index — so each ba
 after its first gives one cycle (the time since its previous batch was done: the making, the
 hand-over and any wait for an index), and the loader delivers W batches per mean cycle. Where
 the workers keep up, the loop paces them and their cycles are its period; where they do not,
-their cycles are their own. Either way the cycles measure the rate the loop received.
+their cycles are their own. Either way the cycles measure the rate the loop received. A window's
+first cycles can still run at the workers' start-up pace (pages first touched, the cell before
+still exiting); where they differ from the rest beyond chance they are left out
+(``stats.transient_start``).
 
 Which side an interval rests on is decided by counting the independent observations each
 side has, never by which interval is narrower: the loop's whole turns of the workers against the
@@ -52,7 +55,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ioprof.core.stats import MIN_BATCHES, Interval, ratio_interval, wait_share_interval
+from ioprof.core.stats import MIN_BATCHES, Interval, ratio_interval, transient_start, wait_share_interval
 from ioprof.core.thresholds import HIGHLY_INPUT_BOUND_SHARE, MIN_BUSY_SHARE, MODERATELY_INPUT_BOUND_SHARE
 
 # the loop in whole turns, its steps one by one, the workers (where its turns are few), what the
@@ -118,7 +121,11 @@ def _all_workers(spans: Sequence[tuple[float, int]], workers: int, looks: int) -
     kept = [(s, n) for s, n in spans if s > 0 and n > 0]
     if workers < 1 or len(kept) < 2:
         return None
-    one = ratio_interval([float(n) for _, n in kept], [s for s, _ in kept], 1, looks)
+    images, seconds = [float(n) for _, n in kept], [s for s, _ in kept]
+    # fresh workers' first batches can come at a start-up pace (pages first touched, caches filled,
+    # the cell before still exiting): left out where they differ from the rest beyond chance
+    cut = transient_start(images, seconds)
+    one = ratio_interval(images[cut:], seconds[cut:], 1, looks)
     if not one.known:
         return None
     return Interval(one.value * workers, one.low * workers, one.high * workers, one.batches)

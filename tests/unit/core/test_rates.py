@@ -234,9 +234,14 @@ def test_a_queue_filled_while_the_first_step_set_up_is_not_the_windows_rate() ->
     starved = {**fed, "make_s": 8 * 256 / 4703 / 0.93}
     truth = true_rate(**starved)
     true_wait = 1 - truth / 4703
+    # a drained window's workers work unblocked, 0.3 % faster than over the long run (where the
+    # in-order hand-over now and then holds a worker's next index back): its intervals cover the
+    # long run's rate near 91 %, which 200 windows counted only to within 2 % (1 SD), and by a
+    # window either side of the bar; 1,000 count it to within 0.9 %
+    windows = 1000
     rng = random.Random(6)
     covered = waits = loop_not = 0
-    for _ in range(200):
+    for _ in range(windows):
         s = simulate(rng, **starved, warmup=13, steps=100)  # type: ignore[arg-type]
         s.produced = _fresh_cycles(s.produced, 8)
         rate, share, method = rates_of(s, 8)
@@ -245,8 +250,8 @@ def test_a_queue_filled_while_the_first_step_set_up_is_not_the_windows_rate() ->
         waits += share.low <= true_wait <= share.high
         _, loop_share, _ = rates_of(s, 8, produced=False)
         loop_not += loop_share.high < 0.05
-    assert covered / 200 >= 0.9 and waits / 200 >= 0.9, (covered, waits)
-    assert loop_not / 200 >= 0.5  # what the loop alone said
+    assert covered / windows >= 0.9 and waits / windows >= 0.9, (covered, waits)
+    assert loop_not / windows >= 0.5  # what the loop alone said
     for _ in range(50):
         s = simulate(rng, **{**fed, "make_s": 0.2}, warmup=13, steps=100)  # type: ignore[arg-type]
         s.produced = _fresh_cycles(s.produced, 8)
@@ -493,3 +498,28 @@ def test_a_wait_per_batch_is_unknown_where_its_share_is_or_leaves_the_step_no_ti
     assert not wait_per_batch(Interval(0.9, 0.8, 1.0, 4), steps).known
     w = wait_per_batch(Interval(0.5, 0.4, 0.6, 4), steps)
     assert (w.value, w.low, w.high) == pytest.approx((0.05, 0.05 * 0.4 / 0.6, 0.05 * 0.6 / 0.4))
+
+
+def test_workers_first_batches_at_a_start_up_pace_are_left_out_of_their_rate() -> None:
+    """A simulated H200's 256x192 cell at 8 workers on this CPU: the workers' first dozen batches
+    in the window took 2.4-3.3 s, then about 2.2 s for good (pages first touched, the cell before
+    still exiting), and over all of them the cell ran to its cap at ± 10 %. Their start-up pace is
+    left out where it differs beyond chance: the rate is the steady one, its interval covers it and
+    decides; where their cycles are steady from the first, none are left out but by chance."""
+    rng = random.Random(2)
+    steady_s = 2.2
+    truth = 8 * 256 / steady_s
+    covered = narrow = cut = 0
+    for _ in range(200):
+        start = [(rng.uniform(2.4, 3.3), 1.0, 256) for _ in range(12)]
+        later = [(steady_s * rng.lognormvariate(0.0, 0.12), 1.0, 256) for _ in range(40)]
+        rate = workers_rate(start + later, 8, looks=3)
+        assert rate is not None
+        covered += rate.low <= truth <= rate.high
+        narrow += rate.rel_half_width <= 0.10
+        cycles = [steady_s * rng.lognormvariate(0.0, 0.12) for _ in range(52)]
+        steady = workers_rate([(c, 1.0, 256) for c in cycles], 8, 3)
+        assert steady is not None
+        cut += steady.value != pytest.approx(8 * 256 * 52 / sum(cycles))  # some were left out
+    assert covered >= 180 and narrow >= 170, (covered, narrow)
+    assert cut <= 10, cut  # at most 1 in 20
