@@ -188,7 +188,7 @@ class ComputeCeiling:
     # of step_s, how many the ceiling ran alone (0: all of them); the rest are the steps of a CPU
     # sweep's serial cells, in the order they ran (``runners.sweep.over_the_sweep``)
     alone_steps: int = 0
-    # steps measured past the warm-up but cut as the start-up's, by MSER-5: not in step_s
+    # steps measured past the warm-up but cut as the start-up's (``stats.transient_start``): not in step_s
     startup_steps: int = 0
 
     def alone(self) -> ComputeCeiling:

@@ -359,18 +359,10 @@ def steady_start(numerators: Sequence[float], denominators: Sequence[float], min
     denominator per numerator (seconds per byte: finite for a burst that took no time), and the
     cut d, at most half the batches, that minimises the marginal standard error of what is left,
     Σ_{j≥d}(x_j − x̄)² / (k − d)². 0 where nothing is gained by a cut, or with too few batches."""
-    if len(numerators) != len(denominators):
-        raise ValueError(f"{len(numerators)} numerators but {len(denominators)} denominators")
-    m = max(MSER_BATCH, min_group)
-    k = len(numerators) // m
-    if k < MSER_MIN_BATCHES:
+    xs = _mser_batches(numerators, denominators, min_group)
+    if xs is None:
         return 0
-    xs = []
-    for j in range(k):
-        num = sum(numerators[j * m : (j + 1) * m])
-        if num <= 0:
-            return 0
-        xs.append(sum(denominators[j * m : (j + 1) * m]) / num)
+    m, k = max(MSER_BATCH, min_group), len(xs)
     mser = []
     for d in range(k // 2 + 1):
         tail = xs[d:]
@@ -384,6 +376,26 @@ def steady_start(numerators: Sequence[float], denominators: Sequence[float], min
     return next(d for d, v in enumerate(mser) if v <= MSER_SLACK * best + rounding) * m
 
 
+def _mser_batches(
+    numerators: Sequence[float], denominators: Sequence[float], min_group: int
+) -> list[float] | None:
+    """MSER-5's batches (``steady_start``): each one's denominator per numerator; None where there
+    are too few to judge a cut by, or a batch with no numerator."""
+    if len(numerators) != len(denominators):
+        raise ValueError(f"{len(numerators)} numerators but {len(denominators)} denominators")
+    m = max(MSER_BATCH, min_group)
+    k = len(numerators) // m
+    if k < MSER_MIN_BATCHES:
+        return None
+    xs = []
+    for j in range(k):
+        num = sum(numerators[j * m : (j + 1) * m])
+        if num <= 0:
+            return None
+        xs.append(sum(denominators[j * m : (j + 1) * m]) / num)
+    return xs
+
+
 def transient_start(numerators: Sequence[float], denominators: Sequence[float], min_group: int = 1) -> int:
     """MSER-5's cut (``steady_start``), taken only where what it leaves out differs from what is
     left beyond chance: the mean of its batches against the rest's, by the spread within both
@@ -392,21 +404,17 @@ def transient_start(numerators: Sequence[float], denominators: Sequence[float], 
     steps and 45 % of 20, each narrowing the interval by selection — where this keeps 1-4 %.
     0 where the leading batches are within chance of the rest."""
     cut = steady_start(numerators, denominators, min_group)
-    if not cut:
+    xs = _mser_batches(numerators, denominators, min_group) if cut else None
+    if xs is None:
         return 0
     m = max(MSER_BATCH, min_group)
-    xs = [
-        sum(denominators[j * m : (j + 1) * m]) / sum(numerators[j * m : (j + 1) * m])
-        for j in range(len(numerators) // m)
-    ]
     head, tail = xs[: cut // m], xs[cut // m :]
-    mean = sum(tail) / len(tail)
+    first, mean = sum(head) / len(head), sum(tail) / len(tail)
     # the spread within both parts, pooled: the tail's own was chosen for being the steadiest
-    first = sum(head) / len(head)
     within = sum((x - first) ** 2 for x in head) + sum((x - mean) ** 2 for x in tail)
     sd = math.sqrt(within / (len(xs) - 2))
     se = sd * math.sqrt(1 / len(head) + 1 / len(tail))
-    gap = abs(sum(head) / len(head) - mean)
+    gap = abs(first - mean)
     rounding = MSER_ROUNDING * mean
     # the cut is the likeliest of the len(xs) // 2 MSER weighed: each is held to 95 % / that many
     t = t_quantile(1 - (1 - looks_level(len(xs) // 2)) / 2, len(xs) - 2)

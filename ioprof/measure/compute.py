@@ -319,7 +319,8 @@ def probe_compute(
 
 def _startup(times: list[float], batch_size: int) -> int:
     """How many of the first measured steps still ran at a fresh model's start-up pace, past the
-    warm-up steps: MSER-5's cut (``stats.steady_start``). On a CPU ResNet-50's steps settle over
+    warm-up steps: MSER-5's cut, where they differ from the rest beyond chance
+    (``stats.transient_start``). On a CPU ResNet-50's steps settle over
     its first several seconds (its allocator, oneDNN's caches, pages first touched), however many
     a fixed warm-up took; a ceiling over them sits below the pace every later step keeps."""
     return transient_start([float(batch_size)] * len(times), times)
