@@ -18,9 +18,10 @@ from ioprof.core.stats import Interval
 def rate(x: float | None) -> str:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "—"
-    if x >= 100:
+    # three significant figures, chosen by the value as printed: 9.998 is "10.0", not "10.00"
+    if round(x, 1) >= 100:
         return f"{x:,.0f}"
-    if x >= 10:
+    if round(x, 2) >= 10:
         return f"{x:,.1f}"
     return f"{x:,.2f}"
 

@@ -19,7 +19,7 @@ import netfs
 import pace
 import pytest
 from cli import ioprof, ioprof_start, until_cell
-from groundtruth import ProcStat
+from groundtruth import ProcStat, no_figure
 
 pytest.importorskip("boto3", reason="boto3 is not installed (pip install -e '.[test]')")
 pytest.importorskip("moto", reason="moto is not installed (pip install -e '.[test]')")
@@ -330,7 +330,7 @@ def test_a_sweep_on_http_shards_behind_a_slow_link_is_storage_bound_and_a_server
     assert ioprof("report", str(out)).returncode == 0  # what was kept renders
     report = (out / "report.md").read_text()
     assert f"{len(urls)} tar shards, about" in report and "the bottleneck is storage" in report
-    assert "img/s it feeds (MB/s ÷ bytes a sample)" in report and "0.00 MB/s" not in report
+    assert "img/s it feeds (MB/s ÷ bytes a sample)" in report and not no_figure(report)
 
 
 def test_place_stages_shards_from_a_bucket_and_bad_shards_are_one_line(
@@ -525,9 +525,9 @@ def test_a_sweep_on_a_bucket_behind_a_slow_link_is_storage_bound_and_a_store_gon
     report = (out / "report.md").read_text()
     gets = levels[1]["files"] + levels[2]["files"]
     assert f"{gets:,} GET requests read" in report and "first byte p50" in report
-    assert "0.00 MB/s" not in report
+    assert not no_figure(report)
     assert "the bottleneck is storage" in report and "GETs" in report
-    assert "would come from the page cache" not in report and " 0 kB" not in report
+    assert "would come from the page cache" not in report
     # the fix and the method in the store's own words: no `place` it cannot run, no evictions
     assert "a local copy staged from the store" in report and "`ioprof place --data s3://…" in report
     assert "every read is a GET" in report and "posix_fadvise" not in report

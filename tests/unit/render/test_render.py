@@ -156,6 +156,21 @@ def test_a_share_whose_interval_is_narrower_than_its_digits_is_shown_alone() -> 
     assert share_ci(Interval(0.0, 0.0, 0.0004, 10)) == "0.0 %"
 
 
+def test_a_rate_keeps_three_figures_where_it_rounds_up_to_the_next_digit() -> None:
+    """A storage that needed 9.998 MB/s read "10.00 MB/s" (four figures, and a report check for
+    "0.00 MB/s" found it there): the digits follow the value as printed."""
+    from ioprof.render.fmt import rate
+
+    assert [rate(x) for x in (9.994, 9.998, 10.04, 99.94, 99.96, 1234.5)] == [
+        "9.99",
+        "10.0",
+        "10.0",
+        "99.9",
+        "100",
+        "1,234",
+    ]
+
+
 def test_fetched_mb_per_s_carries_its_interval_from_the_windows_segments(analyzed: SweepResult) -> None:
     """Hand-built: a window of 2.5 MB fetched over 1 s, cut where the counters were read into
     segments of 0.25 s: 0.5, 0.7, 0.6, 0.7 MB (2.0, 2.8, 2.4, 2.8 MB/s). The interval is the batch
