@@ -431,8 +431,9 @@ def advise(
         files_known=info.files is not None and info.total_bytes is not None,
         network_storage=info.fs_kind in ("network", "fuse"),
         object_store=info.object_store,
+        # a borderline serial cell's wait straddles a class bar: whether it suffices is not decided
         serial_suffices=None
-        if serial is None or serial.verdict is None
+        if serial is None or serial.verdict is None or serial.verdict.input_bound == "borderline"
         else serial.verdict.input_bound == "not",
         serial_wait_share=serial.wait_share().value if serial else None,
         best_cell_workers=top.workers if top else None,

@@ -118,7 +118,7 @@ class Advice:
     storage_scales_with_readers: bool | None  # latency-bound: more concurrent reads help
     network_storage: bool
     # the serial loader
-    serial_suffices: bool | None
+    serial_suffices: bool | None  # None: no serial cell, or its class is borderline
     serial_wait_share: float | None
     # the fastest cell measured end to end
     best_cell_workers: int | None = None

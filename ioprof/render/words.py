@@ -204,6 +204,11 @@ def advice(a: f.Advice) -> list[str]:
             if a.serial_suffices
             else f"The serial loader does not suffice: it waits {pct(a.serial_wait_share, 0)} of step time for data."
         )
+    elif a.serial_wait_share is not None:  # measured, its class borderline
+        out.append(
+            f"Whether the serial loader suffices is not decided: it waits {pct(a.serial_wait_share)} of step "
+            "time for data, an interval that straddles a class's bar (see Warnings)."
+        )
     return [s for s in out if s]
 
 

@@ -524,6 +524,29 @@ def test_analyze_whole_run() -> None:
     assert a.advice[0].serial_suffices is False
 
 
+def test_a_borderline_serial_loader_is_not_said_to_fall_short() -> None:
+    """A serial cell waiting 4.9 % [4.3–5.5] of its time: its class straddles the 5 % bar, and the
+    dataset's paragraph read "The serial loader does not suffice: it waits 5 %" (rounded) where
+    nothing was decided. It says so instead; a decided wait still says it does not suffice."""
+    from ioprof.render.sweep import render_markdown
+
+    def said(serial_wait: float) -> tuple[bool | None, list[str]]:
+        cells = (
+            cell("serial", 0, wait=serial_wait, step=0.1, jitter=0.001),
+            cell("multiprocess", 4, step=0.1),
+        )
+        r = conclude(sweep_result(cells, compute_rate=80.0))
+        assert r.analysis is not None
+        lines = [s for s in render_markdown(r).split(". ") if "serial loader" in s and "suffice" in s]
+        return r.analysis.advice[0].serial_suffices, lines
+
+    suffices, lines = said(0.00526)
+    assert suffices is None and lines and all("does not suffice" not in s for s in lines), lines
+    assert any("Whether the serial loader suffices is not decided: it waits 4.9 %" in s for s in lines), lines
+    suffices, lines = said(0.02)
+    assert suffices is False and any("The serial loader does not suffice: it waits 17 %" in s for s in lines)
+
+
 def test_a_verified_cold_cell_that_fetched_nothing_is_a_contradiction() -> None:
     c = cell(read_chars=20_000_000, fetched=0)  # block-io counter saw nothing of 20 MB read cold
     a = conclude(sweep_result((c,))).analysis
