@@ -360,9 +360,12 @@ def steady_start(numerators: Sequence[float], denominators: Sequence[float], min
     cut d, at most half the batches, that minimises the marginal standard error of what is left,
     Σ_{j≥d}(x_j − x̄)² / (k − d)². 0 where nothing is gained by a cut, or with too few batches."""
     xs = _mser_batches(numerators, denominators, min_group)
-    if xs is None:
-        return 0
-    m, k = max(MSER_BATCH, min_group), len(xs)
+    return 0 if xs is None else _mser_cut(xs) * max(MSER_BATCH, min_group)
+
+
+def _mser_cut(xs: Sequence[float]) -> int:
+    """MSER-5's cut over its batches (``steady_start``), in batches."""
+    k = len(xs)
     mser = []
     for d in range(k // 2 + 1):
         tail = xs[d:]
@@ -373,7 +376,7 @@ def steady_start(numerators: Sequence[float], denominators: Sequence[float], min
     # steady as rounding (a paced emulation, a fake clock) leaves only rounding to choose by: none
     best = min(mser)
     rounding = (MSER_ROUNDING * sum(xs) / k) ** 2
-    return next(d for d, v in enumerate(mser) if v <= MSER_SLACK * best + rounding) * m
+    return next(d for d, v in enumerate(mser) if v <= MSER_SLACK * best + rounding)
 
 
 def _mser_batches(
@@ -403,12 +406,11 @@ def transient_start(numerators: Sequence[float], denominators: Sequence[float], 
     steadiest tail, so it finds one in a steady series by chance — in 16 % of steady series of 45
     steps and 45 % of 20, each narrowing the interval by selection — where this keeps 1-4 %.
     0 where the leading batches are within chance of the rest."""
-    cut = steady_start(numerators, denominators, min_group)
-    xs = _mser_batches(numerators, denominators, min_group) if cut else None
-    if xs is None:
+    xs = _mser_batches(numerators, denominators, min_group)
+    cut = 0 if xs is None else _mser_cut(xs)  # in batches
+    if xs is None or not cut:
         return 0
-    m = max(MSER_BATCH, min_group)
-    head, tail = xs[: cut // m], xs[cut // m :]
+    head, tail = xs[:cut], xs[cut:]
     first, mean = sum(head) / len(head), sum(tail) / len(tail)
     # the spread within both parts, pooled: the tail's own was chosen for being the steadiest
     within = sum((x - first) ** 2 for x in head) + sum((x - mean) ** 2 for x in tail)
@@ -418,7 +420,7 @@ def transient_start(numerators: Sequence[float], denominators: Sequence[float], 
     rounding = MSER_ROUNDING * mean
     # the cut is the likeliest of the len(xs) // 2 MSER weighed: each is held to 95 % / that many
     t = t_quantile(1 - (1 - looks_level(len(xs) // 2)) / 2, len(xs) - 2)
-    return cut if gap > t * se + rounding else 0
+    return cut * max(MSER_BATCH, min_group) if gap > t * se + rounding else 0
 
 
 def data_wait_share(wait_s: Sequence[float], step_s: Sequence[float]) -> float:
