@@ -296,7 +296,7 @@ class StorageCeiling:
 
     ``completed_s`` / ``completed_bytes``: each file's completion time since the start, in the
     order files completed, and its size: the raw samples of the rate and its interval. ``warmup``:
-    how many of the first completions were a start-up transient (``stats.transient_start``: a link's
+    how many of the first completions were a start-up transient (``stats.steady_start``: a link's
     burst, a connection's slow start), read and counted as fetched but not in the rates.
     """
 

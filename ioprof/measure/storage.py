@@ -41,7 +41,7 @@ from ioprof.core.counts import CacheInfo, Fetched
 from ioprof.core.errors import IoprofError
 from ioprof.core.presets import StorageProfile
 from ioprof.core.results import StorageCeiling
-from ioprof.core.stats import LOOKS, gaps, is_look, percentile, ratio_interval, transient_start
+from ioprof.core.stats import LOOKS, gaps, is_look, percentile, ratio_interval, steady_start
 from ioprof.datasets import objects, shards
 from ioprof.host.fetched import MountCounters, decide
 from ioprof.host.pagecache import (
@@ -385,7 +385,7 @@ class _Readers:
 class Steady:
     """The completions a reading's rates count: those after its start-up transient."""
 
-    warmup: int  # completions left out at the start (``stats.transient_start``)
+    warmup: int  # completions left out at the start (``stats.steady_start``)
     sizes: list[float]  # bytes of each counted completion
     spans: list[float]  # seconds from the completion before to each counted one
 
@@ -399,7 +399,7 @@ def steady(completed_s: Sequence[float], completed_bytes: Sequence[int], concurr
     connection's slow start — which a rate sustained over an epoch does not include."""
     spans = gaps(completed_s)
     sizes = [float(b) for b in completed_bytes]
-    w = transient_start(sizes, spans, concurrency)
+    w = steady_start(sizes, spans, concurrency)
     return Steady(w, sizes[w:], spans[w:])
 
 

@@ -261,7 +261,7 @@ def test_a_start_up_is_cut_where_it_differs_beyond_chance_and_a_steady_series_ra
     """ResNet-50 on this CPU after its warm-up: 15 steps at about 0.52 s, then 0.42 s for good —
     cut. Steady steps (lognormal, 10 %) give MSER-5 a cut by chance in a sixth of series of 45
     (each narrowing the interval by selection); a cut must differ beyond chance, which a steady
-    series passes in 1 of 20: of 400, at most 35 (the 99.9th percentile of so many at 1 in 20)."""
+    series passes in at most 1 of 20."""
     import random
 
     from ioprof.core.stats import steady_start, transient_start
@@ -276,4 +276,4 @@ def test_a_start_up_is_cut_where_it_differs_beyond_chance_and_a_steady_series_ra
         steady = [0.42 * rng.lognormvariate(0.0, 0.1) for _ in range(45)]
         chance += transient_start([4.0] * 45, steady) > 0
         mser += steady_start([4.0] * 45, steady) > 0
-    assert chance <= 35 < mser, (chance, mser)
+    assert chance <= 20 < mser, (chance, mser)

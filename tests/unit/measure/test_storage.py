@@ -537,28 +537,3 @@ def test_a_burst_at_the_start_is_left_out_of_the_rate_and_stops_it_at_the_first_
     # an object a sample: its items/s are the same reads' (the burst in, 46 in 0.39 s read 118/s)
     assert s.img_per_s == s.files_per_s == pytest.approx(1 / sleep_s, rel=0.01)
     assert s.read_mb_per_s < s.bytes / 1e6 / s.elapsed_s  # the burst in, the rate would read higher
-
-
-def test_a_steady_reading_rarely_loses_its_first_reads() -> None:
-    """One reader of mixed files at a steady pace (latency lognormal, 50 MB/s): MSER-5 alone cut
-    the first reads of about 1 in 9 such readings of 100 files, each cut leaving the steadiest tail
-    and narrowing the interval by selection; a cut is kept only where the reads it leaves out
-    differ beyond chance (``stats.transient_start``): 1 in 20, of 400 at most 35 (the 99.9th
-    percentile of so many at 1 in 20)."""
-    import random
-
-    from ioprof.core.stats import gaps, steady_start
-    from ioprof.measure.storage import steady
-
-    rng = random.Random(1)
-    cut = mser = 0
-    for _ in range(400):
-        completed_s, sizes, now = [], [], 0.0
-        for _ in range(100):
-            size = rng.choice([30e3, 40e3, 60e3, 120e3])
-            now += 0.004 * rng.lognormvariate(0.0, 0.5) + size / 50e6
-            completed_s.append(now)
-            sizes.append(int(size))
-        cut += steady(completed_s, sizes, 1).warmup > 0
-        mser += steady_start([float(b) for b in sizes], gaps(completed_s), 1) > 0
-    assert cut <= 35 < mser, (cut, mser)
