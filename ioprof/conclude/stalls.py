@@ -14,40 +14,47 @@ from ioprof.core.thresholds import KERNEL_SPLIT_MIN_UNITS, MODERATELY_INPUT_BOUN
 
 
 def stalls_of(c: CellResult) -> WaitInFewStalls | None:
-    """The stalls of a window whose data wait lies mostly in a few waits beyond the far fence of all
-    its waits (Q3 + 3 IQR, as slow samples are told): the fewest that hold half of it, longest
-    first. Only where the window is input-bound by its share and the stalls are few (at most a
-    tenth of its waits: otherwise they are its pace, not stalls)."""
+    """The stalls of a window whose data wait lies mostly in a few of its turns beyond the far fence
+    of all its turns' waits (Q3 + 3 IQR, as slow samples are told): the fewest that hold half of it,
+    longest first. A turn is one batch from each worker (one batch for the serial loader): W workers
+    that make their batches together hand them over together, so the loop waits once a turn, for
+    the turn's first batch — waits that long are the loader's pace, not stalls, and a turn's wait is
+    the window's unit of observation, as its intervals' groups are. Only where the window is
+    input-bound by its share and the stalls are few (at most a tenth of its turns: otherwise they
+    are its pace, not stalls)."""
     waits = list(c.wait_s)
+    per_turn = max(1, c.workers)
+    turns = [sum(waits[i : i + per_turn]) for i in range(0, len(waits), per_turn)]
     total = sum(waits)
     if (
-        len(waits) < KERNEL_SPLIT_MIN_UNITS
+        len(turns) < KERNEL_SPLIT_MIN_UNITS
         or total <= 0
         or c.wait_share().value < MODERATELY_INPUT_BOUND_SHARE
     ):
         return None
-    median, fence = far_fence(waits)
+    median, fence = far_fence(turns)
     stalls: list[float] = []
     held = 0.0
-    for w in sorted(waits, reverse=True):
+    for w in sorted(turns, reverse=True):
         if held >= 0.5 * total or w <= fence:
             break
         stalls.append(w)
         held += w
-    if held < 0.5 * total or len(stalls) > len(waits) // 10:
+    if held < 0.5 * total or len(stalls) > len(turns) // 10:
         return None
     measured = total + sum(c.step_s)
-    rest = sorted(w for w in waits if w < stalls[-1])
+    rest = sorted(w for w in turns if w < stalls[-1])
     return WaitInFewStalls(
         c.dataset,
         c.setting.label,
         len(stalls),
-        len(waits),
-        tuple(w for w in waits if w >= stalls[-1]),
+        len(turns),
+        tuple(w for w in turns if w >= stalls[-1]),
         held / total,
         total / measured,
         (total - held) / (measured - held),
         nearest_rank(rest, 0.5) if rest else median,
+        per_turn,
     )
 
 

@@ -403,6 +403,23 @@ def _ci(i: Any) -> str:
 URL_SCHEMES = ("http", "https", "pipe", "s3")
 
 
+def _stalls(x: WaitInFewStalls) -> str:
+    unit, other = ("waits", "other waits took") if x.per_turn == 1 else ("turns", "other turns waited")
+    of = f"{x.waits} {unit}" + (f" (a batch from each of its {x.per_turn} workers)" if x.per_turn > 1 else "")
+    return (
+        f"{x.dataset} {x.setting}: {x.stalls} of its {of} — {', '.join(duration(s) for s in x.stall_s)} — "
+        f"hold {pct(x.share_of_wait, 0)} of its data wait; its {other} {duration(x.median_wait_s)} (median), "
+        f"and without the stalls it would wait {pct(x.wait_share_without, 0)} of its time, not "
+        f"{pct(x.wait_share, 0)}. A wait that long is no batch's making: a library sleeping as its data runs "
+        "out, a pass's end, a lock or a download"
+        + (
+            "; between them the loader kept up."
+            if x.wait_share_without < MODERATELY_INPUT_BOUND_SHARE
+            else "."
+        )
+    )
+
+
 def _stage_undetermined(x: f.StageUndetermined) -> str:
     """Input-bound, and no stage named: what was measured alone, and what the kernel saw."""
     alone = " and ".join(
@@ -596,18 +613,7 @@ FINDING_WORDS: dict[type, Callable[[Any], str]] = {
         "assumed to serve every read."
     ),
     f.StageUndetermined: _stage_undetermined,
-    WaitInFewStalls: lambda x: (
-        f"{x.dataset} {x.setting}: {x.stalls} of its {x.waits} waits — "
-        f"{', '.join(duration(s) for s in x.stall_s)} — hold {pct(x.share_of_wait, 0)} of its data wait; its "
-        f"other waits took {duration(x.median_wait_s)} (median), and without the stalls it would wait "
-        f"{pct(x.wait_share_without, 0)} of its time, not {pct(x.wait_share, 0)}. A wait that long is no "
-        "batch's making: a library sleeping as its data runs out, a pass's end, a lock or a download"
-        + (
-            "; between them the loader kept up."
-            if x.wait_share_without < MODERATELY_INPUT_BOUND_SHARE
-            else "."
-        )
-    ),
+    WaitInFewStalls: _stalls,
     f.TrainingNotMeasured: _training_not_measured,
     f.NoOptimizerSteps: lambda x: (
         "No torch.optim step ran in your script (inference, or updates written by hand): ioprof cannot tell "

@@ -798,7 +798,7 @@ def test_a_streamed_dataset_over_http_whose_library_sleeps_is_not_blamed_on_its_
     said = "but not for its storage: while it waited, the process making its batch was off-CPU"
     assert (said in report) == (v["kernel_call"] == "idle") and "the bottleneck is storage" not in report
     # and what its wait was between the stalls: the library's sleeps hold nearly all of it
-    assert "of its data wait; its other waits took" in report
+    assert "of its data wait; its other turns waited" in report
     # its one working worker is what limits it only where, between the stalls, the loop still waited
     (stall,) = [x for x in r["analysis"]["findings"] if x["kind"] == "wait-in-few-stalls"]
     limits = "This is what limits it: it waits for data made by 1 worker" in report
