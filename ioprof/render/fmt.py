@@ -43,15 +43,14 @@ def plus_minus(i: Interval) -> str:
         return f" (too few to tell: 0–{rate(i.high)})"
     if i.value > 0 and _percent(i.value - i.low, i.value) != _percent(i.high - i.value, i.value):
         return f" [{rate(i.low)}–{rate(i.high)}]"
-    half = i.rel_half_width * 100
-    return f" ± {half:.0f} %" if half >= 1 else f" ± {half:.1f} %"
+    return f" ± {_percent(i.rel_half_width, 1.0)} %"
 
 
 def _percent(part: float, whole: float) -> str:
-    """``part`` as a percentage of ``whole`` to the digits ``plus_minus`` shows: whole from 1 %,
-    one decimal under it."""
+    """``part`` as a percentage of ``whole`` to the digits ``plus_minus`` shows: whole from 1 % as
+    printed (0.998 % is "1", not "1.0"), one decimal under it."""
     x = part / whole * 100
-    return f"{x:.0f}" if x >= 1 else f"{x:.1f}"
+    return f"{x:.0f}" if round(x, 1) >= 1 else f"{x:.1f}"
 
 
 def rate_ci(i: Interval) -> str:
@@ -90,10 +89,11 @@ def mb(x_bytes: float) -> str:
 
 
 def size(x_bytes: float) -> str:
-    """Bytes in the unit that reads best: kB, MB or GB."""
-    if abs(x_bytes) >= 1e9:
+    """Bytes in the unit that reads best: kB, MB or GB, chosen by the value as printed (999.7 kB is
+    "1.0 MB", not "1,000 kB")."""
+    if round(abs(x_bytes) / 1e6, 1) >= 1000:
         return gb(x_bytes)
-    if abs(x_bytes) >= 1e6:
+    if round(abs(x_bytes) / 1e3) >= 1000:
         return mb(x_bytes)
     return f"{x_bytes / 1e3:,.0f} kB"
 
@@ -109,10 +109,11 @@ def ms(x_s: float | None) -> str:
 def duration(s: float | None) -> str:
     if s is None or not math.isfinite(s):
         return "—"
-    if abs(s) >= 3600:
+    # the unit chosen by the value as printed: 59.97 s is "1.0 min", not "60.0 s"
+    if round(abs(s) / 60, 1) >= 60:
         return f"{s / 3600:,.1f} h"
-    if abs(s) >= 60:
+    if round(abs(s), 1) >= 60:
         return f"{s / 60:,.1f} min"
-    if abs(s) < 1:
+    if round(abs(s) * 1e3) < 1000:
         return f"{s * 1e3:,.0f} ms"
     return f"{s:,.1f} s"

@@ -171,6 +171,39 @@ def test_a_rate_keeps_three_figures_where_it_rounds_up_to_the_next_digit() -> No
     ]
 
 
+def test_a_size_a_duration_and_a_half_width_take_the_unit_their_value_prints_in() -> None:
+    """The twins of the rate above: a value just under a unit's step rounded up to it printed
+    "1,000 kB", "60.0 s", "1,000 ms" and "± 1.0 %"; each now reads in the next unit, as the same
+    value a little larger does."""
+    from ioprof.core.stats import Interval
+    from ioprof.render.fmt import duration, plus_minus, size
+
+    assert [size(x) for x in (999_400, 999_700, 1_000_000, 999_940_000, 999_960_000, 1e9)] == [
+        "999 kB",
+        "1.0 MB",
+        "1.0 MB",
+        "999.9 MB",
+        "1.00 GB",
+        "1.00 GB",
+    ]
+    assert [duration(x) for x in (0.9994, 0.9996, 59.94, 59.97, 3596.0, 3598.0, 3600.0)] == [
+        "999 ms",
+        "1.0 s",
+        "59.9 s",
+        "1.0 min",
+        "59.9 min",
+        "1.0 h",
+        "1.0 h",
+    ]
+    half_widths = (0.94, 0.998, 1.0, 2.4)
+    assert [plus_minus(Interval(100.0, 100 - h, 100 + h, 10)) for h in half_widths] == [
+        " ± 0.9 %",
+        " ± 1 %",
+        " ± 1 %",
+        " ± 2 %",
+    ]
+
+
 def test_fetched_mb_per_s_carries_its_interval_from_the_windows_segments(analyzed: SweepResult) -> None:
     """Hand-built: a window of 2.5 MB fetched over 1 s, cut where the counters were read into
     segments of 0.25 s: 0.5, 0.7, 0.6, 0.7 MB (2.0, 2.8, 2.4, 2.8 MB/s). The interval is the batch
