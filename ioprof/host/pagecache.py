@@ -471,7 +471,7 @@ def prepare(
             verified = False
         elif not verified:
             note = (
-                f"not cold: {res.fraction:.0%} still resident after eviction "
+                f"not cold: {res.fraction * 100:.0f} % still resident after eviction "
                 "(files mapped or being read by another process?)"
             )
         elif fs.kind == "network":
@@ -488,7 +488,7 @@ def prepare(
         note = (
             ""
             if verified
-            else f"not warm: only {res.fraction:.0%} resident after reading (too little free RAM?)"
+            else f"not warm: only {res.fraction * 100:.0f} % resident after reading (too little free RAM?)"
         )
         if verified and fs.kind == "fuse":
             note = (
@@ -512,9 +512,9 @@ def keep_warm(cache: CacheInfo, paths: Sequence[str], total_files: int) -> Cache
         return replace(
             cache,
             verified=False,
-            note=f"the {share:.0%} meant to stay warm is not: only {res.fraction:.0%} resident after reading",
+            note=f"the {share * 100:.0f} % meant to stay warm is not: only {res.fraction * 100:.0f} % resident after reading",
         )
-    note = f"cold, but {share:.0%} of the files kept warm ({res.fraction:.0%} of their pages resident)"
+    note = f"cold, but {share * 100:.0f} % of the files kept warm ({res.fraction * 100:.0f} % of their pages resident)"
     return replace(cache, note=note)
 
 
@@ -564,7 +564,7 @@ def verify_after(cache: CacheInfo, read_paths: Sequence[str], cut: Iterable[str]
         cache,
         resident_after=after,
         verified=False,
-        note=f"not cold throughout: {after:.0%} of the files read were resident after the window",
+        note=f"not cold throughout: {after * 100:.0f} % of the files read were resident after the window",
     )
 
 
@@ -606,7 +606,7 @@ def verify_warm_after(
         cache,
         verified=False,
         note=(
-            f"not warm throughout: {fetched_bytes / read_bytes:.0%} of the bytes read were fetched from "
+            f"not warm throughout: {(fetched_bytes / read_bytes) * 100:.0f} % of the bytes read were fetched from "
             f"storage during the window — {why}"
         ),
     )

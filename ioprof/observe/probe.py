@@ -666,7 +666,7 @@ def _probe_storage(
         return [], f"the storage was not read alone: {source.where} could not be read ({e})"
     if _served_by_cache(source, ceiling):
         return [], (
-            f"the storage could not be read alone cold: {ceiling.cache.resident_fraction:.0%} of what "
+            f"the storage could not be read alone cold: {ceiling.cache.resident_fraction * 100:.0f} % of what "
             "it read stayed in the page cache after eviction (pages mapped by a process, such as the "
             "loader's workers that read them: a memory-mapped file's), so what it read came from memory"
         )

@@ -132,10 +132,10 @@ def render_compare_markdown(c: Comparison) -> str:
         "",
         "Cells are matched on dataset, loader and workers; the rest on dataset and loader kind in worker order. "
         "A cell changed only when the two runs' 95 % intervals do not overlap and its rate moved by more than "
-        f"{c.min_effect:.0%}: a run's interval describes its own window, and a shared machine drifts more than that "
+        f"{pct(c.min_effect, 0)}: a run's interval describes its own window, and a shared machine drifts more than that "
         "between runs"
         + (
-            f" — here {c.repeats} declared repeat(s) of the reference moved up to {c.repeat_spread:.0%} from it, and "
+            f" — here {c.repeats} declared repeat(s) of the reference moved up to {pct(c.repeat_spread, 0)} from it, and "
             "set the floor where that is wider than 10 %"
             if c.repeats and c.repeat_spread is not None
             else "; declare repeats of the reference (`--repeat RUN…`: the same command again, same machine and "

@@ -14,7 +14,7 @@ from ioprof.core.thresholds import (
     MODERATELY_INPUT_BOUND_SHARE,
     TRAINING_EPOCHS_AT_MOST,
 )
-from ioprof.render.fmt import counted, duration, mb, pct, rate, share_ends, share_range, size
+from ioprof.render.fmt import counted, duration, mb, pct, rate, share_ends, share_range, signed_pct, size
 
 
 def _oversubscribed(x: f.CoresOversubscribed) -> str:
@@ -240,14 +240,14 @@ def _off(x: f.OffPrediction) -> str:
     )
     return (
         f"{x.dataset} {x.setting}: measured {rate(x.measured_img_per_s)} img/s vs predicted {span} "
-        f"({x.residual:+.0%}), beyond its interval and the ceiling's: not explained by the stage ceilings."
+        f"({signed_pct(x.residual, 0)}), beyond its interval and the ceiling's: not explained by the stage ceilings."
     )
 
 
 def _many_off(x: f.ManyOffPrediction) -> str:
     text = (
         f"{x.count} of {x.cells} cells differ from their prediction beyond their interval "
-        f"({x.residual_min:+.0%} to {x.residual_max:+.0%}): not explained by the stage ceilings"
+        f"({signed_pct(x.residual_min, 0)} to {signed_pct(x.residual_max, 0)}): not explained by the stage ceilings"
     )
     if x.compute_measured_low and x.compute_img_per_s is not None:
         text += (
@@ -287,7 +287,7 @@ def _paced(
     count: int, cells: int, lo_: float, hi_: float, who: str, than: str, allows: str, rests: str
 ) -> str:
     """Cells that ran a stage at another pace than its ceiling, read at another moment: said once."""
-    lo, hi = f"{lo_:+.0%}", f"{hi_:+.0%}"
+    lo, hi = f"{signed_pct(lo_, 0)}", f"{signed_pct(hi_, 0)}"
     way = "faster" if lo_ > 0 else "slower" if hi_ < 0 else "at another pace"
     return (
         f"In {count} of {cells} cells {who} {way} ({lo if lo == hi else f'{lo} to {hi}'}) {than}; each of "
@@ -298,7 +298,7 @@ def _paced(
 
 def _below(x: f.ComputeBelowPublished) -> str:
     return compute_reference(x.reference) + (
-        f" Below {x.threshold:.0%}: this training step is slower than a tuned one, so a tuned trainer would draw "
+        f" Below {pct(x.threshold, 0)}: this training step is slower than a tuned one, so a tuned trainer would draw "
         "more from the input pipeline than these verdicts assume."
     )
 
@@ -684,7 +684,7 @@ def compute_reference(r: f.ComputeReference) -> str:
             f"mixed precision; this step ({r.step_label}, {r.crop_px} px) is not compared with it."
         )
     text = (
-        f"The compute ceiling, {rate(r.measured_img_per_s)} img/s, is {r.share:.0%} of the published ResNet-50 "
+        f"The compute ceiling, {rate(r.measured_img_per_s)} img/s, is {pct(r.share, 0)} of the published ResNet-50 "
         f"figure for {r.gpu} ({rate(r.published_img_per_s)} img/s, {r.source})."
     )
     if r.share is not None and r.share > ABOVE_PUBLISHED:

@@ -27,7 +27,13 @@ def rate(x: float | None) -> str:
 
 
 def pct(x: float | None, digits: int = 1) -> str:
+    """A share as a percentage, a space before its sign as everywhere in a report: ``31.0 %``."""
     return "—" if x is None or not math.isfinite(x) else f"{x * 100:.{digits}f} %"
+
+
+def signed_pct(x: float | None, digits: int = 1) -> str:
+    """A change as a signed percentage: ``+17 %``, ``-3 %``."""
+    return "—" if x is None or not math.isfinite(x) else f"{x * 100:+.{digits}f} %"
 
 
 def plus_minus(i: Interval) -> str:

@@ -11,7 +11,7 @@ from ioprof.core.results_place import PlaceResult
 from ioprof.core.thresholds import MIN_BUSY_SHARE
 from ioprof.render import words
 from ioprof.render.findings import reclaimed
-from ioprof.render.fmt import duration, gb, ms, rate, rate_ci
+from ioprof.render.fmt import duration, gb, ms, pct, rate, rate_ci
 from ioprof.render.mdtable import table
 from ioprof.render.plots import PLACE_PNG, plot_placement
 
@@ -25,7 +25,7 @@ def _decision_row(dec: PlaceDecision, epochs: int, store: bool = False) -> list[
         rate(dec.predicted_img_per_s),
         f"{dec.best_workers}",
         " · ".join(f"{w}: {rate(v)}" for w, v in by_workers),
-        f"{dec.busy_share:.0%}",
+        f"{pct(dec.busy_share, 0)}",
         "yes" if dec.keeps_busy else "**no**",
         dec.limited_by,
         f"{dec.storage_headroom:,.1f}×",
@@ -50,10 +50,10 @@ _HEAD = [
     "workers",
     "img/s by worker count",
     "accelerator busy",
-    f"≥ {MIN_BUSY_SHARE:.0%} busy",
+    f"≥ {pct(MIN_BUSY_SHARE, 0)} busy",
     "limited by",
     "storage headroom",
-    f"accelerators its storage keeps ≥ {MIN_BUSY_SHARE:.0%} busy",
+    f"accelerators its storage keeps ≥ {pct(MIN_BUSY_SHARE, 0)} busy",
     "epoch from storage",
     "epochs reading storage",
     "all epochs",
@@ -131,9 +131,9 @@ def render_place_markdown(result: PlaceResult) -> str:
     out += ["## Decision", "", *_decisions(result), ""]
     out += [
         f"Demand: the {kind} compute ceiling, {rate_ci(c.throughput())} img/s ({c.label}). "
-        f"Busy share = predicted ÷ demand; {MIN_BUSY_SHARE:.0%} is MLPerf Storage's bar for ResNet-50. "
+        f"Busy share = predicted ÷ demand; {pct(MIN_BUSY_SHARE, 0)} is MLPerf Storage's bar for ResNet-50. "
         f"Accelerators its storage keeps busy: MLPerf Storage's figure, the most accelerators of this compute "
-        f"that the storage alone feeds at {MIN_BUSY_SHARE:.0%} of their demand, from its fastest rate measured "
+        f"that the storage alone feeds at {pct(MIN_BUSY_SHARE, 0)} of their demand, from its fastest rate measured "
         "(at the 95 % interval's low end; more readers may draw more); each accelerator's host decodes its own. "
         f"The dataset ({gb(d.listed_bytes)}) {'fits' if fits else 'does not fit'} in the {ram} the page cache can "
         "use: where it fits and the filesystem keeps read pages, only the first epoch reads the storage and "
@@ -229,7 +229,7 @@ def recommendation(r: Recommendation | None) -> str:
     if r is None or r.action == "nothing-measured":
         return "No location could be measured; see the table for why."
     kind = "simulated " if r.simulated_demand else ""
-    need = f"{r.threshold:.0%} of the {kind}{rate(r.demand_img_per_s)} img/s the accelerator consumes"
+    need = f"{pct(r.threshold, 0)} of the {kind}{rate(r.demand_img_per_s)} img/s the accelerator consumes"
     feeds = f"it feeds {rate(r.predicted_img_per_s)} img/s with {worker_count(r.best_workers)}"
     if r.action == "keep":
         return f"Keep the dataset where it is: {feeds}, at least {need} (storage headroom {r.storage_headroom:.1f}×)."
@@ -253,6 +253,6 @@ def recommendation(r: Recommendation | None) -> str:
         )
     tail = " — a faster disk will not fix that." if r.limited_by != "storage" else "."
     return (
-        f"No location measured keeps the accelerator {r.threshold:.0%} busy; the best, {r.location}, feeds "
-        f"{rate(r.predicted_img_per_s)} img/s ({r.busy_share:.0%}), limited by {r.limited_by}{tail}"
+        f"No location measured keeps the accelerator {pct(r.threshold, 0)} busy; the best, {r.location}, feeds "
+        f"{rate(r.predicted_img_per_s)} img/s ({pct(r.busy_share, 0)}), limited by {r.limited_by}{tail}"
     )

@@ -15,6 +15,7 @@ from ioprof.core.results import CellResult, SweepResult
 from ioprof.core.results_place import PlaceResult
 from ioprof.core.stats import Interval
 from ioprof.core.thresholds import MIN_BUSY_SHARE
+from ioprof.render.fmt import pct
 
 THROUGHPUT_PNG = "throughput.png"
 # Above this ratio of the compute ceiling to the fastest cell, the throughput plot's axis is logarithmic.
@@ -139,12 +140,16 @@ def plot_placement(result: PlaceResult, path: Path) -> None:
     demand = result.compute.img_per_s
     ax.axvline(demand, color="0.3", linestyle="--", linewidth=1, label=f"compute ceiling {demand:,.0f} img/s")
     ax.axvline(
-        MIN_BUSY_SHARE * demand, color="0.6", linestyle=":", linewidth=1, label=f"{MIN_BUSY_SHARE:.0%} busy"
+        MIN_BUSY_SHARE * demand,
+        color="0.6",
+        linestyle=":",
+        linewidth=1,
+        label=f"{pct(MIN_BUSY_SHARE, 0)} busy",
     )
     ax.invert_yaxis()
     ax.set_xlabel("predicted training throughput (img/s) at the best worker count")
     ax.set_title(
-        f"Where should the data live?\ngreen: keeps the accelerator ≥ {MIN_BUSY_SHARE:.0%} busy; red: does not "
+        f"Where should the data live?\ngreen: keeps the accelerator ≥ {pct(MIN_BUSY_SHARE, 0)} busy; red: does not "
         "(or cannot hold the dataset)",
         fontsize=9,
     )
@@ -283,7 +288,7 @@ def plot_scale(result: object, path: Path) -> None:
         )
     bx.axhline(MIN_BUSY_SHARE * 100, color="0.4", linestyle="--", linewidth=1)
     bx.annotate(
-        f"{MIN_BUSY_SHARE:.0%} busy",
+        f"{pct(MIN_BUSY_SHARE, 0)} busy",
         xy=(0.01, MIN_BUSY_SHARE * 100),
         xycoords=("axes fraction", "data"),
         va="bottom",

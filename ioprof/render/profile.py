@@ -9,7 +9,7 @@ from pathlib import Path
 from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results_profile import EpochPrediction, PhaseTimes, ProfileConclusions, ProfileResult
 from ioprof.render import words
-from ioprof.render.fmt import duration, ms, pct, size
+from ioprof.render.fmt import duration, ms, pct, signed_pct, size
 from ioprof.render.mdtable import table
 from ioprof.render.plots import plot_layers
 
@@ -71,7 +71,7 @@ def _headline(r: ProfileResult) -> str:
     text += f"; the slowest layer is `{c.top_layer}`." if c.top_layer else "."
     m = r.measured_epoch
     if m is not None and c.check_error is not None:
-        text += f" A real epoch of {m.images:,} images took {duration(m.seconds)}: the prediction is {c.check_error:+.1%} off."
+        text += f" A real epoch of {m.images:,} images took {duration(m.seconds)}: the prediction is {signed_pct(c.check_error, 1)} off."
     return text
 
 
@@ -154,7 +154,7 @@ def _prediction(r: ProfileResult, c: ProfileConclusions) -> list[str]:
     if m is not None and c.check_error is not None:
         out += [
             f"Checked against a real epoch, from cold: {m.steps} steps, {m.images:,} images in {duration(m.seconds)}; "
-            f"the prediction for it is {c.check_error:+.1%} off.",
+            f"the prediction for it is {signed_pct(c.check_error, 1)} off.",
             "",
         ]
     return [

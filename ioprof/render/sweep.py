@@ -46,7 +46,7 @@ INTERVALS = (
     "batch means over up to 10 groups of consecutive measured steps (cells), batches (decode) or "
     "file completions (storage), Student's t. A measurement that stops once its interval is within "
     f"±5 % looks at it only at fixed counts (the first, then each doubling: {INTERIM_LOOKS} looks) and "
-    f"at its cap, and each of its intervals is held to {looks_level(LOOKS):.1%} so that the one it "
+    f"at its cap, and each of its intervals is held to {pct(looks_level(LOOKS), 1)} so that the one it "
     f"stops at still covers 95 % (Bonferroni over {LOOKS} looks); a window of fixed length (`--steps`, "
     "your script's) needs no such correction. `± ?`: too few samples for an interval. An interval "
     "describes this run's window; a repeat on a shared machine can differ more (`ioprof compare "
@@ -207,7 +207,7 @@ def _cells(result: SweepResult, title: str = "## Every cell") -> list[str]:
         f"Data wait is the share of step time spent blocked waiting for the next batch; busy (AU) is the rest, "
         f"the loop's time not waiting (MLPerf Storage's accelerator utilization, whose bar is {pct(MIN_BUSY_SHARE, 0)}). "
         "Data wait classes: "
-        f"≥ {HIGHLY_INPUT_BOUND_SHARE:.0%} highly input-bound, ≥ {MODERATELY_INPUT_BOUND_SHARE:.0%} moderately, "
+        f"≥ {pct(HIGHLY_INPUT_BOUND_SHARE, 0)} highly input-bound, ≥ {pct(MODERATELY_INPUT_BOUND_SHARE, 0)} moderately, "
         "else not (TensorFlow's input-pipeline analyzer); a class whose interval straddles a threshold is "
         "borderline. The prediction is a range: the stages overlapping perfectly (the slowest sets the pace) "
         "down to each worker reading and then decoding in turn (the serial loader: at best the storage "
@@ -551,7 +551,7 @@ def _gpu_utilization(result: SweepResult) -> list[str]:
         f"Sampled over each cell's measured window only ({_sampled_over(result)}): the driver's own "
         "samples, each once (its buffer, `nvmlDeviceGetSamples`), or where that could not be read, readings "
         f"every {every:g} s, which repeat the driver's value until it updates it (marked). The sampler used at "
-        f"most {cost:.2%} of one CPU core.",
+        f"most {pct(cost, 2)} of one CPU core.",
         "",
         f"![GPU utilization over time]({GPU_UTIL_PNG})",
         "",
@@ -614,9 +614,9 @@ def _run_length_lines(result: SweepResult) -> list[str]:
     out = [
         f"- Each cell: batch {r.batch_size}; warm-up of {r.warmup_steps} step(s){_burst_words(result)}, excluded; "
         "then measured until the throughput's interval "
-        f"is within ± {r.target_rel_half_width:.0%} and the data wait's class is decided at a look (after "
+        f"is within ± {pct(r.target_rel_half_width, 0)} and the data wait's class is decided at a look (after "
         f"{r.min_steps}, {2 * r.min_steps}, {4 * r.min_steps}… steps, rounded up to whole turns of the workers; "
-        f"`decided`: the class decided and the rate within ± {r.decided_rel_half_width:.0%}, which changes neither "
+        f"`decided`: the class decided and the rate within ± {pct(r.decided_rel_half_width, 0)}, which changes neither "
         f"the class nor the bottleneck), or {r.steps} steps, or {cap}. The serial loader is `DataLoader(num_workers=0)`, "
         "loading in the training process.",
         f"- Cache regime of the end-to-end cells: **{cache}**{regime}. Storage ceilings are measured cold; decode "

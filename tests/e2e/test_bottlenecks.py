@@ -174,9 +174,9 @@ def test_cells_count_bytes_from_storage_per_regime(large_set: Path, tmp_path: Pa
             # warmed (this project's CI host runs DAMON's pageout; one CI run's warm cell fetched 28 %
             # of its reads, another's 17 %), and the cell is then no warm measurement
             assert not cache["verified"], cache
-            assert cache["note"].startswith(f"not warm throughout: {fetched / read:.0%} of the bytes read"), (
-                cache
-            )
+            assert cache["note"].startswith(
+                f"not warm throughout: {fetched / read * 100:.0f} % of the bytes read"
+            ), cache
             assert "regime-not-verified" in {f["kind"] for f in data["analysis"]["findings"]}
 
 

@@ -927,7 +927,7 @@ def test_a_cell_whose_loader_did_the_same_work_slower_than_its_decode_ceiling_is
     assert f.OffPrediction not in kinds and f.ManyOffPrediction not in kinds, paced.analysis.findings
     (varied,) = [x for x in paced.analysis.findings if isinstance(x, f.DecodePaceVaried)]
     assert (varied.count, varied.own_min) == (1, pytest.approx(4 / 5.6 - 1))
-    assert "slower (-29%) than in its decode ceiling" in finding(varied)
+    assert "slower (-29 %) than in its decode ceiling" in finding(varied)
 
     same = conclude(replace(result, cells=(_timed(slow, 0.004),)))
     assert same.analysis is not None

@@ -73,7 +73,7 @@ def test_a_warm_window_whose_pages_were_evicted_loses_its_verification(blob_file
     lost, fetched = window()
     assert fetched >= 0.4 * size, fetched
     assert not lost.verified and lost.note.startswith(
-        f"not warm throughout: {fetched / size:.0%} of the bytes read"
+        f"not warm throughout: {fetched / size * 100:.0f} % of the bytes read"
     )
     charged = Fetched(size, "emulated", "every read")
     assert pagecache.verify_warm_after(pagecache.prepare(blob_files, "warm", fs), charged, size).verified
@@ -89,7 +89,7 @@ def test_a_warm_window_on_fuse_that_fetched_again_names_the_mounts_page_dropping
     got = pagecache.verify_warm_after(warm, Fetched(3_000_000, "fuse-daemon", "sshfs"), 4_000_000, sshfs)
     assert not got.verified
     assert got.note == (
-        "not warm throughout: 75% of the bytes read were fetched from storage during the window — fuse.sshfs "
+        "not warm throughout: 75 % of the bytes read were fetched from storage during the window — fuse.sshfs "
         "drops a file's cached pages when it is opened again, unless mounted with kernel_cache or auto_cache"
     )
     ext4 = pagecache.FilesystemInfo("ext4", "/", "/dev/vda1")
@@ -97,7 +97,7 @@ def test_a_warm_window_on_fuse_that_fetched_again_names_the_mounts_page_dropping
     assert "pages evicted after they were warmed" in got.note and "readahead" not in got.note
     # more fetched than read: the readahead around the pages read again, said as such
     got = pagecache.verify_warm_after(warm, Fetched(4_680_000, "block-io", ""), 4_000_000, ext4)
-    assert got.note.startswith("not warm throughout: 117% of the bytes read")
+    assert got.note.startswith("not warm throughout: 117 % of the bytes read")
     assert got.note.endswith("; more than was read, by the readahead around the pages read again")
     # a tenth fetched (a file's metadata, a neighbour's readahead) is still warm; so is a small window
     assert pagecache.verify_warm_after(warm, Fetched(400_000, "block-io", ""), 4_000_000, ext4).verified

@@ -37,5 +37,5 @@ def test_fast_and_slow_candidates(tmp_path: Path) -> None:
     report = kind.write(result, tmp_path).read_text()
     assert report.splitlines()[2].startswith("**Keep the dataset where it is: it feeds ")
     assert kind.headline(result).startswith("Keep the dataset where it is")
-    assert "accelerators its storage keeps ≥ 90% busy" in report
+    assert "accelerators its storage keeps ≥ 90 % busy" in report
     assert "missing: does not exist" in report and (tmp_path / "placement.png").exists()

@@ -361,7 +361,7 @@ def test_a_cuda_run_shows_where_each_steps_gpu_time_went() -> None:
     assert row in text
     assert "nothing synchronizes inside the measured window" in text
     assert "pinned host memory, non-blocking copies" in text
-    assert "is 95% of the published ResNet-50 figure" in text
+    assert "is 95 % of the published ResNet-50 figure" in text
     rows = list(csv.DictReader(io.StringIO(render_csv(result))))
     assert float(rows[0]["gpu_data_stall_s_mean"]) == pytest.approx(0.060)
     assert float(rows[1]["gpu_compute_s_mean"]) == pytest.approx(0.090)
