@@ -197,6 +197,8 @@ class Looks:
                 if self.cap_s is not None and 0 < elapsed_s < self.cap_s:
                     fit = 1 + math.floor(math.log2(self.cap_s / elapsed_s))
                     self.planned = max(1, min(INTERIM_LOOKS, fit))
+                elif self.cap_s is not None and elapsed_s >= self.cap_s:
+                    self.planned = 1  # a first look at or past the cap is the only one
                 return True
             return False
         return is_look(n, self.base) and (n // self.base).bit_length() <= self.planned

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -169,6 +170,31 @@ def test_a_decode_ceiling_takes_a_gpus_batch_in_batches_that_keep_a_turn_short(s
     assert "| images timed | batch | stopped by |" in md and f"| {then.images} | 64 |" in md
     assert f"| {first.images} | 256 |" in md
     assert "| batch |" not in render_markdown(replace(result, run=replace(result.run, batch_size=32)))
+
+
+def test_a_decode_ceiling_whose_batches_are_long_runs_past_its_cap_to_its_first_look(small_set: Path) -> None:
+    """The serial loader reads at the training's batch: at 256 images of 1024x768 on an H200 a
+    batch took 3.2 s, and the ceiling stopped at its 8 s cap with 3 batches, ± 51 %. It runs on
+    until its first look's batches are in (5 for the serial loader), then stops there as at its cap
+    (that look its only one), but never past four times its cap (broken once — the cap checked
+    first, as before — it held 3 batches). The host's pace is played by a clock of fixed steps:
+    the rule, not the decoding, is under test."""
+    sample = load_sample(find_images(small_set), filesystem_of(small_set), seed=0)
+
+    def clock_of(step_s: float) -> Callable[[], float]:
+        ticks = iter(range(10_000))
+        return lambda: step_s * next(ticks)
+
+    def ceiling(step_s: float) -> Any:
+        return probe_decode(
+            sample, LoaderSetting.serial(), crop_px=32, batch_size=8, max_seconds=8.0, clock=clock_of(step_s)
+        )
+
+    long = ceiling(3.2)
+    assert len(long.batch_s) == 5 and long.looks == 2, (long.batch_s, long.looks)
+    assert ceiling(0.5).elapsed_s < 8.0 + 0.5  # short batches: its cap as before (or an earlier stop)
+    longest = ceiling(10.0)
+    assert len(longest.batch_s) == 4 and longest.stopped_by == "seconds", longest.batch_s  # 40 s ≥ 4 × 8
 
 
 def test_a_decode_ceiling_far_above_compute_stops_at_its_first_look(small_set: Path) -> None:
