@@ -218,12 +218,7 @@ def probe_decode(
                     stopped_by = _look(images, spans, made, setting, above, looks.count)
                     if stopped_by:
                         break
-                # past the cap only until the first look's batches are in: fewer batch means give
-                # an interval too wide to use (the serial loader at a GPU's batch of 256 held 3
-                # batches of 1024x768 in its 8 s on an H200: ± 51 %)
-                if now - started >= max_seconds and (
-                    looks.base or now - started >= max_seconds * DECODE_PROBE_PAST_CAP
-                ):
+                if _at_cap(looks, now - started, max_seconds):
                     break
         finally:
             undo()
@@ -248,6 +243,14 @@ def probe_decode(
         work_s_per_sample=work[0] if work else None,
         work_seen=work[1] if work else "stages",
     )
+
+
+def _at_cap(looks: Looks, elapsed_s: float, max_seconds: float) -> bool:
+    """Whether a ceiling stops at its cap: past it only until its first look's batches are in —
+    fewer batch means give an interval too wide to use (the serial loader at a GPU's batch of 256
+    held 3 batches of 1024x768 in its 8 s on an H200: ± 51 %) —, and never past
+    DECODE_PROBE_PAST_CAP times it."""
+    return elapsed_s >= max_seconds and (bool(looks.base) or elapsed_s >= max_seconds * DECODE_PROBE_PAST_CAP)
 
 
 def _look(
