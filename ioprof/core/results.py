@@ -257,7 +257,8 @@ class DecodeCeiling:
         return self.img_per_s / self.readers
 
     def pooled(self, again: DecodeCeiling) -> DecodeCeiling:
-        """Two readings of one setting as one: their batches together, and the work a sample took."""
+        """Two readings of one setting as one: their batches together (the loop's and the workers'), and the
+        work a sample took."""
         a, b = self.work_s_per_sample, again.work_s_per_sample
         images = self.images + again.images
         return replace(
@@ -268,6 +269,7 @@ class DecodeCeiling:
             batch_images=self.batch_images + again.batch_images,
             batch_s=self.batch_s + again.batch_s,
             stopped_by=again.stopped_by,
+            produced=self.produced + again.produced,
             work_s_per_sample=(a * self.images + b * again.images) / max(1, images) if a and b else None,
         )
 

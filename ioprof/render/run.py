@@ -175,7 +175,7 @@ def _alone(dc: DatasetCeilings) -> list[str]:
         rows = [
             [
                 d.setting.label + (f" ({d.fed} with data)" if d.fed else ""),
-                rate_ci(d.throughput()),
+                words.decode_rate(d),
                 rate(d.per_reader_img_per_s),
                 str(d.images),
             ]
@@ -195,6 +195,7 @@ def _alone(dc: DatasetCeilings) -> list[str]:
             "",
             *table(["loader", "img/s", "img/s per worker", "images timed"], rows),
             "",
+            *([words.DECODE_BY_WORKERS, ""] if any(d.rate()[1] == "workers" for d in dc.decode) else []),
         ]
     for s in dc.storage:
         shared = (

@@ -450,7 +450,7 @@ def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
     rows = [
         [
             d.setting.label,
-            rate_ci(d.throughput()) + (" (W)" if d.rate()[1] == "workers" else ""),
+            words.decode_rate(d),
             rate(d.per_reader_img_per_s),
             str(d.images),
             *([str(b)] if smaller else []),
@@ -482,16 +482,7 @@ def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
             rows,
         ),
         "",
-        *(
-            [
-                "(W): the interval rests on the workers' own batches (each worker's time from one batch to its "
-                "next), where they hold more of them than the probe held whole turns of the workers; the rate "
-                "itself is the batches' arrivals.",
-                "",
-            ]
-            if any(d.rate()[1] == "workers" for d in dc.decode)
-            else []
-        ),
+        *([words.DECODE_BY_WORKERS, ""] if any(d.rate()[1] == "workers" for d in dc.decode) else []),
     ]
 
 

@@ -34,6 +34,18 @@ PLACE_HINT = "`ioprof place --data PATH --candidates /local/nvme,/dev/shm`"
 # -- the verdict and the answer ----------------------------------------------------------------
 
 
+DECODE_BY_WORKERS = (
+    "(W): the interval rests on the workers' own batches (each worker's time from one batch to its next), "
+    "where they hold more of them than the probe held whole turns of the workers; the rate itself is the "
+    "batches' arrivals."
+)
+
+
+def decode_rate(d: DecodeCeiling) -> str:
+    """A decode ceiling's rate with its interval, marked (W) where the workers' batches gave it."""
+    return rate_ci(d.throughput()) + (" (W)" if d.rate()[1] == "workers" else "")
+
+
 def compute_steps(comp: ComputeCeiling) -> str:
     """The steps a compute ceiling rests on: its own, and the serial cells' where they were pooled."""
     cut = (

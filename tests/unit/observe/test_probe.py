@@ -349,3 +349,25 @@ def test_the_fork_server_started_for_the_probe_is_stopped_once_it_is_done(
     assert len(epochs) == 3 and epochs[-1] == [], lines  # none left beside the training
     probe_start = next(x for x in lines if x.startswith("probe "))
     assert probe_start.startswith("probe True its workers were started by a fork server"), lines
+
+
+def test_a_probes_ceilings_with_workers_keep_the_batches_their_workers_made(small_set: Path) -> None:
+    """The pipeline measured alone keeps each batch its workers made, with its cycle, as a sweep's
+    decode ceiling does: where its window holds few turns of them its interval rests on those
+    batches (on an H200, `run`'s ceiling at 16 workers held 6 turns and read ± 44 %; its workers'
+    batches were timed and dropped). Broken once — none kept — each ceiling had none."""
+    loader = DataLoader(_folder(small_set), batch_size=2, shuffle=True, num_workers=2)
+    model = torch.nn.Linear(3 * 16 * 16, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with _watch() as w:
+        _steps(loader, model, opt, 24)
+        _steps(loader, model, opt, 1)
+    r = w.result()
+    with_workers = [d for d in r.ceilings[0].decode if d.loader == "multiprocess"]
+    assert with_workers, r.ceilings[0].decode
+    for d in with_workers:
+        # the workers made what the loop took in its window, give or take the batches in flight at
+        # either edge (prefetch_factor 2 a worker), in each of the two readings pooled (threads are
+        # read too: a palindrome of readings)
+        assert abs(len(d.produced) - len(d.batch_s)) <= 2 * 2 * d.workers, (len(d.produced), len(d.batch_s))
+        assert all(n == 2 and making > 0 for _, making, n in d.produced), d.produced
