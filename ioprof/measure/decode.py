@@ -224,7 +224,7 @@ def probe_decode(
             undo()
             end_loader_workers(it)
             del it
-        made, work = _made_and_work(folder, setting, started, last)
+        made, work = stage_rows.made_and_work(folder, started, last, setting.workers)
     elapsed = max(sum(spans), 1e-9)
     return DecodeCeiling(
         loader=setting.kind,
@@ -272,16 +272,6 @@ def _look(
         looks=looks,
     )
     return _stop_reason(interval, above)
-
-
-def _made_and_work(
-    folder: str, setting: LoaderSetting, start_s: float, end_s: float
-) -> tuple[tuple[Produced, ...], tuple[float | None, str] | None]:
-    """From the window's rows, read once: the batches the workers completed (``_made``) and the
-    loader's own work a sample took, with how it was timed (``stage_rows.work_in``)."""
-    rows = stage_rows.read_rows(folder, 0)
-    made = stage_rows.produced_in(rows, start_s, end_s) if setting.workers else ()
-    return made, stage_rows.work_of(rows, start_s, end_s, setting.workers)
 
 
 def _made(folder: str, setting: LoaderSetting, start_s: float, end_s: float) -> tuple[Produced, ...]:

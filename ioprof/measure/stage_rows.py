@@ -39,6 +39,15 @@ def produced(folder: str | Path, start_s: float, end_s: float, tag: int = 0) -> 
     return produced_in(read_rows(folder, tag), start_s, end_s)
 
 
+def made_and_work(
+    folder: str | Path, start_s: float, end_s: float, workers: int
+) -> tuple[tuple[Produced, ...], tuple[float | None, str] | None]:
+    """From the window's rows, read once: the batches the workers completed (``produced``; none
+    without workers) and the loader's own work a sample took, with how it was timed (``work_in``)."""
+    rows = read_rows(folder, 0)
+    return (produced_in(rows, start_s, end_s) if workers else ()), work_of(rows, start_s, end_s, workers)
+
+
 def work_in(
     folder: str | Path, start_s: float, end_s: float, workers: int
 ) -> tuple[float | None, str] | None:

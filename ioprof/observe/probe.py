@@ -254,12 +254,10 @@ def _loader_alone(
         if workers:  # the work a sample took in its workers, timed as a cell's (``decode_pace_of``)
             kwargs["worker_init_fn"] = stages.WorkerStages(folder, 0, kwargs["worker_init_fn"])
         images, spans, stopped_by, end_s = _read_alone(view, workers, seconds, batch, early, kwargs)
-        rows = stage_rows.read_rows(folder, 0) if workers else []
-        start_s = end_s - sum(spans)
-        work = stage_rows.work_of(rows, start_s, end_s, workers) if workers else None
         # each batch the workers made in the window, with its cycle: where the window holds few turns
         # of them, its interval rests on their batches, as a sweep's ceiling's does (``DecodeCeiling.rate``)
-        made = stage_rows.produced_in(rows, start_s, end_s)
+        window = (end_s - sum(spans), end_s)
+        made, work = stage_rows.made_and_work(folder, *window, workers) if workers else ((), None)
     setting = LoaderSetting.multiprocess(workers) if workers else LoaderSetting.serial()
     ceiling = replace(_ceiling(setting, view, images, spans, stopped_by), produced=made)
     return replace(ceiling, work_s_per_sample=work[0], work_seen=work[1]) if work else ceiling
