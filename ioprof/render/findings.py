@@ -287,7 +287,7 @@ def _paced(
     count: int, cells: int, lo_: float, hi_: float, who: str, than: str, allows: str, rests: str
 ) -> str:
     """Cells that ran a stage at another pace than its ceiling, read at another moment: said once."""
-    lo, hi = f"{signed_pct(lo_, 0)}", f"{signed_pct(hi_, 0)}"
+    lo, hi = signed_pct(lo_, 0), signed_pct(hi_, 0)
     way = "faster" if lo_ > 0 else "slower" if hi_ < 0 else "at another pace"
     return (
         f"In {count} of {cells} cells {who} {way} ({lo if lo == hi else f'{lo} to {hi}'}) {than}; each of "

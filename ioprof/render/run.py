@@ -195,7 +195,7 @@ def _alone(dc: DatasetCeilings) -> list[str]:
             "",
             *table(["loader", "img/s", "img/s per worker", "images timed"], rows),
             "",
-            *([words.DECODE_BY_WORKERS, ""] if any(d.rate()[1] == "workers" for d in dc.decode) else []),
+            *words.decode_by_workers(dc.decode),
         ]
     for s in dc.storage:
         shared = (

@@ -482,7 +482,7 @@ def _decode_table(dc: DatasetCeilings, cell_batch: int) -> list[str]:
             rows,
         ),
         "",
-        *([words.DECODE_BY_WORKERS, ""] if any(d.rate()[1] == "workers" for d in dc.decode) else []),
+        *words.decode_by_workers(dc.decode),
     ]
 
 

@@ -43,7 +43,14 @@ DECODE_BY_WORKERS = (
 
 def decode_rate(d: DecodeCeiling) -> str:
     """A decode ceiling's rate with its interval, marked (W) where the workers' batches gave it."""
-    return rate_ci(d.throughput()) + (" (W)" if d.rate()[1] == "workers" else "")
+    interval, method = d.rate()
+    return rate_ci(interval) + (" (W)" if method == "workers" else "")
+
+
+def decode_by_workers(decode: Sequence[DecodeCeiling]) -> list[str]:
+    """The (W) mark's note and a blank line, where any of ``decode`` took its interval from the
+    workers' batches; nothing otherwise."""
+    return [DECODE_BY_WORKERS, ""] if any(d.rate()[1] == "workers" for d in decode) else []
 
 
 def compute_steps(comp: ComputeCeiling) -> str:
