@@ -180,6 +180,9 @@ def children(pid: int) -> list[int]:
     return out
 
 
+READ_TRIES = 4  # a thread's total that moves at every read is one that runs: the last is kept
+
+
 class ThreadClock:
     """One thread's scheduler totals and its process's CPU, read cheaply and often — for the
     thread that produces a batch, at each wait. The thread's from its ``schedstat`` (an open file
@@ -199,15 +202,32 @@ class ThreadClock:
             os.close(self._sched)
             raise ProcessLookupError(pid)
 
-    def read(self) -> tuple[ThreadTimes, float] | None:
-        """(this thread's totals, its process's CPU seconds), or None once it is gone."""
+    def _thread(self) -> ThreadTimes | None:
         try:
-            times = parse_schedstat(pread_held(self._sched, 128))
+            return parse_schedstat(pread_held(self._sched, 128))
         except (OSError, ValueError, IndexError):
             return None
-        if not self._process:
-            return times, 0.0
-        process = process_cpu_s(self.pid)
+
+    def read(self) -> tuple[ThreadTimes, float] | None:
+        """(this thread's totals, its process's CPU seconds), or None once it is gone.
+
+        Both sum the same per-thread totals, which the kernel brings up to date at its ticks and
+        switches; read one after the other, a reader put off a core between the two sees the
+        thread's last few ms in its process's CPU and not in its own, and its other threads are
+        given them. So the thread is read on both sides of its process, again until the two agree
+        (the process was read at a moment the thread's total held), where they differ."""
+        times = self._thread()
+        if times is None or not self._process:
+            return None if times is None else (times, 0.0)
+        process: float | None = None
+        for _ in range(READ_TRIES):
+            process = process_cpu_s(self.pid)
+            after = self._thread()
+            if process is None or after is None:
+                return None
+            if after.cpu_s == times.cpu_s:
+                return after, process
+            times = after
         return None if process is None else (times, process)
 
     def close(self) -> None:
