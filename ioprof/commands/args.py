@@ -207,7 +207,7 @@ def add_run(p: argparse.ArgumentParser) -> None:
         type=typed(positive_int, "steps"),
         default=S,
         help="measure exactly this many steps per cell (default: until the throughput's 95 %% "
-        f"interval is within ±{TARGET_REL_HALF_WIDTH * 100:.0f} %%, or ±{DECIDED_REL_HALF_WIDTH * 100:.0f} %% once the "
+        f"interval is within ± {TARGET_REL_HALF_WIDTH * 100:.0f} %%, or ± {DECIDED_REL_HALF_WIDTH * 100:.0f} %% once the "
         "cell's class and bottleneck are decided, or the cap)",
     )
     p.add_argument(

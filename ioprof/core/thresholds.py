@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ioprof.core.percent import pct
 from ioprof.core.vocab import InputClass
 
 # ioprof place: a candidate must hold the whole dataset with this much to spare.
@@ -115,11 +116,11 @@ GROWTH_LATER_SHARE = 0.5
 COPY_ON_READ_MIN_OBJECTS = 50_000
 COPY_ON_READ_PAGE_FACTOR = 64.0
 GROWTH_RULE = (
-    f"each process's first {GROWTH_WARMUP_BATCHES} batches and at least its first {GROWTH_WARMUP_SHARE * 100:.0f} % "
+    f"each process's first {GROWTH_WARMUP_BATCHES} batches and at least its first {pct(GROWTH_WARMUP_SHARE, 0)} "
     f"of samples are left out (a fresh worker's warm-up); growth is fitted to what follows, from at least "
     f"{GROWTH_MIN_SAMPLES} samples over {GROWTH_MIN_READINGS} readings; it is reported only where it adds at "
     f"least {GROWTH_MIN_WINDOW_BYTES / 1e6:.0f} MB over them, goes on in their later half at no less than "
-    f"{GROWTH_LATER_SHARE * 100:.0f} % of its rate, and never above what the process holds"
+    f"{pct(GROWTH_LATER_SHARE, 0)} of its rate, and never above what the process holds"
 )
 
 

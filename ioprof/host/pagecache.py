@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 import psutil
 
 from ioprof.core.counts import CacheInfo, Fetched, ReadBack
+from ioprof.core.percent import pct
 from ioprof.core.results import REQUEST_FS_TYPES
 from ioprof.core.thresholds import CONTRADICTION_MIN_BYTES, WARM_MAX_FETCHED_SHARE
 from ioprof.core.vocab import cache_regime
@@ -471,7 +472,7 @@ def prepare(
             verified = False
         elif not verified:
             note = (
-                f"not cold: {res.fraction * 100:.0f} % still resident after eviction "
+                f"not cold: {pct(res.fraction, 0)} still resident after eviction "
                 "(files mapped or being read by another process?)"
             )
         elif fs.kind == "network":
@@ -488,7 +489,7 @@ def prepare(
         note = (
             ""
             if verified
-            else f"not warm: only {res.fraction * 100:.0f} % resident after reading (too little free RAM?)"
+            else f"not warm: only {pct(res.fraction, 0)} resident after reading (too little free RAM?)"
         )
         if verified and fs.kind == "fuse":
             note = (
@@ -512,9 +513,11 @@ def keep_warm(cache: CacheInfo, paths: Sequence[str], total_files: int) -> Cache
         return replace(
             cache,
             verified=False,
-            note=f"the {share * 100:.0f} % meant to stay warm is not: only {res.fraction * 100:.0f} % resident after reading",
+            note=f"the {pct(share, 0)} meant to stay warm is not: only {pct(res.fraction, 0)} resident after reading",
         )
-    note = f"cold, but {share * 100:.0f} % of the files kept warm ({res.fraction * 100:.0f} % of their pages resident)"
+    note = (
+        f"cold, but {pct(share, 0)} of the files kept warm ({pct(res.fraction, 0)} of their pages resident)"
+    )
     return replace(cache, note=note)
 
 
@@ -564,7 +567,7 @@ def verify_after(cache: CacheInfo, read_paths: Sequence[str], cut: Iterable[str]
         cache,
         resident_after=after,
         verified=False,
-        note=f"not cold throughout: {after * 100:.0f} % of the files read were resident after the window",
+        note=f"not cold throughout: {pct(after, 0)} of the files read were resident after the window",
     )
 
 
@@ -606,7 +609,7 @@ def verify_warm_after(
         cache,
         verified=False,
         note=(
-            f"not warm throughout: {(fetched_bytes / read_bytes) * 100:.0f} % of the bytes read were fetched from "
+            f"not warm throughout: {pct(fetched_bytes / read_bytes, 0)} of the bytes read were fetched from "
             f"storage during the window — {why}"
         ),
     )

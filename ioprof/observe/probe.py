@@ -31,6 +31,7 @@ from typing import Any
 
 from ioprof.core.config import TARGET_REL_HALF_WIDTH, LoaderSetting
 from ioprof.core.counts import CacheInfo
+from ioprof.core.percent import pct
 from ioprof.core.results import DecodeCeiling, StorageCeiling
 from ioprof.core.stats import LOOKS
 from ioprof.host.pagecache import COLD_MAX_RESIDENT_FRACTION, PageRuns, filesystem_of, held_any, read_back
@@ -669,7 +670,7 @@ def _probe_storage(
         return [], f"the storage was not read alone: {source.where} could not be read ({e})"
     if _served_by_cache(source, ceiling):
         return [], (
-            f"the storage could not be read alone cold: {ceiling.cache.resident_fraction * 100:.0f} % of what "
+            f"the storage could not be read alone cold: {pct(ceiling.cache.resident_fraction, 0)} of what "
             "it read stayed in the page cache after eviction (pages mapped by a process, such as the "
             "loader's workers that read them: a memory-mapped file's), so what it read came from memory"
         )

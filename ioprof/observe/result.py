@@ -25,6 +25,7 @@ from ioprof.core.counts import (
 )
 from ioprof.core.gpu import GpuTelemetry
 from ioprof.core.inside import LoaderInside
+from ioprof.core.percent import pct
 from ioprof.core.results import (
     SCHEMA_VERSION,
     CellResult,
@@ -376,7 +377,7 @@ def _share_host_counters(cells: list[CellResult], hosts: dict[str, tuple[str, in
         for i in members:
             c = cells[i]
             share = c.requested_mb_per_s() / total if total > 0 else 1.0 / len(members)
-            source = f"{c.fetched.source}; counted for the whole host, this rank's share by its own reads ({share * 100:.0f} %)"
+            source = f"{c.fetched.source}; counted for the whole host, this rank's share by its own reads ({pct(share, 0)})"
             fetched = Fetched(round((c.fetched.bytes or 0) * share), c.fetched.method, source)
             segments = tuple((s, round(b * share)) for s, b in c.fetched_segments)
             out[i] = replace(c, fetched=fetched, fetched_segments=segments)

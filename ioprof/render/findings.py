@@ -689,7 +689,7 @@ def compute_reference(r: f.ComputeReference) -> str:
     )
     if r.share is not None and r.share > ABOVE_PUBLISHED:
         text += (
-            f" It lies more than {(ABOVE_PUBLISHED - 1) * 100:.0f} % above it, as a ceiling can: it trains on synthetic batches "
+            f" It lies more than {pct(ABOVE_PUBLISHED - 1, 0)} above it, as a ceiling can: it trains on synthetic batches "
             f"already on the device ({r.step_label}: no loader, no copy to the GPU, no augmentation on it), "
             "where a published figure is a training run with its input pipeline, often in another precision "
             "or software stack."

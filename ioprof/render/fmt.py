@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from ioprof.core.percent import pct as pct
+from ioprof.core.percent import signed_pct as signed_pct
 from ioprof.core.stats import Interval
 
 
@@ -24,16 +26,6 @@ def rate(x: float | None) -> str:
     if round(x, 2) >= 10:
         return f"{x:,.1f}"
     return f"{x:,.2f}"
-
-
-def pct(x: float | None, digits: int = 1) -> str:
-    """A share as a percentage, a space before its sign as everywhere in a report: ``31.0 %``."""
-    return "—" if x is None or not math.isfinite(x) else f"{x * 100:.{digits}f} %"
-
-
-def signed_pct(x: float | None, digits: int = 1) -> str:
-    """A change as a signed percentage: ``+17 %``, ``-3 %``."""
-    return "—" if x is None or not math.isfinite(x) else f"{x * 100:+.{digits}f} %"
 
 
 def plus_minus(i: Interval) -> str:

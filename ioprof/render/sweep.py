@@ -45,7 +45,7 @@ INTERVALS = (
     "`± x %` is the half-width of a 95 % interval relative to the figure, `[a–b]` a 95 % interval: "
     "batch means over up to 10 groups of consecutive measured steps (cells), batches (decode) or "
     "file completions (storage), Student's t. A measurement that stops once its interval is within "
-    f"±5 % looks at it only at fixed counts (the first, then each doubling: {INTERIM_LOOKS} looks) and "
+    f"± 5 % looks at it only at fixed counts (the first, then each doubling: {INTERIM_LOOKS} looks) and "
     f"at its cap, and each of its intervals is held to {pct(looks_level(LOOKS), 1)} so that the one it "
     f"stops at still covers 95 % (Bonferroni over {LOOKS} looks); a window of fixed length (`--steps`, "
     "your script's) needs no such correction. `± ?`: too few samples for an interval. An interval "
@@ -436,10 +436,10 @@ def _storage_table(dc: DatasetCeilings) -> list[str]:
 
 # why a decode ceiling's probe stopped, in words (``measure.decode``)
 DECODE_STOPS = {
-    "interval": "interval ±5 %",
+    "interval": "interval ± 5 %",
     "above-compute": f"interval above {DECODE_ABOVE_COMPUTE:g}× compute",
     "above-storage": f"interval above {DECODE_ABOVE_COMPUTE:g}× storage",
-    "decided": f"interval ±{DECIDED_REL_HALF_WIDTH * 100:.0f} %, below compute and storage",
+    "decided": f"interval ± {pct(DECIDED_REL_HALF_WIDTH, 0)}, below compute and storage",
     "seconds": "time cap",
 }
 
