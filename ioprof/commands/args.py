@@ -206,8 +206,9 @@ def add_run(p: argparse.ArgumentParser) -> None:
         "--steps",
         type=typed(positive_int, "steps"),
         default=S,
-        help="measure exactly this many steps per cell (default: until the throughput's 95 %% "
-        f"interval is within ± {TARGET_REL_HALF_WIDTH * 100:.0f} %%, or ± {DECIDED_REL_HALF_WIDTH * 100:.0f} %% once the "
+        help="measure exactly this many steps per cell (default: until the throughput's 95\N{NO-BREAK SPACE}%% "
+        f"interval is within ±\N{NO-BREAK SPACE}{TARGET_REL_HALF_WIDTH * 100:.0f}\N{NO-BREAK SPACE}%%, or "
+        f"±\N{NO-BREAK SPACE}{DECIDED_REL_HALF_WIDTH * 100:.0f}\N{NO-BREAK SPACE}%% once the "
         "cell's class and bottleneck are decided, or the cap)",
     )
     p.add_argument(

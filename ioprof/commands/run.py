@@ -55,7 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=args.typed(positive_float, "probe-seconds"),
         default=argparse.SUPPRESS,
         help=f"the pause to measure your loader alone and its storage: its parts share it, each stopping sooner "
-        f"once its interval is within ± 5 %% (default {d.probe_seconds:g})",
+        f"once its interval is within ±\N{NO-BREAK SPACE}5\N{NO-BREAK SPACE}%% (default {d.probe_seconds:g})",
     )
     args.add_inside(p)
     args.add_out(p)
