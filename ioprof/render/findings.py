@@ -14,6 +14,7 @@ from ioprof.core.thresholds import (
     MODERATELY_INPUT_BOUND_SHARE,
     TRAINING_EPOCHS_AT_MOST,
 )
+from ioprof.render import fmt
 from ioprof.render.fmt import counted, duration, mb, pct, rate, share_ends, share_range, signed_pct, size
 
 
@@ -233,11 +234,7 @@ def _contradiction(x: f.FetchContradiction) -> str:
 
 
 def _off(x: f.OffPrediction) -> str:
-    span = (
-        rate(x.predicted_img_per_s)
-        if x.predicted_low_img_per_s == x.predicted_img_per_s
-        else (f"{rate(x.predicted_low_img_per_s)}–{rate(x.predicted_img_per_s)}")
-    )
+    span = fmt.rate_span(x.predicted_low_img_per_s, x.predicted_img_per_s)
     return (
         f"{x.dataset} {x.setting}: measured {rate(x.measured_img_per_s)} img/s vs predicted {span} "
         f"({signed_pct(x.residual, 0)}), beyond its interval and the ceiling's: not explained by the stage ceilings."

@@ -63,6 +63,13 @@ def share_ci(i: Interval, digits: int = 1) -> str:
     return pct(i.value, digits) + share_ends(i.low, i.high, digits)
 
 
+def rate_span(low: float, high: float) -> str:
+    """A range of rates by its ends, ``3.44–3.56``; one figure where both print the same
+    (``3.56–3.56`` says no more than ``3.56``)."""
+    a, b = rate(low), rate(high)
+    return a if a == b else f"{a}–{b}"
+
+
 def share_ends(low: float, high: float, digits: int = 1) -> str:
     """`` [28.4–33.7]``: a share's interval by its ends, as percentages to ``digits``; nothing
     where both ends show the same (``94 % [94–94]`` says no more than ``94 %``)."""

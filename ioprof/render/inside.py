@@ -122,6 +122,10 @@ def per_sample_line(t: SampleTimes, queued: float = 0.0) -> str:
     )
 
 
+# a share the report prints as 0 % (whole percents): under this
+NO_SHARE = 0.005
+
+
 def _slow_line(t: SampleTimes, queued: float) -> str:
     """What the samples beyond the far fence cost the loop, replayed through the in-order hand-over;
     ``queued``: the share of their time the workers waited for a core (the replay's saving is then
@@ -138,6 +142,13 @@ def _slow_line(t: SampleTimes, queued: float) -> str:
     if not s.slow:
         return (
             f" None lies beyond the far fence of these times ({_ms(s.fence_s)} ms): no sample is an outlier."
+        )
+    if s.loop.known and s.loop.high < NO_SHARE:  # what qualifies a saving would qualify none
+        return (
+            f" The {s.slow:,} beyond the far fence of these times ({_ms(s.fence_s)} ms) cost the loop under "
+            f"{pct(NO_SHARE)} of its time, at the high end of its interval: its in-order hand-over replayed "
+            f"without them waits {s.without_s:,.2f} s over {s.batches:,} batches, with them "
+            f"{s.replayed_wait_s:,.2f} s (the loop measured {s.measured_wait_s:,.2f} s)."
         )
     out = (
         f" The {s.slow:,} beyond the far fence of these times ({_ms(s.fence_s)} ms) cost the loop, its "

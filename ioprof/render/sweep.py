@@ -24,7 +24,7 @@ from ioprof.core.thresholds import (
 )
 from ioprof.render import inside, speedup, words
 from ioprof.render.findings import DECIDED_BY, KERNEL_SPLIT_NOTE, compute_reference, finding, wait_split
-from ioprof.render.fmt import mb, ms, pct, rate, rate_ci
+from ioprof.render.fmt import mb, ms, pct, rate, rate_ci, rate_span
 from ioprof.render.mdtable import table
 from ioprof.render.plots import (
     GPU_UTIL_PNG,
@@ -157,12 +157,7 @@ def _cell_row(c: CellResult, sim: bool, impossible: bool = False) -> list[str]:
     predicted = "—"
     if v and v.predicted_img_per_s:
         low = v.predicted_low_img_per_s or v.predicted_img_per_s
-        span = (
-            rate(v.predicted_img_per_s)
-            if abs(low - v.predicted_img_per_s) < 1e-9
-            else f"{rate(low)}–{rate(v.predicted_img_per_s)}"
-        )
-        predicted = f"{span} ({v.predicted_by})"
+        predicted = f"{rate_span(low, v.predicted_img_per_s)} ({v.predicted_by})"
     klass: str = v.input_bound if v else "—"
     if v and v.input_bound == "borderline":
         klass = f"borderline ({v.input_bound_range[0]}/{v.input_bound_range[1]})"

@@ -11,7 +11,7 @@ from ioprof.core.resultfile import atomic_write_text
 from ioprof.core.results_whatif import AGAIN_EVERY, AlternativeResult, WhatifResult, is_current
 from ioprof.core.thresholds import COMPARE_MIN_EFFECT
 from ioprof.render import words
-from ioprof.render.fmt import duration, mb, pct, rate, share_ci, size
+from ioprof.render.fmt import duration, mb, pct, rate, rate_span, share_ci, size
 from ioprof.render.mdtable import table
 
 WHERE = {"data": "your data's storage", "scratch": "scratch", "emulated": "emulated"}
@@ -338,11 +338,7 @@ def whatif_answer(r: Ranking | None, setting: str) -> str:
     if r is None or not r.ranked:
         return "**No answer** — your current pipeline could not be measured."
     runs = sorted(x.img_per_s for x in r.ranked if is_current(x.name))
-    pace = (
-        f"{rate(runs[0])} img/s"
-        if len(runs) < 2
-        else f"{rate(runs[0])}–{rate(runs[-1])} img/s over its {len(runs)} runs"
-    )
+    pace = f"{rate_span(runs[0], runs[-1])} img/s" + (f" over its {len(runs)} runs" if len(runs) > 1 else "")
     now = f"your current setting ({setting}, {pace})"
     move = next((x for x in r.ranked if x.name == r.storage_move), None)
     move_text = (

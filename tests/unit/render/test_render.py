@@ -9,6 +9,7 @@ import os
 import stat
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import paths
 import pytest
@@ -169,6 +170,46 @@ def test_a_rate_keeps_three_figures_where_it_rounds_up_to_the_next_digit() -> No
         "100",
         "1,234",
     ]
+
+
+def test_a_range_of_rates_whose_ends_print_the_same_is_one_figure() -> None:
+    """A serial cell's prediction, compute and decode in series at their best and worst, read
+    "3.56–3.56" in the sweep's table on a CPU, where decoding is a hundredth of the step: a
+    range that shows no width is its one figure."""
+    from ioprof.render.fmt import rate_span
+
+    assert rate_span(3.5612, 3.5649) == "3.56"
+    assert rate_span(3.441, 3.452) == "3.44–3.45"
+    assert rate_span(1_820.4, 1_983.0) == "1,820–1,983"
+
+
+def _sample_times(loop: tuple[float, float, float]) -> Any:
+    from ioprof.core.handover import SlowWait
+    from ioprof.core.inside import SampleTimes
+    from ioprof.core.stats import Interval
+
+    slow = SlowWait(
+        fence_s=0.020, median_s=0.0136, slow=1, samples=20, batches=5, measured_wait_s=0.146,
+        replayed_wait_s=0.152, without_s=0.149 if loop[2] < 0.005 else 0.05,
+        wait=Interval(loop[0] * 20, loop[1] * 20, loop[2] * 20, 5), loop=Interval(*loop, 5),
+        unordered_s=0.0150, on_cpu=Interval(0.0, 0.0, 0.001, 5), loop_s=6.8,
+    )  # fmt: skip
+    return SampleTimes(20, 0.0136, 0.0155, 0.0174, 0.0174, 0.06, ((43, 0.0174, "img_000172.jpg"),), slow)
+
+
+def test_slow_samples_that_cost_the_loop_nothing_are_said_in_one_sentence() -> None:
+    """The quick start's 1024x768 cell on a CPU: one sample beyond the fence, which cost the loop
+    "0 % of the loop's time, 0 % of its wait", then three more sentences qualifying that saving
+    (its work on a CPU, in_order=False, the cores it waited for). A saving whose whole interval
+    prints as 0 % is said as what it is, with the replay it rests on, and nothing qualifies it."""
+    from ioprof.render.inside import per_sample_line
+
+    none = per_sample_line(_sample_times((0.0001, 0.0, 0.003)), queued=0.4)
+    assert "cost the loop under 0.5 % of its time, at the high end of its interval" in none
+    assert "waits 0.15 s over 5 batches, with them 0.15 s (the loop measured 0.15 s)" in none
+    assert "in_order=False" not in none and "waited for a core" not in none and "Of that" not in none
+    some = per_sample_line(_sample_times((0.03, 0.01, 0.05)), queued=0.4)
+    assert "3 % [1–5] of the loop's time" in some and "in_order=False" in some and "waited for a core" in some
 
 
 def test_a_size_a_duration_and_a_half_width_take_the_unit_their_value_prints_in() -> None:
