@@ -54,10 +54,11 @@ def worker_peak_bytes(m: WorkerMemory, workers: int) -> float:
     epoch at their lives' slope. Otherwise its own memory now, and its growth over the samples it
     loads in an epoch (all of them, where persistent workers each touch the whole dataset)."""
     samples = m.samples_per_epoch or 0
-    if not m.persistent_workers and m.life_peak_bytes is not None and m.life_growth_per_sample is not None:
+    if not m.persistent_workers and m.life_peak_bytes is not None:
         # measured at the end of each life, moved to another count's share at the lives' own slope
+        # (as read, where no life was read past its warm-up: at least that)
         more = samples / max(1, workers) - samples / max(1, m.workers)
-        return max(0.0, m.life_peak_bytes + m.life_growth_per_sample * more)
+        return max(0.0, m.life_peak_bytes + (m.life_growth_per_sample or 0.0) * more)
     touched = (m.dataset_samples or samples) if m.persistent_workers else samples / max(1, workers)
     return (m.worker_uss_bytes or 0) + _growth_per_sample(m) * touched
 

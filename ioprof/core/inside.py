@@ -171,7 +171,8 @@ class WorkerMemory:
     epochs_seen: int = 0
     # workers forked again each epoch: the most one reached at the end of its life (its last
     # reading, carried on to its share of an epoch at the slope its lives share), and that slope
-    # per sample (None: not read — persistent workers, or no worker read twice)
+    # per sample (None: not read — persistent workers, no worker read twice, or none read twice
+    # past its warm-up: its peak is then the most one was read at, not carried)
     life_peak_bytes: float | None = None
     life_growth_per_sample: float | None = None
     life_first_pass: bool = False  # the lives read include the first pass's workers

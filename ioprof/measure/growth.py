@@ -27,13 +27,16 @@ from ioprof.core.thresholds import (
 )
 from ioprof.host.processes import ProcessReading
 
+# a life's peak (bytes) and the slope per sample it was carried at (None: not read past its warm-up)
+LifePeak = tuple[float, float | None]
+
 
 def one_life_peak(
     lives: Sequence[Sequence[tuple[float, float]]],
     share: float,
     resident: Sequence[Sequence[tuple[float, float]]] = (),
     warm: Sequence[float] = (),
-) -> tuple[float, float] | None:
+) -> LifePeak | None:
     """Workers forked again each epoch, each making its ``share`` of an epoch's samples and then
     exiting: the most one reaches at its life's end, and the slope per sample it was carried at.
     Each life's last reading (samples made, USS) is carried on to ``share`` at the slope pooled
@@ -49,12 +52,20 @@ def one_life_peak(
     batches are a step — the inherited pages it writes become its own at once, its first allocations
     are made —, not a rate it goes on at: the slopes are fitted to the readings after it, where two
     of a life are (a step of 100 MB read mid-way through a first batch of 8, carried to a life of
-    40 samples, said 149 MB of a worker that held 116). Without them, to every reading."""
+    40 samples, said 149 MB of a worker that held 116). Where no life was read twice after it, how
+    a life grows past its warm-up was not read, and the step is no rate (a short sweep cell's
+    worker, its readings all before its first full collection, was carried to several times what
+    a worker making a whole epoch held): the most a life reached is said as read, its slope None.
+    Without ``warm``, fitted to every reading."""
     read = [sorted(points) for points in lives if points]
     if not read:
         return None
     mapped = [sorted(p) for p in resident if p]
     slope, grows = (_warm_slope(series, warm) for series in (lives, resident))
+    if slope is None:
+        return max(points[-1][1] for points in read), None
+    if grows is None:  # what it maps is known no further than what it holds
+        mapped, grows = [], 0.0
 
     def carried(points: Sequence[tuple[float, float]], rate: float) -> float:
         return points[-1][1] + rate * max(0.0, share - points[-1][0])
@@ -65,11 +76,17 @@ def one_life_peak(
     return peak, slope
 
 
-def _warm_slope(lives: Sequence[Sequence[tuple[float, float]]], warm: Sequence[float]) -> float:
+def _warm_slope(lives: Sequence[Sequence[tuple[float, float]]], warm: Sequence[float]) -> float | None:
     """The slope pooled over the lives' readings after their warm-up (``warm``, a life each, where
-    two readings of a life are), else over all of them; never below 0 (0 where none is known)."""
+    two readings of a life are); None where ``warm`` is given and no life has two (none is known
+    past it); without ``warm``, over all of them. Never below 0 (0 where none is known)."""
     after = [[(x, y) for x, y in sorted(p) if x >= w] for p, w in zip(lives, warm, strict=False)]
-    fit = pooled_slope(after if any(len(p) >= 2 for p in after) else [sorted(p) for p in lives if p])
+    if any(len(p) >= 2 for p in after):
+        fit = pooled_slope(after)
+    elif warm and any(lives):
+        return None
+    else:
+        fit = pooled_slope([sorted(p) for p in lives if p])
     return max(0.0, fit.value) if math.isfinite(fit.value) else 0.0
 
 

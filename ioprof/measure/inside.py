@@ -36,6 +36,7 @@ from ioprof.measure.batchtree import tensor_bytes
 from ioprof.measure.growth import (
     EpochGrowth,
     GrowthFit,
+    LifePeak,
     across_epochs,
     after_warmup,
     epoch_fields,
@@ -336,7 +337,7 @@ class InsideRecorder:
         workers: Mapping[int, Sequence[ProcessReading]],
         own: Mapping[int, Sequence[dict[str, Any]]],
         per_pass: int,
-    ) -> tuple[tuple[float, float] | None, tuple[float, float] | None, tuple[float, float] | None, bool]:
+    ) -> tuple[LifePeak | None, LifePeak | None, LifePeak | None, bool]:
         """Workers forked again each pass: the peak of all their lives, of the first pass's and of
         later passes' (each None where not read apart), and whether the first pass's were read. A
         worker forked in the first pass can hold several times what those forked later do (the
@@ -362,7 +363,7 @@ class InsideRecorder:
         own: Mapping[int, Sequence[dict[str, Any]]],
         per_pass: int,
         pids: Sequence[int],
-    ) -> tuple[float, float] | None:
+    ) -> LifePeak | None:
         """``one_life_peak`` of these workers' lives, each its share of a pass."""
         uss = [samples_vs_uss(workers[pid], own.get(pid, [])) for pid in pids]
         batch = max((int(r["n"]) for pid in pids for r in own.get(pid, [])), default=1)

@@ -269,7 +269,7 @@ def memory_line(m: WorkerMemory) -> str:
             share = m.samples_per_epoch // max(1, m.workers)
             if not m.grows:  # a life too short to fit a growth in: its end is what is said
                 growth = "a worker's memory is what it reaches in one life"
-            growth += f"; forked again each epoch, {_life_peaks(m, share)}, then exits"
+            growth += f"; forked again each epoch, {_life_peaks(m, share)}"
         line += (
             f", {each}, {growth}. Batches in "
             f"flight: {size(m.batch_bytes)} a batch × prefetch_factor {m.prefetch_factor} × "
@@ -289,16 +289,22 @@ def _life_peaks(m: WorkerMemory, share: int) -> str:
     if m.later_life_peak_bytes is not None and m.first_life_peak_bytes is not None:
         return (
             f"each worker of the first pass reaches about {size(round(m.first_life_peak_bytes))} at its "
-            f"epoch's end ({share:,} samples), of later passes about {size(round(m.later_life_peak_bytes))}"
+            f"epoch's end ({share:,} samples), of later passes about {size(round(m.later_life_peak_bytes))}, "
+            "then exits"
         )
     peak = size(round(worker_peak_bytes(m, m.workers)))
     whose = "each worker of the first pass" if m.life_first_pass else "each worker"
+    if m.life_peak_bytes is not None and m.life_growth_per_sample is None:  # read, not carried
+        return (
+            f"{whose} exits after its share of an epoch ({share:,} samples); it reached {peak} as read, "
+            "its readings all in its warm-up: how it grows after that was not read"
+        )
     said = f"{whose} reaches about {peak} at its epoch's end ({share:,} samples)"
     if m.later_life_peak_bytes is not None:  # results written before the first pass's own peak was kept
         said += f", of later passes about {size(round(m.later_life_peak_bytes))}"
     elif m.life_first_pass:
         said += " (no worker of a later pass read)"
-    return said
+    return said + ", then exits"
 
 
 def _across_epochs(m: WorkerMemory) -> str:

@@ -234,9 +234,43 @@ def test_a_forked_workers_step_at_its_start_is_not_carried_as_a_rate() -> None:
     peak, slope = one_life_peak(lives, 40.0, warm=warm) or (0.0, 0.0)
     assert stepped > 1.1 * 114 * mb  # the step carried as a rate
     assert peak == pytest.approx(114.0 * mb, rel=0.005) and slope < 0.1 * mb, (peak, slope)
-    # a life whose readings all fall in its warm-up is carried at the slope of all of them
+    # a life whose readings all fall in its warm-up is said as read: its slope past it is not known
     early = [[(2.0, 20 * mb), (6.0, 24 * mb)]]
-    assert one_life_peak(early, 40.0, warm=[16.0]) == one_life_peak(early, 40.0)
+    assert one_life_peak(early, 40.0, warm=[16.0]) == (24 * mb, None)
+
+
+def test_a_life_read_only_in_its_warm_up_is_said_as_read_not_carried() -> None:
+    """A default sweep's 1-worker cell at 1024x768 (batch 4, a cell of about 40 samples): its
+    worker was read at 94 MB, then past a step of inherited pages written at its first full
+    collection, its readings all within its warm-up. Fitted to them, that step was carried as a
+    rate to an epoch's share of 200 samples: 1.01 GB. A worker that made the whole 200 (the same
+    cell, 50 steps), read from outside every 0.2 s, held 360 MB 4 s into its life and 385 MB at
+    the most. Said as read, the peak is what the short life held; and moved to another worker
+    count's share, it stays as read."""
+    from ioprof.core.inside import WorkerMemory
+    from ioprof.measure.growth import one_life_peak
+
+    mb = 1e6
+    life = [[(3.0, 94 * mb), (16.0, 362 * mb), (28.0, 367 * mb)]]
+    stepped, _ = one_life_peak(life, 200.0) or (0.0, 0.0)
+    assert stepped > 2 * 385 * mb  # the step carried as a rate: far beyond what a whole life held
+    peak, slope = one_life_peak(life, 200.0, warm=[32.0]) or (0.0, 0.0)
+    assert (peak, slope) == (367 * mb, None)
+
+    from ioprof.conclude.inside import worker_peak_bytes
+    from ioprof.render.inside import _life_peaks
+
+    m = WorkerMemory(
+        main_uss_bytes=725 * 10**6, main_pss_bytes=1_270 * 10**6, worker_uss_bytes=367 * 10**6,
+        worker_pss_bytes=598 * 10**6, growth_bytes_per_1000_samples=None, growth_low=None,
+        growth_high=None, readings=3, batch_bytes=2_408_480, prefetch_factor=2, workers=1,
+        shm_total_bytes=None, shm_free_bytes=None, ram_available_bytes=23 * 10**9,
+        ram_source="the host's available memory", samples_per_epoch=200, persistent_workers=False,
+        life_peak_bytes=peak, life_growth_per_sample=slope,
+    )  # fmt: skip
+    assert worker_peak_bytes(m, 1) == worker_peak_bytes(m, 4) == 367 * mb
+    said = _life_peaks(m, 200)
+    assert "reached 367.0 MB as read" in said and "was not read" in said and "reaches about" not in said
 
 
 def test_a_cells_round_of_readings_longer_than_their_reach_still_counts_every_process(tmp_path) -> None:  # type: ignore[no-untyped-def]
