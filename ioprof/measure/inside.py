@@ -273,14 +273,16 @@ class InsideRecorder:
             else {k: v for k, v in r.items() if k not in ("uss", "pss")}
             for r in rows
         ]
+        ends = self._life_ends(rows, lo, hi)
         workers = {pid: rs for pid, rs in spans.items() if pid != os.getpid() and rs}
-        for pid in {r["pid"] for r in rows if "uss" in r} - {os.getpid()}:  # workers that read themselves
+        read_themselves = {r["pid"] for r in [*rows, *ends] if "uss" in r} - {os.getpid()}
+        for pid in read_themselves:
             workers.setdefault(pid, [])
         producers = workers or {os.getpid(): main}  # no workers: the training process produces the samples
         dataset, per_pass = samples_counted(rows, self.dataset_items, self.batches_per_pass)
         batch = max((int(r["n"]) for r in rows), default=1)
         own: dict[int, list[dict[str, Any]]] = {}
-        for r in rows:
+        for r in sorted([*rows, *ends], key=lambda r: r["t"]):
             own.setdefault(r["pid"], []).append(r)
         warm = {pid: warm_points(rs, own.get(pid, []), batch) for pid, rs in producers.items()}
         fits = [after_warmup(points, dataset) for points in warm.values()]
@@ -307,7 +309,7 @@ class InsideRecorder:
             growth_bytes_per_1000_samples=growth.value * 1000 if known and growth is not None else None,
             growth_low=growth.low * 1000 if known and growth is not None and growth.known else None,
             growth_high=growth.high * 1000 if known and growth is not None and growth.known else None,
-            readings=sum(len(rs) for rs in spans.values()) + sum(1 for r in rows if "uss" in r),
+            readings=sum(len(rs) for rs in spans.values()) + sum(1 for r in [*rows, *ends] if "uss" in r),
             batch_bytes=self.batch_bytes,
             prefetch_factor=self.prefetch_factor,
             workers=self.workers,
@@ -331,6 +333,16 @@ class InsideRecorder:
             later_life_peak_bytes=later[0] if later else None,
             first_life_peak_bytes=first[0] if first else None,
         )
+
+    def _life_ends(self, rows: Sequence[dict[str, Any]], lo: float, hi: float) -> list[dict[str, Any]]:
+        """The memory of the rows' processes as each life ended (``StageClock.life_end``), within
+        [lo, hi]: a worker forked each pass is read at its end however its readings fell."""
+        pids = {r["pid"] for r in rows}
+        return [
+            r
+            for r in stage_rows.read_rows(self.folder, self.tag, ends=True)
+            if r["pid"] in pids and lo <= r["t"] <= hi
+        ]
 
     def _pass_peaks(
         self,

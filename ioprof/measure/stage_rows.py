@@ -15,18 +15,20 @@ from ioprof.core.handover import PassBatch, SlowWait, far_fence, slow_wait
 from ioprof.core.inside import GARBAGE_COLLECTOR, WAITING_FOR_A_CORE, LoaderStages, SampleTimes, StageTime
 from ioprof.core.rates import Produced
 from ioprof.core.stats import nearest_rank, ratio_interval
+from ioprof.measure.stageclock import END
 from ioprof.measure.stages import COLLATE, GETITEM, REST_NAMES, ROWS_GLOB
 
 
-def read_rows(folder: str | Path, tag: int | None = None) -> list[dict[str, Any]]:
-    """Every complete row in ``folder`` (of one loader's ``tag``), ordered by time."""
+def read_rows(folder: str | Path, tag: int | None = None, ends: bool = False) -> list[dict[str, Any]]:
+    """Every complete batch's row in ``folder`` (of one loader's ``tag``), ordered by time; or,
+    ``ends``, the rows of no batch, each a process's memory at its life's end (``StageClock.life_end``)."""
     rows: list[dict[str, Any]] = []
     for path in sorted(Path(folder).glob(ROWS_GLOB)):
         with contextlib.suppress(OSError):
             for line in path.read_text(encoding="utf-8").splitlines():
                 with contextlib.suppress(ValueError):
                     row = json.loads(line)
-                    if tag is None or row.get("tag") == tag:
+                    if (tag is None or row.get("tag") == tag) and bool(row.get(END)) == ends:
                         rows.append(row)
     rows.sort(key=lambda r: r["t"])
     return rows

@@ -25,6 +25,7 @@ from typing import Any
 MEMORY_BUDGET = 0.01
 _OLDEST = len(gc.get_threshold()) - 1  # the generation a full collection walks
 MEMORY_EVERY_MIN_S = 0.5
+END = "end"  # a row's key: no batch, the process's memory at its life's end (``life_end``)
 
 
 class StageClock:
@@ -176,6 +177,9 @@ class StageClock:
             now >= self._memory_next_s or (first and now >= self._memory_last_s + MEMORY_EVERY_MIN_S)
         ):
             self._read_memory(row)
+        self._write(row)
+
+    def _write(self, row: dict[str, Any]) -> None:
         try:  # one short append per batch, readable at once (a few µs; batches take milliseconds)
             if self._file is None:
                 self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115  (kept open for the worker's life)
@@ -183,6 +187,22 @@ class StageClock:
             self._file.flush()
         except OSError:  # the folder went away: the rows are lost, never the batch
             pass
+
+    def life_end(self) -> None:
+        """A row of no batch (``END``) with this process's memory as its life ends. A worker's own
+        memory rarely falls (freed objects stay in the allocator's arenas), and read now and then
+        it may rise after its last reading — a step of a fifth of it in its last batches, seen from
+        outside —: what one life reaches is read at its end, where every life is read once."""
+        row: dict[str, Any] = {
+            "pid": os.getpid(),
+            "tag": self.tag,
+            "t": time.perf_counter(),
+            "n": 0,
+            END: True,
+        }
+        self._read_memory(row)
+        if "uss" in row:
+            self._write(row)
 
     def _read_memory(self, row: dict[str, Any]) -> None:
         """This process's USS, PSS and RSS, into the batch's row; the next reading held to the budget."""
@@ -200,8 +220,12 @@ class StageClock:
             row["uss"], row["pss"], row["rss"] = got
 
     def flush(self) -> None:
+        """The process's last rows (a worker's, as it exits): where it reads its memory, one reading
+        more, at the end of its life — whatever the budget says (``life_end``)."""
         with contextlib.suppress(ValueError):
             gc.callbacks.remove(self._collected)
+        if self.memory and os.getpid() == self._pid:
+            self.life_end()
         self.queue.close()
         if self._file is not None:
             with contextlib.suppress(OSError):
