@@ -273,16 +273,16 @@ class InsideRecorder:
             else {k: v for k, v in r.items() if k not in ("uss", "pss")}
             for r in rows
         ]
-        ends = self._life_ends(rows, lo, hi)
+        # and each process's memory as its life ended: the batches' rows count the samples
+        own_rows = sorted([*rows, *self._life_ends(rows, lo, hi)], key=lambda r: r["t"])
         workers = {pid: rs for pid, rs in spans.items() if pid != os.getpid() and rs}
-        read_themselves = {r["pid"] for r in [*rows, *ends] if "uss" in r} - {os.getpid()}
-        for pid in read_themselves:
+        for pid in {r["pid"] for r in own_rows if "uss" in r} - {os.getpid()}:  # workers that read themselves
             workers.setdefault(pid, [])
         producers = workers or {os.getpid(): main}  # no workers: the training process produces the samples
         dataset, per_pass = samples_counted(rows, self.dataset_items, self.batches_per_pass)
         batch = max((int(r["n"]) for r in rows), default=1)
         own: dict[int, list[dict[str, Any]]] = {}
-        for r in sorted([*rows, *ends], key=lambda r: r["t"]):
+        for r in own_rows:
             own.setdefault(r["pid"], []).append(r)
         warm = {pid: warm_points(rs, own.get(pid, []), batch) for pid, rs in producers.items()}
         fits = [after_warmup(points, dataset) for points in warm.values()]
@@ -309,7 +309,7 @@ class InsideRecorder:
             growth_bytes_per_1000_samples=growth.value * 1000 if known and growth is not None else None,
             growth_low=growth.low * 1000 if known and growth is not None and growth.known else None,
             growth_high=growth.high * 1000 if known and growth is not None and growth.known else None,
-            readings=sum(len(rs) for rs in spans.values()) + sum(1 for r in [*rows, *ends] if "uss" in r),
+            readings=sum(len(rs) for rs in spans.values()) + sum(1 for r in own_rows if "uss" in r),
             batch_bytes=self.batch_bytes,
             prefetch_factor=self.prefetch_factor,
             workers=self.workers,

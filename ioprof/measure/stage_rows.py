@@ -26,6 +26,8 @@ def read_rows(folder: str | Path, tag: int | None = None, ends: bool = False) ->
     for path in sorted(Path(folder).glob(ROWS_GLOB)):
         with contextlib.suppress(OSError):
             for line in path.read_text(encoding="utf-8").splitlines():
+                if ends and f'"{END}"' not in line:  # a batch's row: not parsed for nothing
+                    continue
                 with contextlib.suppress(ValueError):
                     row = json.loads(line)
                     if (tag is None or row.get("tag") == tag) and bool(row.get(END)) == ends:
