@@ -33,7 +33,8 @@ HOW = (
     "file object's reads are timed and the rest is decode), each transform of the dataset's "
     "`transforms.Compose` by its class name; `rest of __getitem__` is what the fetch took beyond them. "
     "Shares are of the workers' time per sample; intervals are 95 %, from batch means. Memory is read "
-    "from `/proc/PID/smaps_rollup` every few seconds: a process's own (USS) is its dirty private pages "
+    "from `/proc/PID/smaps_rollup` every few seconds (in `run`, by each worker once more as it exits: a "
+    "life is read at its end): a process's own (USS) is its dirty private pages "
     "less its share of tmpfs files' (the pages of a file it maps, such as a memory-mapped table, are the "
     "file's, left out); its growth per sample: " + GROWTH_RULE + "."
 )
